@@ -1,0 +1,1 @@
+# Build fragment for bench/, included by the top Makefile.am (see docs/hacking.md).

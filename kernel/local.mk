@@ -1,0 +1,1 @@
+# Build fragment for kernel/, included by the top Makefile.am (see docs/hacking.md).
