@@ -1,0 +1,1 @@
+# Build fragment for runtime/restorer/, included by the top Makefile.am (see docs/hacking.md).
