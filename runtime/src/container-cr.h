@@ -1,0 +1,48 @@
+/* crest: checkpoint and restore of a container (as opposed to --pid process
+ * mode). The verbs in checkpoint.c and restore.c parse crun's flags and call
+ * these when they are given a container ID.
+ *
+ * Checkpoint: crest's state for ID and `crun state` give the init PID; the
+ * engine dumps the tree; the config the container ran with (and its digest)
+ * goes into the image; then, unless leave_running, the container is killed
+ * and deleted with its crest state.
+ *
+ * Restore: a private restore config is written under crest's state dir (the
+ * process becomes crest's static restorer, bind-mounted read-only with the
+ * image; capabilities become the checkpointed ones plus
+ * CAP_CHECKPOINT_RESTORE), and crun runs it. All or nothing: on failure no
+ * task, no crun container and no crest state is left, the image untouched. */
+#ifndef CREST_CONTAINER_CR_H
+#define CREST_CONTAINER_CR_H
+
+#include <stdbool.h>
+#include "crest.h"
+#include "error.h"
+
+struct crest_container_checkpoint_opts
+{
+  const char *image_path; /* default "./checkpoint" when NULL */
+  const char *work_path;  /* logs and temporaries; NULL: beside the image */
+  bool leave_running;
+};
+
+struct crest_container_restore_opts
+{
+  const char *image_path;     /* default "./checkpoint" when NULL */
+  const char *work_path;      /* NULL: beside the image */
+  const char *bundle;         /* -b/--bundle; NULL: the checkpointed bundle */
+  bool detach;                /* -d/--detach */
+  const char *pid_file;       /* --pid-file, or NULL */
+  const char *console_socket; /* --console-socket, or NULL */
+};
+
+/* Both return the exit status the verb should exit with (>= 0; for an
+   attached restore, the container's own), or a negative value with ERR filled
+   with one line naming the container, the object, the operation and the
+   reason. */
+int crest_container_checkpoint (struct crest_global *g, const char *id,
+                                const struct crest_container_checkpoint_opts *opts, crest_error_t *err);
+int crest_container_restore (struct crest_global *g, const char *id,
+                             const struct crest_container_restore_opts *opts, crest_error_t *err);
+
+#endif
