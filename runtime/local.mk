@@ -1,0 +1,22 @@
+# The crest front end. Other parts hook in through:
+#   CREST_EXTRA_SOURCES  more sources compiled into crest (e.g. container C/R glue)
+#   CREST_ENGINE_LIBS    static libraries linked into crest (the engine)
+CREST_EXTRA_SOURCES =
+CREST_ENGINE_LIBS =
+
+bin_PROGRAMS += runtime/src/crest
+
+CREST_FRONTEND_SOURCES = \
+	runtime/src/crest.h \
+	runtime/src/error.c runtime/src/error.h \
+	runtime/src/log.c runtime/src/log.h \
+	runtime/src/util.c runtime/src/util.h \
+	runtime/src/config.c runtime/src/config.h \
+	runtime/src/state.c runtime/src/state.h \
+	runtime/src/crun.c \
+	runtime/src/lifecycle.c runtime/src/lifecycle.h \
+	runtime/src/verbs.h
+
+runtime_src_crest_SOURCES = runtime/src/main.c $(CREST_FRONTEND_SOURCES) $(CREST_EXTRA_SOURCES)
+runtime_src_crest_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(SECCOMP_CFLAGS) $(LIBCAP_CFLAGS)
+runtime_src_crest_LDADD = $(CREST_ENGINE_LIBS) $(YAJL_LIBS) $(SECCOMP_LIBS) $(LIBCAP_LIBS)
