@@ -1,0 +1,123 @@
+/* crest: the checkpoint/restore engine, as the front end and the container
+ * glue call it. Everything behind these two functions lives in
+ * runtime/engine/ (dump.c, restore.c, image.c, the restorer blob).
+ *
+ * Process model. The dump runs as an ordinary user outside the tree: it
+ * seizes every thread with ptrace, reads what /proc and ptrace show, injects
+ * a few syscalls for what only the task knows, copies memory in bulk and
+ * writes an image directory (docs/image-format.md). The restore runs as the
+ * parent (or ancestor) of the tree it recreates: it forks every task with
+ * clone3() + set_tid, each task rebuilds its address space through the
+ * position-independent restorer blob, and the engine puts the registers back
+ * with ptrace before it lets the tree go (docs/engine.md). */
+#ifndef CREST_ENGINE_H
+#define CREST_ENGINE_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include "error.h"
+
+/* Image format version written into the manifest; a reader refuses others. */
+#define CREST_IMAGE_FORMAT 1
+
+/* Freeze callback: called once, before any task is seized, with the tree's
+   root PID. Return < 0 (filling err) to abort the dump; the engine then calls
+   thaw (when not NULL) and leaves the tree alone. Used by the container glue
+   to set cgroup.freeze; NULL in process mode. */
+typedef int (*crest_freeze_fn) (void *data, pid_t root, bool freeze, crest_error_t *err);
+
+struct crest_dump_opts
+{
+  /* Final image directory. Must not exist yet, or be an empty directory. The
+     image is written to "<image_dir>.tmp-<pid>" beside it and renamed into
+     place when complete. */
+  const char *image_dir;
+  /* Scratch space for logs (may be NULL: nothing written). */
+  const char *work_dir;
+  /* true: detach and let the tree run on after the dump. false: SIGKILL
+     every task once the image is complete and renamed into place. */
+  bool leave_running;
+  /* The root is the init (PID 1) of its own PID namespace (a container).
+     PIDs are then recorded as seen inside that namespace. false in process
+     mode, where PIDs are recorded as seen by crest (run crest inside the same
+     PID namespace as the tree, e.g. within `unshare -Urpf`). */
+  bool root_is_ns_init;
+  /* Optional: freeze/thaw hook and its data (see crest_freeze_fn). */
+  crest_freeze_fn freeze;
+  void *freeze_data;
+  /* Optional: cgroup v2 directory of the tree; recorded in the image. */
+  const char *cgroup_path;
+  /* Optional: SHA-256 hex digest of the container's config.json; recorded in
+     the manifest ("config_digest"), NULL in process mode. */
+  const char *config_digest;
+};
+
+/* Checkpoint the tree rooted at ROOT (ROOT and all its descendants, every
+   thread) into o->image_dir.
+
+   Returns 0 on success: the image is complete, checksummed and in place; the
+   tree is either running on (leave_running) or killed.
+
+   Returns < 0 with *err set to one line naming the PID, the object (fd,
+   mapping, file) and the reason, on any failure: an unsupported resource
+   (socket, unknown fd type, shared anonymous memory, ptrace-stopped or zombie
+   task...), a task that vanished, an I/O error. On failure every seized task
+   is detached with its registers exactly as they were, the tree is thawed and
+   keeps running untouched (also when leave_running is false), and neither
+   the temporary nor the final image directory is left behind. */
+int crest_engine_dump (pid_t root, const struct crest_dump_opts *o, crest_error_t *err);
+
+struct crest_restore_opts
+{
+  /* Image directory, read only: restore never writes into it. */
+  const char *image_dir;
+  /* Scratch space for logs (may be NULL). */
+  const char *work_dir;
+  /* The caller is PID 1 of a fresh PID namespace (the container case): the
+     image's root task must have been the namespace init (dumped with
+     root_is_ns_init). The caller then becomes that task itself once every
+     descendant is recreated below it: crest_engine_restore does not return
+     on success in this mode (the process image is replaced by the restored
+     init); it returns only on failure. false: process mode, the tree is
+     recreated as children of the caller with the PIDs of the image (they
+     must be free in the caller's PID namespace). */
+  bool as_ns_init;
+  /* Descriptors to hand to the restored tree in place of what the dumped
+     tree had on 0, 1, 2 when those were not regular files, pipes inside the
+     tree or /dev/null etc. (a terminal, a pipe to the outside): -1 keeps the
+     caller's own descriptor of the same number. */
+  int stdio_fds[3];
+  /* Process mode: true returns as soon as the tree runs (the root is then
+     reparented to the subreaper above us when we exit); false waits for the
+     root task and returns its exit status in *root_status. */
+  bool detach;
+  /* When not NULL, the root's PID (as seen by the caller) is written there
+     once the tree runs. */
+  const char *pid_file;
+  /* Force the ns_last_pid fallback instead of clone3() + set_tid (tests).
+     The environment variable CREST_FORCE_NS_LAST_PID=1 does the same. */
+  bool force_ns_last_pid;
+};
+
+/* Recreate the tree stored in o->image_dir.
+
+   Returns 0 once every task runs again with its PIDs, memory, registers,
+   files and signal state restored; *root_out is the root's PID as seen by the
+   caller. With detach false, it also waits for the root task and stores its
+   wait status in *root_status (which may be NULL when detach is true).
+
+   Returns < 0 with *err set (one line naming the image file or PID, the
+   operation and the reason) on any failure: an image that fails its checks
+   (version, kernel, architecture, vDSO, checksum, bounds), a PID already in
+   use, a file that is gone, a syscall the restorer could not make. All or
+   nothing: every task created so far is killed and reaped before returning,
+   the image directory is left untouched. */
+int crest_engine_restore (const struct crest_restore_opts *o, pid_t *root_out, int *root_status,
+                          crest_error_t *err);
+
+/* Check an image without restoring it: manifest, version, checksums of every
+   file, bounds of every index. 0 when sound, < 0 with err naming the file and
+   the problem. */
+int crest_engine_check_image (const char *image_dir, crest_error_t *err);
+
+#endif
