@@ -11,7 +11,7 @@ CREST_FRONTEND_SOURCES = \
 	runtime/src/error.c runtime/src/error.h \
 	runtime/src/log.c runtime/src/log.h \
 	runtime/src/util.c runtime/src/util.h \
-	runtime/src/config.c runtime/src/config.h \
+	runtime/src/oci-config.c runtime/src/oci-config.h \
 	runtime/src/state.c runtime/src/state.h \
 	runtime/src/crun.c \
 	runtime/src/lifecycle.c runtime/src/lifecycle.h \
@@ -20,3 +20,18 @@ CREST_FRONTEND_SOURCES = \
 runtime_src_crest_SOURCES = runtime/src/main.c $(CREST_FRONTEND_SOURCES) $(CREST_EXTRA_SOURCES)
 runtime_src_crest_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) $(SECCOMP_CFLAGS) $(LIBCAP_CFLAGS)
 runtime_src_crest_LDADD = $(CREST_ENGINE_LIBS) $(YAJL_LIBS) $(SECCOMP_LIBS) $(LIBCAP_LIBS)
+
+# Unit tests (TAP).
+CREST_UNIT_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) -I$(top_srcdir)/runtime/tests
+CREST_UNIT_LIBS = $(YAJL_LIBS)
+check_PROGRAMS += runtime/tests/test-config runtime/tests/test-args
+TESTS += runtime/tests/test-config runtime/tests/test-args
+runtime_tests_test_config_SOURCES = runtime/tests/test-config.c runtime/tests/tap.h \
+	runtime/src/oci-config.c runtime/src/error.c runtime/src/log.c runtime/src/util.c
+runtime_tests_test_config_CFLAGS = $(CREST_UNIT_CFLAGS)
+runtime_tests_test_config_LDADD = $(CREST_UNIT_LIBS)
+runtime_tests_test_args_SOURCES = runtime/tests/test-args.c runtime/tests/tap.h \
+	runtime/src/lifecycle.c runtime/src/state.c runtime/src/oci-config.c runtime/src/crun.c \
+	runtime/src/error.c runtime/src/log.c runtime/src/util.c
+runtime_tests_test_args_CFLAGS = $(CREST_UNIT_CFLAGS)
+runtime_tests_test_args_LDADD = $(CREST_UNIT_LIBS)

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "crest.h"
-#include "config.h"
+#include "oci-config.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "state.h"
@@ -66,7 +66,7 @@ crest_parse_create_args (int argc, char **argv, struct create_args *out, crest_e
               if (value == NULL)
                 {
                   if (i + 1 >= argc)
-                    return crest_error_make (err, EINVAL, "option `%s` needs a value (add or only)", name);
+                    return crest_error_make (err, 0, "option `%s` needs a value (add or only)", name);
                   value = argv[++i];
                 }
               out->grant_flag = value;
@@ -75,7 +75,7 @@ crest_parse_create_args (int argc, char **argv, struct create_args *out, crest_e
           if (takes_value (name) && value == NULL)
             {
               if (i + 1 >= argc)
-                return crest_error_make (err, EINVAL, "option `%s` needs a value", name);
+                return crest_error_make (err, 0, "option `%s` needs a value", name);
               value = argv[++i];
             }
           if (strcmp (name, "--bundle") == 0)
@@ -115,7 +115,7 @@ crest_parse_create_args (int argc, char **argv, struct create_args *out, crest_e
                   if (value == NULL)
                     {
                       if (i + 1 >= argc)
-                        return crest_error_make (err, EINVAL, "option `-%c` needs a value", opt);
+                        return crest_error_make (err, 0, "option `-%c` needs a value", opt);
                       value = argv[++i];
                     }
                   if (opt == 'b')
@@ -128,16 +128,16 @@ crest_parse_create_args (int argc, char **argv, struct create_args *out, crest_e
                     out->config = value;
                   break;
                 }
-              return crest_error_make (err, EINVAL, "unknown option `-%c`", *p);
+              return crest_error_make (err, 0, "unknown option `-%c`", *p);
             }
           continue;
         }
       if (out->id)
-        return crest_error_make (err, EINVAL, "unexpected argument `%s` after container ID `%s`", a, out->id);
+        return crest_error_make (err, 0, "unexpected argument `%s` after container ID `%s`", a, out->id);
       out->id = a;
     }
   if (out->id == NULL)
-    return crest_error_make (err, EINVAL, "missing container ID");
+    return crest_error_make (err, 0, "missing container ID");
   return 0;
 }
 

@@ -4,7 +4,7 @@
 #define CREST_LIFECYCLE_H
 
 #include <stdbool.h>
-#include "config.h"
+#include "oci-config.h"
 #include "error.h"
 
 struct create_args

@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "crest.h"
-#include "config.h"
+#include "oci-config.h"
 #include "log.h"
 #include "state.h"
 #include "util.h"

@@ -25,15 +25,15 @@ crest_validate_id (const char *id, crest_error_t *err)
 {
   const char *p;
   if (id == NULL || *id == '\0')
-    return crest_error_make (err, EINVAL, "missing container ID");
+    return crest_error_make (err, 0, "missing container ID");
   if (strlen (id) > 1024)
-    return crest_error_make (err, EINVAL, "container ID too long");
+    return crest_error_make (err, 0, "container ID too long");
   if (strcmp (id, ".") == 0 || strcmp (id, "..") == 0)
-    return crest_error_make (err, EINVAL, "invalid container ID `%s`", id);
+    return crest_error_make (err, 0, "invalid container ID `%s`", id);
   for (p = id; *p; p++)
     if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '_'
           || *p == '.' || *p == '+'))
-      return crest_error_make (err, EINVAL, "invalid container ID `%s`: only letters, digits and -_.+ are allowed", id);
+      return crest_error_make (err, 0, "invalid container ID `%s`: only letters, digits and -_.+ are allowed", id);
   return 0;
 }
 
@@ -121,7 +121,7 @@ crest_state_read (struct crest_global *g, const char *id, struct crest_state *s,
     {
       if (root)
         yajl_tree_free (root);
-      return crest_error_make (err, EINVAL, "container `%s`: state file `%s` is corrupt", id, path);
+      return crest_error_make (err, 0, "container `%s`: state file `%s` is corrupt", id, path);
     }
   s->id = xstrdup (id);
   s->bundle = dup_field (root, "bundle");

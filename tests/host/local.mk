@@ -1,1 +1,2 @@
-# Build fragment for tests/host/, included by the top Makefile.am (see docs/hacking.md).
+# Host tests that need a rootless user (TAP shell scripts); see docs/hacking.md.
+EXTRA_DIST += tests/host/rootless-env

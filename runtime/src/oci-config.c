@@ -8,7 +8,7 @@
 #include <string.h>
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
-#include "config.h"
+#include "oci-config.h"
 #include "util.h"
 
 #define CAP_CR_NAME "CAP_CHECKPOINT_RESTORE"
@@ -25,7 +25,7 @@ crest_grant_parse (const char *s, enum crest_grant *out, crest_error_t *err)
   else if (strcmp (s, "only") == 0)
     *out = CREST_GRANT_ONLY;
   else
-    return crest_error_make (err, EINVAL, "unknown checkpoint-restore grant `%s` (expected add, only or none)", s);
+    return crest_error_make (err, 0, "unknown checkpoint-restore grant `%s` (expected add, only or none)", s);
   return 0;
 }
 
@@ -53,12 +53,12 @@ crest_config_parse (const char *text, yajl_val *out, crest_error_t *err)
       char *nl = strchr (errbuf, '\n');
       if (nl)
         *nl = '\0';
-      return crest_error_make (err, EINVAL, "invalid JSON: %s", errbuf[0] ? errbuf : "parse error");
+      return crest_error_make (err, 0, "invalid JSON: %s", errbuf[0] ? errbuf : "parse error");
     }
   if (!YAJL_IS_OBJECT (v))
     {
       yajl_tree_free (v);
-      return crest_error_make (err, EINVAL, "invalid config: the top level is not an object");
+      return crest_error_make (err, 0, "invalid config: the top level is not an object");
     }
   *out = v;
   return 0;
@@ -80,7 +80,7 @@ crest_config_annotation_grant (yajl_val root, enum crest_grant *out, crest_error
   if (v == NULL)
     return 0;
   if (!YAJL_IS_STRING (v))
-    return crest_error_make (err, EINVAL, "annotation `%s` must be a string", CREST_GRANT_ANNOTATION);
+    return crest_error_make (err, 0, "annotation `%s` must be a string", CREST_GRANT_ANNOTATION);
   if (crest_grant_parse (YAJL_GET_STRING (v), out, err) < 0)
     return crest_error_wrap (err, "annotation `%s`", CREST_GRANT_ANNOTATION);
   return 0;
@@ -270,14 +270,14 @@ crest_config_generate (yajl_val root, enum crest_grant grant, char **out, size_t
   yajl_val uid;
 
   if (!YAJL_IS_OBJECT (root))
-    return crest_error_make (err, EINVAL, "invalid config: the top level is not an object");
+    return crest_error_make (err, 0, "invalid config: the top level is not an object");
   if (grant != CREST_GRANT_NONE)
     {
       yajl_val caps = yajl_tree_get (root, caps_path, yajl_t_any);
       if (yajl_tree_get (root, proc_path, yajl_t_object) == NULL)
-        return crest_error_make (err, EINVAL, "invalid config: no `process` object to grant CAP_CHECKPOINT_RESTORE to");
+        return crest_error_make (err, 0, "invalid config: no `process` object to grant CAP_CHECKPOINT_RESTORE to");
       if (caps && !YAJL_IS_OBJECT (caps))
-        return crest_error_make (err, EINVAL, "invalid config: `process.capabilities` is not an object");
+        return crest_error_make (err, 0, "invalid config: `process.capabilities` is not an object");
     }
   uid = yajl_tree_get (root, uid_path, yajl_t_number);
   if (uid && YAJL_IS_INTEGER (uid) && YAJL_GET_INTEGER (uid) != 0)
@@ -291,7 +291,7 @@ crest_config_generate (yajl_val root, enum crest_grant grant, char **out, size_t
   if (gen_value (&st, root, CTX_ROOT) < 0 || yajl_gen_get_buf (st.g, &buf, &buflen) != yajl_gen_status_ok)
     {
       yajl_gen_free (st.g);
-      return crest_error_make (err, EINVAL, "cannot serialise the config");
+      return crest_error_make (err, 0, "cannot serialise the config");
     }
   *out = xmalloc (buflen + 1);
   memcpy (*out, buf, buflen);
@@ -314,6 +314,6 @@ crest_kernel_has_cap_cr (const char *proc_path, crest_error_t *err)
   errno = 0;
   last = strtol (text, &end, 10);
   if (errno || end == text)
-    return crest_error_make (err, EINVAL, "`%s` does not hold a number", p);
+    return crest_error_make (err, 0, "`%s` does not hold a number", p);
   return last >= 40 ? 1 : 0;
 }
