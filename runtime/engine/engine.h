@@ -97,6 +97,8 @@ struct crest_restore_opts
   /* Force the ns_last_pid fallback instead of clone3() + set_tid (tests).
      The environment variable CREST_FORCE_NS_LAST_PID=1 does the same. */
   bool force_ns_last_pid;
+  /* Out, may be NULL: with detach false, the wait status of the root task. */
+  int *root_status;
 };
 
 /* Recreate the tree stored in o->image_dir.
@@ -104,7 +106,7 @@ struct crest_restore_opts
    Returns 0 once every task runs again with its PIDs, memory, registers,
    files and signal state restored; *root_out is the root's PID as seen by the
    caller. With detach false, it also waits for the root task and stores its
-   wait status in *root_status (which may be NULL when detach is true).
+   wait status in *o->root_status (when not NULL).
 
    Returns < 0 with *err set (one line naming the image file or PID, the
    operation and the reason) on any failure: an image that fails its checks
@@ -112,8 +114,7 @@ struct crest_restore_opts
    use, a file that is gone, a syscall the restorer could not make. All or
    nothing: every task created so far is killed and reaped before returning,
    the image directory is left untouched. */
-int crest_engine_restore (const struct crest_restore_opts *o, pid_t *root_out, int *root_status,
-                          crest_error_t *err);
+int crest_engine_restore (const struct crest_restore_opts *o, pid_t *root_out, crest_error_t *err);
 
 /* Check an image without restoring it: manifest, version, checksums of every
    file, bounds of every index. 0 when sound, < 0 with err naming the file and
