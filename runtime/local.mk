@@ -35,3 +35,10 @@ runtime_tests_test_args_SOURCES = runtime/tests/test-args.c runtime/tests/tap.h 
 	runtime/src/error.c runtime/src/log.c runtime/src/util.c
 runtime_tests_test_args_CFLAGS = $(CREST_UNIT_CFLAGS)
 runtime_tests_test_args_LDADD = $(CREST_UNIT_LIBS)
+
+# The man page, from markdown (go-md2man, as crun does).
+man1_MANS += runtime/man/crest.1
+EXTRA_DIST += runtime/man/crest.1.md
+CLEANFILES += runtime/man/crest.1
+runtime/man/crest.1: runtime/man/crest.1.md
+	$(AM_V_GEN)$(MKDIR_P) runtime/man && $(GO_MD2MAN) -in $< -out $@
