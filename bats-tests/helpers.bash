@@ -1,0 +1,197 @@
+# Shared vocabulary of crest's bats suites (load it with `load helpers`).
+#
+# The suites run inside the test VM (image/run-vm), as the rootless test user
+# unless their first lines say `# vm-as: root`.  Everything the VM provides is
+# under $CREST_TESTS (default /usr/lib/crest-tests): progs/ (the static test
+# programs of bats-tests/progs), rootfs/ (a busybox root file system),
+# kselftests/<dir>/ (the kernel's selftests built with the VM kernel).
+#
+#   requires WHAT...        skip the test, saying why, unless each holds:
+#                           root, non-root, vm, userns, cgroup2-delegated,
+#                           kernel-patched, kernel-stock, cmd:NAME, file:PATH
+#   as_test_user CMD...     run CMD as the test user (as is when already not root)
+#   in_userns CMD...        CMD as root of a new user namespace (unshare -Ur)
+#   in_userns_pidns CMD...  the same plus a new PID namespace in which CMD is
+#                           PID 1 (unshare -Urpf): the user owns that PID namespace
+#   only_cap_cr CMD...      CMD with CAP_CHECKPOINT_RESTORE as its only capability
+#                           (all other sets cleared; use inside in_userns*)
+#   without_cap_cr CMD...   CMD with every capability of the caller except
+#                           CAP_CHECKPOINT_RESTORE and CAP_SYS_ADMIN (either
+#                           one satisfies the kernel's checkpoint/restore checks)
+#   cap_mask NAME...        the 16-hex-digit mask of capabilities named as in
+#                           config.json (CAP_KILL ...), computed with capsh
+#   cap_bit N               the 16-hex-digit mask of capability number N
+#   cap_line SET            from $output: the value of the "CapSET:" line
+#   free_pid                a PID of the caller's PID namespace not in use now
+#   setup_bundle            a fresh rootless busybox bundle in $BUNDLE
+#                           (crun spec --rootless), with the test programs at
+#                           $CREST_TESTS/progs inside the container too
+#   update_config JQ        apply a jq expression to $BUNDLE/config.json
+#   crest_run ID [ARGS...]  `crest run` of $BUNDLE as container ID (its output
+#                           in $output, its status in $status, via bats' run)
+#   wait_for_container N DELAY ID [STATUS]
+#                           retry `crest state ID` until it reports STATUS
+#                           (default running)
+#   teardown_bundle         delete every container the test started
+#
+# Helpers never skip on their own: a test says `requires ...` first.
+
+bats_load_library bats-support
+bats_load_library bats-assert
+
+CREST_TESTS=${CREST_TESTS:-/usr/lib/crest-tests}
+PROGS=${CREST_PROGS:-$CREST_TESTS/progs}
+CREST=${CREST:-crest}
+TEST_UID=${CREST_TEST_UID:-1000}
+TEST_GID=${CREST_TEST_GID:-1000}
+CAP_CHECKPOINT_RESTORE=40
+
+# Containers started through crest_run, deleted by teardown_bundle.
+CONTAINERS=()
+
+requires() {
+	local what
+	for what in "$@"; do
+		case "$what" in
+		root)
+			[ "$(id -u)" = 0 ] || skip "needs root (running as uid $(id -u))" ;;
+		non-root)
+			[ "$(id -u)" != 0 ] || skip "needs an unprivileged user (running as root)" ;;
+		vm)
+			[ -n "${CREST_VM:-}" ] || skip "runs only inside the test VM (CREST_VM unset)" ;;
+		userns)
+			unshare -Ur true 2>/dev/null || skip "cannot create a user namespace here" ;;
+		cgroup2-delegated)
+			[ -n "${CREST_CGROUP:-}" ] && [ -w "${CREST_CGROUP}/cgroup.procs" ] \
+				|| skip "needs a cgroup v2 subtree delegated to this user (CREST_CGROUP)" ;;
+		kernel-patched)
+			[ "${CREST_KERNEL:-}" = patched ] || skip "needs the patched VM kernel (CREST_KERNEL=${CREST_KERNEL:-unset})" ;;
+		kernel-stock)
+			[ "${CREST_KERNEL:-}" = stock ] || skip "needs the stock VM kernel (CREST_KERNEL=${CREST_KERNEL:-unset})" ;;
+		cmd:*)
+			command -v "${what#cmd:}" >/dev/null || skip "needs the command ${what#cmd:}" ;;
+		file:*)
+			[ -e "${what#file:}" ] || skip "needs ${what#file:}" ;;
+		*)
+			fail "requires: unknown requirement '$what'" ;;
+		esac
+	done
+}
+
+as_test_user() {
+	if [ "$(id -u)" = 0 ]; then
+		setpriv --reuid="$TEST_UID" --regid="$TEST_GID" --init-groups --inh-caps=-all \
+			--ambient-caps=-all -- env HOME=/home/test XDG_RUNTIME_DIR="/run/user/$TEST_UID" "$@"
+	else
+		"$@"
+	fi
+}
+
+# The command may start with one of the helpers below (only_cap_cr ...):
+# they are exported, and bash runs them inside the new namespaces.
+in_userns() {
+	unshare --user --map-root-user -- bash -c '"$@"' bash "$@"
+}
+
+in_userns_pidns() {
+	unshare --user --map-root-user --pid --fork -- bash -c '"$@"' bash "$@"
+}
+
+# As root of a user namespace an exec keeps the bounding set as the permitted
+# and effective sets, so the bounding set decides what the command holds.
+only_cap_cr() {
+	setpriv --inh-caps=-all --ambient-caps=-all --bounding-set=-all,+checkpoint_restore -- "$@"
+}
+
+without_cap_cr() {
+	setpriv --inh-caps=-all --ambient-caps=-all \
+		--bounding-set=+all,-checkpoint_restore,-sys_admin -- "$@"
+}
+
+export -f only_cap_cr without_cap_cr
+
+cap_bit() {
+	printf '%016x\n' $((1 << $1))
+}
+
+# capsh --decode names each number; build the reverse map once per test.
+_cap_numbers() {
+	[ -n "${_CAP_NUMBERS:-}" ] && return 0
+	local last n name
+	last=$(cat /proc/sys/kernel/cap_last_cap)
+	for n in $(seq 0 "$last"); do
+		name=$(capsh --decode="$(printf '%x' $((1 << n)))")
+		name=${name#*=}
+		_CAP_NUMBERS+="${name^^} $n"$'\n'
+	done
+}
+
+cap_mask() {
+	_cap_numbers
+	local mask=0 cap n
+	for cap in "$@"; do
+		n=$(awk -v c="$cap" '$1 == c { print $2 }' <<<"$_CAP_NUMBERS")
+		[ -n "$n" ] || { echo "cap_mask: unknown capability '$cap'" >&2; return 1; }
+		mask=$((mask | (1 << n)))
+	done
+	printf '%016x\n' "$mask"
+}
+
+cap_line() {
+	local line
+	line=$(grep -m1 "^Cap$1:" <<<"$output") || { echo "no Cap$1 line in: $output" >&2; return 1; }
+	echo "${line##*[[:space:]]}"
+}
+
+free_pid() {
+	local last max pid
+	last=$(cat /proc/sys/kernel/ns_last_pid)
+	max=$(cat /proc/sys/kernel/pid_max)
+	# Well above the last PID handed out, so that no fork reaches it meanwhile.
+	pid=$((last + 500 + RANDOM % 1000))
+	while [ -e "/proc/$pid" ]; do pid=$((pid + 1)); done
+	[ "$pid" -lt "$max" ] || { echo "free_pid: no free PID below pid_max $max" >&2; return 1; }
+	echo "$pid"
+}
+
+setup_bundle() {
+	BUNDLE=$BATS_TEST_TMPDIR/bundle
+	mkdir -p "$BUNDLE"
+	cp -a "$CREST_TESTS/rootfs" "$BUNDLE/rootfs"
+	mkdir -p "$BUNDLE/rootfs$CREST_TESTS/progs"
+	# Plain copies: file capabilities (security.capability) are not carried over.
+	cp "$PROGS"/* "$BUNDLE/rootfs$CREST_TESTS/progs/"
+	(cd "$BUNDLE" && crun spec --rootless)
+	update_config '.process.terminal = false | .root.path = "rootfs" | .root.readonly = false'
+}
+
+update_config() {
+	local tmp=$BUNDLE/config.json.tmp
+	jq "$@" "$BUNDLE/config.json" >"$tmp" && mv "$tmp" "$BUNDLE/config.json"
+}
+
+crest_run() {
+	local id=$1
+	shift
+	CONTAINERS+=("$id")
+	run "$CREST" run "$@" --bundle "$BUNDLE" "$id"
+}
+
+wait_for_container() {
+	local attempts=$1 delay=$2 id=$3 want=${4:-running} i state
+	for ((i = 0; i < attempts; i++)); do
+		state=$("$CREST" state "$id" 2>/dev/null | jq -r .status 2>/dev/null) || state=
+		[ "$state" = "$want" ] && return 0
+		sleep "$delay"
+	done
+	echo "container $id not $want after $attempts tries (last: ${state:-no state})" >&2
+	return 1
+}
+
+teardown_bundle() {
+	local id
+	for id in ${CONTAINERS[@]+"${CONTAINERS[@]}"}; do
+		"$CREST" delete --force "$id" >/dev/null 2>&1 || true
+	done
+	CONTAINERS=()
+}
