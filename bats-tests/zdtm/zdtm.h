@@ -1,0 +1,61 @@
+/* zdtm.h: the protocol every crest zdtm-style test program follows (see
+ * README.md beside this file).
+ *
+ *   zdtm-NAME [READY [RESULT]]
+ *
+ * 1. The program sets up the state it is about to check.
+ * 2. zdtm_ready() announces it: READY is created (write to READY.tmp, rename)
+ *    holding the PID of the test's root process and a newline; without READY,
+ *    "READY PID" is printed on stdout.
+ * 3. zdtm_wait() returns once SIGTERM has arrived (checkpoint and restore
+ *    happen in between). It polls a flag with short sleeps, so a restore that
+ *    interrupts any sleep is harmless.
+ * 4. The program checks the state and ends with zdtm_pass() or zdtm_fail():
+ *    one line "PASS" or "FAIL: what differed (expected X, got Y)", appended to
+ *    RESULT (opened only now) or printed on stdout, exit status 0 or 1.
+ *    Several processes of one test may append lines; the test passes when
+ *    there is a PASS line and no FAIL line.
+ */
+#ifndef ZDTM_H
+#define ZDTM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Parse argv (READY, RESULT) and install the SIGTERM handler. */
+void zdtm_init (int argc, char **argv);
+void zdtm_ready (void);
+void zdtm_wait (void);
+/* Set by the SIGTERM handler (for waits written in assembly). */
+extern volatile sig_atomic_t zdtm_stop_flag;
+/* Has SIGTERM arrived? (for loops that do their own waiting) */
+bool zdtm_stopped (void);
+/* Record a failure; zdtm_failed() tells whether any was recorded. */
+void zdtm_fail (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+bool zdtm_failed (void);
+/* Setup could not be done (not a failure of checkpoint/restore): prints
+   "ERROR: ..." and exits 2 before zdtm_ready(). */
+void zdtm_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2), noreturn));
+/* Write an informational "NOTE: ..." line (a part not checked, and why). */
+void zdtm_note (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+/* Print PASS when nothing failed; exit 0 or 1. */
+void zdtm_finish (void) __attribute__ ((noreturn));
+/* Exit status only (for children, whose FAIL lines are already written). */
+int zdtm_status (void);
+
+/* Deterministic byte pattern: a function of seed and offset. */
+static inline uint8_t
+zdtm_pattern (uint32_t seed, uint64_t off)
+{
+  uint64_t x = off * 0x9e3779b97f4a7c15ULL + seed * 0xbf58476d1ce4e5b9ULL;
+  x ^= x >> 31;
+  return (uint8_t) (x ^ (x >> 17));
+}
+void zdtm_fill (void *p, size_t len, uint32_t seed, uint64_t base);
+/* Returns the first offset that differs, or (size_t) -1. */
+size_t zdtm_check (const void *p, size_t len, uint32_t seed, uint64_t base);
+
+#endif
