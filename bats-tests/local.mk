@@ -49,3 +49,60 @@ bats_tests_progs_write_file_LDFLAGS = -static
 EXTRA_DIST += \
 	bats-tests/file-caps.txt \
 	$(wildcard $(srcdir)/bats-tests/*.bats)
+
+# --- zdtm-style checkpoint/restore test programs (issue 4) -----------------
+# One program per feature a checkpoint must keep; the protocol is in
+# bats-tests/zdtm/README.md. Static, like every program run in a container.
+ZDTM_PROGS =
+ZDTM_PROGS += bats-tests/progs/zdtm-anon-mem
+ZDTM_PROGS += bats-tests/progs/zdtm-heap
+ZDTM_PROGS += bats-tests/progs/zdtm-file-private
+ZDTM_PROGS += bats-tests/progs/zdtm-threads
+ZDTM_PROGS += bats-tests/progs/zdtm-ptree
+ZDTM_PROGS += bats-tests/progs/zdtm-fds
+ZDTM_PROGS += bats-tests/progs/zdtm-unlinked
+ZDTM_PROGS += bats-tests/progs/zdtm-pipe
+ZDTM_PROGS += bats-tests/progs/zdtm-signals
+ZDTM_PROGS += bats-tests/progs/zdtm-itimer
+ZDTM_PROGS += bats-tests/progs/zdtm-rlimits
+ZDTM_PROGS += bats-tests/progs/zdtm-task-misc
+ZDTM_PROGS += bats-tests/progs/zdtm-sched
+ZDTM_PROGS += bats-tests/progs/zdtm-caps
+ZDTM_PROGS += bats-tests/progs/zdtm-exe-mm
+ZDTM_PROGS += bats-tests/progs/zdtm-regs
+check_PROGRAMS += $(ZDTM_PROGS)
+ZDTM_COMMON = bats-tests/zdtm/zdtm.c bats-tests/zdtm/zdtm.h
+EXTRA_DIST += bats-tests/zdtm/README.md
+bats_tests_progs_zdtm_anon_mem_SOURCES = bats-tests/zdtm/anon-mem.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_anon_mem_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_heap_SOURCES = bats-tests/zdtm/heap.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_heap_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_file_private_SOURCES = bats-tests/zdtm/file-private.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_file_private_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_threads_SOURCES = bats-tests/zdtm/threads.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_threads_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_ptree_SOURCES = bats-tests/zdtm/ptree.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_ptree_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_fds_SOURCES = bats-tests/zdtm/fds.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_fds_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_unlinked_SOURCES = bats-tests/zdtm/unlinked.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_unlinked_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_pipe_SOURCES = bats-tests/zdtm/pipe.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_pipe_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_signals_SOURCES = bats-tests/zdtm/signals.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_signals_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_itimer_SOURCES = bats-tests/zdtm/itimer.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_itimer_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_rlimits_SOURCES = bats-tests/zdtm/rlimits.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_rlimits_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_task_misc_SOURCES = bats-tests/zdtm/task-misc.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_task_misc_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_sched_SOURCES = bats-tests/zdtm/sched.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_sched_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_caps_SOURCES = bats-tests/zdtm/caps.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_caps_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_exe_mm_SOURCES = bats-tests/zdtm/exe-mm.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_exe_mm_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_regs_SOURCES = bats-tests/zdtm/regs.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_regs_LDFLAGS = -static -pthread
+# --- end of the zdtm block ---------------------------------------------------
