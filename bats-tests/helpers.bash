@@ -195,3 +195,16 @@ teardown_bundle() {
 	done
 	CONTAINERS=()
 }
+
+# --- MSR suites (seeds-msr-*.bats) ---------------------------------------------
+
+# IA32_SYSENTER_CS: QEMU's TCG emulates it, and the suites only ever write back
+# the value they read, which leaves the machine as it was.
+MSR=0x174
+
+# TAINT_CPU_OUT_OF_SPEC ('S', bit 2): what a write through /dev/cpu/N/msr adds.
+assert_taint_cpu_out_of_spec() {
+	local t
+	t=$(cat /proc/sys/kernel/tainted)
+	[ $((t >> 2 & 1)) = 1 ] || fail "kernel not tainted CPU_OUT_OF_SPEC after an MSR write (tainted=$t)"
+}
