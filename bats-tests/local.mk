@@ -48,6 +48,7 @@ bats_tests_progs_write_file_LDFLAGS = -static
 # --- suites and their shared vocabulary ---------------------------------------
 EXTRA_DIST += \
 	bats-tests/file-caps.txt \
+	$(wildcard $(srcdir)/bats-tests/*.bash) \
 	$(wildcard $(srcdir)/bats-tests/*.bats)
 
 # --- zdtm-style checkpoint/restore test programs (issue 4) -----------------
