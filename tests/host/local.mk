@@ -2,3 +2,8 @@
 TESTS += tests/host/grant.test
 EXTRA_DIST += tests/host/grant.test
 EXTRA_DIST += tests/host/rootless-env
+
+# --- zdtm programs in process mode (issue 4) --------------------------------
+TESTS += tests/host/zdtm-process.test
+EXTRA_DIST += tests/host/zdtm-process.test
+# --- end of the zdtm block ----------------------------------------------------
