@@ -1,6 +1,6 @@
 # Host tests that need a rootless user (TAP shell scripts); see docs/hacking.md.
-TESTS += tests/host/grant.test
-EXTRA_DIST += tests/host/grant.test
+TESTS += tests/host/cli.test tests/host/grant.test
+EXTRA_DIST += tests/host/cli.test tests/host/grant.test
 EXTRA_DIST += tests/host/rootless-env
 
 # --- zdtm programs in process mode (issue 4) --------------------------------
