@@ -1,0 +1,81 @@
+/* crest-restorer: the process crun starts in a restoring container.
+ *
+ *   crest-restorer IMAGE_DIR
+ *
+ * crest's restore config makes this static program the container's process,
+ * bind-mounted read-only with the image. It runs as PID 1 of the container's
+ * new PID namespace, holding the checkpointed container's capabilities plus
+ * CAP_CHECKPOINT_RESTORE, and hands over to the engine, which rebuilds the
+ * tree below it and then turns this very process into the checkpointed init
+ * (each restored task drops CAP_CHECKPOINT_RESTORE unless it held it).
+ *
+ * How crest, outside, follows it: while it works this process is named
+ * "crest-restoring" (its comm); once the engine has turned it into the
+ * restored init the name is the init's own. On failure it writes one line to
+ * descriptor 3 (the sync pipe crest passed through crun's --preserve-fds)
+ * and to stderr, and exits 1: crun then tears the container down. */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "error.h"
+
+#define SYNC_FD 3
+
+static void
+report (const char *text)
+{
+  struct stat st;
+  if (fstat (SYNC_FD, &st) == 0 && S_ISFIFO (st.st_mode))
+    dprintf (SYNC_FD, "%s\n", text);
+  fprintf (stderr, "crest-restorer: %s\n", text);
+}
+
+int
+main (int argc, char **argv)
+{
+  struct crest_restore_opts o;
+  crest_error_t err = NULL;
+  pid_t root = 0;
+  char *text;
+
+  prctl (PR_SET_NAME, "crest-restoring", 0, 0, 0);
+  /* The sync pipe must not outlive this process's own use of it. */
+  fcntl (SYNC_FD, F_SETFD, FD_CLOEXEC);
+  if (argc != 2)
+    {
+      report ("usage: crest-restorer IMAGE_DIR (started by `crest restore`, not by hand)");
+      return 2;
+    }
+  if (getpid () != 1)
+    {
+      char line[256];
+      snprintf (line, sizeof line, "restore of image `%s`: must run as PID 1 of a new PID namespace (running as %d)",
+                argv[1], (int) getpid ());
+      report (line);
+      return 2;
+    }
+  memset (&o, 0, sizeof o);
+  o.image_dir = argv[1];
+  o.as_ns_init = true;
+  o.stdio_fds[0] = o.stdio_fds[1] = o.stdio_fds[2] = -1;
+  /* Returns only on failure: on success this process is the restored init. */
+  if (crest_engine_restore (&o, &root, &err) == 0)
+    {
+      report ("the engine returned from a container restore instead of becoming the restored init");
+      return 1;
+    }
+  text = crest_error_text (err);
+  report (text ? text : "restore failed");
+  free (text);
+  crest_error_release (&err);
+  return 1;
+}
