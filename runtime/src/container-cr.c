@@ -546,6 +546,7 @@ make_restore_config (yajl_val config, const char *restorer, const char *image, c
   const unsigned char *buf;
   size_t i, blen;
   bool seen_mounts = false;
+  const char *pause_ms = getenv ("CREST_RESTORER_PAUSE_MS");
 
   if (!process || !YAJL_IS_OBJECT (process))
     {
@@ -574,6 +575,19 @@ make_restore_config (yajl_val config, const char *restorer, const char *image, c
                   gen_string (gen, in_restorer);
                   gen_string (gen, in_image);
                   yajl_gen_array_close (gen);
+                }
+              else if (strcmp (pk, "env") == 0 && YAJL_IS_ARRAY (v->u.object.values[k]) && pause_ms)
+                {
+                  /* Test hook: the restorer waits before it starts, so that
+                     a test can read its capabilities while it works. */
+                  yajl_val env = v->u.object.values[k];
+                  char *e = xasprintf ("CREST_RESTORER_PAUSE_MS=%s", pause_ms);
+                  yajl_gen_array_open (gen);
+                  for (size_t j = 0; j < env->u.array.len; j++)
+                    gen_value (gen, env->u.array.values[j]);
+                  gen_string (gen, e);
+                  yajl_gen_array_close (gen);
+                  free (e);
                 }
               else if (strcmp (pk, "capabilities") == 0)
                 {
