@@ -1,0 +1,92 @@
+#!/usr/bin/env bats
+# Failure semantics: a checkpoint that cannot be made leaves the container
+# running as it was and no image; a restore that cannot be made leaves no
+# process, no crun container, no crest state, and the image untouched. Each
+# failure is one line that names the container and the reason.
+
+load helpers
+load checkpoint-helpers
+
+setup() {
+	requires non-root vm cmd:crest
+	cr_setup
+}
+
+teardown() {
+	teardown_bundle
+}
+
+COUNTER='sleep 100000 & i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.1; done'
+
+@test "checkpoint of a container with sockets is refused; the container runs on untouched" {
+	zdtm_run "sock-$$" socket
+	local init before
+	init=$(cr_init "sock-$$")
+	before=$(cr_ns_pids "sock-$$")
+	cr_checkpoint "sock-$$"
+	[ "$status" != 0 ] || fail "checkpoint of a container holding sockets succeeded"
+	[ "${#lines[@]}" -ge 1 ] || fail "no error message"
+	echo "$output" | grep -q "sock-$$\|$init\|PID" || fail "the error names neither the container nor a PID: $output"
+	echo "$output" | grep -qi "socket" || fail "the error does not say the descriptor is a socket: $output"
+	[ ! -e "$IMAGE" ] || fail "a failed checkpoint left $IMAGE behind"
+	ls "$BATS_TEST_TMPDIR" | grep -q '^image\.' && fail "a failed checkpoint left a temporary image: $(ls "$BATS_TEST_TMPDIR")"
+	run "$CREST" state "sock-$$"
+	assert_success
+	[ "$(echo "$output" | jq -r .status)" = running ] || fail "container status after the refusal: $output"
+	[ "$(cr_init "sock-$$")" = "$init" ] || fail "the init changed"
+	grep -q '^State:[[:space:]]*[SR]' "/proc/$init/status" || fail "init left stopped: $(grep ^State "/proc/$init/status")"
+	grep -q '^TracerPid:[[:space:]]*0$' "/proc/$init/status" || fail "init still traced: $(grep ^TracerPid "/proc/$init/status")"
+	[ "$(cr_ns_pids "sock-$$")" = "$before" ] || fail "tasks changed"
+	zdtm_verdict "sock-$$"
+}
+
+@test "restore of a corrupted image fails and leaves nothing behind, the image untouched" {
+	cr_run "cor-$$" /bin/sh -c "$COUNTER"
+	cr_checkpoint "cor-$$"
+	[ "$status" = 0 ] || fail "checkpoint failed: $output"
+	cr_gone "cor-$$"
+	# Flip one byte in the middle of the largest file (the memory pages).
+	local f size
+	f=$(find "$IMAGE" -type f -printf '%s %p\n' | sort -n | tail -1 | cut -d' ' -f2-)
+	size=$(stat -c %s "$f")
+	printf '\xa5' | dd of="$f" bs=1 seek=$((size / 2)) conv=notrunc status=none
+	local sum
+	sum=$(image_sum "$IMAGE")
+	cr_restore "cor-$$"
+	[ "$status" != 0 ] || fail "restore of a corrupted image succeeded"
+	echo "$output" | grep -q "$(basename "$f")" || fail "the error does not name the corrupted file $(basename "$f"): $output"
+	cr_gone "cor-$$"
+	pgrep -u "$(id -u)" -f 'sleep 100000' && fail "a task of the image runs"
+	[ "$(image_sum "$IMAGE")" = "$sum" ] || fail "the failed restore changed the image"
+}
+
+@test "restore of a truncated manifest fails with one line naming it" {
+	cr_run "tr-$$" /bin/sh -c "$COUNTER"
+	cr_checkpoint "tr-$$"
+	[ "$status" = 0 ] || fail "checkpoint failed: $output"
+	truncate -s 10 "$IMAGE/manifest.json"
+	cr_restore "tr-$$"
+	[ "$status" != 0 ] || fail "restore of a truncated manifest succeeded"
+	echo "$output" | grep -q manifest || fail "the error does not name the manifest: $output"
+	cr_gone "tr-$$"
+}
+
+@test "restore under the ID of a running container is refused; that container is untouched" {
+	cr_run "dup-$$" /bin/sh -c "$COUNTER"
+	cr_checkpoint "dup-$$" --leave-running
+	[ "$status" = 0 ] || fail "checkpoint failed: $output"
+	local init
+	init=$(cr_init "dup-$$")
+	cr_restore "dup-$$"
+	[ "$status" != 0 ] || fail "restore over a running container succeeded"
+	echo "$output" | grep -q "dup-$$" || fail "the error does not name the container: $output"
+	[ "$(cr_init "dup-$$")" = "$init" ] || fail "the running container changed"
+}
+
+@test "checkpoint of a container crest does not know: one line, non-zero" {
+	cr_checkpoint "nosuch-$$"
+	[ "$status" != 0 ] || fail "checkpoint of an unknown container succeeded"
+	[ "${#lines[@]}" = 1 ] || fail "expected one line, got: $output"
+	echo "$output" | grep -q "nosuch-$$" || fail "the error does not name the container: $output"
+	[ ! -e "$IMAGE" ] || fail "an image was written"
+}

@@ -1,0 +1,51 @@
+#!/usr/bin/env bats
+# Every zdtm program (bats-tests/zdtm/README.md) as the init of a rootless
+# busybox container: checkpoint, restore, then the program checks its own
+# state. The same programs run in process mode on the host
+# (tests/host/zdtm-process.test).
+
+load helpers
+load checkpoint-helpers
+
+setup() {
+	requires non-root vm cmd:crest
+	cr_setup
+}
+
+teardown() {
+	teardown_bundle
+}
+
+zdtm_cycle() {
+	local prog=$1 id="z-$1-$$" before after
+	zdtm_run "$id" "$prog"
+	before=$(cr_ns_pids "$id")
+	cr_checkpoint "$id"
+	[ "$status" = 0 ] || fail "checkpoint of zdtm-$prog failed: $output"
+	cr_gone "$id"
+	local sum
+	sum=$(image_sum "$IMAGE")
+	cr_restore "$id"
+	[ "$status" = 0 ] || fail "restore of zdtm-$prog failed: $output"
+	[ "$(image_sum "$IMAGE")" = "$sum" ] || fail "restore changed the image"
+	after=$(cr_ns_pids "$id")
+	[ "$after" = "$before" ] || fail "PIDs and names differ: before [$before] after [$after]"
+	zdtm_verdict "$id"
+}
+
+@test "zdtm-anon-mem in a container" { zdtm_cycle anon-mem; }
+@test "zdtm-heap in a container" { zdtm_cycle heap; }
+@test "zdtm-file-private in a container" { zdtm_cycle file-private; }
+@test "zdtm-threads in a container" { zdtm_cycle threads; }
+@test "zdtm-ptree in a container" { zdtm_cycle ptree; }
+@test "zdtm-fds in a container" { zdtm_cycle fds; }
+@test "zdtm-unlinked in a container" { zdtm_cycle unlinked; }
+@test "zdtm-pipe in a container" { zdtm_cycle pipe; }
+@test "zdtm-signals in a container" { zdtm_cycle signals; }
+@test "zdtm-itimer in a container" { zdtm_cycle itimer; }
+@test "zdtm-rlimits in a container" { zdtm_cycle rlimits; }
+@test "zdtm-task-misc in a container" { zdtm_cycle task-misc; }
+@test "zdtm-sched in a container" { zdtm_cycle sched; }
+@test "zdtm-caps in a container" { zdtm_cycle caps; }
+@test "zdtm-exe-mm in a container" { zdtm_cycle exe-mm; }
+@test "zdtm-regs in a container" { zdtm_cycle regs; }

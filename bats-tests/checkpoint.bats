@@ -1,0 +1,117 @@
+#!/usr/bin/env bats
+# Checkpoint and restore of a rootless busybox container through crest, as
+# the test user: the container is gone after a checkpoint, comes back with
+# the same PIDs, and goes on counting from where it was; twice more from the
+# restored container; with --leave-running; under a new ID. runc's
+# tests/integration/checkpoint.bats is the model.
+
+load helpers
+load checkpoint-helpers
+
+setup() {
+	requires non-root vm cmd:crest
+	cr_setup
+}
+
+teardown() {
+	teardown_bundle
+}
+
+# A shell that counts in a loop, forking `sleep` each time, with a long
+# sleep in the background: two processes with stable PIDs, and a third
+# that comes and goes.
+COUNTER='sleep 100000 & i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.1; done'
+
+count() {
+	cat "$(in_rootfs /tmp/count)" 2>/dev/null || echo 0
+}
+
+# Stable tasks only: the shell and its background sleep.
+stable_pids() {
+	cr_ns_pids "$1" | grep -v ' sleep$' || true
+	cr_tasks "$1" | while read -r p; do
+		tr '\0' ' ' <"/proc/$p/cmdline" | grep -q '^sleep 100000' && echo "$(awk '$1 == "NSpid:" { print $NF }' "/proc/$p/status") sleep 100000"
+	done
+}
+
+# Wait until the count moves past $1; print the first new value seen.
+next_count() {
+	local before=$1 c i
+	for ((i = 0; i < 1500; i++)); do
+		c=$(count)
+		[ "$c" != "$before" ] && { echo "$c"; return 0; }
+		sleep 0.02
+	done
+	echo "stuck-at-$before"
+}
+
+# checkpoint ID, check it is gone and frozen in time, restore as NEW_ID,
+# check PIDs and that counting resumes where it stopped.
+cycle() {
+	local id=$1 new_id=$2 pids_before c_ckpt first
+
+	pids_before=$(stable_pids "$id")
+	[ "$(echo "$pids_before" | awk '$1 == 1' | wc -l)" = 1 ] || fail "no init with PID 1 in: $pids_before"
+	rm -rf "$IMAGE"
+	cr_checkpoint "$id"
+	[ "$status" = 0 ] || fail "checkpoint of $id failed: $output"
+	cr_gone "$id"
+	c_ckpt=$(count)
+	sleep 1
+	[ "$(count)" = "$c_ckpt" ] || fail "the count moved from $c_ckpt to $(count) after the checkpoint: something still runs"
+
+	cr_restore "$new_id"
+	[ "$status" = 0 ] || fail "restore of $new_id failed: $output"
+	first=$(next_count "$c_ckpt")
+	# The loop was stopped at most one step before its next write.
+	if [ "$first" != $((c_ckpt + 1)) ] && [ "$first" != $((c_ckpt + 2)) ]; then
+		fail "after restore the count went from $c_ckpt to $first (expected $((c_ckpt + 1)) or $((c_ckpt + 2)))"
+	fi
+	local pids_after
+	pids_after=$(stable_pids "$new_id")
+	[ "$pids_after" = "$pids_before" ] || fail "PIDs inside the container differ: before [$pids_before] after [$pids_after]"
+}
+
+@test "checkpoint and restore a counting busybox container, then twice more from the restored one" {
+	cr_run "cnt-$$" /bin/sh -c "$COUNTER"
+	next_count 0 >/dev/null
+	next_count "$(count)" >/dev/null
+	cycle "cnt-$$" "cnt-$$"
+	cycle "cnt-$$" "cnt-$$"
+	cycle "cnt-$$" "cnt-$$"
+}
+
+@test "restore under a new ID: the old one stays gone" {
+	cr_run "old-$$" /bin/sh -c "$COUNTER"
+	next_count 0 >/dev/null
+	cycle "old-$$" "new-$$"
+	cr_gone "old-$$"
+	run "$CREST" state "new-$$"
+	assert_success
+}
+
+@test "checkpoint --leave-running: the container runs on; the image restores the moment of the checkpoint" {
+	cr_run "lr-$$" /bin/sh -c "$COUNTER"
+	next_count 0 >/dev/null
+	local pid_before c_ckpt
+	pid_before=$(cr_init "lr-$$")
+	cr_checkpoint "lr-$$" --leave-running
+	assert_success
+	c_ckpt=$(count)
+	[ "$(cr_init "lr-$$")" = "$pid_before" ] || fail "the init changed across --leave-running"
+	next_count "$c_ckpt" >/dev/null
+	next_count "$(count)" >/dev/null
+	local c_now
+	c_now=$(count)
+	[ "$c_now" -gt "$c_ckpt" ] || fail "the container did not run on (count $c_ckpt, then $c_now)"
+	grep -q '^State:[[:space:]]*[SR]' "/proc/$pid_before/status" || fail "init is not running: $(grep ^State "/proc/$pid_before/status")"
+
+	"$CREST" delete --force "lr-$$"
+	cr_gone "lr-$$"
+	cr_restore "lr-$$"
+	[ "$status" = 0 ] || fail "restore failed: $output"
+	local first
+	first=$(next_count "$c_now")
+	# Back in time: the restored loop counts on from the checkpoint.
+	[ "$first" -le $((c_ckpt + 2)) ] || fail "restored count $first does not continue from the checkpoint's $c_ckpt"
+}
