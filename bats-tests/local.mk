@@ -71,9 +71,11 @@ ZDTM_PROGS += bats-tests/progs/zdtm-sched
 ZDTM_PROGS += bats-tests/progs/zdtm-caps
 ZDTM_PROGS += bats-tests/progs/zdtm-exe-mm
 ZDTM_PROGS += bats-tests/progs/zdtm-regs
+# Not restorable on purpose: checkpoint must refuse it (sockets are not v1).
+ZDTM_PROGS += bats-tests/progs/zdtm-socket
 check_PROGRAMS += $(ZDTM_PROGS)
 ZDTM_COMMON = bats-tests/zdtm/zdtm.c bats-tests/zdtm/zdtm.h
-EXTRA_DIST += bats-tests/zdtm/README.md
+EXTRA_DIST += bats-tests/zdtm/README.md bats-tests/checkpoint-helpers.bash
 bats_tests_progs_zdtm_anon_mem_SOURCES = bats-tests/zdtm/anon-mem.c $(ZDTM_COMMON)
 bats_tests_progs_zdtm_anon_mem_LDFLAGS = -static -pthread
 bats_tests_progs_zdtm_heap_SOURCES = bats-tests/zdtm/heap.c $(ZDTM_COMMON)
@@ -106,4 +108,6 @@ bats_tests_progs_zdtm_exe_mm_SOURCES = bats-tests/zdtm/exe-mm.c $(ZDTM_COMMON)
 bats_tests_progs_zdtm_exe_mm_LDFLAGS = -static -pthread
 bats_tests_progs_zdtm_regs_SOURCES = bats-tests/zdtm/regs.c $(ZDTM_COMMON)
 bats_tests_progs_zdtm_regs_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_socket_SOURCES = bats-tests/zdtm/socket.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_socket_LDFLAGS = -static -pthread
 # --- end of the zdtm block ---------------------------------------------------
