@@ -1,1 +1,57 @@
 # Build fragment for runtime/engine/, included by the top Makefile.am (see docs/hacking.md).
+#
+# The engine is a static library linked into crest. The restorer blob is a
+# freestanding, position-independent piece of code built with its own flags,
+# turned into a flat binary and embedded as a byte array.
+
+noinst_LIBRARIES += runtime/engine/libcrest-engine.a
+CREST_ENGINE_LIBS += runtime/engine/libcrest-engine.a
+CREST_EXTRA_SOURCES += runtime/src/checkpoint.c runtime/src/restore.c
+
+runtime_engine_libcrest_engine_a_SOURCES = \
+	runtime/engine/engine.h \
+	runtime/engine/engine-int.h \
+	runtime/engine/sha256.c runtime/engine/sha256.h \
+	runtime/engine/image.c runtime/engine/image.h \
+	runtime/engine/ptrace.c \
+	runtime/engine/dump.c \
+	runtime/engine/restore.c \
+	runtime/engine/blob/blob-abi.h
+nodist_runtime_engine_libcrest_engine_a_SOURCES = runtime/engine/restorer-blob.c
+runtime_engine_libcrest_engine_a_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS)
+
+EXTRA_DIST += \
+	runtime/engine/blob/blob.c \
+	runtime/engine/blob/blob-entry.S \
+	runtime/engine/blob/blob.lds
+
+# The blob: no libc, no stack protector, no SSE (it runs before the task's
+# FPU state is put back), no relocations (checked below).
+BLOB_CFLAGS = -O2 -fPIE -fno-stack-protector -nostdlib -ffreestanding -fno-builtin \
+	-fno-asynchronous-unwind-tables -fno-unwind-tables -fcf-protection=none \
+	-fno-jump-tables -mgeneral-regs-only -fvisibility=hidden -Wall -Wextra
+
+runtime/engine/restorer-blob.elf: $(srcdir)/runtime/engine/blob/blob.c $(srcdir)/runtime/engine/blob/blob-entry.S \
+		$(srcdir)/runtime/engine/blob/blob.lds $(srcdir)/runtime/engine/blob/blob-abi.h
+	$(AM_V_CC)$(MKDIR_P) runtime/engine && \
+	$(CC) $(BLOB_CFLAGS) -c $(srcdir)/runtime/engine/blob/blob.c -o runtime/engine/restorer-blob-c.o && \
+	$(CC) $(BLOB_CFLAGS) -c $(srcdir)/runtime/engine/blob/blob-entry.S -o runtime/engine/restorer-blob-s.o && \
+	$(LD) -static -nostdlib -T $(srcdir)/runtime/engine/blob/blob.lds \
+		runtime/engine/restorer-blob-s.o runtime/engine/restorer-blob-c.o -o $@
+	@if LC_ALL=C readelf -r $@ | grep -q 'Relocation section'; then \
+		echo "restorer blob has relocations: it must be position independent" >&2; rm -f $@; exit 1; fi
+
+runtime/engine/restorer-blob.c: runtime/engine/restorer-blob.elf
+	$(AM_V_GEN)$(OBJCOPY) -O binary runtime/engine/restorer-blob.elf runtime/engine/restorer-blob.bin && \
+	{ echo '/* Generated from runtime/engine/blob/ by the build: do not edit. */'; \
+	  echo '#include <stddef.h>'; \
+	  echo 'const unsigned char crest_restorer_blob[] __attribute__ ((aligned (4096))) = {'; \
+	  od -An -v -tx1 runtime/engine/restorer-blob.bin | $(SED) -e 's/\([0-9a-f][0-9a-f]\)/0x\1,/g'; \
+	  echo '};'; \
+	  echo 'const size_t crest_restorer_blob_size = sizeof crest_restorer_blob;'; } > $@.tmp && mv $@.tmp $@
+
+CLEANFILES += runtime/engine/restorer-blob.c runtime/engine/restorer-blob.bin runtime/engine/restorer-blob.elf \
+	runtime/engine/restorer-blob-c.o runtime/engine/restorer-blob-s.o
+
+LD ?= ld
+OBJCOPY ?= objcopy

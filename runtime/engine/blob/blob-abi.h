@@ -1,0 +1,51 @@
+/* crest: what the engine and the restorer blob agree on. Fixed-size types
+ * only: the blob is built freestanding, without libc headers. */
+#ifndef CREST_BLOB_ABI_H
+#define CREST_BLOB_ABI_H
+
+#include <stdint.h>
+
+/* Offsets inside the blob. */
+#define BLOB_OFF_ENTRY 0   /* entry(struct blob_args *) on the blob's stack */
+#define BLOB_OFF_SYSCALL 8 /* "syscall; int3": where the engine makes a task
+                              issue a syscall with ptrace */
+
+#define BLOB_MAGIC 0x63726573746f7265ULL /* "crestore" */
+
+/* Pseudo syscall numbers handled by the blob itself. */
+#define BLOB_OP_CLONE_THREAD (-1000) /* a0 = struct clone_args *, a1 = its size,
+                                        a2 = child's struct blob_ops *       */
+#define BLOB_OP_PREAD_FULL (-1001)   /* a0 = fd, a1 = addr, a2 = len, a3 = off:
+                                        loops over short reads              */
+#define BLOB_OP_TRAP (-1002)         /* int3 (debugging) */
+
+/* Checks on a result. */
+#define BLOB_CHECK_NONE 0
+#define BLOB_CHECK_NONNEG 1 /* result must be >= 0 */
+#define BLOB_CHECK_EQ 2     /* result must equal expect */
+
+struct blob_op
+{
+  int64_t nr;
+  uint64_t a[6];
+  int32_t check;
+  uint32_t tag; /* for the error message: the engine's own label */
+  int64_t expect;
+};
+
+/* A list of operations and where its thread reports back. */
+struct blob_ops
+{
+  uint64_t n;
+  uint64_t ops;    /* struct blob_op * */
+  int64_t status;  /* -1 running, 0 done, else index + 1 of the failed op */
+  int64_t result;  /* its result (negative errno) */
+};
+
+struct blob_args
+{
+  uint64_t magic;
+  struct blob_ops main;
+};
+
+#endif

@@ -1,0 +1,23 @@
+/* crest: SHA-256 (FIPS 180-4), for the image checksums. Small and
+ * self-contained so that the engine needs no crypto library. */
+#ifndef CREST_SHA256_H
+#define CREST_SHA256_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct sha256
+{
+  uint32_t h[8];
+  uint64_t len;       /* bytes hashed so far */
+  uint8_t buf[64];
+  size_t fill;
+};
+
+void sha256_init (struct sha256 *s);
+void sha256_update (struct sha256 *s, const void *data, size_t len);
+void sha256_final (struct sha256 *s, uint8_t out[32]);
+/* out: 65 bytes, lower-case hex, NUL-terminated. */
+void sha256_hex (const uint8_t digest[32], char out[65]);
+
+#endif

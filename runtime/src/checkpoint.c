@@ -1,0 +1,133 @@
+/* crest checkpoint: crun's flags; process mode with --pid PID, otherwise the
+   container glue. */
+#include <config.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "crest.h"
+#include "container-cr.h"
+#include "engine.h"
+#include "log.h"
+#include "util.h"
+
+int crest_verb_checkpoint (struct crest_global *g, int argc, char **argv);
+
+/* The container glue may be left out of a build: then only process mode. */
+#pragma weak crest_container_checkpoint
+
+enum
+{
+  OPT_IMAGE_PATH = 1000,
+  OPT_WORK_PATH,
+  OPT_LEAVE_RUNNING,
+  OPT_PID,
+  OPT_IGNORED,
+};
+
+static void
+usage (FILE *f)
+{
+  fprintf (f, "Usage: crest checkpoint [OPTION...] (--pid PID | CONTAINER)\n"
+              "Checkpoint a container, or with --pid a process tree the user owns.\n\n"
+              "      --image-path=DIR   where to write the image (default ./checkpoint)\n"
+              "      --work-path=DIR    where to write logs\n"
+              "      --leave-running    let the tree run on after the checkpoint\n"
+              "      --pid=PID          process mode: checkpoint PID and its descendants\n"
+              "  -h, --help             show this help\n");
+}
+
+int
+crest_verb_checkpoint (struct crest_global *g, int argc, char **argv)
+{
+  static const struct option opts[] = {
+    { "image-path", required_argument, NULL, OPT_IMAGE_PATH },
+    { "work-path", required_argument, NULL, OPT_WORK_PATH },
+    { "leave-running", no_argument, NULL, OPT_LEAVE_RUNNING },
+    { "pid", required_argument, NULL, OPT_PID },
+    /* crun flags crest accepts and has nothing to do for. */
+    { "tcp-established", no_argument, NULL, OPT_IGNORED },
+    { "ext-unix-sk", no_argument, NULL, OPT_IGNORED },
+    { "shell-job", no_argument, NULL, OPT_IGNORED },
+    { "file-locks", no_argument, NULL, OPT_IGNORED },
+    { "manage-cgroups-mode", required_argument, NULL, OPT_IGNORED },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  const char *image = "checkpoint", *work = NULL;
+  bool leave = false;
+  long pid = 0;
+  int c;
+  crest_error_t err = NULL;
+
+  optind = 1;
+  opterr = 0;
+  while ((c = getopt_long (argc, argv, "+h", opts, NULL)) != -1)
+    switch (c)
+      {
+      case OPT_IMAGE_PATH: image = optarg; break;
+      case OPT_WORK_PATH: work = optarg; break;
+      case OPT_LEAVE_RUNNING: leave = true; break;
+      case OPT_PID:
+        {
+          char *end;
+          pid = strtol (optarg, &end, 10);
+          if (*end || pid <= 0 || pid > (1 << 22))
+            {
+              fprintf (stderr, "crest: checkpoint: bad PID `%s`\n", optarg);
+              return 1;
+            }
+        }
+        break;
+      case OPT_IGNORED: break;
+      case 'h': usage (stdout); return 0;
+      default:
+        fprintf (stderr, "crest: checkpoint: unknown option `%s`\n", argv[optind - 1]);
+        return 1;
+      }
+  if (pid && optind < argc)
+    {
+      fprintf (stderr, "crest: checkpoint: give either --pid or a container ID, not both\n");
+      return 1;
+    }
+  if (!pid)
+    {
+      struct crest_container_checkpoint_opts co;
+      if (optind + 1 != argc)
+        {
+          fprintf (stderr, "crest: checkpoint: expected one container ID (or --pid PID)\n");
+          return 1;
+        }
+      if (!crest_container_checkpoint)
+        {
+          fprintf (stderr, "crest: checkpoint %s: container checkpoint is not yet supported by this build\n",
+                   argv[optind]);
+          return 1;
+        }
+      memset (&co, 0, sizeof co);
+      co.image_path = image;
+      co.work_path = work;
+      co.leave_running = leave;
+      c = crest_container_checkpoint (g, argv[optind], &co, &err);
+      if (c < 0)
+        {
+          crest_error_report (&err);
+          return 1;
+        }
+      return c;
+    }
+  {
+    struct crest_dump_opts o;
+    memset (&o, 0, sizeof o);
+    o.image_dir = image;
+    o.work_dir = work;
+    o.leave_running = leave;
+    if (crest_engine_dump ((pid_t) pid, &o, &err) < 0)
+      {
+        crest_error_report (&err);
+        return 1;
+      }
+  }
+  return 0;
+}
