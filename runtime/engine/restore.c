@@ -880,7 +880,8 @@ thread_tail_ops (struct rctx *c, struct rproc *p, struct rthread *t, struct opli
     }
   OP (l, SYS_prctl, PR_SET_NAME, bld_alloc (b, 16, 8, t->comm), 0, 0, 0, 0);
   memset (zero_attr, 0, sizeof zero_attr);
-  if (t->policy != 0 || t->nice != 0 || t->umin != 0 || t->umax != 1024)
+  bool uclamp = t->umin != 0 || (t->umax != 0 && t->umax != 1024); /* 0: kernel without uclamp */
+  if (t->policy != 0 || t->nice != 0 || uclamp)
     {
       struct
       {
@@ -894,7 +895,9 @@ thread_tail_ops (struct rctx *c, struct rproc *p, struct rthread *t, struct opli
       memset (&sa, 0, sizeof sa);
       sa.size = sizeof sa;
       sa.policy = t->policy;
-      sa.flags = t->sched_flags | 0x20 | 0x40; /* SCHED_FLAG_UTIL_CLAMP_MIN | _MAX */
+      sa.flags = t->sched_flags & ~0x60ULL;
+      if (uclamp)
+        sa.flags |= 0x20 | 0x40; /* SCHED_FLAG_UTIL_CLAMP_MIN | _MAX */
       sa.nice = t->nice;
       sa.prio = t->prio;
       sa.umin = t->umin;
@@ -1334,10 +1337,17 @@ wait_parked (struct rctx *c, crest_error_t *err)
       struct pollfd pfd = { c->report[0], POLLIN, 0 };
       int st;
       pid_t w;
-      if (poll (&pfd, 1, 10) > 0)
+      if (reported < c->np && poll (&pfd, 1, 10) > 0 && (pfd.revents & POLLIN))
         {
           struct report r;
-          if (read_all (c->report[0], &r, sizeof r) < 0)
+          ssize_t got = read (c->report[0], &r, sizeof r);
+          if (got == 0)
+            {
+              /* Every task closed it: one died; waitpid below says which. */
+              usleep (10000);
+              goto reap;
+            }
+          if (got != sizeof r)
             return crest_error_errno (err, "restore: read task report");
           if (r.idx < 0 || (size_t) r.idx >= c->np)
             return crest_error_make (err, EPROTO, "restore: bad task report");
@@ -1354,6 +1364,9 @@ wait_parked (struct rctx *c, crest_error_t *err)
           reported++;
           last = time (NULL);
         }
+    reap:
+      if (reported == c->np)
+        usleep (1000);
       while ((w = waitpid (-1, &st, __WALL | WNOHANG)) > 0)
         {
           struct rproc *p = NULL;
@@ -1361,7 +1374,7 @@ wait_parked (struct rctx *c, crest_error_t *err)
           last = time (NULL);
           if (WIFEXITED (st) || WIFSIGNALED (st))
             {
-              if (t)
+              if (t || find_thread (c, w, NULL))
                 return crest_error_make (err, ESRCH, "restore: task %d died while being restored (%s %d)", w,
                                          WIFEXITED (st) ? "exit status" : "signal",
                                          WIFEXITED (st) ? WEXITSTATUS (st) : WTERMSIG (st));
@@ -1557,6 +1570,9 @@ crest_engine_restore (const struct crest_restore_opts *o, pid_t *root_out, crest
       crest_error_errno (err, "restore: pipe");
       goto out;
     }
+  /* The write end must survive each task's clean-up of low descriptors. */
+  if ((c.report[1] = svc_place (&c, c.report[1], err)) < 0)
+    goto out;
   c.go = mmap (NULL, (c.np * 4 + PAGE - 1) & ~(PAGE - 1), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (c.go == MAP_FAILED)
     {
