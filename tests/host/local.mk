@@ -4,6 +4,6 @@ EXTRA_DIST += tests/host/cli.test tests/host/grant.test
 EXTRA_DIST += tests/host/rootless-env
 
 # --- zdtm programs in process mode (issue 4) --------------------------------
-TESTS += tests/host/zdtm-process.test
-EXTRA_DIST += tests/host/zdtm-process.test
+TESTS += tests/host/zdtm-process.test tests/host/zdtm-container.test
+EXTRA_DIST += tests/host/zdtm-process.test tests/host/zdtm-container.test
 # --- end of the zdtm block ----------------------------------------------------
