@@ -199,6 +199,7 @@ crun_state (struct crest_global *g, const char *id, pid_t *pid, char **status, c
   if (*pid <= 0)
     {
       free (*status);
+      *status = NULL;
       return crest_error_make (err, 0, "container `%s`: `crun state` shows no init PID", id);
     }
   return 0;
