@@ -73,9 +73,11 @@ sha256_buf_hex (const void *buf, size_t len, char out[65])
 }
 
 /* crun with crest's global options, VERB and ARGV. KEEP_FD (or -1) becomes
-   descriptor 3 of crun; OUT_FD (or -1) its stdout. Returns the PID. */
+   descriptor 3 of crun; OUT_FD (or -1) its stdout, QUIET_FD (or -1) its
+   stderr. Returns the PID. */
 static pid_t
-spawn_crun (struct crest_global *g, const char *verb, char *const *argv, int keep_fd, int out_fd, crest_error_t *err)
+spawn_crun_fds (struct crest_global *g, const char *verb, char *const *argv, int keep_fd, int out_fd, int quiet_fd,
+                crest_error_t *err)
 {
   size_t n = 0, i;
   char **full;
@@ -102,6 +104,8 @@ spawn_crun (struct crest_global *g, const char *verb, char *const *argv, int kee
     {
       if (out_fd >= 0 && dup2 (out_fd, 1) < 0)
         _exit (127);
+      if (quiet_fd >= 0 && dup2 (quiet_fd, 2) < 0)
+        _exit (127);
       if (keep_fd >= 0 && (keep_fd == 3 ? fcntl (3, F_SETFD, 0) : dup2 (keep_fd, 3)) < 0)
         _exit (127);
       execv (g->runtime, full);
@@ -110,6 +114,12 @@ spawn_crun (struct crest_global *g, const char *verb, char *const *argv, int kee
     }
   free (full);
   return pid;
+}
+
+static pid_t
+spawn_crun (struct crest_global *g, const char *verb, char *const *argv, int keep_fd, int out_fd, crest_error_t *err)
+{
+  return spawn_crun_fds (g, verb, argv, keep_fd, out_fd, -1, err);
 }
 
 static int
@@ -131,7 +141,7 @@ run_crun_quiet (struct crest_global *g, const char *verb, char *const *argv)
 {
   crest_error_t e = NULL;
   int devnull = open ("/dev/null", O_WRONLY | O_CLOEXEC);
-  pid_t pid = spawn_crun (g, verb, argv, -1, devnull, &e);
+  pid_t pid = spawn_crun_fds (g, verb, argv, -1, devnull, devnull, &e);
   if (devnull >= 0)
     close (devnull);
   if (pid < 0)
