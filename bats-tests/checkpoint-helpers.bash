@@ -104,9 +104,12 @@ cr_gone() {
 	run "$CREST" state "$id"
 	[ "$status" != 0 ] || fail "container $id still exists: $output"
 	[ ! -e "$XDG_RUNTIME_DIR/crest/containers/$id" ] || fail "crest state of $id is left behind"
-	if pgrep -u "$(id -u)" -x crest-restoring >/dev/null; then
-		fail "a crest-restoring process is left behind: $(pgrep -a -u "$(id -u)" -x crest-restoring)"
-	fi
+	# A zombie waiting for init to reap it is not a process left running.
+	local p
+	for p in $(pgrep -u "$(id -u)" -x crest-restoring); do
+		grep -q '^State:[[:space:]]*Z' "/proc/$p/status" 2>/dev/null \
+			|| fail "a crest-restoring process is left behind: PID $p"
+	done
 }
 
 image_sum() {
