@@ -82,6 +82,7 @@ struct dfile
 struct dpipe
 {
   uint64_t ino;
+  char *path; /* named FIFO */
   bool has_r, has_w;
   bool low_fds_only; /* every descriptor on it is 0, 1 or 2 */
   pid_t rpid;
@@ -605,6 +606,15 @@ dump_fd (struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
           else
             pp->has_w = true;
         }
+      else if (S_ISFIFO (st.st_mode) && link[0] == '/')
+        {
+          /* A named FIFO: reopened by path; its bytes are kept like a pipe's. */
+          struct dpipe *pp = find_pipe (c, st.st_ino);
+          nf.type = "fifo";
+          nf.ino_pipe = st.st_ino;
+          if (!pp->path)
+            pp->path = xstrdup (link);
+        }
       else if (fd <= 2 && S_ISCHR (st.st_mode))
         nf.type = "inherited"; /* a terminal: the restorer's own stdio */
       else
@@ -669,7 +679,15 @@ dump_pipes (struct dctx *c, crest_error_t *err)
       cleanup_close int rd = -1;
       int tmp[2];
       ssize_t n;
-      if (!pp->has_r || !pp->has_w)
+      if (pp->path)
+        {
+          /* Peek through a descriptor of our own: a reader and writer at once
+             never blocks and leaves the FIFO as it was. */
+          rd = open (pp->path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+          if (rd < 0)
+            return crest_error_errno (err, "named FIFO %s: open to read its bytes", pp->path);
+        }
+      else if (!pp->has_r || !pp->has_w)
         {
           if (pp->low_fds_only)
             {
@@ -685,7 +703,8 @@ dump_pipes (struct dctx *c, crest_error_t *err)
                                                      "the checkpointed tree",
                                        c->fds[k].pid, c->fds[k].fd, pp->ino);
         }
-      rd = getfd (pp->rpid, pp->rfd, err);
+      if (rd < 0)
+        rd = getfd (pp->rpid, pp->rfd, err);
       if (rd < 0)
         return -1;
       pp->size = fcntl (rd, F_GETPIPE_SZ);
@@ -1259,7 +1278,7 @@ free_ctx (struct dctx *c)
     free (c->f[i].path), free (c->f[i].data);
   free (c->f);
   for (size_t i = 0; i < c->npp; i++)
-    free (c->pp[i].data);
+    free (c->pp[i].data), free (c->pp[i].path);
   free (c->pp);
   free (c->fds);
 }
@@ -1347,6 +1366,8 @@ crest_engine_dump (pid_t root, const struct crest_dump_opts *o, crest_error_t *e
       jput_str (g, "path", f->path);
       jput_int (g, "flags", f->flags);
       jput_int (g, "pos", f->pos);
+      if (strcmp (f->type, "fifo") == 0)
+        jput_u64 (g, "pipe", f->ino_pipe);
       if (strcmp (f->type, "pipe") == 0)
         {
           jput_u64 (g, "pipe", f->ino_pipe);
@@ -1365,6 +1386,8 @@ crest_engine_dump (pid_t root, const struct crest_dump_opts *o, crest_error_t *e
         yajl_gen_map_open (g);
         jput_u64 (g, "ino", c.pp[i].ino);
         jput_int (g, "size", c.pp[i].size);
+        if (c.pp[i].path)
+          jput_str (g, "path", c.pp[i].path);
         if (c.pp[i].data)
           jput_str (g, "data", c.pp[i].data);
         yajl_gen_map_close (g);

@@ -265,7 +265,8 @@ jput_key (yajl_gen g, const char *k)
 void
 jput_str (yajl_gen g, const char *k, const char *s)
 {
-  jput_key (g, k);
+  if (k)
+    jput_key (g, k);
   yajl_gen_string (g, (const unsigned char *) s, strlen (s));
 }
 

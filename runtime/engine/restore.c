@@ -143,7 +143,7 @@ struct rpipe
 {
   uint64_t ino;
   int64_t size;
-  const char *data;
+  const char *data, *path;
   int r, w;
 };
 
@@ -525,6 +525,8 @@ parse_tree (struct rctx *c, crest_error_t *err)
       f->id = id;
       f->flags = flags;
       f->svc = -1;
+      if (strcmp (f->type, "fifo") == 0 && jget_u64 (items[i], "pipe", &f->pipe, err) < 0)
+        return crest_error_wrap (err, "image %s: tree.json: file %ld", c->o->image_dir, i);
       if (strcmp (f->type, "pipe") == 0
           && (jget_u64 (items[i], "pipe", &f->pipe, err) < 0 || jget_bool (items[i], "read_end", &f->read_end, err) < 0))
         return crest_error_wrap (err, "image %s: tree.json: file %ld", c->o->image_dir, i);
@@ -536,7 +538,7 @@ parse_tree (struct rctx *c, crest_error_t *err)
         crest_error_release (&e2);
       }
       if (strcmp (f->type, "reg") && strcmp (f->type, "dir") && strcmp (f->type, "dev") && strcmp (f->type, "pipe")
-          && strcmp (f->type, "inherited"))
+          && strcmp (f->type, "fifo") && strcmp (f->type, "inherited"))
         return crest_error_make (err, EINVAL, "image %s: tree.json: file %ld has unknown type %s", c->o->image_dir, i,
                                  f->type);
     }
@@ -559,6 +561,11 @@ parse_tree (struct rctx *c, crest_error_t *err)
       if (jget_str (items[i], "data", &pp->data, &e2) < 0)
         pp->data = NULL;
       crest_error_release (&e2);
+      if (jget_str (items[i], "path", &pp->path, &e2) < 0)
+        pp->path = NULL;
+      crest_error_release (&e2);
+      if (pp->path && pp->path[0] != '/')
+        return crest_error_make (err, EINVAL, "image %s: tree.json: pipe %ld: relative FIFO path", c->o->image_dir, i);
       pp->r = pp->w = -1;
     }
   c->npp = n;
@@ -612,7 +619,22 @@ open_files (struct rctx *c, crest_error_t *err)
     {
       struct rpipe *pp = &c->pp[i];
       int fds[2];
-      if (pipe2 (fds, O_CLOEXEC) < 0)
+      if (pp->path)
+        {
+          /* Named FIFO: one descriptor that both reads and writes holds the
+             bytes until the tree's own descriptors are open. */
+          struct stat st;
+          fds[0] = open (pp->path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+          if (fds[0] < 0)
+            return crest_error_errno (err, "restore: named FIFO %s", pp->path);
+          if (fstat (fds[0], &st) < 0 || !S_ISFIFO (st.st_mode))
+            {
+              close (fds[0]);
+              return crest_error_make (err, EINVAL, "restore: %s is no longer a FIFO", pp->path);
+            }
+          fds[1] = fcntl (fds[0], F_DUPFD_CLOEXEC, 0);
+        }
+      else if (pipe2 (fds, O_CLOEXEC) < 0)
         return crest_error_errno (err, "restore: pipe");
       if (pp->size > 0 && fcntl (fds[1], F_SETPIPE_SZ, (int) pp->size) < 0)
         {
@@ -664,7 +686,16 @@ open_files (struct rctx *c, crest_error_t *err)
             return crest_error_errno (err, "restore: pipe flags");
           continue;
         }
-      if (f->data)
+      if (strcmp (f->type, "fifo") == 0)
+        {
+          fd = open (f->path, flags | O_NONBLOCK);
+          if (fd >= 0 && !(f->flags & O_NONBLOCK) && fcntl (fd, F_SETFL, f->flags & O_APPEND) < 0)
+            {
+              close (fd);
+              fd = -1;
+            }
+        }
+      else if (f->data)
         {
           /* An unlinked file: recreate it beside where it was, reopen it with
              its flags, unlink it again. */
@@ -693,7 +724,7 @@ open_files (struct rctx *c, crest_error_t *err)
         fd = open (f->path, flags);
       if (fd < 0)
         return crest_error_errno (err, "restore: open %s", f->path);
-      if (f->pos && lseek (fd, f->pos, SEEK_SET) < 0)
+      if (f->pos && strcmp (f->type, "fifo") != 0 && lseek (fd, f->pos, SEEK_SET) < 0)
         {
           close (fd);
           return crest_error_errno (err, "restore: %s: seek to %lld", f->path, (long long) f->pos);
@@ -902,6 +933,18 @@ thread_tail_ops (struct rctx *c, struct rproc *p, struct rthread *t, struct opli
       sa.prio = t->prio;
       sa.umin = t->umin;
       sa.umax = t->umax;
+      if (t->policy != 0 && t->policy != 3 /* SCHED_BATCH */ && t->nice != 0)
+        {
+          /* Outside the fair policies the kernel ignores the nice value:
+             set it under SCHED_NORMAL first. */
+          uint32_t pol = sa.policy;
+          uint64_t fl = sa.flags;
+          sa.policy = 0;
+          sa.flags = 0;
+          OP (l, SYS_sched_setattr, 0, bld_alloc (b, sizeof sa, 8, &sa), 0, 0, 0, 0);
+          sa.policy = pol;
+          sa.flags = fl;
+        }
       OP (l, SYS_sched_setattr, 0, bld_alloc (b, sizeof sa, 8, &sa), 0, 0, 0, 0);
     }
   for (size_t i = 0; i < t->npending; i++)
@@ -1046,8 +1089,8 @@ task_main (struct rctx *c, int idx)
       int src = strcmp (f->type, "inherited") == 0 ? (fd <= 2 ? c->stdio_svc[fd] : -1) : f->svc;
       if (src < 0 || dup2 (src, fd) < 0)
         task_fail (c, idx, "process %d: install fd %d (%s): %s", p->pid, fd, f->path, strerror (errno));
-      if (!want->cloexec)
-        fcntl (fd, F_SETFD, 0);
+      if (fcntl (fd, F_SETFD, want->cloexec ? FD_CLOEXEC : 0) < 0)
+        task_fail (c, idx, "process %d: fd %d: set close-on-exec: %s", p->pid, fd, strerror (errno));
     }
   for (size_t k = 0; k < p->nfds; k++)
     if (p->fds[k].fd >= c->svc_base)
