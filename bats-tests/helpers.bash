@@ -114,20 +114,20 @@ cap_bit() {
 	printf '%016x\n' $((1 << $1))
 }
 
-# capsh --decode names each number; build the reverse map once per test.
+# capsh --decode of the mask of every capability lists their names in bit
+# order: the position of a name is its number.  One capsh, not one per bit.
 _cap_numbers() {
 	[ -n "${_CAP_NUMBERS:-}" ] && return 0
-	local last n name
+	local last all
 	last=$(cat /proc/sys/kernel/cap_last_cap)
-	for n in $(seq 0 "$last"); do
-		name=$(capsh --decode="$(printf '%x' $((1 << n)))")
-		name=${name#*=}
-		_CAP_NUMBERS+="${name^^} $n"$'\n'
-	done
+	all=$(capsh --decode="$(printf '%x' $(((1 << (last + 1)) - 1)))")
+	_CAP_NUMBERS=$(tr ',' '\n' <<<"${all#*=}" | awk '{ print toupper($0), NR - 1 }')
+	[ "$(wc -l <<<"$_CAP_NUMBERS")" = $((last + 1)) ] \
+		|| { echo "capsh named $(wc -l <<<"$_CAP_NUMBERS") capabilities, cap_last_cap is $last" >&2; return 1; }
 }
 
 cap_mask() {
-	_cap_numbers
+	_cap_numbers || return 1
 	local mask=0 cap n
 	for cap in "$@"; do
 		n=$(awk -v c="$cap" '$1 == c { print $2 }' <<<"$_CAP_NUMBERS")
