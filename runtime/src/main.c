@@ -26,6 +26,10 @@ struct verb
   const char *help;
 };
 
+/* crest's own verbs (runtime/src/checkpoint.c, restore.c); their place is verbs.h. */
+int crest_verb_checkpoint (struct crest_global *g, int argc, char **argv);
+int crest_verb_restore (struct crest_global *g, int argc, char **argv);
+
 /* The whole CLI at a glance. */
 static const struct verb verbs[] = {
   { "create", crest_verb_create, "create a container (crun), optionally granting CAP_CHECKPOINT_RESTORE" },
@@ -43,6 +47,8 @@ static const struct verb verbs[] = {
   { "spec", crest_verb_delegate, "write a template config.json (crun)" },
   { "features", crest_verb_delegate, "print the features crun supports (crun)" },
   /* crest's own verbs (checkpoint, restore) are listed below this line. */
+  { "checkpoint", crest_verb_checkpoint, "checkpoint a container, or with --pid a process tree, into an image" },
+  { "restore", crest_verb_restore, "restore a container, or a process tree, from an image" },
 };
 
 static void
