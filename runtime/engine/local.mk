@@ -55,3 +55,7 @@ CLEANFILES += runtime/engine/restorer-blob.c runtime/engine/restorer-blob.bin ru
 
 LD ?= ld
 OBJCOPY ?= objcopy
+
+# Host tests of the engine in process mode (TAP, rootless user in unshare -Urpf).
+TESTS += tests/host/engine-privilege.test
+EXTRA_DIST += tests/host/engine-privilege.test
