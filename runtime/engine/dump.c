@@ -1421,6 +1421,22 @@ crest_engine_dump (pid_t root, const struct crest_dump_opts *o, crest_error_t *e
 out:
   if (g)
     yajl_gen_free (g);
+  if (rc < 0)
+    /* Whatever failed, a task that died meanwhile is the reason to report. */
+    for (size_t i = 0; i < c.np; i++)
+      {
+        cleanup_free char *st = NULL;
+        crest_error_t e2 = NULL;
+        const char *s;
+        if (read_proc (c.p[i].pid, "status", &st, &e2) < 0 || !(s = status_field (st, "State")) || *s == 'Z'
+            || *s == 'X')
+          {
+            crest_error_release (&e2);
+            crest_error_release (err);
+            crest_error_make (err, ESRCH, "task %d: exited during the checkpoint", c.p[i].pid);
+            break;
+          }
+      }
   release_tree (&c, rc == 0 && !o->leave_running);
   if (rc == 0 && !o->leave_running)
     {

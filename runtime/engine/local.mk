@@ -59,3 +59,5 @@ OBJCOPY ?= objcopy
 # Host tests of the engine in process mode (TAP, rootless user in unshare -Urpf).
 TESTS += tests/host/engine-privilege.test
 EXTRA_DIST += tests/host/engine-privilege.test
+TESTS += tests/host/engine-failures.test
+EXTRA_DIST += tests/host/engine-failures.test

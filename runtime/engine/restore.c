@@ -1243,6 +1243,13 @@ task_main (struct rctx *c, int idx)
   for (int r_ = 0; r_ < RLIM_NLIMITS; r_++)
     OP (&main_ops, SYS_prlimit64, 0, r_, bld_alloc (&b, 16, 8, p->rl[r_]), 0, 0, 0);
   OP (&main_ops, SYS_close_range, c->svc_base, ~0U, 0, 0, 0, 0);
+  {
+    /* Test hook: the last process's restorer fails here, after every task
+       exists, to prove that a late failure leaves nothing behind. */
+    const char *fault = getenv ("CREST_FAULT");
+    if (fault && strcmp (fault, "restore-blob") == 0 && (size_t) idx == c->np - 1)
+      OP (&main_ops, SYS_close, (uint64_t) -1, 0, 0, 0, 0, 0);
+  }
   thread_tail_ops (c, p, &p->th[0], &main_ops, &b);
 
   /* Lay the operation lists out in the region. */
