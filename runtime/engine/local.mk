@@ -61,3 +61,11 @@ TESTS += tests/host/engine-privilege.test
 EXTRA_DIST += tests/host/engine-privilege.test
 TESTS += tests/host/engine-failures.test
 EXTRA_DIST += tests/host/engine-failures.test
+
+# Unit tests of the image layer (TAP).
+check_PROGRAMS += runtime/tests/engine-image
+TESTS += runtime/tests/engine-image
+runtime_tests_engine_image_SOURCES = runtime/tests/engine-image.c runtime/tests/tap.h \
+	runtime/src/error.c runtime/src/log.c runtime/src/util.c
+runtime_tests_engine_image_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) -I$(top_srcdir)/runtime/tests
+runtime_tests_engine_image_LDADD = runtime/engine/libcrest-engine.a $(YAJL_LIBS)
