@@ -38,32 +38,32 @@ exists (const char *p)
 static void
 put (const char *dir, const char *name, const char *text)
 {
-  char path[512];
+  cleanup_free char *path = xasprintf ("%s/%s", dir, name);
   FILE *f;
-  snprintf (path, sizeof path, "%s/%s", dir, name);
   f = fopen (path, "w");
   fputs (text, f);
   fclose (f);
 }
 
-/* A minimal but complete process record; %s slots: vmas, pages. */
-static const char *tree_fmt
-    = "{\"root\": 10, \"processes\": [{\"pid\": 10, \"ppid\": 0, \"pgid\": 10, \"sid\": 10, \"exe\": \"/bin/true\","
-      "\"cwd\": \"/\", \"umask\": 18, \"personality\": \"0x0\", \"oom_score_adj\": 0,"
-      "\"creds\": {\"uids\": [0,0,0,0], \"gids\": [0,0,0,0], \"groups\": [], \"cap_inh\": \"0x0\", \"cap_prm\": \"0x0\","
-      "\"cap_eff\": \"0x0\", \"cap_bnd\": \"0x0\", \"cap_amb\": \"0x0\", \"securebits\": 0, \"no_new_privs\": false},"
-      "\"rlimits\": [%s],"
-      "\"mm\": {\"start_code\": \"0x1000\", \"end_code\": \"0x2000\", \"start_stack\": \"0x0\", \"start_data\": \"0x0\","
-      "\"end_data\": \"0x0\", \"start_brk\": \"0x0\", \"brk\": \"0x0\", \"arg_start\": \"0x0\", \"arg_end\": \"0x0\","
-      "\"env_start\": \"0x0\", \"env_end\": \"0x0\", \"auxv\": \"\"},"
-      "\"sigactions\": [], \"itimers\": [%s], \"shared_pending\": [],"
-      "\"vmas\": [%s], \"pages_file\": \"pages-10.img\", \"pages\": [%s],"
-      "\"fds\": [%s], \"threads\": [{\"tid\": 10, \"regs\": \"%s\", \"xstate\": \"\", \"sigmask\": \"0x0\","
-      "\"rseq\": \"0x0\", \"rseq_size\": 0, \"rseq_sig\": \"0x0\", \"robust_list\": \"0x0\", \"robust_len\": 0,"
-      "\"clear_child_tid\": \"0x0\", \"altstack_sp\": \"0x0\", \"altstack_size\": \"0x0\", \"altstack_flags\": 2,"
-      "\"sched_policy\": 0, \"sched_flags\": \"0x0\", \"nice\": 0, \"sched_priority\": 0, \"uclamp_min\": 0,"
-      "\"uclamp_max\": 1024, \"comm\": \"t\", \"pending\": []}]}],"
-      "\"files\": [{\"id\": 0, \"type\": \"dev\", \"path\": \"/dev/null\", \"flags\": 0, \"pos\": 0}], \"pipes\": []}";
+/* A minimal but complete process record; %s slots: rlimits, itimers, vmas,
+   pages, fds, regs. */
+#define TREE_FMT                                                                                                  \
+  "{\"root\": 10, \"processes\": [{\"pid\": 10, \"ppid\": 0, \"pgid\": 10, \"sid\": 10, \"exe\": \"/bin/true\"," \
+      "\"cwd\": \"/\", \"umask\": 18, \"personality\": \"0x0\", \"oom_score_adj\": 0," \
+      "\"creds\": {\"uids\": [0,0,0,0], \"gids\": [0,0,0,0], \"groups\": [], \"cap_inh\": \"0x0\", \"cap_prm\": \"0x0\"," \
+      "\"cap_eff\": \"0x0\", \"cap_bnd\": \"0x0\", \"cap_amb\": \"0x0\", \"securebits\": 0, \"no_new_privs\": false}," \
+      "\"rlimits\": [%s]," \
+      "\"mm\": {\"start_code\": \"0x1000\", \"end_code\": \"0x2000\", \"start_stack\": \"0x0\", \"start_data\": \"0x0\"," \
+      "\"end_data\": \"0x0\", \"start_brk\": \"0x0\", \"brk\": \"0x0\", \"arg_start\": \"0x0\", \"arg_end\": \"0x0\"," \
+      "\"env_start\": \"0x0\", \"env_end\": \"0x0\", \"auxv\": \"\"}," \
+      "\"sigactions\": [], \"itimers\": [%s], \"shared_pending\": []," \
+      "\"vmas\": [%s], \"pages_file\": \"pages-10.img\", \"pages\": [%s]," \
+      "\"fds\": [%s], \"threads\": [{\"tid\": 10, \"regs\": \"%s\", \"xstate\": \"\", \"sigmask\": \"0x0\"," \
+      "\"rseq\": \"0x0\", \"rseq_size\": 0, \"rseq_sig\": \"0x0\", \"robust_list\": \"0x0\", \"robust_len\": 0," \
+      "\"clear_child_tid\": \"0x0\", \"altstack_sp\": \"0x0\", \"altstack_size\": \"0x0\", \"altstack_flags\": 2," \
+      "\"sched_policy\": 0, \"sched_flags\": \"0x0\", \"nice\": 0, \"sched_priority\": 0, \"uclamp_min\": 0," \
+      "\"uclamp_max\": 1024, \"comm\": \"t\", \"pending\": []}]}]," \
+      "\"files\": [{\"id\": 0, \"type\": \"dev\", \"path\": \"/dev/null\", \"flags\": 0, \"pos\": 0}], \"pipes\": []}"
 
 #define VMA_OK "{\"start\": \"0x10000\", \"end\": \"0x20000\", \"prot\": 3, \"shared\": false, \"kind\": \"anon\"}"
 #define PAGES_OK "{\"vaddr\": \"0x10000\", \"len\": \"0x2000\", \"off\": \"0x0\"}"
@@ -88,7 +88,7 @@ check_tree (const char *name, const char *vmas, const char *pages, const char *f
                   : "{\"interval_sec\": 0, \"interval_usec\": 0, \"value_sec\": 0, \"value_usec\": 0}");
   memset (regs, '0', sizeof regs - 1);
   regs[sizeof regs - 1] = 0;
-  tree = xasprintf (tree_fmt, rl, it, vmas, pages, fds, regs);
+  tree = xasprintf (TREE_FMT, rl, it, vmas, pages, fds, regs);
   snprintf (dir, sizeof dir, "%s/%s", base, name);
   if (img_writer_open (dir, &w, &err) < 0 || img_write_file (w, "tree.json", tree, strlen (tree), &err) < 0
       || img_write_file (w, "pages-10.img", zeros, page_bytes, &err) < 0 || img_writer_commit (w, NULL, &err) < 0)
@@ -224,7 +224,10 @@ main (void)
         cleanup_free char *m = NULL;
         snprintf (d, sizeof d, "%s/bad%zu", base, i);
         mkdir (d, 0700);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
         m = xasprintf (bad[i].manifest, k.release, k.machine, k.vdso_sha);
+#pragma GCC diagnostic pop
         put (d, "manifest.json", m);
         tap_ok (img_reader_open (d, true, true, &r, &err) < 0 && err && strstr (err->msg, bad[i].expect),
                 "manifest with %s is refused: %s", bad[i].what, err ? err->msg : "(accepted)");
