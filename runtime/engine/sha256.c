@@ -1,6 +1,22 @@
-/* crest: SHA-256, written from the FIPS 180-4 description. */
+/* crest: SHA-256, written from the FIPS 180-4 description, with a path for
+ * the x86 SHA extensions (a 1 GiB page file is hashed twice per
+ * checkpoint/restore cycle: the portable code runs at about 0.1-0.2 GB/s,
+ * the SHA instructions at well over 1 GB/s). */
+#include <stdlib.h>
 #include <string.h>
 #include "sha256.h"
+
+/* CREST_SHA256_PORTABLE=1 forces the portable code (tests compare both). */
+static int
+getenv_off (void)
+{
+  const char *e = getenv ("CREST_SHA256_PORTABLE");
+  return e && *e == '1';
+}
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+#endif
 
 static const uint32_t K[64] = {
   0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
@@ -16,7 +32,7 @@ static const uint32_t K[64] = {
 #define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
 
 static void
-block (struct sha256 *s, const uint8_t *p)
+block_c (struct sha256 *s, const uint8_t *p)
 {
   uint32_t w[64], a, b, c, d, e, f, g, h;
   int i;
@@ -39,6 +55,97 @@ block (struct sha256 *s, const uint8_t *p)
     }
   s->h[0] += a, s->h[1] += b, s->h[2] += c, s->h[3] += d;
   s->h[4] += e, s->h[5] += f, s->h[6] += g, s->h[7] += h;
+}
+
+#if defined(__x86_64__)
+/* The message schedule four words at a time (sha256msg1/msg2), two rounds
+   per sha256rnds2; the state lives as ABEF/CDGH as the instructions want. */
+__attribute__ ((target ("sha,sse4.1"))) static void
+blocks_ni (uint32_t h[8], const uint8_t *p, size_t n)
+{
+  const __m128i bswap = _mm_set_epi64x (0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+  __m128i t = _mm_loadu_si128 ((const __m128i *) &h[0]);
+  __m128i s1 = _mm_loadu_si128 ((const __m128i *) &h[4]);
+  __m128i s0;
+
+  t = _mm_shuffle_epi32 (t, 0xB1);
+  s1 = _mm_shuffle_epi32 (s1, 0x1B);
+  s0 = _mm_alignr_epi8 (t, s1, 8);
+  s1 = _mm_blend_epi16 (s1, t, 0xF0);
+  for (; n; n--, p += 64)
+    {
+      __m128i m[16], save0 = s0, save1 = s1;
+      for (int i = 0; i < 16; i++)
+        {
+          __m128i wk;
+          if (i < 4)
+            m[i] = _mm_shuffle_epi8 (_mm_loadu_si128 ((const __m128i *) (p + 16 * i)), bswap);
+          else
+            m[i] = _mm_sha256msg2_epu32 (
+                _mm_add_epi32 (_mm_sha256msg1_epu32 (m[i - 4], m[i - 3]), _mm_alignr_epi8 (m[i - 1], m[i - 2], 4)),
+                m[i - 1]);
+          wk = _mm_add_epi32 (m[i], _mm_loadu_si128 ((const __m128i *) &K[4 * i]));
+          s1 = _mm_sha256rnds2_epu32 (s1, s0, wk);
+          s0 = _mm_sha256rnds2_epu32 (s0, s1, _mm_shuffle_epi32 (wk, 0x0E));
+        }
+      s0 = _mm_add_epi32 (s0, save0);
+      s1 = _mm_add_epi32 (s1, save1);
+    }
+  t = _mm_shuffle_epi32 (s0, 0x1B);
+  s1 = _mm_shuffle_epi32 (s1, 0xB1);
+  s0 = _mm_blend_epi16 (t, s1, 0xF0);
+  s1 = _mm_alignr_epi8 (s1, t, 8);
+  _mm_storeu_si128 ((__m128i *) &h[0], s0);
+  _mm_storeu_si128 ((__m128i *) &h[4], s1);
+}
+
+static int cached = -1;
+
+static int
+have_ni (void)
+{
+  unsigned a, b, c, d;
+  if (cached < 0)
+    cached = __get_cpuid_count (7, 0, &a, &b, &c, &d) && (b & (1u << 29)) && __get_cpuid (1, &a, &b, &c, &d)
+             && (c & (1u << 19)) /* SSE4.1 */ && !getenv_off ();
+  return cached;
+}
+#endif
+
+static void
+blocks (struct sha256 *s, const uint8_t *p, size_t n)
+{
+#if defined(__x86_64__)
+  if (have_ni ())
+    {
+      blocks_ni (s->h, p, n);
+      return;
+    }
+#endif
+  for (; n; n--, p += 64)
+    block_c (s, p);
+}
+
+void
+sha256_set_portable (int on)
+{
+#if defined(__x86_64__)
+  cached = -1;
+  if (on)
+    cached = 0;
+#else
+  (void) on;
+#endif
+}
+
+int
+sha256_accelerated (void)
+{
+#if defined(__x86_64__)
+  return have_ni ();
+#else
+  return 0;
+#endif
 }
 
 void
@@ -64,11 +171,12 @@ sha256_update (struct sha256 *s, const void *data, size_t len)
       s->fill += n, p += n, len -= n;
       if (s->fill < 64)
         return;
-      block (s, s->buf);
+      blocks (s, s->buf, 1);
       s->fill = 0;
     }
-  for (; len >= 64; p += 64, len -= 64)
-    block (s, p);
+  blocks (s, p, len / 64);
+  p += len / 64 * 64;
+  len %= 64;
   memcpy (s->buf, p, len);
   s->fill = len;
 }
@@ -83,13 +191,13 @@ sha256_final (struct sha256 *s, uint8_t out[32])
   if (s->fill > 56)
     {
       memset (s->buf + s->fill, 0, 64 - s->fill);
-      block (s, s->buf);
+      blocks (s, s->buf, 1);
       s->fill = 0;
     }
   memset (s->buf + s->fill, 0, 56 - s->fill);
   for (i = 0; i < 8; i++)
     s->buf[56 + i] = bits >> (56 - 8 * i);
-  block (s, s->buf);
+  blocks (s, s->buf, 1);
   for (i = 0; i < 8; i++)
     {
       out[4 * i] = s->h[i] >> 24;
