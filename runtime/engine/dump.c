@@ -42,6 +42,7 @@
 struct dthread
 {
   pid_t tid;
+  pid_t itid; /* as recorded: inside the tree's PID namespace for a container */
   struct user_regs_struct regs;
   uint8_t *xstate;
   size_t xlen;
@@ -53,6 +54,7 @@ struct dthread
 struct dproc
 {
   pid_t pid, ppid, pgid, sid;
+  pid_t ipid, ipgid, isid; /* as recorded (see struct dthread) */
   struct dthread *th;
   size_t nth;
   uint64_t gadget;
@@ -161,6 +163,70 @@ status_field (const char *status, const char *key)
         return l;
       }
   return NULL;
+}
+
+/* An ID from a /proc status line listing it per PID namespace level
+   (NSpid, NSpgid, NSsid): the innermost level for a container, the first
+   (crest's own) otherwise. 0 when the level shows none (a session or group
+   whose leader lives outside the namespace). */
+static pid_t
+ns_field (const char *status, const char *key, bool inner, pid_t fallback)
+{
+  const char *s = status_field (status, key);
+  long v = fallback;
+  if (!s)
+    return fallback;
+  for (;;)
+    {
+      char *e;
+      long x = strtol (s, &e, 10);
+      if (e == s)
+        break;
+      v = x;
+      if (!inner)
+        break;
+      s = e;
+      while (*s == ' ' || *s == '\t')
+        s++;
+      if (*s == '\n' || *s == 0)
+        break;
+    }
+  return (pid_t) v;
+}
+
+static int
+ns_ids (struct dctx *c, crest_error_t *err)
+{
+  bool inner = c->o->root_is_ns_init;
+  for (size_t i = 0; i < c->np; i++)
+    {
+      struct dproc *p = &c->p[i];
+      cleanup_free char *st = NULL;
+      cleanup_free char *statb = NULL;
+      char *q;
+      long ppid = 0, pgid = 0, sid = 0;
+      if (read_proc (p->pid, "status", &st, err) < 0 || read_proc (p->pid, "stat", &statb, err) < 0)
+        return -1;
+      q = strrchr (statb, ')');
+      if (!q || sscanf (q + 2, "%*c %ld %ld %ld", &ppid, &pgid, &sid) != 3)
+        return crest_error_make (err, EINVAL, "task %d: cannot parse /proc stat", p->pid);
+      p->ppid = ppid, p->pgid = pgid, p->sid = sid;
+      p->ipid = ns_field (st, "NSpid", inner, p->pid);
+      p->ipgid = ns_field (st, "NSpgid", inner, p->pgid);
+      p->isid = ns_field (st, "NSsid", inner, p->sid);
+      if (inner && i == 0 && p->ipid != 1)
+        return crest_error_make (err, EINVAL, "task %d: not the init of its PID namespace (PID %d there)", p->pid,
+                                 p->ipid);
+      for (size_t t = 0; t < p->nth; t++)
+        {
+          cleanup_free char *ts = NULL;
+          cleanup_free char *what = xasprintf ("task/%d/status", p->th[t].tid);
+          if (read_proc (p->pid, what, &ts, err) < 0)
+            return -1;
+          p->th[t].itid = ns_field (ts, "NSpid", inner, p->th[t].tid);
+        }
+    }
+  return 0;
 }
 
 /* Seize every thread of PID, repeating until the set is stable. */
@@ -758,7 +824,7 @@ struct run
 static int
 dump_memory (struct dctx *c, struct dproc *p, struct vma *v, size_t nv, yajl_gen g, crest_error_t *err)
 {
-  cleanup_free char *name = xasprintf ("pages-%d.img", p->pid);
+  cleanup_free char *name = xasprintf ("pages-%d.img", p->ipid);
   cleanup_free char *pmpath = xasprintf ("/proc/%d/pagemap", p->pid);
   cleanup_free char *mempath = xasprintf ("/proc/%d/mem", p->pid);
   cleanup_close int pm = open (pmpath, O_RDONLY | O_CLOEXEC);
@@ -934,7 +1000,6 @@ dump_process (struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
     for (t = strtok_r (q + 2, " ", &save); t && n < 64; t = strtok_r (NULL, " ", &save), n++)
       f[n] = n == 3 ? 0 : strtoull (t, NULL, 10);
   }
-  p->ppid = f[4], p->pgid = f[5], p->sid = f[6];
   s = status_field (status, "Seccomp");
   if (s && atoi (s) != 0)
     return crest_error_make (err, ENOTSUP, "task %d: seccomp filters are not supported yet", p->pid);
@@ -967,10 +1032,10 @@ dump_process (struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   }
 
   yajl_gen_map_open (g);
-  jput_int (g, "pid", p->pid);
-  jput_int (g, "ppid", p == &c->p[0] ? 0 : p->ppid);
-  jput_int (g, "pgid", p->pgid);
-  jput_int (g, "sid", p->sid);
+  jput_int (g, "pid", p->ipid);
+  jput_int (g, "ppid", p == &c->p[0] ? 0 : find_proc (c, p->ppid) ? find_proc (c, p->ppid)->ipid : 0);
+  jput_int (g, "pgid", p->ipgid);
+  jput_int (g, "sid", p->isid);
   jput_str (g, "exe", exe);
   jput_str (g, "cwd", cwd);
   s = status_field (status, "Umask");
@@ -1181,7 +1246,7 @@ dump_process (struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       cleanup_free char *tcomm = NULL;
 
       yajl_gen_map_open (g);
-      jput_int (g, "tid", th->tid);
+      jput_int (g, "tid", th->itid);
       jput_hex (g, "regs", &th->regs, sizeof th->regs);
       jput_hex (g, "xstate", th->xstate, th->xlen);
       if (ptrace (PTRACE_GETSIGMASK, th->tid, sizeof mask, &mask) < 0)
@@ -1311,6 +1376,8 @@ crest_engine_dump (pid_t root, const struct crest_dump_opts *o, crest_error_t *e
   if (collect_tree (&c, err) < 0)
     goto out;
   crest_debug ("checkpoint: %zu processes seized", c.np);
+  if (ns_ids (&c, err) < 0)
+    goto out;
 
   for (size_t i = 0; i < c.np; i++)
     {
@@ -1338,7 +1405,7 @@ crest_engine_dump (pid_t root, const struct crest_dump_opts *o, crest_error_t *e
   g = yajl_gen_alloc (NULL);
   yajl_gen_config (g, yajl_gen_beautify, 1);
   yajl_gen_map_open (g);
-  jput_int (g, "root", root);
+  jput_int (g, "root", c.p[0].ipid);
   jput_bool (g, "root_is_ns_init", o->root_is_ns_init);
   if (o->cgroup_path)
     jput_str (g, "cgroup", o->cgroup_path);

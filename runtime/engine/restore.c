@@ -998,7 +998,8 @@ task_main (struct rctx *c, int idx)
   struct report r;
   uint8_t *region;
 
-  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  if (!(c->o->as_ns_init && idx == 0))
+    prctl (PR_SET_PDEATHSIG, SIGKILL);
   close (c->report[0]);
 
   /* Session and process group, before the children inherit them. */
@@ -1298,7 +1299,14 @@ task_main (struct rctx *c, int idx)
     while (__atomic_load_n (&c->go[idx], __ATOMIC_ACQUIRE) == 0)
       syscall (SYS_futex, &c->go[idx], FUTEX_WAIT, 0, NULL, NULL, 0);
     if (__atomic_load_n (&c->go[idx], __ATOMIC_ACQUIRE) != 1)
-      _exit (124);
+      {
+        if (c->o->as_ns_init && idx == 0)
+          {
+            /* The helper failed: its message is in the shared page. */
+            dprintf (2, "crest: %s\n", (char *) (c->go + c->np));
+          }
+        _exit (124);
+      }
     task_jump (base + BLOB_OFF_ENTRY, stack_lo + MAIN_STACK - 64, args_addr);
   }
 }
@@ -1548,6 +1556,56 @@ finish_process (struct rctx *c, struct rproc *p, crest_error_t *err)
   return 0;
 }
 
+/* Seize every task as it reports, wait for every thread to park in the
+   blob, check the blob's verdicts, set the registers, unmap the blob, let go. */
+static int
+finish_tree (struct rctx *c, crest_error_t *err)
+{
+  if (wait_parked (c, err) < 0)
+    return -1;
+  for (size_t i = 0; i < c->np; i++)
+    if (check_blob_status (c, &c->p[i], err) < 0)
+      return -1;
+  for (size_t i = 0; i < c->np; i++)
+    if (finish_process (c, &c->p[i], err) < 0)
+      return -1;
+  for (size_t i = 0; i < c->np; i++)
+    for (size_t t = 0; t < c->p[i].nth; t++)
+      pt_detach (c->p[i].th[t].tid);
+  return 0;
+}
+
+/* The helper of a namespace-init restore: a plain child with the highest PID
+   below pid_max that the image does not use. */
+static pid_t
+helper_fork (struct rctx *c)
+{
+  long pid_max = 32768;
+  FILE *f = fopen ("/proc/sys/kernel/pid_max", "re");
+  if (f)
+    {
+      if (fscanf (f, "%ld", &pid_max) != 1)
+        pid_max = 32768;
+      fclose (f);
+    }
+  for (pid_t cand = pid_max - 1; cand > pid_max - 64; cand--)
+    {
+      struct clone_args ca;
+      pid_t r;
+      if (find_thread (c, cand, NULL))
+        continue;
+      memset (&ca, 0, sizeof ca);
+      ca.exit_signal = SIGCHLD;
+      ca.set_tid = (uint64_t) &cand;
+      ca.set_tid_size = 1;
+      r = syscall (SYS_clone3, &ca, sizeof ca);
+      if (r >= 0 || (errno != EEXIST && errno != EBUSY))
+        return r;
+    }
+  errno = EEXIST;
+  return -1;
+}
+
 static void
 free_ctx (struct rctx *c)
 {
@@ -1595,10 +1653,18 @@ crest_engine_restore (const struct crest_restore_opts *o, pid_t *root_out, crest
   c.report[0] = c.report[1] = -1;
   c.nslp_fd = -1;
   clock_gettime (CLOCK_MONOTONIC, &c.t0);
-  if (o->as_ns_init)
-    return crest_error_make (err, ENOTSUP, "restore: as the init of a new PID namespace: not supported yet");
+  if (o->as_ns_init && getpid () != 1)
+    return crest_error_make (err, EINVAL, "restore: as the init of a new PID namespace, but this is PID %d",
+                             (int) getpid ());
   if (img_reader_open (o->image_dir, true, true, &c.img, err) < 0 || parse_tree (&c, err) < 0)
     {
+      free_ctx (&c);
+      return -1;
+    }
+  if (o->as_ns_init && c.p[0].pid != 1)
+    {
+      crest_error_make (err, EINVAL, "image %s: its root is PID %d, not the init of a PID namespace", o->image_dir,
+                        c.p[0].pid);
       free_ctx (&c);
       return -1;
     }
@@ -1607,7 +1673,7 @@ crest_engine_restore (const struct crest_restore_opts *o, pid_t *root_out, crest
     c.use_nslp = true;
   for (size_t i = 0; i < c.np; i++)
     for (size_t t = 0; t < c.p[i].nth; t++)
-      if (kill (c.p[i].th[t].tid, 0) == 0 || errno != ESRCH)
+      if (!(o->as_ns_init && c.p[i].th[t].tid == 1) && (kill (c.p[i].th[t].tid, 0) == 0 || errno != ESRCH))
         {
           crest_error_make (err, EEXIST, "restore: PID %d is in use in this PID namespace", c.p[i].th[t].tid);
           free_ctx (&c);
@@ -1623,15 +1689,51 @@ crest_engine_restore (const struct crest_restore_opts *o, pid_t *root_out, crest
   /* The write end must survive each task's clean-up of low descriptors. */
   if ((c.report[1] = svc_place (&c, c.report[1], err)) < 0)
     goto out;
-  c.go = mmap (NULL, (c.np * 4 + PAGE - 1) & ~(PAGE - 1), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  c.go = mmap (NULL, ((c.np * 4 + PAGE - 1) & ~(PAGE - 1)) + PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (c.go == MAP_FAILED)
     {
       c.go = NULL;
       crest_error_errno (err, "restore: mmap");
       goto out;
     }
-  prctl (PR_SET_CHILD_SUBREAPER, 1);
   sigfillset (&all);
+  if (o->as_ns_init)
+    {
+      /* We are PID 1 and become the image's init. A helper child, with a PID
+         the image does not use, is the tracer that finishes the tree; it
+         exits when done (the restored init reaps it like any orphan). */
+      pid_t h;
+      sigprocmask (SIG_BLOCK, &all, &old);
+      h = helper_fork (&c);
+      if (h < 0)
+        {
+          crest_error_errno (err, "restore: create the finishing helper");
+          sigprocmask (SIG_SETMASK, &old, NULL);
+          goto out;
+        }
+      if (h == 0)
+        {
+          crest_error_t e = NULL;
+          close (c.report[1]);
+          c.report[1] = -1;
+          if (finish_tree (&c, &e) < 0)
+            {
+              cleanup_free char *text = crest_error_text (e);
+              snprintf ((char *) (c.go + c.np), PAGE - 1, "%s", text ? text : "restore failed");
+              fprintf (stderr, "crest: %s\n", text ? text : "restore failed");
+              /* Tasks that are not traced yet go by hand; the traced ones,
+                 init included, by PTRACE_O_EXITKILL when we exit. */
+              for (size_t i = 1; i < c.np; i++)
+                kill (c.p[i].pid, SIGKILL);
+              __atomic_store_n (&c.go[0], 2, __ATOMIC_RELEASE);
+              syscall (SYS_futex, &c.go[0], FUTEX_WAKE, 1, NULL, NULL, 0);
+              _exit (1);
+            }
+          _exit (0);
+        }
+      task_main (&c, 0);
+    }
+  prctl (PR_SET_CHILD_SUBREAPER, 1);
   sigprocmask (SIG_BLOCK, &all, &old);
   if (create_task (&c, 0) < 0)
     {
@@ -1641,17 +1743,8 @@ crest_engine_restore (const struct crest_restore_opts *o, pid_t *root_out, crest
     }
   close (c.report[1]);
   c.report[1] = -1;
-  if (wait_parked (&c, err) < 0)
+  if (finish_tree (&c, err) < 0)
     goto fail;
-  for (size_t i = 0; i < c.np; i++)
-    if (check_blob_status (&c, &c.p[i], err) < 0)
-      goto fail;
-  for (size_t i = 0; i < c.np; i++)
-    if (finish_process (&c, &c.p[i], err) < 0)
-      goto fail;
-  for (size_t i = 0; i < c.np; i++)
-    for (size_t t = 0; t < c.p[i].nth; t++)
-      pt_detach (c.p[i].th[t].tid);
   sigprocmask (SIG_SETMASK, &old, NULL);
   *root_out = c.p[0].pid;
   if (o->pid_file)
@@ -1682,7 +1775,7 @@ out:
   if (c.report[1] >= 0)
     close (c.report[1]);
   if (c.go)
-    munmap (c.go, (c.np * 4 + PAGE - 1) & ~(PAGE - 1));
+    munmap (c.go, ((c.np * 4 + PAGE - 1) & ~(PAGE - 1)) + PAGE);
   free_ctx (&c);
   return rc;
 }

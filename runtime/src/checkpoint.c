@@ -23,6 +23,7 @@ enum
   OPT_WORK_PATH,
   OPT_LEAVE_RUNNING,
   OPT_PID,
+  OPT_NS_INIT,
   OPT_IGNORED,
 };
 
@@ -35,6 +36,8 @@ usage (FILE *f)
               "      --work-path=DIR    where to write logs\n"
               "      --leave-running    let the tree run on after the checkpoint\n"
               "      --pid=PID          process mode: checkpoint PID and its descendants\n"
+              "      --ns-init          with --pid: PID is the init of its own PID namespace;\n"
+              "                         record the PIDs seen inside it\n"
               "  -h, --help             show this help\n");
 }
 
@@ -46,6 +49,7 @@ crest_verb_checkpoint (struct crest_global *g, int argc, char **argv)
     { "work-path", required_argument, NULL, OPT_WORK_PATH },
     { "leave-running", no_argument, NULL, OPT_LEAVE_RUNNING },
     { "pid", required_argument, NULL, OPT_PID },
+    { "ns-init", no_argument, NULL, OPT_NS_INIT },
     /* crun flags crest accepts and has nothing to do for. */
     { "tcp-established", no_argument, NULL, OPT_IGNORED },
     { "ext-unix-sk", no_argument, NULL, OPT_IGNORED },
@@ -56,7 +60,7 @@ crest_verb_checkpoint (struct crest_global *g, int argc, char **argv)
     { NULL, 0, NULL, 0 },
   };
   const char *image = "checkpoint", *work = NULL;
-  bool leave = false;
+  bool leave = false, ns_init = false;
   long pid = 0;
   int c;
   crest_error_t err = NULL;
@@ -80,6 +84,7 @@ crest_verb_checkpoint (struct crest_global *g, int argc, char **argv)
             }
         }
         break;
+      case OPT_NS_INIT: ns_init = true; break;
       case OPT_IGNORED: break;
       case 'h': usage (stdout); return 0;
       default:
@@ -123,6 +128,7 @@ crest_verb_checkpoint (struct crest_global *g, int argc, char **argv)
     o.image_dir = image;
     o.work_dir = work;
     o.leave_running = leave;
+    o.root_is_ns_init = ns_init;
     if (crest_engine_dump ((pid_t) pid, &o, &err) < 0)
       {
         crest_error_report (&err);

@@ -23,6 +23,7 @@ enum
   OPT_WORK_PATH,
   OPT_PID_FILE,
   OPT_CONSOLE_SOCKET,
+  OPT_NS_INIT,
   OPT_IGNORED,
 };
 
@@ -38,6 +39,8 @@ usage (FILE *f)
               "  -d, --detach              return once the tree runs\n"
               "      --pid-file=FILE       write the root's PID there\n"
               "      --console-socket=S    container console socket\n"
+              "      --ns-init             process mode, as PID 1 of a new PID namespace: become\n"
+              "                            the image's init (an image made with --ns-init)\n"
               "  -h, --help                show this help\n"
               "Process mode waits for the restored root and exits with its status,\n"
               "unless --detach.\n");
@@ -53,6 +56,7 @@ crest_verb_restore (struct crest_global *g, int argc, char **argv)
     { "detach", no_argument, NULL, 'd' },
     { "pid-file", required_argument, NULL, OPT_PID_FILE },
     { "console-socket", required_argument, NULL, OPT_CONSOLE_SOCKET },
+    { "ns-init", no_argument, NULL, OPT_NS_INIT },
     { "tcp-established", no_argument, NULL, OPT_IGNORED },
     { "ext-unix-sk", no_argument, NULL, OPT_IGNORED },
     { "shell-job", no_argument, NULL, OPT_IGNORED },
@@ -62,7 +66,7 @@ crest_verb_restore (struct crest_global *g, int argc, char **argv)
     { NULL, 0, NULL, 0 },
   };
   const char *image = "checkpoint", *work = NULL, *bundle = NULL, *pid_file = NULL, *console = NULL;
-  bool detach = false;
+  bool detach = false, ns_init = false;
   int c;
   crest_error_t err = NULL;
 
@@ -77,6 +81,7 @@ crest_verb_restore (struct crest_global *g, int argc, char **argv)
       case 'd': detach = true; break;
       case OPT_PID_FILE: pid_file = optarg; break;
       case OPT_CONSOLE_SOCKET: console = optarg; break;
+      case OPT_NS_INIT: ns_init = true; break;
       case OPT_IGNORED: break;
       case 'h': usage (stdout); return 0;
       default:
@@ -124,6 +129,7 @@ crest_verb_restore (struct crest_global *g, int argc, char **argv)
     o.image_dir = image;
     o.work_dir = work;
     o.detach = detach;
+    o.as_ns_init = ns_init;
     o.pid_file = pid_file;
     o.stdio_fds[0] = o.stdio_fds[1] = o.stdio_fds[2] = -1;
     o.root_status = &status;
