@@ -69,3 +69,5 @@ runtime_tests_engine_image_SOURCES = runtime/tests/engine-image.c runtime/tests/
 	runtime/src/error.c runtime/src/log.c runtime/src/util.c
 runtime_tests_engine_image_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) -I$(top_srcdir)/runtime/tests
 runtime_tests_engine_image_LDADD = runtime/engine/libcrest-engine.a $(YAJL_LIBS)
+TESTS += tests/host/engine-nsinit.test
+EXTRA_DIST += tests/host/engine-nsinit.test
