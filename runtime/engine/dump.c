@@ -120,6 +120,21 @@ struct dctx
   bool progress;
 };
 
+/* SIGINT, SIGTERM, SIGHUP and SIGQUIT are held off during a dump (dying with
+   threads half-injected would leave them with foreign registers) and turn
+   into a clean failure at the next safe point. */
+static int
+interrupted (crest_error_t *err)
+{
+  sigset_t set;
+  static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+  sigpending (&set);
+  for (size_t i = 0; i < ARRAY_SIZE (sigs); i++)
+    if (sigismember (&set, sigs[i]))
+      return crest_error_make (err, EINTR, "checkpoint interrupted by signal %d (%s)", sigs[i], strsignal (sigs[i]));
+  return 0;
+}
+
 static void
 maybe_progress (struct dctx *c, const char *what)
 {
@@ -935,6 +950,8 @@ dump_memory (struct dctx *c, struct dproc *p, struct vma *v, size_t nv, yajl_gen
                   {
                     FLUSH ();
                     maybe_progress (c, "copying memory");
+                    if (interrupted (err) < 0)
+                      goto out;
                   }
               }
           k = j;
@@ -1357,6 +1374,8 @@ crest_engine_dump (pid_t root, const struct crest_dump_opts *o, crest_error_t *e
   bool frozen = false;
   const char *fault = getenv ("CREST_FAULT");
 
+  sigset_t hold, old_mask;
+
   memset (&c, 0, sizeof c);
   c.o = o;
   c.root = root;
@@ -1365,6 +1384,12 @@ crest_engine_dump (pid_t root, const struct crest_dump_opts *o, crest_error_t *e
     return crest_error_make (err, EINVAL, "checkpoint: bad PID %d", root);
   if (kill (root, 0) < 0)
     return crest_error_errno (err, "checkpoint: task %d", root);
+  sigemptyset (&hold);
+  sigaddset (&hold, SIGINT);
+  sigaddset (&hold, SIGTERM);
+  sigaddset (&hold, SIGHUP);
+  sigaddset (&hold, SIGQUIT);
+  sigprocmask (SIG_BLOCK, &hold, &old_mask);
   if (o->freeze)
     {
       if (o->freeze (o->freeze_data, root, true, err) < 0)
@@ -1389,13 +1414,15 @@ crest_engine_dump (pid_t root, const struct crest_dump_opts *o, crest_error_t *e
               || pt_getxstate (p->th[t].tid, p->th[t].xstate, &p->th[t].xlen, err) < 0)
             goto out;
         }
-      if (inject_state (&c, p, err) < 0)
+      if (inject_state (&c, p, err) < 0 || interrupted (err) < 0)
         goto out;
       if (dump_fds (&c, p, err) < 0)
         goto out;
     }
   if (dump_pipes (&c, err) < 0)
     goto out;
+  if (fault && strcmp (fault, "dump-signal") == 0)
+    kill (getpid (), SIGTERM); /* test hook: crest is told to stop mid-dump */
   if (fault && strcmp (fault, "dump-task-exit") == 0 && c.np > 1)
     {
       /* Test hook: a task of the tree dies in the middle of the dump. */
@@ -1413,7 +1440,7 @@ crest_engine_dump (pid_t root, const struct crest_dump_opts *o, crest_error_t *e
   yajl_gen_array_open (g);
   for (size_t i = 0; i < c.np; i++)
     {
-      if (dump_process (&c, &c.p[i], g, err) < 0)
+      if (dump_process (&c, &c.p[i], g, err) < 0 || interrupted (err) < 0)
         goto out;
       if (kill (c.p[i].pid, 0) < 0)
         {
@@ -1477,7 +1504,7 @@ crest_engine_dump (pid_t root, const struct crest_dump_opts *o, crest_error_t *e
           goto out;
         }
     }
-  if (img_writer_commit (c.w, o->config_digest, err) < 0)
+  if (interrupted (err) < 0 || img_writer_commit (c.w, o->config_digest, err) < 0)
     goto out;
   crest_debug ("checkpoint: %" PRIu64 " bytes of memory in %" PRIu64 " process_vm_readv calls", c.pages_bytes,
                c.readv_calls);
@@ -1541,5 +1568,26 @@ out:
   free_ctx (&c);
   if (c.progress)
     crest_progress ("checkpoint of %d: %s", root, rc == 0 ? "done" : "failed");
+  if (rc < 0)
+    {
+      /* The tree is released: a held signal may now do what it was sent
+         for, after the error line is out. Drop ours from the pending set
+         only by restoring the mask in the caller's hands. */
+      sigset_t pend;
+      sigpending (&pend);
+      for (int sg = 1; sg < 32; sg++)
+        if (sigismember (&hold, sg) && sigismember (&pend, sg))
+          {
+            struct sigaction sa;
+            /* A signal whose default action ends crest: say why first. */
+            if (sigaction (sg, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL && *err)
+              {
+                crest_error_report (err);
+                crest_error_make (err, EINTR, "checkpoint interrupted");
+              }
+            break;
+          }
+    }
+  sigprocmask (SIG_SETMASK, &old_mask, NULL);
   return rc;
 }
