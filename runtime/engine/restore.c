@@ -1668,6 +1668,15 @@ crest_engine_restore (const struct crest_restore_opts *o, pid_t *root_out, crest
       free_ctx (&c);
       return -1;
     }
+  {
+    struct timespec now;
+    clock_gettime (CLOCK_MONOTONIC, &now);
+    if (now.tv_sec - c.t0.tv_sec >= 1)
+      {
+        c.progress = true;
+        crest_progress ("restore of %s: image checked, recreating %zu processes", o->image_dir, c.np);
+      }
+  }
   c.use_nslp = o->force_ns_last_pid || (force && strcmp (force, "1") == 0);
   if (!c.use_nslp && syscall (SYS_clone3, NULL, 0) < 0 && errno == ENOSYS)
     c.use_nslp = true;
@@ -1747,6 +1756,12 @@ crest_engine_restore (const struct crest_restore_opts *o, pid_t *root_out, crest
     goto fail;
   sigprocmask (SIG_SETMASK, &old, NULL);
   *root_out = c.p[0].pid;
+  {
+    struct timespec now;
+    clock_gettime (CLOCK_MONOTONIC, &now);
+    if (c.progress || now.tv_sec - c.t0.tv_sec >= 1)
+      crest_progress ("restore of %s: done, %zu processes running", o->image_dir, c.np);
+  }
   if (o->pid_file)
     {
       char num[24];
