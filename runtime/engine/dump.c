@@ -140,7 +140,7 @@ maybe_progress (struct dctx *c, const char *what)
 {
   struct timespec now;
   clock_gettime (CLOCK_MONOTONIC, &now);
-  if (now.tv_sec - c->t0.tv_sec >= 1)
+  if ((now.tv_sec - c->t0.tv_sec) * 1000000000L + (now.tv_nsec - c->t0.tv_nsec) >= 1000000000L)
     {
       c->progress = true;
       crest_progress ("checkpoint of %d: %s", c->root, what);

@@ -1671,7 +1671,7 @@ crest_engine_restore (const struct crest_restore_opts *o, pid_t *root_out, crest
   {
     struct timespec now;
     clock_gettime (CLOCK_MONOTONIC, &now);
-    if (now.tv_sec - c.t0.tv_sec >= 1)
+    if ((now.tv_sec - c.t0.tv_sec) * 1000000000L + (now.tv_nsec - c.t0.tv_nsec) >= 1000000000L)
       {
         c.progress = true;
         crest_progress ("restore of %s: image checked, recreating %zu processes", o->image_dir, c.np);
@@ -1759,7 +1759,7 @@ crest_engine_restore (const struct crest_restore_opts *o, pid_t *root_out, crest
   {
     struct timespec now;
     clock_gettime (CLOCK_MONOTONIC, &now);
-    if (c.progress || now.tv_sec - c.t0.tv_sec >= 1)
+    if (c.progress || (now.tv_sec - c.t0.tv_sec) * 1000000000L + (now.tv_nsec - c.t0.tv_nsec) >= 1000000000L)
       crest_progress ("restore of %s: done, %zu processes running", o->image_dir, c.np);
   }
   if (o->pid_file)
