@@ -5,6 +5,7 @@
 #include <config.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/capability.h>
@@ -1033,6 +1034,15 @@ task_main (struct rctx *c, int idx)
     if ((rg != (gid_t) p->gids[0] || eg != (gid_t) p->gids[1] || sg != (gid_t) p->gids[2])
         && setresgid (p->gids[0], p->gids[1], p->gids[2]) < 0)
       task_fail (c, idx, "process %d: setresgid: %s", p->pid, strerror (errno));
+    {
+      gid_t cur[256];
+      int n = getgroups (256, cur);
+      bool same = n >= 0 && (size_t) n == p->ngroups;
+      for (int i = 0; same && i < n; i++)
+        same = cur[i] == p->groups[i];
+      if (!same && setgroups (p->ngroups, p->groups) < 0)
+        task_fail (c, idx, "process %d: set %zu supplementary groups: %s", p->pid, p->ngroups, strerror (errno));
+    }
     if ((ru != (uid_t) p->uids[0] || eu != (uid_t) p->uids[1] || su != (uid_t) p->uids[2])
         && setresuid (p->uids[0], p->uids[1], p->uids[2]) < 0)
       task_fail (c, idx, "process %d: setresuid: %s", p->pid, strerror (errno));
