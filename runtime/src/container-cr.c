@@ -11,6 +11,7 @@
  * through the sync pipe the restorer inherits as descriptor 3). */
 #include <config.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -278,17 +279,76 @@ cg_freeze (void *data, pid_t root, bool freeze, crest_error_t *err)
   return crest_error_make (err, ETIMEDOUT, "freeze `%s`: the cgroup did not report frozen within 5 s", f->dir);
 }
 
-/* Usable only when we may write its cgroup.freeze (a delegated subtree). */
+/* Is every task of cgroup DIR and of its descendants in the PID namespace
+   NS (a /proc/PID/ns/pid link text)? Freezing a cgroup freezes all of them,
+   so a cgroup shared with anything else (the user's session, crest itself)
+   must not be frozen. */
+static bool
+cgroup_only_ns (const char *dir, const char *ns, int depth)
+{
+  cleanup_free char *procs = xasprintf ("%s/cgroup.procs", dir);
+  cleanup_free char *text = NULL;
+  crest_error_t e = NULL;
+  char *line, *save = NULL;
+  DIR *d;
+  struct dirent *de;
+  bool ok = true;
+
+  if (depth > 16 || read_file (procs, &text, NULL, 1 << 20, &e) < 0)
+    {
+      crest_error_release (&e);
+      return false;
+    }
+  for (line = strtok_r (text, "\n", &save); line && ok; line = strtok_r (NULL, "\n", &save))
+    {
+      char link[64], target[128];
+      ssize_t n;
+      snprintf (link, sizeof link, "/proc/%s/ns/pid", line);
+      n = readlink (link, target, sizeof target - 1);
+      if (n < 0)
+        continue; /* gone meanwhile */
+      target[n] = '\0';
+      ok = strcmp (target, ns) == 0;
+    }
+  d = ok ? opendir (dir) : NULL;
+  while (d && ok && (de = readdir (d)))
+    if (de->d_type == DT_DIR && de->d_name[0] != '.')
+      {
+        cleanup_free char *sub = xasprintf ("%s/%s", dir, de->d_name);
+        ok = cgroup_only_ns (sub, ns, depth + 1);
+      }
+  if (d)
+    closedir (d);
+  return ok;
+}
+
+/* The cgroup freezer is used only when the container has a cgroup of its
+   own that we may freeze (a delegated subtree): writable cgroup.freeze, no
+   task outside the container's PID namespace in it or below it (crest's
+   own cgroup in particular). Otherwise the engine's ptrace seize alone
+   stops the tree. */
 static bool
 freezer_setup (pid_t pid, struct freezer *f)
 {
-  cleanup_free char *ctl = NULL;
+  cleanup_free char *ctl = NULL, *own = NULL;
+  char link[64], ns[128];
+  ssize_t n;
+
   f->dir = cgroup_dir_of (pid);
   if (!f->dir)
     return false;
+  own = cgroup_dir_of (getpid ());
   ctl = xasprintf ("%s/cgroup.freeze", f->dir);
-  if (strcmp (f->dir, "/sys/fs/cgroup/") == 0 || access (ctl, W_OK) < 0)
+  snprintf (link, sizeof link, "/proc/%d/ns/pid", (int) pid);
+  n = readlink (link, ns, sizeof ns - 1);
+  if (n > 0)
+    ns[n] = '\0';
+  if (n <= 0 || strcmp (f->dir, "/sys/fs/cgroup/") == 0 || access (ctl, W_OK) < 0
+      || (own && strncmp (own, f->dir, strlen (f->dir)) == 0
+          && (own[strlen (f->dir)] == '\0' || own[strlen (f->dir)] == '/'))
+      || !cgroup_only_ns (f->dir, ns, 0))
     {
+      crest_debug ("not freezing through cgroup `%s`: not the container's own", f->dir);
       free (f->dir);
       f->dir = NULL;
       return false;
