@@ -26,10 +26,6 @@ struct verb
   const char *help;
 };
 
-/* crest's own verbs (runtime/src/checkpoint.c, restore.c); their place is verbs.h. */
-int crest_verb_checkpoint (struct crest_global *g, int argc, char **argv);
-int crest_verb_restore (struct crest_global *g, int argc, char **argv);
-
 /* The whole CLI at a glance. */
 static const struct verb verbs[] = {
   { "create", crest_verb_create, "create a container (crun), optionally granting CAP_CHECKPOINT_RESTORE" },
@@ -137,6 +133,17 @@ push_arg (struct crest_global *g, char *s)
   g->crun_global_argv[g->crun_global_argc] = NULL;
 }
 
+static void
+global_free (struct crest_global *g)
+{
+  int i;
+  for (i = 0; i < g->crun_global_argc; i++)
+    free (g->crun_global_argv[i]);
+  free (g->crun_global_argv);
+  free ((char *) g->root);
+  free ((char *) g->crun_root);
+}
+
 enum
 {
   OPT_ROOT = 256,
@@ -171,7 +178,7 @@ main (int argc, char **argv)
   char *root_arg = NULL;
   const char *verb;
   size_t i;
-  int c;
+  int c, status;
 
   opterr = 0;
   while ((c = getopt_long (argc, argv, "+vVh?", opts, NULL)) != -1)
@@ -242,7 +249,9 @@ main (int argc, char **argv)
           fprintf (stderr, "crest: getcwd: %s\n", strerror (errno));
           return 1;
         }
-      g.root = xasprintf ("%s/%s", cwd, g.root);
+      char *abs = xasprintf ("%s/%s", cwd, g.root);
+      free ((char *) g.root);
+      g.root = abs;
     }
   /* crun gets a directory of its own under crest's root, so that crun's
      container directories and crest's state never collide. */
@@ -263,18 +272,26 @@ main (int argc, char **argv)
     push_arg (&g, xstrdup ("--systemd-cgroup"));
 
   if (want_version)
-    return print_version (&g);
-
-  if (optind >= argc)
+    status = print_version (&g);
+  else if (optind >= argc)
     {
       usage (stderr);
-      return 1;
+      status = 1;
     }
-  verb = argv[optind];
-  for (i = 0; i < ARRAY_SIZE (verbs); i++)
-    if (strcmp (verbs[i].name, verb) == 0)
-      return verbs[i].fn (&g, argc - optind, argv + optind);
-
-  fprintf (stderr, "crest: unknown command `%s` (see crest --help)\n", verb);
-  return 1;
+  else
+    {
+      verb = argv[optind];
+      for (i = 0; i < ARRAY_SIZE (verbs); i++)
+        if (strcmp (verbs[i].name, verb) == 0)
+          break;
+      if (i < ARRAY_SIZE (verbs))
+        status = verbs[i].fn (&g, argc - optind, argv + optind);
+      else
+        {
+          fprintf (stderr, "crest: unknown command `%s` (see crest --help)\n", verb);
+          status = 1;
+        }
+    }
+  global_free (&g);
+  return status;
 }

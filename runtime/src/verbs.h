@@ -14,4 +14,8 @@ int crest_verb_delete (struct crest_global *g, int argc, char **argv);
 /* crun's list, after dropping stale crest state. */
 int crest_verb_list (struct crest_global *g, int argc, char **argv);
 
+/* crest's own: checkpoint and restore (runtime/src/checkpoint.c, restore.c). */
+int crest_verb_checkpoint (struct crest_global *g, int argc, char **argv);
+int crest_verb_restore (struct crest_global *g, int argc, char **argv);
+
 #endif
