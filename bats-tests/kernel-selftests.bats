@@ -1,0 +1,47 @@
+#!/usr/bin/env bats
+# vm-as: root
+# The selftests of the kernel series (tools/testing/selftests/
+# checkpoint_restore/, listed in kernel/selftests/list), built with the
+# patched kernel.  The rootless cases are the point, so the tests that do
+# not need root run as the test user; exe_link_cap and ns_last_pid run as
+# root too, for their cases in the initial user namespace (as the test user
+# those, and only those, skip); exe_link_audit needs root (it turns audit on
+# through netlink and reads /dev/kmsg).
+
+load helpers
+load kernel-helpers
+
+setup() {
+	requires vm kernel-patched
+}
+
+@test "kselftest checkpoint_restore/map_files_userns as the test user" {
+	run_kselftest test checkpoint_restore/map_files_userns
+}
+
+@test "kselftest checkpoint_restore/tcp_repair_cap as the test user" {
+	run_kselftest test checkpoint_restore/tcp_repair_cap
+}
+
+@test "kselftest checkpoint_restore/exe_link_cap as the test user (1 case needs root)" {
+	run_kselftest test checkpoint_restore/exe_link_cap 1
+}
+
+@test "kselftest checkpoint_restore/exe_link_cap as root" {
+	requires root
+	run_kselftest root checkpoint_restore/exe_link_cap
+}
+
+@test "kselftest checkpoint_restore/ns_last_pid as the test user (1 case needs root)" {
+	run_kselftest test checkpoint_restore/ns_last_pid 1
+}
+
+@test "kselftest checkpoint_restore/ns_last_pid as root" {
+	requires root
+	run_kselftest root checkpoint_restore/ns_last_pid
+}
+
+@test "kselftest checkpoint_restore/exe_link_audit as root" {
+	requires root
+	run_kselftest root checkpoint_restore/exe_link_audit
+}
