@@ -12,8 +12,8 @@
 #   cr_restore ID [OPT...]    `crest restore -d --image-path $IMAGE -b $BUNDLE
 #                             OPT... ID` through bats' run, stdio /dev/null
 #   cr_init ID                the host PID of the container's init
-#   cr_tasks ID               host PIDs of every task in the container's PID
-#                             namespace
+#   cr_tasks ID               host PIDs of every live (not zombie) task in the
+#                             container's PID namespace
 #   cr_ns_pids ID             "NSPID COMM" of each of them, sorted: what the
 #                             container sees
 #   cr_caps ID                "NSPID CapInh CapPrm CapEff CapBnd CapAmb" of each
@@ -76,8 +76,11 @@ cr_tasks() {
 	local init ns p
 	init=$(cr_init "$1") || return 1
 	ns=$(readlink "/proc/$init/ns/pid") || return 1
+	# Zombies are not tasks of the tree (the engine's finishing helper stays
+	# one until the restored init reaps it, which a program may never do).
 	for p in /proc/[0-9]*; do
-		[ "$(readlink "$p/ns/pid" 2>/dev/null)" = "$ns" ] && echo "${p#/proc/}"
+		[ "$(readlink "$p/ns/pid" 2>/dev/null)" = "$ns" ] || continue
+		grep -q '^State:[[:space:]]*Z' "$p/status" 2>/dev/null || echo "${p#/proc/}"
 	done
 }
 
