@@ -29,6 +29,11 @@
 #   update_config JQ        apply a jq expression to $BUNDLE/config.json
 #   crest_run ID [ARGS...]  `crest run` of $BUNDLE as container ID (its output
 #                           in $output, its status in $status, via bats' run)
+#   crest_run_detached ID [ARGS...]
+#                           `crest run --detach`, with the container's stdio on
+#                           a file ($BATS_TEST_TMPDIR/ID.out) rather than bats'
+#                           capture pipe, which a detached container does not
+#                           survive; sets $status and $output like run
 #   wait_for_container N DELAY ID [STATUS]
 #                           retry `crest state ID` until it reports STATUS
 #                           (default running)
@@ -175,6 +180,16 @@ crest_run() {
 	shift
 	CONTAINERS+=("$id")
 	run "$CREST" run "$@" --bundle "$BUNDLE" "$id"
+}
+
+crest_run_detached() {
+	local id=$1 log
+	shift
+	CONTAINERS+=("$id")
+	log=$BATS_TEST_TMPDIR/$id.out
+	status=0
+	"$CREST" run --detach "$@" --bundle "$BUNDLE" "$id" </dev/null >"$log" 2>&1 || status=$?
+	output=$(cat "$log")
 }
 
 wait_for_container() {
