@@ -17,52 +17,60 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *errno_name(int e)
+static const char *
+errno_name(int e)
 {
-	const char *name = strerrorname_np(e);
-	return name ? name : "UNKNOWN_ERRNO";
+  const char *name = strerrorname_np(e);
+  return name ? name : "UNKNOWN_ERRNO";
 }
 
-static int parse(const char *s, uint64_t *out)
+static int
+parse(const char *s, uint64_t *out)
 {
-	char *end;
+  char *end;
 
-	errno = 0;
-	*out = strtoull(s, &end, 0);
-	return errno || end == s || *end ? -1 : 0;
+  errno = 0;
+  *out = strtoull(s, &end, 0);
+  return errno || end == s || *end ? -1 : 0;
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
-	uint64_t reg, value;
-	int fd;
+  uint64_t reg, value;
+  int fd;
 
-	if (!((argc == 3 && strcmp(argv[1], "read") == 0) ||
-	      (argc == 4 && strcmp(argv[1], "write") == 0)) ||
-	    parse(argv[2], &reg) < 0 || reg > UINT32_MAX ||
-	    (argc == 4 && parse(argv[3], &value) < 0)) {
-		fprintf(stderr, "usage: %s read REG | %s write REG VALUE\n", argv[0], argv[0]);
-		return 2;
-	}
+  if (!((argc == 3 && strcmp(argv[1], "read") == 0) || (argc == 4 && strcmp(argv[1], "write") == 0))
+      || parse(argv[2], &reg) < 0 || reg > UINT32_MAX || (argc == 4 && parse(argv[3], &value) < 0))
+    {
+      fprintf(stderr, "usage: %s read REG | %s write REG VALUE\n", argv[0], argv[0]);
+      return 2;
+    }
 
-	fd = open("/dev/cpu/0/msr", (argc == 3 ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
-	if (fd < 0) {
-		printf("%s\n", errno_name(errno));
-		return 1;
-	}
-	if (argc == 3) {
-		if (pread(fd, &value, sizeof(value), (off_t)reg) != (ssize_t)sizeof(value)) {
-			printf("%s\n", errno_name(errno));
-			return 1;
-		}
-		printf("0x%016" PRIx64 "\n", value);
-	} else {
-		if (pwrite(fd, &value, sizeof(value), (off_t)reg) != (ssize_t)sizeof(value)) {
-			printf("%s\n", errno_name(errno));
-			return 1;
-		}
-		printf("pid %d\n", (int)getpid());
-	}
-	close(fd);
-	return 0;
+  fd = open("/dev/cpu/0/msr", (argc == 3 ? O_RDONLY : O_WRONLY) | O_CLOEXEC);
+  if (fd < 0)
+    {
+      printf("%s\n", errno_name(errno));
+      return 1;
+    }
+  if (argc == 3)
+    {
+      if (pread(fd, &value, sizeof(value), (off_t)reg) != (ssize_t)sizeof(value))
+        {
+          printf("%s\n", errno_name(errno));
+          return 1;
+        }
+      printf("0x%016" PRIx64 "\n", value);
+    }
+  else
+    {
+      if (pwrite(fd, &value, sizeof(value), (off_t)reg) != (ssize_t)sizeof(value))
+        {
+          printf("%s\n", errno_name(errno));
+          return 1;
+        }
+      printf("pid %d\n", (int)getpid());
+    }
+  close(fd);
+  return 0;
 }

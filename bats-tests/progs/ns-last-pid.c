@@ -20,55 +20,63 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char *errno_name(int e)
+static const char *
+errno_name(int e)
 {
-	const char *name = strerrorname_np(e);
-	return name ? name : "UNKNOWN_ERRNO";
+  const char *name = strerrorname_np(e);
+  return name ? name : "UNKNOWN_ERRNO";
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
-	char buf[32];
-	char *end;
-	long n;
-	int fd, len, status;
-	pid_t child;
+  char buf[32];
+  char *end;
+  long n;
+  int fd, len, status;
+  pid_t child;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s N (the PID the next fork should follow)\n", argv[0]);
-		return 2;
-	}
-	errno = 0;
-	n = strtol(argv[1], &end, 10);
-	if (errno || end == argv[1] || *end || n < 0 || n >= INT_MAX) {
-		fprintf(stderr, "%s: not a PID: '%s'\n", argv[0], argv[1]);
-		return 2;
-	}
+  if (argc != 2)
+    {
+      fprintf(stderr, "usage: %s N (the PID the next fork should follow)\n", argv[0]);
+      return 2;
+    }
+  errno = 0;
+  n = strtol(argv[1], &end, 10);
+  if (errno || end == argv[1] || *end || n < 0 || n >= INT_MAX)
+    {
+      fprintf(stderr, "%s: not a PID: '%s'\n", argv[0], argv[1]);
+      return 2;
+    }
 
-	fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
-	if (fd < 0) {
-		printf("%s\n", errno_name(errno));
-		return 1;
-	}
-	len = snprintf(buf, sizeof(buf), "%ld", n);
-	if (write(fd, buf, (size_t)len) != len) {
-		printf("%s\n", errno_name(errno));
-		return 1;
-	}
-	close(fd);
+  fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    {
+      printf("%s\n", errno_name(errno));
+      return 1;
+    }
+  len = snprintf(buf, sizeof(buf), "%ld", n);
+  if (write(fd, buf, (size_t)len) != len)
+    {
+      printf("%s\n", errno_name(errno));
+      return 1;
+    }
+  close(fd);
 
-	fflush(NULL);
-	child = fork();
-	if (child < 0) {
-		fprintf(stderr, "%s: fork: %s\n", argv[0], strerror(errno));
-		return 1;
-	}
-	if (child == 0)
-		_exit(0);
-	if (waitpid(child, &status, 0) != child) {
-		fprintf(stderr, "%s: waitpid: %s\n", argv[0], strerror(errno));
-		return 1;
-	}
-	printf("pid %d\n", (int)child);
-	return 0;
+  fflush(NULL);
+  child = fork();
+  if (child < 0)
+    {
+      fprintf(stderr, "%s: fork: %s\n", argv[0], strerror(errno));
+      return 1;
+    }
+  if (child == 0)
+    _exit(0);
+  if (waitpid(child, &status, 0) != child)
+    {
+      fprintf(stderr, "%s: waitpid: %s\n", argv[0], strerror(errno));
+      return 1;
+    }
+  printf("pid %d\n", (int)child);
+  return 0;
 }

@@ -13,37 +13,43 @@
 #include <string.h>
 #include <unistd.h>
 
-static const char *errno_name(int e)
+static const char *
+errno_name(int e)
 {
-	const char *name = strerrorname_np(e);
-	return name ? name : "UNKNOWN_ERRNO";
+  const char *name = strerrorname_np(e);
+  return name ? name : "UNKNOWN_ERRNO";
 }
 
-int main(int argc, char **argv)
+int
+main(int argc, char **argv)
 {
-	size_t len;
-	ssize_t n;
-	int fd;
+  size_t len;
+  ssize_t n;
+  int fd;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s PATH VALUE\n", argv[0]);
-		return 2;
-	}
-	fd = open(argv[1], O_WRONLY | O_CLOEXEC);
-	if (fd < 0) {
-		printf("%s\n", errno_name(errno));
-		return 1;
-	}
-	len = strlen(argv[2]);
-	n = write(fd, argv[2], len);
-	if (n < 0 || close(fd) < 0) {
-		printf("%s\n", errno_name(errno));
-		return 1;
-	}
-	if ((size_t)n != len) {
-		printf("SHORT_WRITE\n");
-		return 1;
-	}
-	printf("ok\n");
-	return 0;
+  if (argc != 3)
+    {
+      fprintf(stderr, "usage: %s PATH VALUE\n", argv[0]);
+      return 2;
+    }
+  fd = open(argv[1], O_WRONLY | O_CLOEXEC);
+  if (fd < 0)
+    {
+      printf("%s\n", errno_name(errno));
+      return 1;
+    }
+  len = strlen(argv[2]);
+  n = write(fd, argv[2], len);
+  if (n < 0 || close(fd) < 0)
+    {
+      printf("%s\n", errno_name(errno));
+      return 1;
+    }
+  if ((size_t)n != len)
+    {
+      printf("SHORT_WRITE\n");
+      return 1;
+    }
+  printf("ok\n");
+  return 0;
 }
