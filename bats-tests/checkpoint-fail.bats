@@ -16,8 +16,6 @@ teardown() {
 	teardown_bundle
 }
 
-COUNTER='sleep 100000 & i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.1; done'
-
 @test "checkpoint of a container with sockets is refused; the container runs on untouched" {
 	zdtm_run "sock-$$" socket
 	local init before
@@ -41,7 +39,7 @@ COUNTER='sleep 100000 & i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; m
 }
 
 @test "restore of a corrupted image fails and leaves nothing behind, the image untouched" {
-	cr_run "cor-$$" /bin/sh -c "$COUNTER"
+	zdtm_run "cor-$$" heap
 	cr_checkpoint "cor-$$"
 	[ "$status" = 0 ] || fail "checkpoint failed: $output"
 	cr_gone "cor-$$"
@@ -56,12 +54,15 @@ COUNTER='sleep 100000 & i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; m
 	[ "$status" != 0 ] || fail "restore of a corrupted image succeeded"
 	echo "$output" | grep -q "$(basename "$f")" || fail "the error does not name the corrupted file $(basename "$f"): $output"
 	cr_gone "cor-$$"
-	pgrep -u "$(id -u)" -f 'sleep 100000' && fail "a task of the image runs"
+	local p
+	for p in $(pgrep -u "$(id -u)" -x zdtm-heap); do
+		grep -q '^State:[[:space:]]*Z' "/proc/$p/status" 2>/dev/null || fail "a task of the image runs: PID $p"
+	done
 	[ "$(image_sum "$IMAGE")" = "$sum" ] || fail "the failed restore changed the image"
 }
 
 @test "restore of a truncated manifest fails with one line naming it" {
-	cr_run "tr-$$" /bin/sh -c "$COUNTER"
+	zdtm_run "tr-$$" heap
 	cr_checkpoint "tr-$$"
 	[ "$status" = 0 ] || fail "checkpoint failed: $output"
 	truncate -s 10 "$IMAGE/manifest.json"
@@ -72,7 +73,7 @@ COUNTER='sleep 100000 & i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; m
 }
 
 @test "restore under the ID of a running container is refused; that container is untouched" {
-	cr_run "dup-$$" /bin/sh -c "$COUNTER"
+	zdtm_run "dup-$$" heap
 	cr_checkpoint "dup-$$" --leave-running
 	[ "$status" = 0 ] || fail "checkpoint failed: $output"
 	local init
