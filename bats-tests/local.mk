@@ -9,41 +9,34 @@ check_PROGRAMS += \
 	bats-tests/progs/set-tid \
 	bats-tests/progs/exe-link \
 	bats-tests/progs/caps \
-	bats-tests/progs/set-tid-fcap \
 	bats-tests/progs/ns-last-pid \
 	bats-tests/progs/map-files \
-	bats-tests/progs/map-files-fcap \
 	bats-tests/progs/msr \
-	bats-tests/progs/write-file
+	bats-tests/progs/write-file \
+	bats-tests/progs/set-tid-fcap \
+	bats-tests/progs/map-files-fcap
 
 bats_tests_progs_set_tid_SOURCES = bats-tests/progs/set-tid.c
 bats_tests_progs_set_tid_LDFLAGS = -static
-
 bats_tests_progs_exe_link_SOURCES = bats-tests/progs/exe-link.c
 bats_tests_progs_exe_link_LDFLAGS = -static
-
-# *-fcap: the same program again, for the copy that file-caps.txt gives
-# cap_checkpoint_restore+ep in the image.
-bats_tests_progs_set_tid_fcap_SOURCES = bats-tests/progs/set-tid.c
-bats_tests_progs_set_tid_fcap_LDFLAGS = -static
-
 bats_tests_progs_caps_SOURCES = bats-tests/progs/caps.c
 bats_tests_progs_caps_LDFLAGS = -static
-
 bats_tests_progs_ns_last_pid_SOURCES = bats-tests/progs/ns-last-pid.c
 bats_tests_progs_ns_last_pid_LDFLAGS = -static
-
 bats_tests_progs_map_files_SOURCES = bats-tests/progs/map-files.c
 bats_tests_progs_map_files_LDFLAGS = -static
-
-bats_tests_progs_map_files_fcap_SOURCES = bats-tests/progs/map-files.c
-bats_tests_progs_map_files_fcap_LDFLAGS = -static
-
 bats_tests_progs_msr_SOURCES = bats-tests/progs/msr.c
 bats_tests_progs_msr_LDFLAGS = -static
-
 bats_tests_progs_write_file_SOURCES = bats-tests/progs/write-file.c
 bats_tests_progs_write_file_LDFLAGS = -static
+
+# *-fcap: the same programs again, for the copies that file-caps.txt gives
+# cap_checkpoint_restore+ep in the image (the plain copies stay without).
+bats_tests_progs_set_tid_fcap_SOURCES = bats-tests/progs/set-tid.c
+bats_tests_progs_set_tid_fcap_LDFLAGS = -static
+bats_tests_progs_map_files_fcap_SOURCES = bats-tests/progs/map-files.c
+bats_tests_progs_map_files_fcap_LDFLAGS = -static
 
 # --- suites and their shared vocabulary ---------------------------------------
 EXTRA_DIST += \
