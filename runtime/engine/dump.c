@@ -20,9 +20,11 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/openat2.h>
 #include "engine.h"
 #include "engine-int.h"
 #include "image.h"
@@ -89,6 +91,8 @@ struct dpipe
   bool low_fds_only; /* every descriptor on it is 0, 1 or 2 */
   pid_t rpid;
   int rfd;
+  pid_t opid; /* a named FIFO: any descriptor on it */
+  int ofd;
   int size;
   char *data;
   size_t len;
@@ -102,9 +106,19 @@ struct dfd
   int file;
 };
 
+/* One user namespace ID map, as /proc/PID/[ug]id_map shows it to crest:
+   inside the task's namespace, outside in crest's. */
+struct idmap
+{
+  uint32_t in[64], out[64], len[64];
+  size_t n;
+};
+
 struct dctx
 {
   const struct crest_dump_opts *o;
+  bool foreign_userns; /* the tree lives in another user namespace than crest */
+  struct idmap uidmap, gidmap;
   pid_t root;
   struct dproc *p;
   size_t np;
@@ -165,6 +179,30 @@ read_proc (pid_t pid, const char *what, char **out, crest_error_t *err)
   return 0;
 }
 
+/* Open PATH as task PID sees it. The dump runs outside the tree's mount
+   namespace (a container's paths mean nothing on the host), so the path is
+   resolved under the task's root directory, where absolute symlinks and ".."
+   stay inside it and no magic link (a /proc/self/... of the container's
+   /proc would be crest's own) is followed: nothing in the task's file system
+   can make crest open a file of its own. */
+static int
+open_in_root (pid_t pid, const char *path, int flags, crest_error_t *err)
+{
+  cleanup_free char *rp = xasprintf ("/proc/%d/root", pid);
+  cleanup_close int root = open (rp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  struct open_how how;
+  int fd;
+  if (root < 0)
+    return crest_error_errno (err, "open the task's root directory");
+  memset (&how, 0, sizeof how);
+  how.flags = flags | O_CLOEXEC | (flags & O_PATH ? 0 : O_NOCTTY); /* openat2 takes nothing else with O_PATH */
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  fd = syscall (SYS_openat2, root, path, &how, sizeof how);
+  if (fd < 0)
+    return crest_error_errno (err, "open inside the task's root directory");
+  return fd;
+}
+
 static const char *
 status_field (const char *status, const char *key)
 {
@@ -207,6 +245,67 @@ ns_field (const char *status, const char *key, bool inner, pid_t fallback)
         break;
     }
   return (pid_t) v;
+}
+
+/* /proc/PID/status shows IDs as crest's user namespace sees them; the
+   restore sets them from inside the tree's own one (a rootless container
+   maps its root to the user who runs crest). */
+static int
+load_idmap (pid_t pid, const char *which, struct idmap *m, crest_error_t *err)
+{
+  cleanup_free char *text = NULL;
+  char *save = NULL;
+  if (read_proc (pid, which, &text, err) < 0)
+    return -1;
+  m->n = 0;
+  for (char *l = strtok_r (text, "\n", &save); l; l = strtok_r (NULL, "\n", &save))
+    {
+      unsigned long in, out, len;
+      if (sscanf (l, "%lu %lu %lu", &in, &out, &len) != 3 || m->n == ARRAY_SIZE (m->in))
+        return crest_error_make (err, EINVAL, "task %d: cannot parse /proc %s", pid, which);
+      m->in[m->n] = in, m->out[m->n] = out, m->len[m->n] = len;
+      m->n++;
+    }
+  return 0;
+}
+
+/* An ID as the tree's user namespace sees it; one it does not map reads
+   there as the overflow ID, 65534. */
+static long
+inner_id (const struct dctx *c, const struct idmap *m, long id)
+{
+  if (!c->foreign_userns)
+    return id;
+  for (size_t i = 0; i < m->n; i++)
+    if ((uint64_t) id >= m->out[i] && (uint64_t) id - m->out[i] < m->len[i])
+      return m->in[i] + (id - m->out[i]);
+  return 65534;
+}
+
+static int
+user_ns (struct dctx *c, crest_error_t *err)
+{
+  struct stat r, self;
+  cleanup_free char *rp = xasprintf ("/proc/%d/ns/user", c->root);
+  if (stat (rp, &r) < 0)
+    return crest_error_errno (err, "task %d: its user namespace", c->root);
+  if (stat ("/proc/self/ns/user", &self) < 0)
+    return crest_error_errno (err, "checkpoint: crest's own user namespace");
+  c->foreign_userns = r.st_dev != self.st_dev || r.st_ino != self.st_ino;
+  if (c->foreign_userns
+      && (load_idmap (c->root, "uid_map", &c->uidmap, err) < 0 || load_idmap (c->root, "gid_map", &c->gidmap, err) < 0))
+    return -1;
+  for (size_t i = 1; i < c->np; i++)
+    {
+      struct stat t;
+      cleanup_free char *tp = xasprintf ("/proc/%d/ns/user", c->p[i].pid);
+      if (stat (tp, &t) < 0)
+        return crest_error_errno (err, "task %d: its user namespace", c->p[i].pid);
+      if (t.st_dev != r.st_dev || t.st_ino != r.st_ino)
+        return crest_error_make (err, ENOTSUP, "task %d: a user namespace of its own (nested), cannot checkpoint it",
+                                 c->p[i].pid);
+    }
+  return 0;
 }
 
 static int
@@ -372,6 +471,8 @@ struct vma
   bool shared;
   char kind[16];
   char *path;
+  unsigned dev_major, dev_minor;
+  uint64_t ino;
 };
 
 static int
@@ -397,6 +498,9 @@ parse_maps (pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
       x.prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0)
                | (perms[2] == 'x' ? PROT_EXEC : 0);
       x.shared = perms[3] == 's';
+      x.ino = ino;
+      if (sscanf (dev, "%x:%x", &x.dev_major, &x.dev_minor) != 2)
+        x.dev_major = x.dev_minor = 0;
       const char *name = pos ? l + pos : "";
       if (*name == 0 || strncmp (name, "[anon:", 6) == 0)
         strcpy (x.kind, "anon");
@@ -694,7 +798,9 @@ dump_fd (struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
           nf.type = "fifo";
           nf.ino_pipe = st.st_ino;
           if (!pp->path)
-            pp->path = xstrdup (link);
+            pp->path = xstrdup (link), pp->opid = p->pid, pp->ofd = fd;
+          if ((flags & O_ACCMODE) != O_WRONLY && !pp->has_r)
+            pp->has_r = true, pp->rpid = p->pid, pp->rfd = fd;
         }
       else if (fd <= 2 && S_ISCHR (st.st_mode))
         nf.type = "inherited"; /* a terminal: the restorer's own stdio */
@@ -702,6 +808,22 @@ dump_fd (struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
         {
           const char *t = S_ISSOCK (st.st_mode) ? "socket" : S_ISFIFO (st.st_mode) ? "named FIFO" : "unsupported type";
           return crest_error_make (err, ENOTSUP, "task %d: fd %d (%s): %s, cannot checkpoint it", p->pid, fd, link, t);
+        }
+      if (strcmp (nf.type, "dir") == 0 || strcmp (nf.type, "fifo") == 0
+          || (strcmp (nf.type, "reg") == 0 && !nf.unlinked))
+        {
+          /* Restore opens it again by this path, inside the container: it
+             must name this very file there. */
+          struct stat pst;
+          cleanup_close int pf = open_in_root (p->pid, link, O_PATH, err);
+          if (pf < 0)
+            return crest_error_wrap (err, "task %d: fd %d (%s)", p->pid, fd, link);
+          if (fstat (pf, &pst) < 0)
+            return crest_error_errno (err, "task %d: fd %d (%s): stat by path", p->pid, fd, link);
+          if (pst.st_dev != st.st_dev || pst.st_ino != st.st_ino)
+            return crest_error_make (err, ENOTSUP,
+                                     "task %d: fd %d (%s): the path now names another file, cannot checkpoint it",
+                                     p->pid, fd, link);
         }
       nf.path = xstrdup (link);
       c->f = xrealloc (c->f, (c->nf + 1) * sizeof *c->f);
@@ -762,11 +884,20 @@ dump_pipes (struct dctx *c, crest_error_t *err)
       ssize_t n;
       if (pp->path)
         {
-          /* Peek through a descriptor of our own: a reader and writer at once
-             never blocks and leaves the FIFO as it was. */
-          rd = open (pp->path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
-          if (rd < 0)
-            return crest_error_errno (err, "named FIFO %s: open to read its bytes", pp->path);
+          /* A reading descriptor of the tree is peeked like a pipe's. With
+             only writers, the FIFO is opened anew through the task's own
+             descriptor (its path is the container's, not the host's): a
+             reader and writer at once never blocks and leaves the FIFO as it
+             was. */
+          if (!pp->has_r)
+            {
+              cleanup_free char *lp = xasprintf ("/proc/%d/fd/%d", pp->opid, pp->ofd);
+              rd = open (lp, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+              if (rd < 0)
+                return crest_error_errno (err, "task %d: fd %d (named FIFO %s): open to read its bytes", pp->opid,
+                                          pp->ofd, pp->path);
+              pp->rpid = pp->opid, pp->rfd = pp->ofd;
+            }
         }
       else if (!pp->has_r || !pp->has_w)
         {
@@ -1066,14 +1197,14 @@ dump_process (struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   jput_key (g, "uids");
   yajl_gen_array_open (g);
   for (int i = 0; i < 4; i++)
-    yajl_gen_integer (g, ids[i]);
+    yajl_gen_integer (g, inner_id (c, &c->uidmap, ids[i]));
   yajl_gen_array_close (g);
   if (parse_ids (status_field (status, "Gid"), ids) < 0)
     goto bad_status;
   jput_key (g, "gids");
   yajl_gen_array_open (g);
   for (int i = 0; i < 4; i++)
-    yajl_gen_integer (g, ids[i]);
+    yajl_gen_integer (g, inner_id (c, &c->gidmap, ids[i]));
   yajl_gen_array_close (g);
   jput_key (g, "groups");
   yajl_gen_array_open (g);
@@ -1084,7 +1215,7 @@ dump_process (struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       long gid = strtol (s, &e, 10);
       if (e == s)
         break;
-      yajl_gen_integer (g, gid);
+      yajl_gen_integer (g, inner_id (c, &c->gidmap, gid));
       s = e;
       while (*s == ' ')
         s++;
@@ -1204,11 +1335,31 @@ dump_process (struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       if (v[i].path)
         {
           struct stat st;
-          if (stat (v[i].path, &st) < 0)
+          cleanup_close int mf = open_in_root (p->pid, v[i].path, O_PATH, err);
+          if (mf < 0)
             {
-              crest_error_errno (err, "task %d: mapped file %s", p->pid, v[i].path);
+              crest_error_wrap (err, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s", p->pid, v[i].start, v[i].end,
+                                v[i].path);
               goto out;
             }
+          if (fstat (mf, &st) < 0)
+            {
+              crest_error_errno (err, "task %d: mapped file %s: stat", p->pid, v[i].path);
+              goto out;
+            }
+          if (!S_ISREG (st.st_mode))
+            {
+              crest_error_make (err, ENOTSUP, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: not a regular file",
+                                p->pid, v[i].start, v[i].end, v[i].path);
+              goto out;
+            }
+          /* An overlay file system shows the layer's device and inode in
+             maps and its own in stat: a difference is only worth a note. */
+          if (st.st_ino != v[i].ino || major (st.st_dev) != v[i].dev_major || minor (st.st_dev) != v[i].dev_minor)
+            crest_debug ("task %d: mapping %" PRIx64 "-%" PRIx64 ": %s is inode %u:%u/%" PRIu64
+                         " in maps, %u:%u/%" PRIu64 " by its path",
+                         p->pid, v[i].start, v[i].end, v[i].path, v[i].dev_major, v[i].dev_minor, v[i].ino,
+                         major (st.st_dev), minor (st.st_dev), (uint64_t) st.st_ino);
           jput_str (g, "path", v[i].path);
           jput_u64 (g, "pgoff", v[i].pgoff);
           jput_u64 (g, "file_size", st.st_size);
@@ -1401,7 +1552,7 @@ crest_engine_dump (pid_t root, const struct crest_dump_opts *o, crest_error_t *e
   if (collect_tree (&c, err) < 0)
     goto out;
   crest_debug ("checkpoint: %zu processes seized", c.np);
-  if (ns_ids (&c, err) < 0)
+  if (ns_ids (&c, err) < 0 || user_ns (&c, err) < 0)
     goto out;
 
   for (size_t i = 0; i < c.np; i++)

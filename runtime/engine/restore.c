@@ -1004,7 +1004,8 @@ task_main (struct rctx *c, int idx)
   close (c->report[0]);
 
   /* Session and process group, before the children inherit them. */
-  if (p->sid == p->pid)
+  /* crun already made a container's init lead its own session. */
+  if (p->sid == p->pid && getsid (0) != getpid ())
     {
       if (setsid () < 0)
         task_fail (c, idx, "process %d: setsid: %s", p->pid, strerror (errno));
