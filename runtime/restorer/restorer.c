@@ -9,11 +9,12 @@
  * tree below it and then turns this very process into the checkpointed init
  * (each restored task drops CAP_CHECKPOINT_RESTORE unless it held it).
  *
- * How crest, outside, follows it: while it works this process is named
- * "crest-restoring" (its comm); once the engine has turned it into the
- * restored init the name is the init's own. On failure it writes one line to
- * descriptor 3 (the sync pipe crest passed through crun's --preserve-fds)
- * and to stderr, and exits 1: crun then tears the container down. */
+ * How crest, outside, follows it: it writes "R" and a newline to descriptor
+ * 3 (the sync pipe crest passed through crun's --preserve-fds) as soon as it
+ * runs; while it works this process is named "crest-restoring" (its comm);
+ * once the engine has turned it into the restored init the name is the
+ * init's own. On failure it writes one line to the sync pipe and to stderr,
+ * and exits 1: crun then tears the container down. */
 #include <config.h>
 
 #include <errno.h>
@@ -50,6 +51,13 @@ main (int argc, char **argv)
   prctl (PR_SET_NAME, "crest-restoring", 0, 0, 0);
   /* The sync pipe must not outlive this process's own use of it. */
   fcntl (SYNC_FD, F_SETFD, FD_CLOEXEC);
+  {
+    /* "R": crest now knows the container's init is this program (crun's
+       own processes before it have other names), named as above. */
+    struct stat st;
+    if (fstat (SYNC_FD, &st) == 0 && S_ISFIFO (st.st_mode) && write (SYNC_FD, "R\n", 2) != 2)
+      return 2;
+  }
   if (argc != 2)
     {
       report ("usage: crest-restorer IMAGE_DIR (started by `crest restore`, not by hand)");

@@ -5,10 +5,11 @@
  * asks crun to build a new container from a private copy of the
  * checkpointed config whose process is crest's static restorer; the
  * restorer, PID 1 of the new PID namespace, calls the engine, which turns it
- * into the checkpointed init. crest watches from outside: the restorer
- * names itself RESTORER_COMM, so the init's comm changing means the restored
- * tree runs, the init vanishing means the restore failed (its reason comes
- * through the sync pipe the restorer inherits as descriptor 3). */
+ * into the checkpointed init. crest watches from outside through the sync
+ * pipe the restorer inherits as descriptor 3: "R" once the restorer runs
+ * (named RESTORER_COMM), then the init's comm changing means the restored
+ * tree runs, the init vanishing means the restore failed, and a line on the
+ * pipe is the reason. */
 #include <config.h>
 
 #include <dirent.h>
@@ -839,7 +840,7 @@ crest_container_restore (struct crest_global *g, const char *id, const struct cr
   size_t config_len = 0, restore_len = 0;
   int sync[2] = { -1, -1 }, status = 0;
   pid_t crun = -1, init = 0;
-  bool crun_done = false, restored = false;
+  bool crun_done = false, restored = false, started = false;
   time_t deadline;
 
   if (crest_validate_id (id, err) < 0)
@@ -976,6 +977,13 @@ crest_container_restore (struct crest_global *g, const char *id, const struct cr
       int w;
 
       drain (sync[0], msg, sizeof msg);
+      if (!started && strncmp (msg, "R\n", 2) == 0)
+        {
+          /* The restorer runs: before this, the init PID crun reported may
+             still be one of crun's own processes, with crun's names. */
+          started = true;
+          memmove (msg, msg + 2, strlen (msg + 2) + 1);
+        }
       if (msg[0])
         break;
       if (!crun_done)
@@ -1000,12 +1008,13 @@ crest_container_restore (struct crest_global *g, const char *id, const struct cr
             {
               usleep (20000);
               drain (sync[0], msg, sizeof msg);
+              if (strncmp (msg, "R\n", 2) == 0)
+                memmove (msg, msg + 2, strlen (msg + 2) + 1);
               if (!msg[0])
                 snprintf (msg, sizeof msg, "the restorer (PID %d) exited without a message", (int) init);
               break;
             }
-          if (read_comm (init, comm, sizeof comm) && strcmp (comm, RESTORER_COMM) != 0
-              && strcmp (comm, "crest-restorer") != 0)
+          if (started && read_comm (init, comm, sizeof comm) && strcmp (comm, RESTORER_COMM) != 0)
             {
               restored = true;
               break;
