@@ -12,6 +12,7 @@
 #include <linux/futex.h>
 #include <linux/sched.h>
 #include <poll.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -167,6 +168,11 @@ struct rctx
   int32_t *go;
   bool progress;
   struct timespec t0;
+  /* Container mode: the restorer itself, as the image's init, fails back
+     into crest_engine_restore so that its caller can report the reason
+     (when init exits, the PID namespace and every line it would print go). */
+  sigjmp_buf *init_fail;
+  char init_msg[240];
 };
 
 struct report
@@ -834,6 +840,11 @@ task_fail (struct rctx *c, int idx, const char *fmt, ...)
   va_start (ap, fmt);
   vsnprintf (r.msg, sizeof r.msg, fmt, ap);
   va_end (ap);
+  if (c->init_fail && idx == 0 && getpid () == 1)
+    {
+      memcpy (c->init_msg, r.msg, sizeof r.msg);
+      siglongjmp (*c->init_fail, 1);
+    }
   if (write (c->report[1], &r, sizeof r) < 0)
     _exit (126);
   _exit (127);
@@ -1656,7 +1667,7 @@ crest_engine_restore (const struct crest_restore_opts *o, pid_t *root_out, crest
 {
   struct rctx c;
   sigset_t all, old;
-  int rc = -1;
+  volatile int rc = -1; /* sigsetjmp below */
   const char *force = getenv ("CREST_FORCE_NS_LAST_PID");
 
   memset (&c, 0, sizeof c);
@@ -1751,7 +1762,21 @@ crest_engine_restore (const struct crest_restore_opts *o, pid_t *root_out, crest
             }
           _exit (0);
         }
-      task_main (&c, 0);
+      {
+        sigjmp_buf jb;
+        if (sigsetjmp (jb, 0) == 0)
+          {
+            c.init_fail = &jb;
+            task_main (&c, 0);
+          }
+        /* Only a failure comes back: the helper and the tasks created so far
+           go with this process (their PID namespace ends with its init). */
+        c.init_fail = NULL;
+        kill (h, SIGKILL);
+        crest_error_make (err, 0, "restore: %s", c.init_msg);
+        sigprocmask (SIG_SETMASK, &old, NULL);
+        goto out;
+      }
     }
   prctl (PR_SET_CHILD_SUBREAPER, 1);
   sigprocmask (SIG_BLOCK, &all, &old);
