@@ -71,3 +71,5 @@ runtime_tests_engine_image_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) -I$(top_srcdir)/
 runtime_tests_engine_image_LDADD = runtime/engine/libcrest-engine.a $(YAJL_LIBS)
 TESTS += tests/host/engine-nsinit.test
 EXTRA_DIST += tests/host/engine-nsinit.test
+TESTS += tests/host/engine-mountns.test
+EXTRA_DIST += tests/host/engine-mountns.test
