@@ -1170,6 +1170,30 @@ dump_process (struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
     root[n] = 0;
     if (strcmp (root, "/") != 0)
       return crest_error_make (err, ENOTSUP, "task %d: root directory %s (chroot) is not supported", p->pid, root);
+    /* Restore opens both again by path inside the task's root. */
+    {
+      const char *what[2] = { "exe", "cwd" }, *val[2] = { exe, cwd };
+      for (int k = 0; k < 2; k++)
+        {
+          struct stat want, got;
+          cleanup_free char *link = xasprintf ("/proc/%d/%s", p->pid, what[k]);
+          cleanup_close int fd = -1;
+          size_t l = strlen (val[k]);
+          if (l > 10 && strcmp (val[k] + l - 10, " (deleted)") == 0)
+            return crest_error_make (err, ENOTSUP, "task %d: %s %s: deleted, cannot checkpoint it", p->pid, what[k],
+                                     val[k]);
+          if (stat (link, &want) < 0)
+            return crest_error_errno (err, "task %d: stat its %s", p->pid, what[k]);
+          if ((fd = open_in_root (p->pid, val[k], O_PATH, err)) < 0)
+            return crest_error_wrap (err, "task %d: %s %s", p->pid, what[k], val[k]);
+          if (fstat (fd, &got) < 0)
+            return crest_error_errno (err, "task %d: %s %s: stat by path", p->pid, what[k], val[k]);
+          if (got.st_dev != want.st_dev || got.st_ino != want.st_ino)
+            return crest_error_make (err, ENOTSUP, "task %d: %s %s: the path now names another file, cannot "
+                                                   "checkpoint it",
+                                     p->pid, what[k], val[k]);
+        }
+    }
   }
   if (read_proc (p->pid, "personality", &pers, err) < 0 || read_proc (p->pid, "oom_score_adj", &oom, err) < 0)
     return -1;
