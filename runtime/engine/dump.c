@@ -132,6 +132,12 @@ struct dctx
   uint64_t pages_bytes, readv_calls;
   struct timespec t0;
   bool progress;
+  struct
+  {
+    dev_t dev;
+    ino_t ino;
+  } *mf; /* memory files already saved, named memfile-<index>.img */
+  size_t nmf;
 };
 
 /* SIGINT, SIGTERM, SIGHUP and SIGQUIT are held off during a dump (dying with
@@ -519,13 +525,19 @@ parse_maps (pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
       else if (name[0] == '/')
         {
           size_t nl = strlen (name);
-          if (nl > 10 && strcmp (name + nl - 10, " (deleted)") == 0)
+          if (strncmp (name, "/SYSV", 5) == 0)
             {
               free (v);
-              return crest_error_make (err, ENOTSUP, "task %d: mapping %lx-%lx of deleted file %s is not supported",
+              return crest_error_make (err, ENOTSUP, "task %d: mapping %lx-%lx of SysV shared memory %s is not "
+                                                     "supported",
                                        pid, s, e, name);
             }
-          strcpy (x.kind, "file");
+          /* A memfd, shared anonymous memory or a deleted file: no path to
+             open again, its contents are saved through map_files. */
+          if ((nl > 10 && strcmp (name + nl - 10, " (deleted)") == 0) || strncmp (name, "/memfd:", 7) == 0)
+            strcpy (x.kind, "memfile");
+          else
+            strcpy (x.kind, "file");
           x.path = xstrdup (name);
         }
       else
@@ -534,7 +546,7 @@ parse_maps (pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
           return crest_error_make (err, ENOTSUP, "task %d: mapping %lx-%lx of type %s is not supported", pid, s, e,
                                    name);
         }
-      if (x.shared && strcmp (x.kind, "file") != 0)
+      if (x.shared && strcmp (x.kind, "file") != 0 && strcmp (x.kind, "memfile") != 0)
         {
           free (v);
           return crest_error_make (err, ENOTSUP, "task %d: shared anonymous mapping %lx-%lx is not supported", pid, s,
@@ -1015,7 +1027,7 @@ dump_memory (struct dctx *c, struct dproc *p, struct vma *v, size_t nv, yajl_gen
     {
       struct vma *m = &v[i];
       uint64_t npages = (m->end - m->start) / PAGE;
-      bool file = strcmp (m->kind, "file") == 0;
+      bool file = strcmp (m->kind, "file") == 0 || strcmp (m->kind, "memfile") == 0;
       if (m->shared || strcmp (m->kind, "vdso") == 0 || strncmp (m->kind, "vvar", 4) == 0)
         continue;
       ent = xrealloc (ent, npages * 8);
@@ -1113,6 +1125,73 @@ out:
     }
   free (runs);
   return rc;
+}
+
+/* A mapping with no path to open again (memfd, shared anonymous memory, a
+   deleted file): its object is read through /proc/PID/map_files, which the
+   kernel opens to crest only with CAP_CHECKPOINT_RESTORE in the initial user
+   namespace (a file capability on crest), or, with the project's kernel
+   series, to the owner of the task's user namespace. Whether it is open is
+   found by trying. Each object is saved once; restore maps a memfd holding
+   the same bytes, shared as the object was. */
+static int
+dump_memfile (struct dctx *c, struct dproc *p, struct vma *m, yajl_gen g, crest_error_t *err)
+{
+  cleanup_free char *link = xasprintf ("/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid, m->start, m->end);
+  cleanup_close int fd = open (link, O_RDONLY | O_CLOEXEC);
+  cleanup_free char *data = NULL;
+  struct stat st;
+  size_t k;
+  if (fd < 0)
+    {
+      if (errno == EPERM || errno == EACCES)
+        return crest_error_errno (err, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: its contents are readable "
+                                       "only through /proc/PID/map_files, which this kernel does not open to crest "
+                                       "(it needs cap_checkpoint_restore on crest, or the kernel series)",
+                                  p->pid, m->start, m->end, m->path);
+      return crest_error_errno (err, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: open map_files", p->pid, m->start,
+                                m->end, m->path);
+    }
+  if (fstat (fd, &st) < 0)
+    return crest_error_errno (err, "task %d: mapping %" PRIx64 "-%" PRIx64 ": stat", p->pid, m->start, m->end);
+  if (!S_ISREG (st.st_mode))
+    return crest_error_make (err, ENOTSUP, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: not a regular file or "
+                                           "memfd, cannot checkpoint it",
+                             p->pid, m->start, m->end, m->path);
+  for (k = 0; k < c->nmf; k++)
+    if (c->mf[k].dev == st.st_dev && c->mf[k].ino == st.st_ino)
+      break;
+  if (k == c->nmf)
+    {
+      cleanup_free char *buf = NULL;
+      struct img_out o;
+      if (st.st_size > (1LL << 30))
+        return crest_error_make (err, EFBIG, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: larger than 1 GiB",
+                                 p->pid, m->start, m->end, m->path);
+      buf = xmalloc (st.st_size + 1);
+      for (off_t done = 0; done < st.st_size;)
+        {
+          ssize_t r = pread (fd, buf + done, st.st_size - done, done);
+          if (r <= 0)
+            return crest_error_make (err, r < 0 ? errno : EIO, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: read",
+                                     p->pid, m->start, m->end, m->path);
+          done += r;
+        }
+      data = xasprintf ("memfile-%zu.img", k);
+      if (img_out_open (c->w, data, &o, err) < 0 || img_out_write (&o, buf, st.st_size, err) < 0
+          || img_out_close (&o, err) < 0)
+        return -1;
+      c->mf = xrealloc (c->mf, (c->nmf + 1) * sizeof *c->mf);
+      c->mf[c->nmf].dev = st.st_dev, c->mf[c->nmf].ino = st.st_ino;
+      c->nmf++;
+    }
+  else
+    data = xasprintf ("memfile-%zu.img", k);
+  jput_str (g, "path", m->path);
+  jput_u64 (g, "pgoff", m->pgoff);
+  jput_u64 (g, "file_size", st.st_size);
+  jput_str (g, "data", data);
+  return 0;
 }
 
 /* --- the per-process record --- */
@@ -1356,7 +1435,12 @@ dump_process (struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       jput_int (g, "prot", v[i].prot);
       jput_bool (g, "shared", v[i].shared);
       jput_str (g, "kind", v[i].kind);
-      if (v[i].path)
+      if (v[i].path && strcmp (v[i].kind, "memfile") == 0)
+        {
+          if (dump_memfile (c, p, &v[i], g, err) < 0)
+            goto out;
+        }
+      else if (v[i].path)
         {
           struct stat st;
           cleanup_close int mf = open_in_root (p->pid, v[i].path, O_PATH, err);
@@ -1537,6 +1621,7 @@ free_ctx (struct dctx *c)
   for (size_t i = 0; i < c->npp; i++)
     free (c->pp[i].data), free (c->pp[i].path);
   free (c->pp);
+  free (c->mf);
   free (c->fds);
 }
 

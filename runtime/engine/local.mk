@@ -73,3 +73,8 @@ TESTS += tests/host/engine-nsinit.test
 EXTRA_DIST += tests/host/engine-nsinit.test
 TESTS += tests/host/engine-mountns.test
 EXTRA_DIST += tests/host/engine-mountns.test
+# Mappings read through map_files (memfd, shared anonymous, deleted files).
+check_PROGRAMS += runtime/tests/engine-memfile-prog
+runtime_tests_engine_memfile_prog_SOURCES = runtime/tests/engine-memfile-prog.c
+TESTS += tests/host/engine-memfile.test
+EXTRA_DIST += tests/host/engine-memfile.test

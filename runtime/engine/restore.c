@@ -79,7 +79,8 @@ struct rvma
   char kind[16];
   const char *path;
   uint64_t file_size;
-  int svc; /* file mappings: the descriptor the blob maps */
+  const char *data; /* memfile: the image file with the object's bytes */
+  int svc;          /* file mappings: the descriptor the blob maps */
 };
 
 struct rrun
@@ -166,6 +167,12 @@ struct rctx
   bool use_nslp;
   int report[2];
   int32_t *go;
+  struct
+  {
+    const char *data;
+    int svc;
+  } *mf; /* memory files made so far, shared by every mapping of one */
+  size_t nmf;
   bool progress;
   struct timespec t0;
   /* Container mode: the restorer itself, as the image's init, fails back
@@ -402,6 +409,18 @@ parse_process (struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
             return -1;
           CHECK (m->path[0] == '/', "process %d: mapping %ld: relative path", p->pid, i);
         }
+      else if (strcmp (kind, "memfile") == 0)
+        {
+          const struct img_file *df;
+          if (jget_str (items[i], "path", &m->path, err) < 0 || jget_u64 (items[i], "pgoff", &m->pgoff, err) < 0
+              || jget_u64 (items[i], "file_size", &m->file_size, err) < 0
+              || jget_str (items[i], "data", &m->data, err) < 0)
+            return -1;
+          df = img_reader_find (c->img, m->data);
+          CHECK (df && df->size == m->file_size, "process %d: mapping %ld: memory file %s missing or not %" PRIu64
+                                                 " bytes",
+                 p->pid, i, m->data, m->file_size);
+        }
       else
         CHECK (!m->shared
                    && (strcmp (kind, "anon") == 0 || strcmp (kind, "heap") == 0 || strcmp (kind, "stack") == 0
@@ -599,6 +618,51 @@ svc_place (struct rctx *c, int fd, crest_error_t *err)
   return n;
 }
 
+/* One memfd per saved memory object, whatever process maps it: the
+   mappings share it as they shared the object. */
+static int
+memfile_svc (struct rctx *c, const struct rvma *m, crest_error_t *err)
+{
+  char name[64];
+  const char *base;
+  uint64_t size;
+  int fd, in;
+  for (size_t k = 0; k < c->nmf; k++)
+    if (strcmp (c->mf[k].data, m->data) == 0)
+      return c->mf[k].svc;
+  base = strncmp (m->path, "/memfd:", 7) == 0 ? m->path + 7 : m->path;
+  snprintf (name, sizeof name, "%s", base);
+  name[strcspn (name, " ")] = 0;
+  fd = syscall (SYS_memfd_create, name, MFD_CLOEXEC);
+  if (fd < 0)
+    return crest_error_errno (err, "memfd_create");
+  in = img_reader_open_file (c->img, m->data, &size, err);
+  if (in < 0)
+    {
+      close (fd);
+      return -1;
+    }
+  for (off_t done = 0; done < (off_t) size;)
+    {
+      char buf[65536];
+      ssize_t r = pread (in, buf, sizeof buf, done);
+      if (r <= 0 || write_all (fd, buf, r) < 0)
+        {
+          int e = r < 0 ? errno : EIO;
+          close (in), close (fd);
+          return crest_error_make (err, e, "refill from %s", m->data);
+        }
+      done += r;
+    }
+  close (in);
+  if ((fd = svc_place (c, fd, err)) < 0)
+    return -1;
+  c->mf = xrealloc (c->mf, (c->nmf + 1) * sizeof *c->mf);
+  c->mf[c->nmf].data = m->data, c->mf[c->nmf].svc = fd;
+  c->nmf++;
+  return fd;
+}
+
 static int
 open_files (struct rctx *c, crest_error_t *err)
 {
@@ -758,8 +822,15 @@ open_files (struct rctx *c, crest_error_t *err)
           bool rw = m->shared && (m->prot & PROT_WRITE);
           if (!m->path)
             continue;
+          if (m->data)
+            {
+              if ((m->svc = memfile_svc (c, m, err)) < 0)
+                return crest_error_wrap (err, "restore: process %d: mapping of %s", p->pid, m->path);
+              continue;
+            }
           for (size_t j = 0; j < k; j++)
-            if (p->vmas[j].path && strcmp (p->vmas[j].path, m->path) == 0 && p->vmas[j].shared == m->shared)
+            if (p->vmas[j].path && !p->vmas[j].data && strcmp (p->vmas[j].path, m->path) == 0
+                && p->vmas[j].shared == m->shared)
               m->svc = p->vmas[j].svc;
           if (m->svc >= 0)
             continue;
@@ -1639,7 +1710,7 @@ free_ctx (struct rctx *c)
       free (p->th), free (p->vmas), free (p->runs), free (p->fds), free (p->groups), free (p->auxv);
       free (p->shared_pending);
     }
-  free (c->p), free (c->f), free (c->pp);
+  free (c->p), free (c->f), free (c->pp), free (c->mf);
   if (c->tree)
     yajl_tree_free (c->tree);
   img_reader_free (c->img);
