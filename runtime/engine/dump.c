@@ -761,6 +761,9 @@ dump_fd (struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
         {
           size_t ll = strlen (link);
           nf.type = "reg";
+          if (strncmp (link, "/memfd:", 7) == 0)
+            return crest_error_make (err, ENOTSUP, "task %d: fd %d (%s): memfd descriptors are not supported yet",
+                                     p->pid, fd, link);
           if (st.st_nlink == 0 && ll > 10 && strcmp (link + ll - 10, " (deleted)") == 0)
             {
               /* Unlinked but open: its contents go into the image. */
