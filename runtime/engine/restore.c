@@ -1397,6 +1397,8 @@ task_main (struct rctx *c, int idx)
           {
             /* The helper failed: its message is in the shared page. */
             dprintf (2, "crest: %s\n", (char *) (c->go + c->np));
+            __atomic_store_n (&c->go[idx], 3, __ATOMIC_RELEASE);
+            syscall (SYS_futex, &c->go[idx], FUTEX_WAKE, 1, NULL, NULL, 0);
           }
         _exit (124);
       }
@@ -1821,14 +1823,17 @@ crest_engine_restore (const struct crest_restore_opts *o, pid_t *root_out, crest
           if (finish_tree (&c, &e) < 0)
             {
               cleanup_free char *text = crest_error_text (e);
+              struct timespec ack = { 2, 0 };
               snprintf ((char *) (c.go + c.np), PAGE - 1, "%s", text ? text : "restore failed");
-              fprintf (stderr, "crest: %s\n", text ? text : "restore failed");
-              /* Tasks that are not traced yet go by hand; the traced ones,
-                 init included, by PTRACE_O_EXITKILL when we exit. */
+              /* Tasks that are not traced yet go by hand; the traced ones by
+                 PTRACE_O_EXITKILL when we exit. The init says why, once:
+                 wait until it has (it sets 3), or it failed on its own and
+                 says that instead. */
               for (size_t i = 1; i < c.np; i++)
                 kill (c.p[i].pid, SIGKILL);
               __atomic_store_n (&c.go[0], 2, __ATOMIC_RELEASE);
               syscall (SYS_futex, &c.go[0], FUTEX_WAKE, 1, NULL, NULL, 0);
+              syscall (SYS_futex, &c.go[0], FUTEX_WAIT, 2, &ack, NULL, 0);
               _exit (1);
             }
           _exit (0);
