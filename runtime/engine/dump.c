@@ -1606,6 +1606,24 @@ release_tree (struct dctx *c, bool kill_it)
         if (c->p[i].th[t].tid)
           pt_detach (c->p[i].th[t].tid);
     }
+  /* A checkpoint without --leave-running returns once the tree is gone (at
+     most a zombie awaiting its parent), not merely signalled: within 5 s. */
+  for (size_t i = 0; kill_it && i < c->np; i++)
+    for (int tries = 0; tries < 500; tries++)
+      {
+        cleanup_free char *st = NULL;
+        crest_error_t e = NULL;
+        const char *state;
+        if (read_proc (c->p[i].pid, "status", &st, &e) < 0)
+          {
+            crest_error_release (&e);
+            break;
+          }
+        state = status_field (st, "State");
+        if (!state || *state == 'Z' || *state == 'X')
+          break;
+        usleep (10000);
+      }
 }
 
 static void
