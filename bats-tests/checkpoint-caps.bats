@@ -65,11 +65,25 @@ restore_watching_restorer() {
 
 	local after
 	after=$(cr_caps "caps-$$")
-	[ "$after" = "$before" ] || fail "capability sets differ after restore: before [$before] after [$after]"
+	# Capability 40 left in the bounding set is the documented gap
+	# (docs/engine.md); zdtm-caps reports it as KNOWN and zdtm_verdict turns
+	# that into a skip naming it. Every other bit must match.
+	[ "$(mask_bnd_cr "$after" "$before")" = "$before" ] || fail "capability sets differ after restore: before [$before] after [$after]"
 	while read -r _ inh prm eff bnd amb; do
 		[ $((0x$eff & cr | 0x$prm & cr)) = 0 ] || fail "a restored task kept capability 40: $inh $prm $eff $bnd $amb"
 	done <<<"$after"
 	zdtm_verdict "caps-$$"
+}
+
+# AFTER with capability 40 removed from each task's bounding set where the
+# same task (same line of BEFORE) did not have it.
+mask_bnd_cr() {
+	paste -d' ' <(echo "$1") <(echo "$2") | while read -r pid inh prm eff bnd amb _ _ _ _ obnd _; do
+		if [ $((0x$obnd >> CAP_CHECKPOINT_RESTORE & 1)) = 0 ]; then
+			bnd=$(printf '%016x' $((0x$bnd & ~(1 << CAP_CHECKPOINT_RESTORE))))
+		fi
+		echo "$pid $inh $prm $eff $bnd $amb"
+	done
 }
 
 @test "restore of a container granted capability 40 keeps it in every task" {

@@ -150,6 +150,16 @@ zdtm_note (const char *fmt, ...)
 }
 
 void
+zdtm_known (const char *fmt, ...)
+{
+  va_list ap;
+
+  va_start (ap, fmt);
+  out_line ("KNOWN: ", fmt, ap);
+  va_end (ap);
+}
+
+void
 zdtm_error (const char *fmt, ...)
 {
   va_list ap;
