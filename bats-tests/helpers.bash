@@ -154,7 +154,10 @@ free_pid() {
 	max=$(cat /proc/sys/kernel/pid_max)
 	# Well above the last PID handed out, so that no fork reaches it meanwhile.
 	pid=$((last + 500 + RANDOM % 1000))
-	while [ -e "/proc/$pid" ]; do pid=$((pid + 1)); done
+	# Near pid_max (4096 in the VM kernel) the allocator wraps to 300 next:
+	# low PIDs well behind the last one are the ones no fork reaches soon.
+	[ "$pid" -lt "$max" ] || pid=$((300 + RANDOM % 500))
+	while [ -e "/proc/$pid" ] && [ "$pid" -lt "$max" ]; do pid=$((pid + 1)); done
 	[ "$pid" -lt "$max" ] || { echo "free_pid: no free PID below pid_max $max" >&2; return 1; }
 	echo "$pid"
 }
