@@ -23,39 +23,39 @@
 #include "util.h"
 
 static char *
-default_root (void)
+default_root(void)
 {
-  const char *xdg = getenv ("XDG_RUNTIME_DIR");
-  if (geteuid () == 0 && (xdg == NULL || *xdg == '\0'))
-    return xstrdup ("/run/crest");
+  const char *xdg = getenv("XDG_RUNTIME_DIR");
+  if (geteuid() == 0 && (xdg == NULL || *xdg == '\0'))
+    return xstrdup("/run/crest");
   if (xdg && *xdg)
-    return xasprintf ("%s/crest", xdg);
-  return xasprintf ("/run/user/%u/crest", (unsigned) geteuid ());
+    return xasprintf("%s/crest", xdg);
+  return xasprintf("/run/user/%u/crest", (unsigned)geteuid());
 }
 
 static char *
-default_crun_root (void)
+default_crun_root(void)
 {
-  const char *xdg = getenv ("XDG_RUNTIME_DIR");
-  if (geteuid () == 0 && (xdg == NULL || *xdg == '\0'))
-    return xstrdup ("/run/crun");
+  const char *xdg = getenv("XDG_RUNTIME_DIR");
+  if (geteuid() == 0 && (xdg == NULL || *xdg == '\0'))
+    return xstrdup("/run/crun");
   if (xdg && *xdg)
-    return xasprintf ("%s/crun", xdg);
-  return xasprintf ("/run/user/%u/crun", (unsigned) geteuid ());
+    return xasprintf("%s/crun", xdg);
+  return xasprintf("/run/user/%u/crun", (unsigned)geteuid());
 }
 
 static int
-fail (crest_error_t *err, const char *stage)
+fail(crest_error_t *err, const char *stage)
 {
-  char *text = crest_error_text (*err);
-  fprintf (stderr, "crest-oci-hook: %s: %s\n", stage, text);
-  free (text);
-  crest_error_release (err);
+  char *text = crest_error_text(*err);
+  fprintf(stderr, "crest-oci-hook: %s: %s\n", stage, text);
+  free(text);
+  crest_error_release(err);
   return 1;
 }
 
 int
-main (int argc, char **argv)
+main(int argc, char **argv)
 {
   static const struct option opts[] = {
     { "root", required_argument, NULL, 'r' },
@@ -71,54 +71,61 @@ main (int argc, char **argv)
   yajl_val state = NULL, config = NULL;
   int c, ret = 1;
 
-  while ((c = getopt_long (argc, argv, "h", opts, NULL)) != -1)
+  while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1)
     switch (c)
       {
       case 'r':
-        root = xstrdup (optarg);
+        root = xstrdup(optarg);
         break;
       case 'c':
-        crun_root = xstrdup (optarg);
+        crun_root = xstrdup(optarg);
         break;
       case 'h':
-        printf ("Usage: crest-oci-hook [--root DIR] [--crun-root DIR] createRuntime|poststart|poststop\n");
+        printf("Usage: crest-oci-hook [--root DIR] [--crun-root DIR] "
+               "createRuntime|poststart|poststop\n");
         return 0;
       default:
-        fprintf (stderr, "crest-oci-hook: unknown option (see --help)\n");
+        fprintf(stderr, "crest-oci-hook: unknown option (see --help)\n");
         return 2;
       }
   if (optind + 1 != argc)
     {
-      fprintf (stderr, "crest-oci-hook: expected one stage argument: createRuntime, poststart or poststop\n");
+      fprintf(
+          stderr,
+          "crest-oci-hook: expected one stage argument: createRuntime, poststart or poststop\n");
       return 2;
     }
   stage = argv[optind];
-  if (strcmp (stage, "createRuntime") != 0 && strcmp (stage, "poststart") != 0 && strcmp (stage, "poststop") != 0)
+  if (strcmp(stage, "createRuntime") != 0 && strcmp(stage, "poststart") != 0
+      && strcmp(stage, "poststop") != 0)
     {
-      fprintf (stderr, "crest-oci-hook: unknown stage `%s` (expected createRuntime, poststart or poststop)\n", stage);
+      fprintf(
+          stderr,
+          "crest-oci-hook: unknown stage `%s` (expected createRuntime, poststart or poststop)\n",
+          stage);
       return 2;
     }
-  g.root = root ? root : default_root ();
-  g.crun_root = crun_root ? crun_root : default_crun_root ();
+  g.root = root ? root : default_root();
+  g.crun_root = crun_root ? crun_root : default_crun_root();
 
-  if (read_file ("/dev/stdin", &input, NULL, 4u << 20, &err) < 0)
-    return fail (&err, stage);
-  if (crest_config_parse (input, &state, &err) < 0)
+  if (read_file("/dev/stdin", &input, NULL, 4u << 20, &err) < 0)
+    return fail(&err, stage);
+  if (crest_config_parse(input, &state, &err) < 0)
     {
-      crest_error_wrap (&err, "container state on stdin");
-      return fail (&err, stage);
+      crest_error_wrap(&err, "container state on stdin");
+      return fail(&err, stage);
     }
-  id = crest_config_get_string (state, id_path);
-  bundle = crest_config_get_string (state, bundle_path);
-  if (crest_validate_id (id, &err) < 0)
+  id = crest_config_get_string(state, id_path);
+  bundle = crest_config_get_string(state, bundle_path);
+  if (crest_validate_id(id, &err) < 0)
     {
-      crest_error_wrap (&err, "container state on stdin");
+      crest_error_wrap(&err, "container state on stdin");
       goto out;
     }
 
-  if (strcmp (stage, "poststop") == 0)
+  if (strcmp(stage, "poststop") == 0)
     {
-      if (crest_state_remove (&g, id, &err) < 0)
+      if (crest_state_remove(&g, id, &err) < 0)
         goto out;
       ret = 0;
       goto out;
@@ -126,40 +133,42 @@ main (int argc, char **argv)
 
   if (bundle == NULL || bundle[0] != '/')
     {
-      crest_error_make (&err, 0, "container `%s`: the state on stdin has no absolute bundle path", id);
+      crest_error_make(&err, 0, "container `%s`: the state on stdin has no absolute bundle path",
+                       id);
       goto out;
     }
   {
     struct crest_state st = { 0 };
     enum crest_grant grant = CREST_GRANT_NONE;
     char *text = NULL;
-    bundle_config = xasprintf ("%s/config.json", bundle);
+    bundle_config = xasprintf("%s/config.json", bundle);
     /* The grant is recorded for what it is: crest did not apply it here. */
-    if (read_file (bundle_config, &text, NULL, 16u << 20, &err) == 0 && crest_config_parse (text, &config, &err) == 0)
-      crest_config_annotation_grant (config, &grant, &err);
-    crest_error_release (&err);
-    free (text);
-    st.id = (char *) id;
-    st.bundle = (char *) bundle;
-    st.crun_root = (char *) g.crun_root;
+    if (read_file(bundle_config, &text, NULL, 16u << 20, &err) == 0
+        && crest_config_parse(text, &config, &err) == 0)
+      crest_config_annotation_grant(config, &grant, &err);
+    crest_error_release(&err);
+    free(text);
+    st.id = (char *)id;
+    st.bundle = (char *)bundle;
+    st.crun_root = (char *)g.crun_root;
     st.config = bundle_config;
-    st.rootless = geteuid () != 0 || getenv ("XDG_RUNTIME_DIR") != NULL;
-    st.grant = (char *) crest_grant_name (grant);
-    if (crest_state_write (&g, &st, &err) < 0)
+    st.rootless = geteuid() != 0 || getenv("XDG_RUNTIME_DIR") != NULL;
+    st.grant = (char *)crest_grant_name(grant);
+    if (crest_state_write(&g, &st, &err) < 0)
       goto out;
   }
   ret = 0;
 
 out:
   if (err)
-    ret = fail (&err, stage);
+    ret = fail(&err, stage);
   if (state)
-    yajl_tree_free (state);
+    yajl_tree_free(state);
   if (config)
-    yajl_tree_free (config);
-  free (input);
-  free (bundle_config);
-  free ((char *) g.root);
-  free ((char *) g.crun_root);
+    yajl_tree_free(config);
+  free(input);
+  free(bundle_config);
+  free((char *)g.root);
+  free((char *)g.crun_root);
   return ret;
 }

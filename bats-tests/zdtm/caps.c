@@ -37,113 +37,113 @@ struct creds
 static int last_cap;
 
 static int
-get_caps (uint64_t *inh, uint64_t *prm, uint64_t *eff)
+get_caps(uint64_t *inh, uint64_t *prm, uint64_t *eff)
 {
   struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
   struct __user_cap_data_struct d[2];
-  memset (d, 0, sizeof (d));
-  if (syscall (SYS_capget, &h, d) < 0)
+  memset(d, 0, sizeof(d));
+  if (syscall(SYS_capget, &h, d) < 0)
     return -1;
-  *inh = d[0].inheritable | (uint64_t) d[1].inheritable << 32;
-  *prm = d[0].permitted | (uint64_t) d[1].permitted << 32;
-  *eff = d[0].effective | (uint64_t) d[1].effective << 32;
+  *inh = d[0].inheritable | (uint64_t)d[1].inheritable << 32;
+  *prm = d[0].permitted | (uint64_t)d[1].permitted << 32;
+  *eff = d[0].effective | (uint64_t)d[1].effective << 32;
   return 0;
 }
 
 static int
-set_caps (uint64_t inh, uint64_t prm, uint64_t eff)
+set_caps(uint64_t inh, uint64_t prm, uint64_t eff)
 {
   struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
   struct __user_cap_data_struct d[2] = {
-    { (uint32_t) eff, (uint32_t) prm, (uint32_t) inh },
-    { (uint32_t) (eff >> 32), (uint32_t) (prm >> 32), (uint32_t) (inh >> 32) },
+    { (uint32_t)eff, (uint32_t)prm, (uint32_t)inh },
+    { (uint32_t)(eff >> 32), (uint32_t)(prm >> 32), (uint32_t)(inh >> 32) },
   };
-  return syscall (SYS_capset, &h, d);
+  return syscall(SYS_capset, &h, d);
 }
 
 static void
-get_creds (struct creds *c)
+get_creds(struct creds *c)
 {
-  memset (c, 0, sizeof (*c));
-  get_caps (&c->inh, &c->prm, &c->eff);
+  memset(c, 0, sizeof(*c));
+  get_caps(&c->inh, &c->prm, &c->eff);
   for (int i = 0; i <= last_cap; i++)
     {
-      if (prctl (PR_CAPBSET_READ, i, 0, 0, 0) == 1)
+      if (prctl(PR_CAPBSET_READ, i, 0, 0, 0) == 1)
         c->bnd |= 1ULL << i;
-      if (prctl (PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, i, 0, 0) == 1)
+      if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_IS_SET, i, 0, 0) == 1)
         c->amb |= 1ULL << i;
     }
-  c->secbits = prctl (PR_GET_SECUREBITS, 0, 0, 0, 0);
-  getresuid (&c->ruid, &c->euid, &c->suid);
-  getresgid (&c->rgid, &c->egid, &c->sgid);
-  c->fsuid = setfsuid (-1);
-  c->fsgid = setfsgid (-1);
-  c->ngroups = getgroups (64, c->groups);
+  c->secbits = prctl(PR_GET_SECUREBITS, 0, 0, 0, 0);
+  getresuid(&c->ruid, &c->euid, &c->suid);
+  getresgid(&c->rgid, &c->egid, &c->sgid);
+  c->fsuid = setfsuid(-1);
+  c->fsgid = setfsgid(-1);
+  c->ngroups = getgroups(64, c->groups);
 }
 
-#define CMP(field, fmt)                                                                                    \
-  if (want->field != got.field)                                                                            \
-  zdtm_fail (#field ": expected " fmt ", got " fmt, want->field, got.field)
+#define CMP(field, fmt)                                                                            \
+  if (want->field != got.field)                                                                    \
+  zdtm_fail(#field ": expected " fmt ", got " fmt, want->field, got.field)
 
 static void
-compare (const struct creds *want)
+compare(const struct creds *want)
 {
   struct creds got;
-  get_creds (&got);
-  CMP (inh, "0x%016" PRIx64);
-  CMP (prm, "0x%016" PRIx64);
-  CMP (eff, "0x%016" PRIx64);
+  get_creds(&got);
+  CMP(inh, "0x%016" PRIx64);
+  CMP(prm, "0x%016" PRIx64);
+  CMP(eff, "0x%016" PRIx64);
   if (want->bnd != got.bnd)
     {
       /* crest cannot take capability 40 back out of the bounding set without
          CAP_SETPCAP (docs/engine.md): that one difference is a known gap. */
       uint64_t cr = 1ULL << 40;
       if (!(want->bnd & cr) && got.bnd == (want->bnd | cr))
-        zdtm_known ("bnd keeps CAP_CHECKPOINT_RESTORE after restore (expected 0x%016" PRIx64 ", got 0x%016" PRIx64
-                    "): dropping a bounding capability needs CAP_SETPCAP",
-                    want->bnd, got.bnd);
+        zdtm_known("bnd keeps CAP_CHECKPOINT_RESTORE after restore (expected 0x%016" PRIx64
+                   ", got 0x%016" PRIx64 "): dropping a bounding capability needs CAP_SETPCAP",
+                   want->bnd, got.bnd);
       else
-        zdtm_fail ("bnd: expected 0x%016" PRIx64 ", got 0x%016" PRIx64, want->bnd, got.bnd);
+        zdtm_fail("bnd: expected 0x%016" PRIx64 ", got 0x%016" PRIx64, want->bnd, got.bnd);
     }
-  CMP (amb, "0x%016" PRIx64);
-  CMP (secbits, "0x%x");
-  CMP (ruid, "%u");
-  CMP (euid, "%u");
-  CMP (suid, "%u");
-  CMP (fsuid, "%u");
-  CMP (rgid, "%u");
-  CMP (egid, "%u");
-  CMP (sgid, "%u");
-  CMP (fsgid, "%u");
-  CMP (ngroups, "%d");
+  CMP(amb, "0x%016" PRIx64);
+  CMP(secbits, "0x%x");
+  CMP(ruid, "%u");
+  CMP(euid, "%u");
+  CMP(suid, "%u");
+  CMP(fsuid, "%u");
+  CMP(rgid, "%u");
+  CMP(egid, "%u");
+  CMP(sgid, "%u");
+  CMP(fsgid, "%u");
+  CMP(ngroups, "%d");
   for (int i = 0; i < want->ngroups && i < got.ngroups; i++)
     if (want->groups[i] != got.groups[i])
-      zdtm_fail ("supplementary group %d: expected %u, got %u", i, want->groups[i], got.groups[i]);
+      zdtm_fail("supplementary group %d: expected %u, got %u", i, want->groups[i], got.groups[i]);
 }
 
 int
-main (int argc, char **argv)
+main(int argc, char **argv)
 {
   uint64_t inh, prm, eff;
   struct creds want;
   int low = -1, pick = -1;
 
-  zdtm_init (argc, argv);
+  zdtm_init(argc, argv);
   for (last_cap = 0; last_cap < 64; last_cap++)
-    if (prctl (PR_CAPBSET_READ, last_cap, 0, 0, 0) < 0)
+    if (prctl(PR_CAPBSET_READ, last_cap, 0, 0, 0) < 0)
       break;
   last_cap--;
-  if (get_caps (&inh, &prm, &eff) < 0)
-    zdtm_error ("capget: %s", strerror (errno));
+  if (get_caps(&inh, &prm, &eff) < 0)
+    zdtm_error("capget: %s", strerror(errno));
   if (prm & (1ULL << CAP_SETPCAP))
     {
       int drop = CAP_SYS_BOOT;
-      if (!prctl (PR_CAPBSET_READ, drop, 0, 0, 0))
+      if (!prctl(PR_CAPBSET_READ, drop, 0, 0, 0))
         drop = last_cap;
-      if (prctl (PR_CAPBSET_DROP, drop, 0, 0, 0) < 0)
-        zdtm_error ("PR_CAPBSET_DROP %d: %s", drop, strerror (errno));
-      if (prctl (PR_SET_SECUREBITS, SECBIT_KEEP_CAPS, 0, 0, 0) < 0)
-        zdtm_error ("PR_SET_SECUREBITS: %s", strerror (errno));
+      if (prctl(PR_CAPBSET_DROP, drop, 0, 0, 0) < 0)
+        zdtm_error("PR_CAPBSET_DROP %d: %s", drop, strerror(errno));
+      if (prctl(PR_SET_SECUREBITS, SECBIT_KEEP_CAPS, 0, 0, 0) < 0)
+        zdtm_error("PR_SET_SECUREBITS: %s", strerror(errno));
     }
   for (int i = 0; i <= last_cap; i++)
     if (eff & (1ULL << i))
@@ -157,18 +157,18 @@ main (int argc, char **argv)
     {
       eff &= ~(1ULL << low);
       inh |= 1ULL << pick;
-      if (set_caps (inh, prm, eff) < 0)
-        zdtm_error ("capset: %s", strerror (errno));
-      if (prctl (PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, pick, 0, 0) < 0)
-        zdtm_error ("ambient raise %d: %s", pick, strerror (errno));
+      if (set_caps(inh, prm, eff) < 0)
+        zdtm_error("capset: %s", strerror(errno));
+      if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, pick, 0, 0) < 0)
+        zdtm_error("ambient raise %d: %s", pick, strerror(errno));
     }
   else
-    zdtm_note ("fewer than two effective capabilities: the sets are compared as they are");
-  get_creds (&want);
+    zdtm_note("fewer than two effective capabilities: the sets are compared as they are");
+  get_creds(&want);
 
-  zdtm_ready ();
-  zdtm_wait ();
+  zdtm_ready();
+  zdtm_wait();
 
-  compare (&want);
-  zdtm_finish ();
+  compare(&want);
+  zdtm_finish();
 }

@@ -26,41 +26,44 @@ struct ids
 };
 
 static void
-get_ids (struct ids *i)
+get_ids(struct ids *i)
 {
-  i->pid = getpid ();
-  i->ppid = getppid ();
-  i->pgid = getpgid (0);
-  i->sid = getsid (0);
+  i->pid = getpid();
+  i->ppid = getppid();
+  i->pgid = getpgid(0);
+  i->sid = getsid(0);
 }
 
 static void
-check_ids (const char *name, const struct ids *want)
+check_ids(const char *name, const struct ids *want)
 {
   struct ids got;
-  get_ids (&got);
+  get_ids(&got);
   if (got.pid != want->pid)
-    zdtm_fail ("process %s: PID expected %d, got %d", name, want->pid, got.pid);
+    zdtm_fail("process %s: PID expected %d, got %d", name, want->pid, got.pid);
   if (got.ppid != want->ppid)
-    zdtm_fail ("process %s (PID %d): parent expected %d, got %d", name, want->pid, want->ppid, got.ppid);
+    zdtm_fail("process %s (PID %d): parent expected %d, got %d", name, want->pid, want->ppid,
+              got.ppid);
   if (got.pgid != want->pgid)
-    zdtm_fail ("process %s (PID %d): process group expected %d, got %d", name, want->pid, want->pgid, got.pgid);
+    zdtm_fail("process %s (PID %d): process group expected %d, got %d", name, want->pid, want->pgid,
+              got.pgid);
   if (got.sid != want->sid)
-    zdtm_fail ("process %s (PID %d): session expected %d, got %d", name, want->pid, want->sid, got.sid);
+    zdtm_fail("process %s (PID %d): session expected %d, got %d", name, want->pid, want->sid,
+              got.sid);
 }
 
 /* Wait for every child; a child that did not exit 0 is a failure. */
 static void
-reap (const char *name, pid_t *kids, int n)
+reap(const char *name, pid_t *kids, int n)
 {
   for (int i = 0; i < n; i++)
     {
       int st;
-      kill (kids[i], SIGTERM);
-      if (waitpid (kids[i], &st, 0) < 0)
-        zdtm_fail ("process %s: waitpid %d: %s", name, kids[i], strerror (errno));
-      else if (!WIFEXITED (st) || WEXITSTATUS (st))
-        zdtm_fail ("process %s: child %d ended with status 0x%x", name, kids[i], st);
+      kill(kids[i], SIGTERM);
+      if (waitpid(kids[i], &st, 0) < 0)
+        zdtm_fail("process %s: waitpid %d: %s", name, kids[i], strerror(errno));
+      else if (!WIFEXITED(st) || WEXITSTATUS(st))
+        zdtm_fail("process %s: child %d ended with status 0x%x", name, kids[i], st);
     }
 }
 
@@ -68,83 +71,83 @@ reap (const char *name, pid_t *kids, int n)
 static int ready_pipe[2];
 
 static void
-leaf (const char *name, int pgid_mode)
+leaf(const char *name, int pgid_mode)
 {
   struct ids me;
-  if (pgid_mode && setpgid (0, 0) < 0)
-    zdtm_error ("process %s: setpgid: %s", name, strerror (errno));
-  get_ids (&me);
-  close (ready_pipe[0]);
-  if (write (ready_pipe[1], "x", 1) != 1)
-    _exit (2);
-  close (ready_pipe[1]);
-  zdtm_wait ();
-  check_ids (name, &me);
-  _exit (zdtm_status ());
+  if (pgid_mode && setpgid(0, 0) < 0)
+    zdtm_error("process %s: setpgid: %s", name, strerror(errno));
+  get_ids(&me);
+  close(ready_pipe[0]);
+  if (write(ready_pipe[1], "x", 1) != 1)
+    _exit(2);
+  close(ready_pipe[1]);
+  zdtm_wait();
+  check_ids(name, &me);
+  _exit(zdtm_status());
 }
 
 static pid_t
-spawn (void (*fn) (const char *, int), const char *name, int mode)
+spawn(void (*fn)(const char *, int), const char *name, int mode)
 {
-  pid_t p = fork ();
+  pid_t p = fork();
   if (p < 0)
-    zdtm_error ("fork: %s", strerror (errno));
+    zdtm_error("fork: %s", strerror(errno));
   if (p == 0)
     {
-      fn (name, mode);
-      _exit (0);
+      fn(name, mode);
+      _exit(0);
     }
   return p;
 }
 
 static void
-middle (const char *name, int mode)
+middle(const char *name, int mode)
 {
   struct ids me;
   pid_t kid;
 
-  if (mode == 1 && setsid () < 0)
-    zdtm_error ("process %s: setsid: %s", name, strerror (errno));
-  if (mode == 2 && setpgid (0, 0) < 0)
-    zdtm_error ("process %s: setpgid: %s", name, strerror (errno));
-  get_ids (&me);
+  if (mode == 1 && setsid() < 0)
+    zdtm_error("process %s: setsid: %s", name, strerror(errno));
+  if (mode == 2 && setpgid(0, 0) < 0)
+    zdtm_error("process %s: setpgid: %s", name, strerror(errno));
+  get_ids(&me);
   /* a1 gets a group of its own; b1 stays in b's. */
-  kid = spawn (leaf, mode == 1 ? "a1" : "b1", mode == 1);
-  close (ready_pipe[0]);
-  if (write (ready_pipe[1], "x", 1) != 1)
-    _exit (2);
-  close (ready_pipe[1]);
-  zdtm_wait ();
-  check_ids (name, &me);
-  reap (name, &kid, 1);
-  _exit (zdtm_status ());
+  kid = spawn(leaf, mode == 1 ? "a1" : "b1", mode == 1);
+  close(ready_pipe[0]);
+  if (write(ready_pipe[1], "x", 1) != 1)
+    _exit(2);
+  close(ready_pipe[1]);
+  zdtm_wait();
+  check_ids(name, &me);
+  reap(name, &kid, 1);
+  _exit(zdtm_status());
 }
 
 int
-main (int argc, char **argv)
+main(int argc, char **argv)
 {
   struct ids me;
   pid_t kids[2];
   char c;
   int n = 0;
 
-  zdtm_init (argc, argv);
-  if (pipe (ready_pipe) < 0)
-    zdtm_error ("pipe: %s", strerror (errno));
-  get_ids (&me);
-  kids[0] = spawn (middle, "a", 1);
-  kids[1] = spawn (middle, "b", 2);
-  close (ready_pipe[1]);
-  while (read (ready_pipe[0], &c, 1) == 1)
+  zdtm_init(argc, argv);
+  if (pipe(ready_pipe) < 0)
+    zdtm_error("pipe: %s", strerror(errno));
+  get_ids(&me);
+  kids[0] = spawn(middle, "a", 1);
+  kids[1] = spawn(middle, "b", 2);
+  close(ready_pipe[1]);
+  while (read(ready_pipe[0], &c, 1) == 1)
     n++;
-  close (ready_pipe[0]);
+  close(ready_pipe[0]);
   if (n != 4)
-    zdtm_error ("only %d of 4 processes reported ready", n);
+    zdtm_error("only %d of 4 processes reported ready", n);
 
-  zdtm_ready ();
-  zdtm_wait ();
+  zdtm_ready();
+  zdtm_wait();
 
-  check_ids ("root", &me);
-  reap ("root", kids, 2);
-  zdtm_finish ();
+  check_ids("root", &me);
+  reap("root", kids, 2);
+  zdtm_finish();
 }

@@ -32,28 +32,28 @@ struct attr
 static bool have_uclamp;
 
 static int
-get_attr (pid_t tid, struct attr *a)
+get_attr(pid_t tid, struct attr *a)
 {
-  memset (a, 0, sizeof (*a));
-  return syscall (SYS_sched_getattr, tid, a, sizeof (*a), 0);
+  memset(a, 0, sizeof(*a));
+  return syscall(SYS_sched_getattr, tid, a, sizeof(*a), 0);
 }
 
 static void
-compare (const char *who, pid_t tid, const struct attr *want)
+compare(const char *who, pid_t tid, const struct attr *want)
 {
   struct attr got;
-  if (get_attr (tid, &got) < 0)
+  if (get_attr(tid, &got) < 0)
     {
-      zdtm_fail ("%s (TID %d): sched_getattr: %s", who, tid, strerror (errno));
+      zdtm_fail("%s (TID %d): sched_getattr: %s", who, tid, strerror(errno));
       return;
     }
   if (got.policy != want->policy)
-    zdtm_fail ("%s (TID %d): policy expected %u, got %u", who, tid, want->policy, got.policy);
+    zdtm_fail("%s (TID %d): policy expected %u, got %u", who, tid, want->policy, got.policy);
   if (got.nice != want->nice)
-    zdtm_fail ("%s (TID %d): nice expected %d, got %d", who, tid, want->nice, got.nice);
+    zdtm_fail("%s (TID %d): nice expected %d, got %d", who, tid, want->nice, got.nice);
   if (have_uclamp && (got.util_min != want->util_min || got.util_max != want->util_max))
-    zdtm_fail ("%s (TID %d): uclamp expected %u..%u, got %u..%u", who, tid, want->util_min, want->util_max,
-               got.util_min, got.util_max);
+    zdtm_fail("%s (TID %d): uclamp expected %u..%u, got %u..%u", who, tid, want->util_min,
+              want->util_max, got.util_min, got.util_max);
 }
 
 static struct attr thread_want;
@@ -61,58 +61,58 @@ static pid_t thread_tid;
 static volatile int thread_up;
 
 static void *
-idle_thread (void *arg)
+idle_thread(void *arg)
 {
   struct sched_param p = { 0 };
-  (void) arg;
-  thread_tid = gettid ();
-  if (sched_setscheduler (0, SCHED_IDLE, &p) < 0)
-    zdtm_error ("thread: SCHED_IDLE: %s", strerror (errno));
-  get_attr (0, &thread_want);
+  (void)arg;
+  thread_tid = gettid();
+  if (sched_setscheduler(0, SCHED_IDLE, &p) < 0)
+    zdtm_error("thread: SCHED_IDLE: %s", strerror(errno));
+  get_attr(0, &thread_want);
   thread_up = 1;
-  while (!zdtm_stopped ())
+  while (!zdtm_stopped())
     {
       struct timespec t = { 0, 20 * 1000 * 1000 };
-      nanosleep (&t, NULL);
+      nanosleep(&t, NULL);
     }
-  compare ("thread", thread_tid, &thread_want);
+  compare("thread", thread_tid, &thread_want);
   return NULL;
 }
 
 int
-main (int argc, char **argv)
+main(int argc, char **argv)
 {
   struct attr a, want;
   pthread_t th;
 
-  zdtm_init (argc, argv);
-  memset (&a, 0, sizeof (a));
-  a.size = sizeof (a);
+  zdtm_init(argc, argv);
+  memset(&a, 0, sizeof(a));
+  a.size = sizeof(a);
   a.policy = SCHED_BATCH;
   a.nice = 7;
-  if (syscall (SYS_sched_setattr, 0, &a, 0) < 0)
-    zdtm_error ("sched_setattr SCHED_BATCH nice 7: %s", strerror (errno));
-  memset (&a, 0, sizeof (a));
-  a.size = sizeof (a);
+  if (syscall(SYS_sched_setattr, 0, &a, 0) < 0)
+    zdtm_error("sched_setattr SCHED_BATCH nice 7: %s", strerror(errno));
+  memset(&a, 0, sizeof(a));
+  a.size = sizeof(a);
   a.flags = FLAG_KEEP_ALL | FLAG_UTIL_CLAMP;
   a.util_min = 0;
   a.util_max = 611;
-  if (syscall (SYS_sched_setattr, 0, &a, 0) == 0)
+  if (syscall(SYS_sched_setattr, 0, &a, 0) == 0)
     have_uclamp = true;
   else
-    zdtm_note ("uclamp not settable here (%s): uclamp values not compared", strerror (errno));
-  get_attr (0, &want);
+    zdtm_note("uclamp not settable here (%s): uclamp values not compared", strerror(errno));
+  get_attr(0, &want);
   if (have_uclamp && want.util_max != 611)
-    zdtm_error ("uclamp max set to 611 reads back as %u", want.util_max);
-  if (pthread_create (&th, NULL, idle_thread, NULL))
-    zdtm_error ("pthread_create failed");
+    zdtm_error("uclamp max set to 611 reads back as %u", want.util_max);
+  if (pthread_create(&th, NULL, idle_thread, NULL))
+    zdtm_error("pthread_create failed");
   while (!thread_up)
-    usleep (1000);
+    usleep(1000);
 
-  zdtm_ready ();
-  zdtm_wait ();
+  zdtm_ready();
+  zdtm_wait();
 
-  compare ("main thread", getpid (), &want);
-  pthread_join (th, NULL);
-  zdtm_finish ();
+  compare("main thread", getpid(), &want);
+  pthread_join(th, NULL);
+  zdtm_finish();
 }

@@ -12,49 +12,49 @@
 #include <unistd.h>
 
 int
-main (int argc, char **argv)
+main(int argc, char **argv)
 {
   char path[] = "zdtm-unlinked.XXXXXX";
   size_t len = 300000;
-  uint8_t *buf = malloc (len);
+  uint8_t *buf = malloc(len);
   struct stat st;
   int fd;
 
-  zdtm_init (argc, argv);
-  fd = mkstemp (path);
+  zdtm_init(argc, argv);
+  fd = mkstemp(path);
   if (fd < 0 || !buf)
-    zdtm_error ("mkstemp in the current directory: %s", strerror (errno));
-  zdtm_fill (buf, len, 40, 0);
-  if (write (fd, buf, len) != (ssize_t) len)
-    zdtm_error ("write %s: %s", path, strerror (errno));
-  if (unlink (path) < 0)
-    zdtm_error ("unlink %s: %s", path, strerror (errno));
-  lseek (fd, 4242, SEEK_SET);
+    zdtm_error("mkstemp in the current directory: %s", strerror(errno));
+  zdtm_fill(buf, len, 40, 0);
+  if (write(fd, buf, len) != (ssize_t)len)
+    zdtm_error("write %s: %s", path, strerror(errno));
+  if (unlink(path) < 0)
+    zdtm_error("unlink %s: %s", path, strerror(errno));
+  lseek(fd, 4242, SEEK_SET);
 
-  zdtm_ready ();
-  zdtm_wait ();
+  zdtm_ready();
+  zdtm_wait();
 
-  if (fstat (fd, &st) < 0)
-    zdtm_fail ("fd %d: fstat: %s", fd, strerror (errno));
+  if (fstat(fd, &st) < 0)
+    zdtm_fail("fd %d: fstat: %s", fd, strerror(errno));
   else
     {
       if (st.st_nlink != 0)
-        zdtm_fail ("fd %d: link count expected 0, got %lu", fd, (unsigned long) st.st_nlink);
-      if (st.st_size != (off_t) len)
-        zdtm_fail ("fd %d: size expected %zu, got %ld", fd, len, (long) st.st_size);
+        zdtm_fail("fd %d: link count expected 0, got %lu", fd, (unsigned long)st.st_nlink);
+      if (st.st_size != (off_t)len)
+        zdtm_fail("fd %d: size expected %zu, got %ld", fd, len, (long)st.st_size);
     }
-  if (lseek (fd, 0, SEEK_CUR) != 4242)
-    zdtm_fail ("fd %d: offset expected 4242, got %ld", fd, (long) lseek (fd, 0, SEEK_CUR));
-  memset (buf, 0, len);
-  if (pread (fd, buf, len, 0) != (ssize_t) len)
-    zdtm_fail ("fd %d: short read", fd);
+  if (lseek(fd, 0, SEEK_CUR) != 4242)
+    zdtm_fail("fd %d: offset expected 4242, got %ld", fd, (long)lseek(fd, 0, SEEK_CUR));
+  memset(buf, 0, len);
+  if (pread(fd, buf, len, 0) != (ssize_t)len)
+    zdtm_fail("fd %d: short read", fd);
   else
     {
-      size_t off = zdtm_check (buf, len, 40, 0);
-      if (off != (size_t) -1)
-        zdtm_fail ("unlinked file: byte %zu differs", off);
+      size_t off = zdtm_check(buf, len, 40, 0);
+      if (off != (size_t)-1)
+        zdtm_fail("unlinked file: byte %zu differs", off);
     }
-  if (access (path, F_OK) == 0)
-    zdtm_fail ("%s exists again after restore (expected it to stay unlinked)", path);
-  zdtm_finish ();
+  if (access(path, F_OK) == 0)
+    zdtm_fail("%s exists again after restore (expected it to stay unlinked)", path);
+  zdtm_finish();
 }

@@ -26,40 +26,53 @@
 #include <sys/types.h>
 
 /* Parse argv (READY, RESULT) and install the SIGTERM handler. */
-void zdtm_init (int argc, char **argv);
-void zdtm_ready (void);
-void zdtm_wait (void);
+void
+zdtm_init(int argc, char **argv);
+void
+zdtm_ready(void);
+void
+zdtm_wait(void);
 /* Set by the SIGTERM handler (for waits written in assembly). */
 extern volatile sig_atomic_t zdtm_stop_flag;
 /* Has SIGTERM arrived? (for loops that do their own waiting) */
-bool zdtm_stopped (void);
+bool
+zdtm_stopped(void);
 /* Record a failure; zdtm_failed() tells whether any was recorded. */
-void zdtm_fail (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
-bool zdtm_failed (void);
+void
+zdtm_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+bool
+zdtm_failed(void);
 /* Setup could not be done (not a failure of checkpoint/restore): prints
    "ERROR: ..." and exits 2 before zdtm_ready(). */
-void zdtm_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2), noreturn));
+void
+zdtm_error(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* Write an informational "NOTE: ..." line (a part not checked, and why). */
-void zdtm_note (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+void
+zdtm_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Write a "KNOWN: ..." line: a difference that is a documented gap of crest
    (docs/engine.md), not a pass. Harnesses report it as a known failure
    (TAP TODO, or a bats skip that names it), never as a plain pass. */
-void zdtm_known (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+void
+zdtm_known(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Print PASS when nothing failed; exit 0 or 1. */
-void zdtm_finish (void) __attribute__ ((noreturn));
+void
+zdtm_finish(void) __attribute__((noreturn));
 /* Exit status only (for children, whose FAIL lines are already written). */
-int zdtm_status (void);
+int
+zdtm_status(void);
 
 /* Deterministic byte pattern: a function of seed and offset. */
 static inline uint8_t
-zdtm_pattern (uint32_t seed, uint64_t off)
+zdtm_pattern(uint32_t seed, uint64_t off)
 {
   uint64_t x = off * 0x9e3779b97f4a7c15ULL + seed * 0xbf58476d1ce4e5b9ULL;
   x ^= x >> 31;
-  return (uint8_t) (x ^ (x >> 17));
+  return (uint8_t)(x ^ (x >> 17));
 }
-void zdtm_fill (void *p, size_t len, uint32_t seed, uint64_t base);
+void
+zdtm_fill(void *p, size_t len, uint32_t seed, uint64_t base);
 /* Returns the first offset that differs, or (size_t) -1. */
-size_t zdtm_check (const void *p, size_t len, uint32_t seed, uint64_t base);
+size_t
+zdtm_check(const void *p, size_t len, uint32_t seed, uint64_t base);
 
 #endif

@@ -136,7 +136,7 @@ struct dctx
   {
     dev_t dev;
     ino_t ino;
-  } *mf; /* memory files already saved, named memfile-<index>.img */
+  } * mf; /* memory files already saved, named memfile-<index>.img */
   size_t nmf;
 };
 
@@ -144,31 +144,32 @@ struct dctx
    threads half-injected would leave them with foreign registers) and turn
    into a clean failure at the next safe point. */
 static int
-interrupted (crest_error_t *err)
+interrupted(crest_error_t *err)
 {
   sigset_t set;
   static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-  sigpending (&set);
-  for (size_t i = 0; i < ARRAY_SIZE (sigs); i++)
-    if (sigismember (&set, sigs[i]))
-      return crest_error_make (err, EINTR, "checkpoint interrupted by signal %d (%s)", sigs[i], strsignal (sigs[i]));
+  sigpending(&set);
+  for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+    if (sigismember(&set, sigs[i]))
+      return crest_error_make(err, EINTR, "checkpoint interrupted by signal %d (%s)", sigs[i],
+                              strsignal(sigs[i]));
   return 0;
 }
 
 static void
-maybe_progress (struct dctx *c, const char *what)
+maybe_progress(struct dctx *c, const char *what)
 {
   struct timespec now;
-  clock_gettime (CLOCK_MONOTONIC, &now);
+  clock_gettime(CLOCK_MONOTONIC, &now);
   if ((now.tv_sec - c->t0.tv_sec) * 1000000000L + (now.tv_nsec - c->t0.tv_nsec) >= 1000000000L)
     {
       c->progress = true;
-      crest_progress ("checkpoint of %d: %s", c->root, what);
+      crest_progress("checkpoint of %d: %s", c->root, what);
     }
 }
 
 static struct dproc *
-find_proc (struct dctx *c, pid_t pid)
+find_proc(struct dctx *c, pid_t pid)
 {
   for (size_t i = 0; i < c->np; i++)
     if (c->p[i].pid == pid)
@@ -177,11 +178,11 @@ find_proc (struct dctx *c, pid_t pid)
 }
 
 static int
-read_proc (pid_t pid, const char *what, char **out, crest_error_t *err)
+read_proc(pid_t pid, const char *what, char **out, crest_error_t *err)
 {
-  cleanup_free char *path = xasprintf ("/proc/%d/%s", pid, what);
-  if (read_file (path, out, NULL, 0, err) < 0)
-    return crest_error_wrap (err, "task %d", pid);
+  cleanup_free char *path = xasprintf("/proc/%d/%s", pid, what);
+  if (read_file(path, out, NULL, 0, err) < 0)
+    return crest_error_wrap(err, "task %d", pid);
   return 0;
 }
 
@@ -192,29 +193,30 @@ read_proc (pid_t pid, const char *what, char **out, crest_error_t *err)
    /proc would be crest's own) is followed: nothing in the task's file system
    can make crest open a file of its own. */
 static int
-open_in_root (pid_t pid, const char *path, int flags, crest_error_t *err)
+open_in_root(pid_t pid, const char *path, int flags, crest_error_t *err)
 {
-  cleanup_free char *rp = xasprintf ("/proc/%d/root", pid);
-  cleanup_close int root = open (rp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  cleanup_free char *rp = xasprintf("/proc/%d/root", pid);
+  cleanup_close int root = open(rp, O_PATH | O_DIRECTORY | O_CLOEXEC);
   struct open_how how;
   int fd;
   if (root < 0)
-    return crest_error_errno (err, "open the task's root directory");
-  memset (&how, 0, sizeof how);
-  how.flags = flags | O_CLOEXEC | (flags & O_PATH ? 0 : O_NOCTTY); /* openat2 takes nothing else with O_PATH */
+    return crest_error_errno(err, "open the task's root directory");
+  memset(&how, 0, sizeof how);
+  how.flags = flags | O_CLOEXEC
+              | (flags & O_PATH ? 0 : O_NOCTTY); /* openat2 takes nothing else with O_PATH */
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-  fd = syscall (SYS_openat2, root, path, &how, sizeof how);
+  fd = syscall(SYS_openat2, root, path, &how, sizeof how);
   if (fd < 0)
-    return crest_error_errno (err, "open inside the task's root directory");
+    return crest_error_errno(err, "open inside the task's root directory");
   return fd;
 }
 
 static const char *
-status_field (const char *status, const char *key)
+status_field(const char *status, const char *key)
 {
-  size_t n = strlen (key);
-  for (const char *l = status; l && *l; l = strchr (l, '\n') ? strchr (l, '\n') + 1 : NULL)
-    if (strncmp (l, key, n) == 0 && l[n] == ':')
+  size_t n = strlen(key);
+  for (const char *l = status; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+    if (strncmp(l, key, n) == 0 && l[n] == ':')
       {
         l += n + 1;
         while (*l == ' ' || *l == '\t')
@@ -229,16 +231,16 @@ status_field (const char *status, const char *key)
    (crest's own) otherwise. 0 when the level shows none (a session or group
    whose leader lives outside the namespace). */
 static pid_t
-ns_field (const char *status, const char *key, bool inner, pid_t fallback)
+ns_field(const char *status, const char *key, bool inner, pid_t fallback)
 {
-  const char *s = status_field (status, key);
+  const char *s = status_field(status, key);
   long v = fallback;
   if (!s)
     return fallback;
   for (;;)
     {
       char *e;
-      long x = strtol (s, &e, 10);
+      long x = strtol(s, &e, 10);
       if (e == s)
         break;
       v = x;
@@ -250,25 +252,25 @@ ns_field (const char *status, const char *key, bool inner, pid_t fallback)
       if (*s == '\n' || *s == 0)
         break;
     }
-  return (pid_t) v;
+  return (pid_t)v;
 }
 
 /* /proc/PID/status shows IDs as crest's user namespace sees them; the
    restore sets them from inside the tree's own one (a rootless container
    maps its root to the user who runs crest). */
 static int
-load_idmap (pid_t pid, const char *which, struct idmap *m, crest_error_t *err)
+load_idmap(pid_t pid, const char *which, struct idmap *m, crest_error_t *err)
 {
   cleanup_free char *text = NULL;
   char *save = NULL;
-  if (read_proc (pid, which, &text, err) < 0)
+  if (read_proc(pid, which, &text, err) < 0)
     return -1;
   m->n = 0;
-  for (char *l = strtok_r (text, "\n", &save); l; l = strtok_r (NULL, "\n", &save))
+  for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
     {
       unsigned long in, out, len;
-      if (sscanf (l, "%lu %lu %lu", &in, &out, &len) != 3 || m->n == ARRAY_SIZE (m->in))
-        return crest_error_make (err, EINVAL, "task %d: cannot parse /proc %s", pid, which);
+      if (sscanf(l, "%lu %lu %lu", &in, &out, &len) != 3 || m->n == ARRAY_SIZE(m->in))
+        return crest_error_make(err, EINVAL, "task %d: cannot parse /proc %s", pid, which);
       m->in[m->n] = in, m->out[m->n] = out, m->len[m->n] = len;
       m->n++;
     }
@@ -278,44 +280,46 @@ load_idmap (pid_t pid, const char *which, struct idmap *m, crest_error_t *err)
 /* An ID as the tree's user namespace sees it; one it does not map reads
    there as the overflow ID, 65534. */
 static long
-inner_id (const struct dctx *c, const struct idmap *m, long id)
+inner_id(const struct dctx *c, const struct idmap *m, long id)
 {
   if (!c->foreign_userns)
     return id;
   for (size_t i = 0; i < m->n; i++)
-    if ((uint64_t) id >= m->out[i] && (uint64_t) id - m->out[i] < m->len[i])
+    if ((uint64_t)id >= m->out[i] && (uint64_t)id - m->out[i] < m->len[i])
       return m->in[i] + (id - m->out[i]);
   return 65534;
 }
 
 static int
-user_ns (struct dctx *c, crest_error_t *err)
+user_ns(struct dctx *c, crest_error_t *err)
 {
   struct stat r, self;
-  cleanup_free char *rp = xasprintf ("/proc/%d/ns/user", c->root);
-  if (stat (rp, &r) < 0)
-    return crest_error_errno (err, "task %d: its user namespace", c->root);
-  if (stat ("/proc/self/ns/user", &self) < 0)
-    return crest_error_errno (err, "checkpoint: crest's own user namespace");
+  cleanup_free char *rp = xasprintf("/proc/%d/ns/user", c->root);
+  if (stat(rp, &r) < 0)
+    return crest_error_errno(err, "task %d: its user namespace", c->root);
+  if (stat("/proc/self/ns/user", &self) < 0)
+    return crest_error_errno(err, "checkpoint: crest's own user namespace");
   c->foreign_userns = r.st_dev != self.st_dev || r.st_ino != self.st_ino;
   if (c->foreign_userns
-      && (load_idmap (c->root, "uid_map", &c->uidmap, err) < 0 || load_idmap (c->root, "gid_map", &c->gidmap, err) < 0))
+      && (load_idmap(c->root, "uid_map", &c->uidmap, err) < 0
+          || load_idmap(c->root, "gid_map", &c->gidmap, err) < 0))
     return -1;
   for (size_t i = 1; i < c->np; i++)
     {
       struct stat t;
-      cleanup_free char *tp = xasprintf ("/proc/%d/ns/user", c->p[i].pid);
-      if (stat (tp, &t) < 0)
-        return crest_error_errno (err, "task %d: its user namespace", c->p[i].pid);
+      cleanup_free char *tp = xasprintf("/proc/%d/ns/user", c->p[i].pid);
+      if (stat(tp, &t) < 0)
+        return crest_error_errno(err, "task %d: its user namespace", c->p[i].pid);
       if (t.st_dev != r.st_dev || t.st_ino != r.st_ino)
-        return crest_error_make (err, ENOTSUP, "task %d: a user namespace of its own (nested), cannot checkpoint it",
-                                 c->p[i].pid);
+        return crest_error_make(
+            err, ENOTSUP, "task %d: a user namespace of its own (nested), cannot checkpoint it",
+            c->p[i].pid);
     }
   return 0;
 }
 
 static int
-ns_ids (struct dctx *c, crest_error_t *err)
+ns_ids(struct dctx *c, crest_error_t *err)
 {
   bool inner = c->o->root_is_ns_init;
   for (size_t i = 0; i < c->np; i++)
@@ -325,25 +329,26 @@ ns_ids (struct dctx *c, crest_error_t *err)
       cleanup_free char *statb = NULL;
       char *q;
       long ppid = 0, pgid = 0, sid = 0;
-      if (read_proc (p->pid, "status", &st, err) < 0 || read_proc (p->pid, "stat", &statb, err) < 0)
+      if (read_proc(p->pid, "status", &st, err) < 0 || read_proc(p->pid, "stat", &statb, err) < 0)
         return -1;
-      q = strrchr (statb, ')');
-      if (!q || sscanf (q + 2, "%*c %ld %ld %ld", &ppid, &pgid, &sid) != 3)
-        return crest_error_make (err, EINVAL, "task %d: cannot parse /proc stat", p->pid);
+      q = strrchr(statb, ')');
+      if (!q || sscanf(q + 2, "%*c %ld %ld %ld", &ppid, &pgid, &sid) != 3)
+        return crest_error_make(err, EINVAL, "task %d: cannot parse /proc stat", p->pid);
       p->ppid = ppid, p->pgid = pgid, p->sid = sid;
-      p->ipid = ns_field (st, "NSpid", inner, p->pid);
-      p->ipgid = ns_field (st, "NSpgid", inner, p->pgid);
-      p->isid = ns_field (st, "NSsid", inner, p->sid);
+      p->ipid = ns_field(st, "NSpid", inner, p->pid);
+      p->ipgid = ns_field(st, "NSpgid", inner, p->pgid);
+      p->isid = ns_field(st, "NSsid", inner, p->sid);
       if (inner && i == 0 && p->ipid != 1)
-        return crest_error_make (err, EINVAL, "task %d: not the init of its PID namespace (PID %d there)", p->pid,
-                                 p->ipid);
+        return crest_error_make(err, EINVAL,
+                                "task %d: not the init of its PID namespace (PID %d there)", p->pid,
+                                p->ipid);
       for (size_t t = 0; t < p->nth; t++)
         {
           cleanup_free char *ts = NULL;
-          cleanup_free char *what = xasprintf ("task/%d/status", p->th[t].tid);
-          if (read_proc (p->pid, what, &ts, err) < 0)
+          cleanup_free char *what = xasprintf("task/%d/status", p->th[t].tid);
+          if (read_proc(p->pid, what, &ts, err) < 0)
             return -1;
-          p->th[t].itid = ns_field (ts, "NSpid", inner, p->th[t].tid);
+          p->th[t].itid = ns_field(ts, "NSpid", inner, p->th[t].tid);
         }
     }
   return 0;
@@ -351,20 +356,20 @@ ns_ids (struct dctx *c, crest_error_t *err)
 
 /* Seize every thread of PID, repeating until the set is stable. */
 static int
-seize_process (struct dctx *c, struct dproc *p, crest_error_t *err)
+seize_process(struct dctx *c, struct dproc *p, crest_error_t *err)
 {
   bool again = true;
   while (again)
     {
-      cleanup_free char *path = xasprintf ("/proc/%d/task", p->pid);
-      DIR *d = opendir (path);
+      cleanup_free char *path = xasprintf("/proc/%d/task", p->pid);
+      DIR *d = opendir(path);
       struct dirent *de;
       again = false;
       if (!d)
-        return crest_error_errno (err, "task %d: list threads", p->pid);
-      while ((de = readdir (d)))
+        return crest_error_errno(err, "task %d: list threads", p->pid);
+      while ((de = readdir(d)))
         {
-          pid_t tid = atoi (de->d_name);
+          pid_t tid = atoi(de->d_name);
           bool known = false;
           if (tid <= 0)
             continue;
@@ -374,45 +379,48 @@ seize_process (struct dctx *c, struct dproc *p, crest_error_t *err)
             continue;
           {
             cleanup_free char *st = NULL;
-            cleanup_free char *sp = xasprintf ("task/%d/status", tid);
+            cleanup_free char *sp = xasprintf("task/%d/status", tid);
             const char *s;
-            if (read_proc (p->pid, sp, &st, err) < 0)
+            if (read_proc(p->pid, sp, &st, err) < 0)
               {
-                closedir (d);
+                closedir(d);
                 return -1;
               }
-            s = status_field (st, "State");
+            s = status_field(st, "State");
             if (s && (*s == 'Z' || *s == 'X'))
               {
-                closedir (d);
-                return crest_error_make (err, ENOTSUP, "task %d (thread %d): zombie tasks are not supported", p->pid,
-                                         tid);
+                closedir(d);
+                return crest_error_make(err, ENOTSUP,
+                                        "task %d (thread %d): zombie tasks are not supported",
+                                        p->pid, tid);
               }
             if (s && (*s == 'T' || *s == 't'))
               {
-                closedir (d);
-                return crest_error_make (err, ENOTSUP, "task %d (thread %d): stopped or traced tasks are not supported",
-                                         p->pid, tid);
+                closedir(d);
+                return crest_error_make(
+                    err, ENOTSUP, "task %d (thread %d): stopped or traced tasks are not supported",
+                    p->pid, tid);
               }
-            s = status_field (st, "TracerPid");
-            if (s && atoi (s) != 0)
+            s = status_field(st, "TracerPid");
+            if (s && atoi(s) != 0)
               {
-                closedir (d);
-                return crest_error_make (err, ENOTSUP, "task %d (thread %d): already traced by %d", p->pid, tid, atoi (s));
+                closedir(d);
+                return crest_error_make(err, ENOTSUP, "task %d (thread %d): already traced by %d",
+                                        p->pid, tid, atoi(s));
               }
           }
-          p->th = xrealloc (p->th, (p->nth + 1) * sizeof *p->th);
-          memset (&p->th[p->nth], 0, sizeof *p->th);
+          p->th = xrealloc(p->th, (p->nth + 1) * sizeof *p->th);
+          memset(&p->th[p->nth], 0, sizeof *p->th);
           p->th[p->nth].tid = tid;
-          if (pt_seize_interrupt (tid, err) < 0)
+          if (pt_seize_interrupt(tid, err) < 0)
             {
-              closedir (d);
+              closedir(d);
               return -1;
             }
           p->nth++;
           again = true;
         }
-      closedir (d);
+      closedir(d);
     }
   /* The thread group leader first: restore recreates the others. */
   for (size_t i = 0; i < p->nth; i++)
@@ -422,36 +430,36 @@ seize_process (struct dctx *c, struct dproc *p, crest_error_t *err)
         p->th[0] = p->th[i];
         p->th[i] = t;
       }
-  (void) c;
+  (void)c;
   return 0;
 }
 
 static int
-collect_tree (struct dctx *c, crest_error_t *err)
+collect_tree(struct dctx *c, crest_error_t *err)
 {
-  c->p = xzalloc (sizeof *c->p);
+  c->p = xzalloc(sizeof *c->p);
   c->p[0].pid = c->root;
   c->np = 1;
   for (size_t i = 0; i < c->np; i++)
     {
       struct dproc *p = &c->p[i];
       pid_t pid = p->pid;
-      if (seize_process (c, p, err) < 0)
+      if (seize_process(c, p, err) < 0)
         return -1;
       for (size_t t = 0; t < c->p[i].nth; t++)
         {
           cleanup_free char *kids = NULL;
-          cleanup_free char *what = xasprintf ("task/%d/children", c->p[i].th[t].tid);
+          cleanup_free char *what = xasprintf("task/%d/children", c->p[i].th[t].tid);
           char *s, *save = NULL;
-          if (read_proc (pid, what, &kids, err) < 0)
+          if (read_proc(pid, what, &kids, err) < 0)
             return -1;
-          for (s = strtok_r (kids, " \n", &save); s; s = strtok_r (NULL, " \n", &save))
+          for (s = strtok_r(kids, " \n", &save); s; s = strtok_r(NULL, " \n", &save))
             {
-              pid_t k = atoi (s);
-              if (k <= 0 || find_proc (c, k))
+              pid_t k = atoi(s);
+              if (k <= 0 || find_proc(c, k))
                 continue;
-              c->p = xrealloc (c->p, (c->np + 1) * sizeof *c->p);
-              memset (&c->p[c->np], 0, sizeof *c->p);
+              c->p = xrealloc(c->p, (c->np + 1) * sizeof *c->p);
+              memset(&c->p[c->np], 0, sizeof *c->p);
               c->p[c->np].pid = k;
               c->np++;
             }
@@ -461,12 +469,13 @@ collect_tree (struct dctx *c, crest_error_t *err)
 }
 
 static int
-vm_read (pid_t pid, uint64_t addr, void *buf, size_t len, crest_error_t *err)
+vm_read(pid_t pid, uint64_t addr, void *buf, size_t len, crest_error_t *err)
 {
-  struct iovec l = { buf, len }, r = { (void *) addr, len };
-  ssize_t n = process_vm_readv (pid, &l, 1, &r, 1, 0);
-  if (n != (ssize_t) len)
-    return crest_error_make (err, n < 0 ? errno : EIO, "task %d: read memory at %#" PRIx64, pid, addr);
+  struct iovec l = { buf, len }, r = { (void *)addr, len };
+  ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+  if (n != (ssize_t)len)
+    return crest_error_make(err, n < 0 ? errno : EIO, "task %d: read memory at %#" PRIx64, pid,
+                            addr);
   return 0;
 }
 
@@ -482,77 +491,81 @@ struct vma
 };
 
 static int
-parse_maps (pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
+parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
 {
   cleanup_free char *maps = NULL;
   char *save = NULL;
   struct vma *v = NULL;
   size_t nv = 0;
 
-  if (read_proc (pid, "maps", &maps, err) < 0)
+  if (read_proc(pid, "maps", &maps, err) < 0)
     return -1;
-  for (char *l = strtok_r (maps, "\n", &save); l; l = strtok_r (NULL, "\n", &save))
+  for (char *l = strtok_r(maps, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
     {
       unsigned long s, e, off, ino;
       char perms[8], dev[16];
       int pos = 0;
       struct vma x;
-      memset (&x, 0, sizeof x);
-      if (sscanf (l, "%lx-%lx %7s %lx %15s %lu %n", &s, &e, perms, &off, dev, &ino, &pos) < 6)
+      memset(&x, 0, sizeof x);
+      if (sscanf(l, "%lx-%lx %7s %lx %15s %lu %n", &s, &e, perms, &off, dev, &ino, &pos) < 6)
         continue;
       x.start = s, x.end = e, x.pgoff = off / PAGE;
       x.prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0)
                | (perms[2] == 'x' ? PROT_EXEC : 0);
       x.shared = perms[3] == 's';
       x.ino = ino;
-      if (sscanf (dev, "%x:%x", &x.dev_major, &x.dev_minor) != 2)
+      if (sscanf(dev, "%x:%x", &x.dev_major, &x.dev_minor) != 2)
         x.dev_major = x.dev_minor = 0;
       const char *name = pos ? l + pos : "";
-      if (*name == 0 || strncmp (name, "[anon:", 6) == 0)
-        strcpy (x.kind, "anon");
-      else if (strcmp (name, "[heap]") == 0)
-        strcpy (x.kind, "heap");
-      else if (strcmp (name, "[stack]") == 0)
-        strcpy (x.kind, "stack");
-      else if (strcmp (name, "[vdso]") == 0)
-        strcpy (x.kind, "vdso");
-      else if (strcmp (name, "[vvar]") == 0)
-        strcpy (x.kind, "vvar");
-      else if (strcmp (name, "[vvar_vclock]") == 0)
-        strcpy (x.kind, "vvar_vclock");
-      else if (strcmp (name, "[vsyscall]") == 0)
+      if (*name == 0 || strncmp(name, "[anon:", 6) == 0)
+        strcpy(x.kind, "anon");
+      else if (strcmp(name, "[heap]") == 0)
+        strcpy(x.kind, "heap");
+      else if (strcmp(name, "[stack]") == 0)
+        strcpy(x.kind, "stack");
+      else if (strcmp(name, "[vdso]") == 0)
+        strcpy(x.kind, "vdso");
+      else if (strcmp(name, "[vvar]") == 0)
+        strcpy(x.kind, "vvar");
+      else if (strcmp(name, "[vvar_vclock]") == 0)
+        strcpy(x.kind, "vvar_vclock");
+      else if (strcmp(name, "[vsyscall]") == 0)
         continue;
       else if (name[0] == '/')
         {
-          size_t nl = strlen (name);
-          if (strncmp (name, "/SYSV", 5) == 0)
+          size_t nl = strlen(name);
+          if (strncmp(name, "/SYSV", 5) == 0)
             {
-              free (v);
-              return crest_error_make (err, ENOTSUP, "task %d: mapping %lx-%lx of SysV shared memory %s is not "
-                                                     "supported",
-                                       pid, s, e, name);
+              free(v);
+              return crest_error_make(err, ENOTSUP,
+                                      "task %d: mapping %lx-%lx of SysV shared memory %s is not "
+                                      "supported",
+                                      pid, s, e, name);
             }
           /* A memfd, shared anonymous memory or a deleted file: no path to
              open again, its contents are saved through map_files. */
-          if ((nl > 10 && strcmp (name + nl - 10, " (deleted)") == 0) || strncmp (name, "/memfd:", 7) == 0)
-            strcpy (x.kind, "memfile");
+          if ((nl > 10 && strcmp(name + nl - 10, " (deleted)") == 0)
+              || strncmp(name, "/memfd:", 7) == 0)
+            strcpy(x.kind, "memfile");
           else
-            strcpy (x.kind, "file");
-          x.path = xstrdup (name);
+            strcpy(x.kind, "file");
+          x.path = xstrdup(name);
         }
       else
         {
-          free (v);
-          return crest_error_make (err, ENOTSUP, "task %d: mapping %lx-%lx of type %s is not supported", pid, s, e,
-                                   name);
+          free(v);
+          return crest_error_make(err, ENOTSUP,
+                                  "task %d: mapping %lx-%lx of type %s is not supported", pid, s, e,
+                                  name);
         }
-      if (x.shared && strcmp (x.kind, "file") != 0 && strcmp (x.kind, "memfile") != 0)
+      if (x.shared && strcmp(x.kind, "file") != 0 && strcmp(x.kind, "memfile") != 0)
         {
-          free (v);
-          return crest_error_make (err, ENOTSUP, "task %d: shared anonymous mapping %lx-%lx is not supported", pid, s,
-                                   e);
+          free(v);
+          return crest_error_make(err, ENOTSUP,
+                                  "task %d: shared anonymous mapping %lx-%lx is not supported", pid,
+                                  s, e);
         }
-      v = xrealloc (v, (nv + 1) * sizeof *v);
+      v = xrealloc(v, (nv + 1) * sizeof *v);
       v[nv++] = x;
     }
   *out = v;
@@ -561,18 +574,18 @@ parse_maps (pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
 }
 
 static void
-free_vmas (struct vma *v, size_t n)
+free_vmas(struct vma *v, size_t n)
 {
   for (size_t i = 0; i < n; i++)
-    free (v[i].path);
-  free (v);
+    free(v[i].path);
+  free(v);
 }
 
 /* Syscalls only the task can answer, injected at a syscall instruction of
    its vDSO. The scratch page is mapped and unmapped again before the
    memory layout is read. */
 static int
-inject_state (struct dctx *c, struct dproc *p, crest_error_t *err)
+inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
 {
   struct dthread *m = &p->th[0];
   long ret, scratch, a[6] = { 0 };
@@ -582,18 +595,18 @@ inject_state (struct dctx *c, struct dproc *p, crest_error_t *err)
   cleanup_free uint8_t *buf = NULL;
   int rc = -1;
 
-  if (parse_maps (p->pid, &vv, &nv, err) < 0)
+  if (parse_maps(p->pid, &vv, &nv, err) < 0)
     return -1;
   for (size_t i = 0; i < nv; i++)
     {
-      if (strcmp (vv[i].kind, "vdso") == 0)
+      if (strcmp(vv[i].kind, "vdso") == 0)
         vdso = vv[i].start, vdso_end = vv[i].end;
-      free (vv[i].path);
+      free(vv[i].path);
     }
   if (!vdso)
-    return crest_error_make (err, ENOTSUP, "task %d: no vDSO mapping", p->pid);
-  buf = xmalloc (vdso_end - vdso);
-  if (vm_read (p->pid, vdso, buf, vdso_end - vdso, err) < 0)
+    return crest_error_make(err, ENOTSUP, "task %d: no vDSO mapping", p->pid);
+  buf = xmalloc(vdso_end - vdso);
+  if (vm_read(p->pid, vdso, buf, vdso_end - vdso, err) < 0)
     return -1;
   for (uint64_t i = 0; i + 1 < vdso_end - vdso; i++)
     if (buf[i] == 0x0f && buf[i + 1] == 0x05)
@@ -602,122 +615,123 @@ inject_state (struct dctx *c, struct dproc *p, crest_error_t *err)
         break;
       }
   if (!p->gadget)
-    return crest_error_make (err, ENOTSUP, "task %d: no syscall instruction in the vDSO", p->pid);
+    return crest_error_make(err, ENOTSUP, "task %d: no syscall instruction in the vDSO", p->pid);
 
-  a[0] = 0, a[1] = 2 * PAGE, a[2] = PROT_READ | PROT_WRITE, a[3] = MAP_PRIVATE | MAP_ANONYMOUS, a[4] = -1, a[5] = 0;
-  if (pt_inject (m->tid, &m->regs, p->gadget, SYS_mmap, a, &scratch, err) < 0)
+  a[0] = 0, a[1] = 2 * PAGE, a[2] = PROT_READ | PROT_WRITE, a[3] = MAP_PRIVATE | MAP_ANONYMOUS,
+  a[4] = -1, a[5] = 0;
+  if (pt_inject(m->tid, &m->regs, p->gadget, SYS_mmap, a, &scratch, err) < 0)
     return -1;
   if (scratch < 0 && scratch > -4096)
-    return crest_error_make (err, -scratch, "task %d: injected mmap", p->pid);
+    return crest_error_make(err, -scratch, "task %d: injected mmap", p->pid);
 
-#define INJ(tid_, regs_, nr_, ...)                                                                                \
-  do                                                                                                              \
-    {                                                                                                             \
-      long aa[6] = { __VA_ARGS__ };                                                                               \
-      if (pt_inject ((tid_), (regs_), p->gadget, (nr_), aa, &ret, err) < 0)                                       \
-        goto out;                                                                                                 \
-      if (ret < 0 && ret > -4096)                                                                                 \
-        {                                                                                                         \
-          crest_error_make (err, -ret, "task %d: injected syscall %d", (tid_), (int) (nr_));                      \
-          goto out;                                                                                               \
-        }                                                                                                         \
-    }                                                                                                             \
+#define INJ(tid_, regs_, nr_, ...)                                                                 \
+  do                                                                                               \
+    {                                                                                              \
+      long aa[6] = { __VA_ARGS__ };                                                                \
+      if (pt_inject((tid_), (regs_), p->gadget, (nr_), aa, &ret, err) < 0)                         \
+        goto out;                                                                                  \
+      if (ret < 0 && ret > -4096)                                                                  \
+        {                                                                                          \
+          crest_error_make(err, -ret, "task %d: injected syscall %d", (tid_), (int)(nr_));         \
+          goto out;                                                                                \
+        }                                                                                          \
+    }                                                                                              \
   while (0)
 
   for (int s = 1; s <= 64; s++)
     {
       if (s == SIGKILL || s == SIGSTOP)
         continue;
-      INJ (m->tid, &m->regs, SYS_rt_sigaction, s, 0, scratch + s * 32, 8);
+      INJ(m->tid, &m->regs, SYS_rt_sigaction, s, 0, scratch + s * 32, 8);
     }
-  if (vm_read (p->pid, scratch, p->sa, sizeof p->sa, err) < 0)
+  if (vm_read(p->pid, scratch, p->sa, sizeof p->sa, err) < 0)
     goto out;
   for (int w = 0; w < 3; w++)
-    INJ (m->tid, &m->regs, SYS_getitimer, w, scratch + 4096 + w * 32);
-  if (vm_read (p->pid, scratch + 4096, p->itimer, sizeof p->itimer, err) < 0)
+    INJ(m->tid, &m->regs, SYS_getitimer, w, scratch + 4096 + w * 32);
+  if (vm_read(p->pid, scratch + 4096, p->itimer, sizeof p->itimer, err) < 0)
     goto out;
-  INJ (m->tid, &m->regs, SYS_brk, 0);
+  INJ(m->tid, &m->regs, SYS_brk, 0);
   p->brk = ret;
-  INJ (m->tid, &m->regs, SYS_prctl, PR_GET_SECUREBITS);
+  INJ(m->tid, &m->regs, SYS_prctl, PR_GET_SECUREBITS);
   p->securebits = ret;
   for (size_t t = 0; t < p->nth; t++)
     {
       struct dthread *th = &p->th[t];
       uint64_t v[3];
-      INJ (th->tid, &th->regs, SYS_prctl, 40 /* PR_GET_TID_ADDRESS */, scratch + 4096 + 128);
-      INJ (th->tid, &th->regs, SYS_sigaltstack, 0, scratch + 4096 + 256);
-      if (vm_read (p->pid, scratch + 4096 + 128, &th->clear_tid, 8, err) < 0
-          || vm_read (p->pid, scratch + 4096 + 256, v, 24, err) < 0)
+      INJ(th->tid, &th->regs, SYS_prctl, 40 /* PR_GET_TID_ADDRESS */, scratch + 4096 + 128);
+      INJ(th->tid, &th->regs, SYS_sigaltstack, 0, scratch + 4096 + 256);
+      if (vm_read(p->pid, scratch + 4096 + 128, &th->clear_tid, 8, err) < 0
+          || vm_read(p->pid, scratch + 4096 + 256, v, 24, err) < 0)
         goto out;
-      th->alt_sp = v[0], th->alt_flags = (int32_t) v[1], th->alt_size = v[2];
+      th->alt_sp = v[0], th->alt_flags = (int32_t)v[1], th->alt_size = v[2];
     }
   rc = 0;
 out:
   {
     crest_error_t e2 = NULL;
     long aa[6] = { scratch, 2 * PAGE };
-    if (pt_inject (m->tid, &m->regs, p->gadget, SYS_munmap, aa, &ret, &e2) < 0 || ret != 0)
+    if (pt_inject(m->tid, &m->regs, p->gadget, SYS_munmap, aa, &ret, &e2) < 0 || ret != 0)
       {
         if (rc == 0)
           {
             if (e2)
               *err = e2, e2 = NULL;
             else
-              crest_error_make (err, -ret, "task %d: injected munmap", p->pid);
+              crest_error_make(err, -ret, "task %d: injected munmap", p->pid);
             rc = -1;
           }
       }
-    crest_error_release (&e2);
+    crest_error_release(&e2);
   }
-  (void) c;
+  (void)c;
   return rc;
 }
 
 /* --- files --- */
 
 static int
-fdinfo_get (pid_t pid, int fd, int64_t *pos, int *flags, crest_error_t *err)
+fdinfo_get(pid_t pid, int fd, int64_t *pos, int *flags, crest_error_t *err)
 {
-  cleanup_free char *what = xasprintf ("fdinfo/%d", fd);
+  cleanup_free char *what = xasprintf("fdinfo/%d", fd);
   cleanup_free char *info = NULL;
   const char *s;
-  if (read_proc (pid, what, &info, err) < 0)
+  if (read_proc(pid, what, &info, err) < 0)
     return -1;
-  s = status_field (info, "pos");
-  *pos = s ? strtoll (s, NULL, 10) : 0;
-  s = status_field (info, "flags");
-  *flags = s ? (int) strtol (s, NULL, 8) : 0;
+  s = status_field(info, "pos");
+  *pos = s ? strtoll(s, NULL, 10) : 0;
+  s = status_field(info, "flags");
+  *flags = s ? (int)strtol(s, NULL, 8) : 0;
   return 0;
 }
 
 static int
-getfd (pid_t pid, int fd, crest_error_t *err)
+getfd(pid_t pid, int fd, crest_error_t *err)
 {
-  cleanup_close int pfd = syscall (SYS_pidfd_open, pid, 0);
+  cleanup_close int pfd = syscall(SYS_pidfd_open, pid, 0);
   int r;
   if (pfd < 0)
-    return crest_error_errno (err, "task %d: pidfd_open", pid);
-  r = syscall (SYS_pidfd_getfd, pfd, fd, 0);
+    return crest_error_errno(err, "task %d: pidfd_open", pid);
+  r = syscall(SYS_pidfd_getfd, pfd, fd, 0);
   if (r < 0)
-    return crest_error_errno (err, "task %d: fd %d: pidfd_getfd", pid, fd);
+    return crest_error_errno(err, "task %d: fd %d: pidfd_getfd", pid, fd);
   return r;
 }
 
 static struct dpipe *
-find_pipe (struct dctx *c, uint64_t ino)
+find_pipe(struct dctx *c, uint64_t ino)
 {
   for (size_t i = 0; i < c->npp; i++)
     if (c->pp[i].ino == ino)
       return &c->pp[i];
-  c->pp = xrealloc (c->pp, (c->npp + 1) * sizeof *c->pp);
-  memset (&c->pp[c->npp], 0, sizeof *c->pp);
+  c->pp = xrealloc(c->pp, (c->npp + 1) * sizeof *c->pp);
+  memset(&c->pp[c->npp], 0, sizeof *c->pp);
   c->pp[c->npp].ino = ino;
   c->pp[c->npp].low_fds_only = true;
   return &c->pp[c->npp++];
 }
 
 static int
-dump_fd (struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
+dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
 {
   char lpath[64], link[PATH_MAX + 1];
   struct stat st;
@@ -726,22 +740,23 @@ dump_fd (struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
   int flags, id = -1;
   struct dfile nf;
 
-  snprintf (lpath, sizeof lpath, "/proc/%d/fd/%d", p->pid, fd);
-  n = readlink (lpath, link, PATH_MAX);
+  snprintf(lpath, sizeof lpath, "/proc/%d/fd/%d", p->pid, fd);
+  n = readlink(lpath, link, PATH_MAX);
   if (n < 0)
-    return crest_error_errno (err, "task %d: fd %d: readlink", p->pid, fd);
+    return crest_error_errno(err, "task %d: fd %d: readlink", p->pid, fd);
   link[n] = 0;
-  if (stat (lpath, &st) < 0)
-    return crest_error_errno (err, "task %d: fd %d (%s): stat", p->pid, fd, link);
-  if (fdinfo_get (p->pid, fd, &pos, &flags, err) < 0)
+  if (stat(lpath, &st) < 0)
+    return crest_error_errno(err, "task %d: fd %d (%s): stat", p->pid, fd, link);
+  if (fdinfo_get(p->pid, fd, &pos, &flags, err) < 0)
     return -1;
 
   /* Same open file description as one seen before? */
   for (size_t i = 0; i < c->nf; i++)
     {
       struct dfile *f = &c->f[i];
-      if (f->dev == st.st_dev && f->ino == st.st_ino && f->pos == pos && (f->flags & ~O_CLOEXEC) == (flags & ~O_CLOEXEC)
-          && syscall (SYS_kcmp, f->pid, p->pid, KCMP_FILE, f->fd, fd) == 0)
+      if (f->dev == st.st_dev && f->ino == st.st_ino && f->pos == pos
+          && (f->flags & ~O_CLOEXEC) == (flags & ~O_CLOEXEC)
+          && syscall(SYS_kcmp, f->pid, p->pid, KCMP_FILE, f->fd, fd) == 0)
         {
           id = f->id;
           break;
@@ -749,53 +764,56 @@ dump_fd (struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
     }
   if (id < 0)
     {
-      memset (&nf, 0, sizeof nf);
-      nf.id = (int) c->nf;
+      memset(&nf, 0, sizeof nf);
+      nf.id = (int)c->nf;
       nf.flags = flags & ~O_CLOEXEC;
       nf.pos = pos;
       nf.dev = st.st_dev;
       nf.ino = st.st_ino;
       nf.pid = p->pid;
       nf.fd = fd;
-      if (S_ISREG (st.st_mode))
+      if (S_ISREG(st.st_mode))
         {
-          size_t ll = strlen (link);
+          size_t ll = strlen(link);
           nf.type = "reg";
-          if (strncmp (link, "/memfd:", 7) == 0)
-            return crest_error_make (err, ENOTSUP, "task %d: fd %d (%s): memfd descriptors are not supported yet",
-                                     p->pid, fd, link);
-          if (st.st_nlink == 0 && ll > 10 && strcmp (link + ll - 10, " (deleted)") == 0)
+          if (strncmp(link, "/memfd:", 7) == 0)
+            return crest_error_make(err, ENOTSUP,
+                                    "task %d: fd %d (%s): memfd descriptors are not supported yet",
+                                    p->pid, fd, link);
+          if (st.st_nlink == 0 && ll > 10 && strcmp(link + ll - 10, " (deleted)") == 0)
             {
               /* Unlinked but open: its contents go into the image. */
-              cleanup_close int dup = getfd (p->pid, fd, err);
+              cleanup_close int dup = getfd(p->pid, fd, err);
               cleanup_free char *data = NULL;
               struct img_out o;
               if (dup < 0)
                 return -1;
               if (st.st_size > (1LL << 30))
-                return crest_error_make (err, EFBIG, "task %d: fd %d: unlinked file %s larger than 1 GiB", p->pid,
-                                         fd, link);
-              data = xmalloc (st.st_size + 1);
-              if (pread (dup, data, st.st_size, 0) != st.st_size)
-                return crest_error_errno (err, "task %d: fd %d: read unlinked file %s", p->pid, fd, link);
+                return crest_error_make(err, EFBIG,
+                                        "task %d: fd %d: unlinked file %s larger than 1 GiB",
+                                        p->pid, fd, link);
+              data = xmalloc(st.st_size + 1);
+              if (pread(dup, data, st.st_size, 0) != st.st_size)
+                return crest_error_errno(err, "task %d: fd %d: read unlinked file %s", p->pid, fd,
+                                         link);
               link[ll - 10] = 0;
               nf.unlinked = true;
-              nf.data = xasprintf ("file-%d.img", nf.id);
-              if (img_out_open (c->w, nf.data, &o, err) < 0 || img_out_write (&o, data, st.st_size, err) < 0
-                  || img_out_close (&o, err) < 0)
+              nf.data = xasprintf("file-%d.img", nf.id);
+              if (img_out_open(c->w, nf.data, &o, err) < 0
+                  || img_out_write(&o, data, st.st_size, err) < 0 || img_out_close(&o, err) < 0)
                 return -1;
             }
         }
-      else if (S_ISDIR (st.st_mode))
+      else if (S_ISDIR(st.st_mode))
         nf.type = "dir";
-      else if (S_ISCHR (st.st_mode)
-               && (strcmp (link, "/dev/null") == 0 || strcmp (link, "/dev/zero") == 0
-                   || strcmp (link, "/dev/urandom") == 0 || strcmp (link, "/dev/random") == 0
-                   || strcmp (link, "/dev/full") == 0))
+      else if (S_ISCHR(st.st_mode)
+               && (strcmp(link, "/dev/null") == 0 || strcmp(link, "/dev/zero") == 0
+                   || strcmp(link, "/dev/urandom") == 0 || strcmp(link, "/dev/random") == 0
+                   || strcmp(link, "/dev/full") == 0))
         nf.type = "dev";
-      else if (S_ISFIFO (st.st_mode) && strncmp (link, "pipe:[", 6) == 0)
+      else if (S_ISFIFO(st.st_mode) && strncmp(link, "pipe:[", 6) == 0)
         {
-          struct dpipe *pp = find_pipe (c, st.st_ino);
+          struct dpipe *pp = find_pipe(c, st.st_ino);
           nf.type = "pipe";
           nf.ino_pipe = st.st_ino;
           nf.pipe_read = (flags & O_ACCMODE) == O_RDONLY;
@@ -806,48 +824,52 @@ dump_fd (struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
           else
             pp->has_w = true;
         }
-      else if (S_ISFIFO (st.st_mode) && link[0] == '/')
+      else if (S_ISFIFO(st.st_mode) && link[0] == '/')
         {
           /* A named FIFO: reopened by path; its bytes are kept like a pipe's. */
-          struct dpipe *pp = find_pipe (c, st.st_ino);
+          struct dpipe *pp = find_pipe(c, st.st_ino);
           nf.type = "fifo";
           nf.ino_pipe = st.st_ino;
           if (!pp->path)
-            pp->path = xstrdup (link), pp->opid = p->pid, pp->ofd = fd;
+            pp->path = xstrdup(link), pp->opid = p->pid, pp->ofd = fd;
           if ((flags & O_ACCMODE) != O_WRONLY && !pp->has_r)
             pp->has_r = true, pp->rpid = p->pid, pp->rfd = fd;
         }
-      else if (fd <= 2 && S_ISCHR (st.st_mode))
+      else if (fd <= 2 && S_ISCHR(st.st_mode))
         nf.type = "inherited"; /* a terminal: the restorer's own stdio */
       else
         {
-          const char *t = S_ISSOCK (st.st_mode) ? "socket" : S_ISFIFO (st.st_mode) ? "named FIFO" : "unsupported type";
-          return crest_error_make (err, ENOTSUP, "task %d: fd %d (%s): %s, cannot checkpoint it", p->pid, fd, link, t);
+          const char *t = S_ISSOCK(st.st_mode)   ? "socket"
+                          : S_ISFIFO(st.st_mode) ? "named FIFO"
+                                                 : "unsupported type";
+          return crest_error_make(err, ENOTSUP, "task %d: fd %d (%s): %s, cannot checkpoint it",
+                                  p->pid, fd, link, t);
         }
-      if (strcmp (nf.type, "dir") == 0 || strcmp (nf.type, "fifo") == 0
-          || (strcmp (nf.type, "reg") == 0 && !nf.unlinked))
+      if (strcmp(nf.type, "dir") == 0 || strcmp(nf.type, "fifo") == 0
+          || (strcmp(nf.type, "reg") == 0 && !nf.unlinked))
         {
           /* Restore opens it again by this path, inside the container: it
              must name this very file there. */
           struct stat pst;
-          cleanup_close int pf = open_in_root (p->pid, link, O_PATH, err);
+          cleanup_close int pf = open_in_root(p->pid, link, O_PATH, err);
           if (pf < 0)
-            return crest_error_wrap (err, "task %d: fd %d (%s)", p->pid, fd, link);
-          if (fstat (pf, &pst) < 0)
-            return crest_error_errno (err, "task %d: fd %d (%s): stat by path", p->pid, fd, link);
+            return crest_error_wrap(err, "task %d: fd %d (%s)", p->pid, fd, link);
+          if (fstat(pf, &pst) < 0)
+            return crest_error_errno(err, "task %d: fd %d (%s): stat by path", p->pid, fd, link);
           if (pst.st_dev != st.st_dev || pst.st_ino != st.st_ino)
-            return crest_error_make (err, ENOTSUP,
-                                     "task %d: fd %d (%s): the path now names another file, cannot checkpoint it",
-                                     p->pid, fd, link);
+            return crest_error_make(
+                err, ENOTSUP,
+                "task %d: fd %d (%s): the path now names another file, cannot checkpoint it",
+                p->pid, fd, link);
         }
-      nf.path = xstrdup (link);
-      c->f = xrealloc (c->f, (c->nf + 1) * sizeof *c->f);
+      nf.path = xstrdup(link);
+      c->f = xrealloc(c->f, (c->nf + 1) * sizeof *c->f);
       c->f[c->nf++] = nf;
       id = nf.id;
     }
-  if (strcmp (c->f[id].type, "pipe") == 0 && fd > 2)
-    find_pipe (c, c->f[id].ino_pipe)->low_fds_only = false;
-  c->fds = xrealloc (c->fds, (c->nfds + 1) * sizeof *c->fds);
+  if (strcmp(c->f[id].type, "pipe") == 0 && fd > 2)
+    find_pipe(c, c->f[id].ino_pipe)->low_fds_only = false;
+  c->fds = xrealloc(c->fds, (c->nfds + 1) * sizeof *c->fds);
   c->fds[c->nfds].pid = p->pid;
   c->fds[c->nfds].fd = fd;
   c->fds[c->nfds].cloexec = (flags & O_CLOEXEC) != 0;
@@ -857,31 +879,31 @@ dump_fd (struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
 }
 
 static int
-cmp_int (const void *a, const void *b)
+cmp_int(const void *a, const void *b)
 {
-  return *(const int *) a - *(const int *) b;
+  return *(const int *)a - *(const int *)b;
 }
 
 static int
-dump_fds (struct dctx *c, struct dproc *p, crest_error_t *err)
+dump_fds(struct dctx *c, struct dproc *p, crest_error_t *err)
 {
-  cleanup_free char *path = xasprintf ("/proc/%d/fd", p->pid);
+  cleanup_free char *path = xasprintf("/proc/%d/fd", p->pid);
   cleanup_free int *fds = NULL;
   size_t n = 0;
-  DIR *d = opendir (path);
+  DIR *d = opendir(path);
   struct dirent *de;
   if (!d)
-    return crest_error_errno (err, "task %d: list fds", p->pid);
-  while ((de = readdir (d)))
+    return crest_error_errno(err, "task %d: list fds", p->pid);
+  while ((de = readdir(d)))
     if (de->d_name[0] != '.')
       {
-        fds = xrealloc (fds, (n + 1) * sizeof *fds);
-        fds[n++] = atoi (de->d_name);
+        fds = xrealloc(fds, (n + 1) * sizeof *fds);
+        fds[n++] = atoi(de->d_name);
       }
-  closedir (d);
-  qsort (fds, n, sizeof *fds, cmp_int);
+  closedir(d);
+  qsort(fds, n, sizeof *fds, cmp_int);
   for (size_t i = 0; i < n; i++)
-    if (dump_fd (c, p, fds[i], err) < 0)
+    if (dump_fd(c, p, fds[i], err) < 0)
       return -1;
   return 0;
 }
@@ -889,7 +911,7 @@ dump_fds (struct dctx *c, struct dproc *p, crest_error_t *err)
 /* Pipes: both ends must be in the tree (or be inherited stdio); their
    unread bytes are peeked with tee(), which leaves them in place. */
 static int
-dump_pipes (struct dctx *c, crest_error_t *err)
+dump_pipes(struct dctx *c, crest_error_t *err)
 {
   for (size_t i = 0; i < c->npp; i++)
     {
@@ -906,11 +928,12 @@ dump_pipes (struct dctx *c, crest_error_t *err)
              was. */
           if (!pp->has_r)
             {
-              cleanup_free char *lp = xasprintf ("/proc/%d/fd/%d", pp->opid, pp->ofd);
-              rd = open (lp, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+              cleanup_free char *lp = xasprintf("/proc/%d/fd/%d", pp->opid, pp->ofd);
+              rd = open(lp, O_RDWR | O_NONBLOCK | O_CLOEXEC);
               if (rd < 0)
-                return crest_error_errno (err, "task %d: fd %d (named FIFO %s): open to read its bytes", pp->opid,
-                                          pp->ofd, pp->path);
+                return crest_error_errno(err,
+                                         "task %d: fd %d (named FIFO %s): open to read its bytes",
+                                         pp->opid, pp->ofd, pp->path);
               pp->rpid = pp->opid, pp->rfd = pp->ofd;
             }
         }
@@ -919,58 +942,62 @@ dump_pipes (struct dctx *c, crest_error_t *err)
           if (pp->low_fds_only)
             {
               for (size_t k = 0; k < c->nf; k++)
-                if (strcmp (c->f[k].type, "pipe") == 0 && c->f[k].ino_pipe == pp->ino)
+                if (strcmp(c->f[k].type, "pipe") == 0 && c->f[k].ino_pipe == pp->ino)
                   c->f[k].type = "inherited";
               pp->ino = 0;
               continue;
             }
           for (size_t k = 0; k < c->nfds; k++)
-            if (strcmp (c->f[c->fds[k].file].type, "pipe") == 0 && c->f[c->fds[k].file].ino_pipe == pp->ino)
-              return crest_error_make (err, ENOTSUP, "task %d: fd %d (pipe:[%" PRIu64 "]): its other end is outside "
-                                                     "the checkpointed tree",
-                                       c->fds[k].pid, c->fds[k].fd, pp->ino);
+            if (strcmp(c->f[c->fds[k].file].type, "pipe") == 0
+                && c->f[c->fds[k].file].ino_pipe == pp->ino)
+              return crest_error_make(err, ENOTSUP,
+                                      "task %d: fd %d (pipe:[%" PRIu64
+                                      "]): its other end is outside "
+                                      "the checkpointed tree",
+                                      c->fds[k].pid, c->fds[k].fd, pp->ino);
         }
       if (rd < 0)
-        rd = getfd (pp->rpid, pp->rfd, err);
+        rd = getfd(pp->rpid, pp->rfd, err);
       if (rd < 0)
         return -1;
-      pp->size = fcntl (rd, F_GETPIPE_SZ);
+      pp->size = fcntl(rd, F_GETPIPE_SZ);
       if (pp->size < 0)
-        return crest_error_errno (err, "task %d: fd %d: F_GETPIPE_SZ", pp->rpid, pp->rfd);
-      if (pipe2 (tmp, O_CLOEXEC) < 0)
-        return crest_error_errno (err, "pipe");
-      if (fcntl (tmp[1], F_SETPIPE_SZ, pp->size) < 0)
+        return crest_error_errno(err, "task %d: fd %d: F_GETPIPE_SZ", pp->rpid, pp->rfd);
+      if (pipe2(tmp, O_CLOEXEC) < 0)
+        return crest_error_errno(err, "pipe");
+      if (fcntl(tmp[1], F_SETPIPE_SZ, pp->size) < 0)
         {
-          close (tmp[0]), close (tmp[1]);
-          return crest_error_errno (err, "task %d: fd %d: size a pipe to peek %d bytes", pp->rpid, pp->rfd, pp->size);
+          close(tmp[0]), close(tmp[1]);
+          return crest_error_errno(err, "task %d: fd %d: size a pipe to peek %d bytes", pp->rpid,
+                                   pp->rfd, pp->size);
         }
-      n = tee (rd, tmp[1], pp->size, SPLICE_F_NONBLOCK);
+      n = tee(rd, tmp[1], pp->size, SPLICE_F_NONBLOCK);
       if (n < 0 && errno == EAGAIN)
         n = 0;
       if (n < 0)
         {
-          close (tmp[0]), close (tmp[1]);
-          return crest_error_errno (err, "task %d: fd %d: peek pipe with tee", pp->rpid, pp->rfd);
+          close(tmp[0]), close(tmp[1]);
+          return crest_error_errno(err, "task %d: fd %d: peek pipe with tee", pp->rpid, pp->rfd);
         }
       pp->len = n;
       if (n > 0)
         {
-          cleanup_free char *buf = xmalloc (n);
+          cleanup_free char *buf = xmalloc(n);
           struct img_out o;
-          if (read_all (tmp[0], buf, n) < 0)
+          if (read_all(tmp[0], buf, n) < 0)
             {
-              close (tmp[0]), close (tmp[1]);
-              return crest_error_errno (err, "read peeked pipe bytes");
+              close(tmp[0]), close(tmp[1]);
+              return crest_error_errno(err, "read peeked pipe bytes");
             }
-          pp->data = xasprintf ("pipe-%" PRIu64 ".img", pp->ino);
-          if (img_out_open (c->w, pp->data, &o, err) < 0 || img_out_write (&o, buf, n, err) < 0
-              || img_out_close (&o, err) < 0)
+          pp->data = xasprintf("pipe-%" PRIu64 ".img", pp->ino);
+          if (img_out_open(c->w, pp->data, &o, err) < 0 || img_out_write(&o, buf, n, err) < 0
+              || img_out_close(&o, err) < 0)
             {
-              close (tmp[0]), close (tmp[1]);
+              close(tmp[0]), close(tmp[1]);
               return -1;
             }
         }
-      close (tmp[0]), close (tmp[1]);
+      close(tmp[0]), close(tmp[1]);
     }
   return 0;
 }
@@ -983,12 +1010,13 @@ struct run
 };
 
 static int
-dump_memory (struct dctx *c, struct dproc *p, struct vma *v, size_t nv, yajl_gen g, crest_error_t *err)
+dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, yajl_gen g,
+            crest_error_t *err)
 {
-  cleanup_free char *name = xasprintf ("pages-%d.img", p->ipid);
-  cleanup_free char *pmpath = xasprintf ("/proc/%d/pagemap", p->pid);
-  cleanup_free char *mempath = xasprintf ("/proc/%d/mem", p->pid);
-  cleanup_close int pm = open (pmpath, O_RDONLY | O_CLOEXEC);
+  cleanup_free char *name = xasprintf("pages-%d.img", p->ipid);
+  cleanup_free char *pmpath = xasprintf("/proc/%d/pagemap", p->pid);
+  cleanup_free char *mempath = xasprintf("/proc/%d/mem", p->pid);
+  cleanup_close int pm = open(pmpath, O_RDONLY | O_CLOEXEC);
   cleanup_close int mem = -1;
   cleanup_free uint64_t *ent = NULL;
   cleanup_free char *buf = NULL;
@@ -1000,43 +1028,45 @@ dump_memory (struct dctx *c, struct dproc *p, struct vma *v, size_t nv, yajl_gen
   int rc = -1;
 
   if (pm < 0)
-    return crest_error_errno (err, "task %d: open pagemap", p->pid);
-  if (img_out_open (c->w, name, &o, err) < 0)
+    return crest_error_errno(err, "task %d: open pagemap", p->pid);
+  if (img_out_open(c->w, name, &o, err) < 0)
     return -1;
-  buf = xmalloc (BATCH);
+  buf = xmalloc(BATCH);
 
   /* Flush the batch: one process_vm_readv for up to IOV_MAX runs. */
-#define FLUSH()                                                                                                   \
-  do                                                                                                              \
-    {                                                                                                             \
-      if (bfill)                                                                                                  \
-        {                                                                                                         \
-          struct iovec l = { buf, bfill };                                                                        \
-          ssize_t got = process_vm_readv (p->pid, &l, 1, riov, nbatch, 0);                                       \
-          c->readv_calls++;                                                                                       \
-          if (got != (ssize_t) bfill)                                                                             \
-            {                                                                                                     \
-              crest_error_make (err, got < 0 ? errno : EIO, "task %d: copy memory (process_vm_readv)", p->pid);  \
-              goto out;                                                                                           \
-            }                                                                                                     \
-          if (img_out_write (&o, buf, bfill, err) < 0)                                                            \
-            goto out;                                                                                             \
-          bfill = 0, nbatch = 0;                                                                                  \
-        }                                                                                                         \
-    }                                                                                                             \
+#define FLUSH()                                                                                    \
+  do                                                                                               \
+    {                                                                                              \
+      if (bfill)                                                                                   \
+        {                                                                                          \
+          struct iovec l = { buf, bfill };                                                         \
+          ssize_t got = process_vm_readv(p->pid, &l, 1, riov, nbatch, 0);                          \
+          c->readv_calls++;                                                                        \
+          if (got != (ssize_t)bfill)                                                               \
+            {                                                                                      \
+              crest_error_make(err, got < 0 ? errno : EIO,                                         \
+                               "task %d: copy memory (process_vm_readv)", p->pid);                 \
+              goto out;                                                                            \
+            }                                                                                      \
+          if (img_out_write(&o, buf, bfill, err) < 0)                                              \
+            goto out;                                                                              \
+          bfill = 0, nbatch = 0;                                                                   \
+        }                                                                                          \
+    }                                                                                              \
   while (0)
 
   for (size_t i = 0; i < nv; i++)
     {
       struct vma *m = &v[i];
       uint64_t npages = (m->end - m->start) / PAGE;
-      bool file = strcmp (m->kind, "file") == 0 || strcmp (m->kind, "memfile") == 0;
-      if (m->shared || strcmp (m->kind, "vdso") == 0 || strncmp (m->kind, "vvar", 4) == 0)
+      bool file = strcmp(m->kind, "file") == 0 || strcmp(m->kind, "memfile") == 0;
+      if (m->shared || strcmp(m->kind, "vdso") == 0 || strncmp(m->kind, "vvar", 4) == 0)
         continue;
-      ent = xrealloc (ent, npages * 8);
-      if (pread (pm, ent, npages * 8, m->start / PAGE * 8) != (ssize_t) (npages * 8))
+      ent = xrealloc(ent, npages * 8);
+      if (pread(pm, ent, npages * 8, m->start / PAGE * 8) != (ssize_t)(npages * 8))
         {
-          crest_error_errno (err, "task %d: read pagemap of %" PRIx64 "-%" PRIx64, p->pid, m->start, m->end);
+          crest_error_errno(err, "task %d: read pagemap of %" PRIx64 "-%" PRIx64, p->pid, m->start,
+                            m->end);
           goto out;
         }
       for (uint64_t k = 0; k < npages;)
@@ -1045,19 +1075,19 @@ dump_memory (struct dctx *c, struct dproc *p, struct vma *v, size_t nv, yajl_gen
              (copied-on-write) pages, the rest comes from the file. */
 #define WANT(e) ((((e) >> 63) & 1 && (!file || !(((e) >> 61) & 1))) || (((e) >> 62) & 1))
           uint64_t j;
-          if (!WANT (ent[k]))
+          if (!WANT(ent[k]))
             {
               k++;
               continue;
             }
-          for (j = k; j < npages && WANT (ent[j]); j++)
+          for (j = k; j < npages && WANT(ent[j]); j++)
             ;
           uint64_t addr = m->start + k * PAGE, len = (j - k) * PAGE;
           if (nruns && runs[nruns - 1].vaddr + runs[nruns - 1].len == addr)
             runs[nruns - 1].len += len;
           else
             {
-              runs = xrealloc (runs, (nruns + 1) * sizeof *runs);
+              runs = xrealloc(runs, (nruns + 1) * sizeof *runs);
               runs[nruns].vaddr = addr, runs[nruns].len = len, runs[nruns].off = off;
               nruns++;
             }
@@ -1066,21 +1096,22 @@ dump_memory (struct dctx *c, struct dproc *p, struct vma *v, size_t nv, yajl_gen
           if (!(m->prot & PROT_READ))
             {
               /* process_vm_readv honours protections; /proc/PID/mem does not. */
-              FLUSH ();
-              if (mem < 0 && (mem = open (mempath, O_RDONLY | O_CLOEXEC)) < 0)
+              FLUSH();
+              if (mem < 0 && (mem = open(mempath, O_RDONLY | O_CLOEXEC)) < 0)
                 {
-                  crest_error_errno (err, "task %d: open mem", p->pid);
+                  crest_error_errno(err, "task %d: open mem", p->pid);
                   goto out;
                 }
               for (uint64_t done = 0; done < len;)
                 {
                   uint64_t chunk = len - done < BATCH ? len - done : BATCH;
-                  if (pread (mem, buf, chunk, addr + done) != (ssize_t) chunk)
+                  if (pread(mem, buf, chunk, addr + done) != (ssize_t)chunk)
                     {
-                      crest_error_errno (err, "task %d: read memory at %#" PRIx64, p->pid, addr + done);
+                      crest_error_errno(err, "task %d: read memory at %#" PRIx64, p->pid,
+                                        addr + done);
                       goto out;
                     }
-                  if (img_out_write (&o, buf, chunk, err) < 0)
+                  if (img_out_write(&o, buf, chunk, err) < 0)
                     goto out;
                   done += chunk;
                 }
@@ -1089,44 +1120,44 @@ dump_memory (struct dctx *c, struct dproc *p, struct vma *v, size_t nv, yajl_gen
             while (len)
               {
                 uint64_t room = BATCH - bfill, chunk = len < room ? len : room;
-                riov[nbatch].iov_base = (void *) addr;
+                riov[nbatch].iov_base = (void *)addr;
                 riov[nbatch].iov_len = chunk;
                 nbatch++, bfill += chunk, addr += chunk, len -= chunk;
                 if (bfill == BATCH || nbatch == IOV_MAX)
                   {
-                    FLUSH ();
-                    maybe_progress (c, "copying memory");
-                    if (interrupted (err) < 0)
+                    FLUSH();
+                    maybe_progress(c, "copying memory");
+                    if (interrupted(err) < 0)
                       goto out;
                   }
               }
           k = j;
         }
     }
-  FLUSH ();
+  FLUSH();
 #undef FLUSH
-  if (img_out_close (&o, err) < 0)
+  if (img_out_close(&o, err) < 0)
     goto out;
-  jput_str (g, "pages_file", name);
-  jput_key (g, "pages");
-  yajl_gen_array_open (g);
+  jput_str(g, "pages_file", name);
+  jput_key(g, "pages");
+  yajl_gen_array_open(g);
   for (size_t i = 0; i < nruns; i++)
     {
-      yajl_gen_map_open (g);
-      jput_u64 (g, "vaddr", runs[i].vaddr);
-      jput_u64 (g, "len", runs[i].len);
-      jput_u64 (g, "off", runs[i].off);
-      yajl_gen_map_close (g);
+      yajl_gen_map_open(g);
+      jput_u64(g, "vaddr", runs[i].vaddr);
+      jput_u64(g, "len", runs[i].len);
+      jput_u64(g, "off", runs[i].off);
+      yajl_gen_map_close(g);
     }
-  yajl_gen_array_close (g);
+  yajl_gen_array_close(g);
   rc = 0;
 out:
   if (o.fd >= 0 && rc < 0)
     {
-      close (o.fd);
-      free (o.name);
+      close(o.fd);
+      free(o.name);
     }
-  free (runs);
+  free(runs);
   return rc;
 }
 
@@ -1138,29 +1169,35 @@ out:
    found by trying. Each object is saved once; restore maps a memfd holding
    the same bytes, shared as the object was. */
 static int
-dump_memfile (struct dctx *c, struct dproc *p, struct vma *m, yajl_gen g, crest_error_t *err)
+dump_memfile(struct dctx *c, struct dproc *p, struct vma *m, yajl_gen g, crest_error_t *err)
 {
-  cleanup_free char *link = xasprintf ("/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid, m->start, m->end);
-  cleanup_close int fd = open (link, O_RDONLY | O_CLOEXEC);
+  cleanup_free char *link
+      = xasprintf("/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid, m->start, m->end);
+  cleanup_close int fd = open(link, O_RDONLY | O_CLOEXEC);
   cleanup_free char *data = NULL;
   struct stat st;
   size_t k;
   if (fd < 0)
     {
       if (errno == EPERM || errno == EACCES)
-        return crest_error_errno (err, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: its contents are readable "
-                                       "only through /proc/PID/map_files, which this kernel does not open to crest "
-                                       "(it needs cap_checkpoint_restore on crest, or the kernel series)",
-                                  p->pid, m->start, m->end, m->path);
-      return crest_error_errno (err, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: open map_files", p->pid, m->start,
-                                m->end, m->path);
+        return crest_error_errno(
+            err,
+            "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: its contents are readable "
+            "only through /proc/PID/map_files, which this kernel does not open to crest "
+            "(it needs cap_checkpoint_restore on crest, or the kernel series)",
+            p->pid, m->start, m->end, m->path);
+      return crest_error_errno(err,
+                               "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: open map_files",
+                               p->pid, m->start, m->end, m->path);
     }
-  if (fstat (fd, &st) < 0)
-    return crest_error_errno (err, "task %d: mapping %" PRIx64 "-%" PRIx64 ": stat", p->pid, m->start, m->end);
-  if (!S_ISREG (st.st_mode))
-    return crest_error_make (err, ENOTSUP, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: not a regular file or "
-                                           "memfd, cannot checkpoint it",
-                             p->pid, m->start, m->end, m->path);
+  if (fstat(fd, &st) < 0)
+    return crest_error_errno(err, "task %d: mapping %" PRIx64 "-%" PRIx64 ": stat", p->pid,
+                             m->start, m->end);
+  if (!S_ISREG(st.st_mode))
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: not a regular file or "
+                            "memfd, cannot checkpoint it",
+                            p->pid, m->start, m->end, m->path);
   for (k = 0; k < c->nmf; k++)
     if (c->mf[k].dev == st.st_dev && c->mf[k].ino == st.st_ino)
       break;
@@ -1169,46 +1206,49 @@ dump_memfile (struct dctx *c, struct dproc *p, struct vma *m, yajl_gen g, crest_
       cleanup_free char *buf = NULL;
       struct img_out o;
       if (st.st_size > (1LL << 30))
-        return crest_error_make (err, EFBIG, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: larger than 1 GiB",
-                                 p->pid, m->start, m->end, m->path);
-      buf = xmalloc (st.st_size + 1);
+        return crest_error_make(err, EFBIG,
+                                "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: larger than 1 GiB",
+                                p->pid, m->start, m->end, m->path);
+      buf = xmalloc(st.st_size + 1);
       for (off_t done = 0; done < st.st_size;)
         {
-          ssize_t r = pread (fd, buf + done, st.st_size - done, done);
+          ssize_t r = pread(fd, buf + done, st.st_size - done, done);
           if (r <= 0)
-            return crest_error_make (err, r < 0 ? errno : EIO, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: read",
-                                     p->pid, m->start, m->end, m->path);
+            return crest_error_make(err, r < 0 ? errno : EIO,
+                                    "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: read", p->pid,
+                                    m->start, m->end, m->path);
           done += r;
         }
-      data = xasprintf ("memfile-%zu.img", k);
-      if (img_out_open (c->w, data, &o, err) < 0 || img_out_write (&o, buf, st.st_size, err) < 0
-          || img_out_close (&o, err) < 0)
+      data = xasprintf("memfile-%zu.img", k);
+      if (img_out_open(c->w, data, &o, err) < 0 || img_out_write(&o, buf, st.st_size, err) < 0
+          || img_out_close(&o, err) < 0)
         return -1;
-      c->mf = xrealloc (c->mf, (c->nmf + 1) * sizeof *c->mf);
+      c->mf = xrealloc(c->mf, (c->nmf + 1) * sizeof *c->mf);
       c->mf[c->nmf].dev = st.st_dev, c->mf[c->nmf].ino = st.st_ino;
       c->nmf++;
     }
   else
-    data = xasprintf ("memfile-%zu.img", k);
-  jput_str (g, "path", m->path);
-  jput_u64 (g, "pgoff", m->pgoff);
-  jput_u64 (g, "file_size", st.st_size);
-  jput_str (g, "data", data);
+    data = xasprintf("memfile-%zu.img", k);
+  jput_str(g, "path", m->path);
+  jput_u64(g, "pgoff", m->pgoff);
+  jput_u64(g, "file_size", st.st_size);
+  jput_str(g, "data", data);
   return 0;
 }
 
 /* --- the per-process record --- */
 
 static int
-parse_ids (const char *s, long out[4])
+parse_ids(const char *s, long out[4])
 {
-  return s && sscanf (s, "%ld %ld %ld %ld", &out[0], &out[1], &out[2], &out[3]) == 4 ? 0 : -1;
+  return s && sscanf(s, "%ld %ld %ld %ld", &out[0], &out[1], &out[2], &out[3]) == 4 ? 0 : -1;
 }
 
 static int
-dump_process (struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
+dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
 {
-  cleanup_free char *statb = NULL, *status = NULL, *auxv = NULL, *pers = NULL, *oom = NULL, *comm = NULL;
+  cleanup_free char *statb = NULL, *status = NULL, *auxv = NULL, *pers = NULL, *oom = NULL,
+                    *comm = NULL;
   char exe[PATH_MAX + 1], cwd[PATH_MAX + 1], root[PATH_MAX + 1];
   unsigned long long f[64] = { 0 };
   struct vma *v = NULL;
@@ -1218,192 +1258,195 @@ dump_process (struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   char *q;
   int rc = -1;
 
-  if (read_proc (p->pid, "stat", &statb, err) < 0 || read_proc (p->pid, "status", &status, err) < 0)
+  if (read_proc(p->pid, "stat", &statb, err) < 0 || read_proc(p->pid, "status", &status, err) < 0)
     return -1;
-  q = strrchr (statb, ')');
+  q = strrchr(statb, ')');
   if (!q)
-    return crest_error_make (err, EINVAL, "task %d: cannot parse /proc stat", p->pid);
+    return crest_error_make(err, EINVAL, "task %d: cannot parse /proc stat", p->pid);
   {
     /* Fields from 3 (state) on; f[n] is field n. */
     char *save = NULL, *t;
     int n = 3;
-    for (t = strtok_r (q + 2, " ", &save); t && n < 64; t = strtok_r (NULL, " ", &save), n++)
-      f[n] = n == 3 ? 0 : strtoull (t, NULL, 10);
+    for (t = strtok_r(q + 2, " ", &save); t && n < 64; t = strtok_r(NULL, " ", &save), n++)
+      f[n] = n == 3 ? 0 : strtoull(t, NULL, 10);
   }
-  s = status_field (status, "Seccomp");
-  if (s && atoi (s) != 0)
-    return crest_error_make (err, ENOTSUP, "task %d: seccomp filters are not supported yet", p->pid);
+  s = status_field(status, "Seccomp");
+  if (s && atoi(s) != 0)
+    return crest_error_make(err, ENOTSUP, "task %d: seccomp filters are not supported yet", p->pid);
   {
     cleanup_free char *path = NULL;
     ssize_t n;
-    path = xasprintf ("/proc/%d/exe", p->pid);
-    if ((n = readlink (path, exe, PATH_MAX)) < 0)
-      return crest_error_errno (err, "task %d: readlink exe", p->pid);
+    path = xasprintf("/proc/%d/exe", p->pid);
+    if ((n = readlink(path, exe, PATH_MAX)) < 0)
+      return crest_error_errno(err, "task %d: readlink exe", p->pid);
     exe[n] = 0;
-    free (path);
-    path = xasprintf ("/proc/%d/cwd", p->pid);
-    if ((n = readlink (path, cwd, PATH_MAX)) < 0)
-      return crest_error_errno (err, "task %d: readlink cwd", p->pid);
+    free(path);
+    path = xasprintf("/proc/%d/cwd", p->pid);
+    if ((n = readlink(path, cwd, PATH_MAX)) < 0)
+      return crest_error_errno(err, "task %d: readlink cwd", p->pid);
     cwd[n] = 0;
-    free (path);
-    path = xasprintf ("/proc/%d/root", p->pid);
-    if ((n = readlink (path, root, PATH_MAX)) < 0)
-      return crest_error_errno (err, "task %d: readlink root", p->pid);
+    free(path);
+    path = xasprintf("/proc/%d/root", p->pid);
+    if ((n = readlink(path, root, PATH_MAX)) < 0)
+      return crest_error_errno(err, "task %d: readlink root", p->pid);
     root[n] = 0;
-    if (strcmp (root, "/") != 0)
-      return crest_error_make (err, ENOTSUP, "task %d: root directory %s (chroot) is not supported", p->pid, root);
+    if (strcmp(root, "/") != 0)
+      return crest_error_make(err, ENOTSUP, "task %d: root directory %s (chroot) is not supported",
+                              p->pid, root);
     /* Restore opens both again by path inside the task's root. */
     {
       const char *what[2] = { "exe", "cwd" }, *val[2] = { exe, cwd };
       for (int k = 0; k < 2; k++)
         {
           struct stat want, got;
-          cleanup_free char *link = xasprintf ("/proc/%d/%s", p->pid, what[k]);
+          cleanup_free char *link = xasprintf("/proc/%d/%s", p->pid, what[k]);
           cleanup_close int fd = -1;
-          size_t l = strlen (val[k]);
-          if (l > 10 && strcmp (val[k] + l - 10, " (deleted)") == 0)
-            return crest_error_make (err, ENOTSUP, "task %d: %s %s: deleted, cannot checkpoint it", p->pid, what[k],
-                                     val[k]);
-          if (stat (link, &want) < 0)
-            return crest_error_errno (err, "task %d: stat its %s", p->pid, what[k]);
-          if ((fd = open_in_root (p->pid, val[k], O_PATH, err)) < 0)
-            return crest_error_wrap (err, "task %d: %s %s", p->pid, what[k], val[k]);
-          if (fstat (fd, &got) < 0)
-            return crest_error_errno (err, "task %d: %s %s: stat by path", p->pid, what[k], val[k]);
+          size_t l = strlen(val[k]);
+          if (l > 10 && strcmp(val[k] + l - 10, " (deleted)") == 0)
+            return crest_error_make(err, ENOTSUP, "task %d: %s %s: deleted, cannot checkpoint it",
+                                    p->pid, what[k], val[k]);
+          if (stat(link, &want) < 0)
+            return crest_error_errno(err, "task %d: stat its %s", p->pid, what[k]);
+          if ((fd = open_in_root(p->pid, val[k], O_PATH, err)) < 0)
+            return crest_error_wrap(err, "task %d: %s %s", p->pid, what[k], val[k]);
+          if (fstat(fd, &got) < 0)
+            return crest_error_errno(err, "task %d: %s %s: stat by path", p->pid, what[k], val[k]);
           if (got.st_dev != want.st_dev || got.st_ino != want.st_ino)
-            return crest_error_make (err, ENOTSUP, "task %d: %s %s: the path now names another file, cannot "
-                                                   "checkpoint it",
-                                     p->pid, what[k], val[k]);
+            return crest_error_make(err, ENOTSUP,
+                                    "task %d: %s %s: the path now names another file, cannot "
+                                    "checkpoint it",
+                                    p->pid, what[k], val[k]);
         }
     }
   }
-  if (read_proc (p->pid, "personality", &pers, err) < 0 || read_proc (p->pid, "oom_score_adj", &oom, err) < 0)
+  if (read_proc(p->pid, "personality", &pers, err) < 0
+      || read_proc(p->pid, "oom_score_adj", &oom, err) < 0)
     return -1;
   {
-    cleanup_free char *path = xasprintf ("/proc/%d/auxv", p->pid);
-    if (read_file (path, &auxv, &auxlen, 0, err) < 0)
+    cleanup_free char *path = xasprintf("/proc/%d/auxv", p->pid);
+    if (read_file(path, &auxv, &auxlen, 0, err) < 0)
       return -1;
   }
 
-  yajl_gen_map_open (g);
-  jput_int (g, "pid", p->ipid);
-  jput_int (g, "ppid", p == &c->p[0] ? 0 : find_proc (c, p->ppid) ? find_proc (c, p->ppid)->ipid : 0);
-  jput_int (g, "pgid", p->ipgid);
-  jput_int (g, "sid", p->isid);
-  jput_str (g, "exe", exe);
-  jput_str (g, "cwd", cwd);
-  s = status_field (status, "Umask");
-  jput_int (g, "umask", s ? strtol (s, NULL, 8) : 022);
-  jput_u64 (g, "personality", strtoull (pers, NULL, 16));
-  jput_int (g, "oom_score_adj", atoi (oom));
-  jput_key (g, "creds");
-  yajl_gen_map_open (g);
-  if (parse_ids (status_field (status, "Uid"), ids) < 0)
+  yajl_gen_map_open(g);
+  jput_int(g, "pid", p->ipid);
+  jput_int(g, "ppid", p == &c->p[0] ? 0 : find_proc(c, p->ppid) ? find_proc(c, p->ppid)->ipid : 0);
+  jput_int(g, "pgid", p->ipgid);
+  jput_int(g, "sid", p->isid);
+  jput_str(g, "exe", exe);
+  jput_str(g, "cwd", cwd);
+  s = status_field(status, "Umask");
+  jput_int(g, "umask", s ? strtol(s, NULL, 8) : 022);
+  jput_u64(g, "personality", strtoull(pers, NULL, 16));
+  jput_int(g, "oom_score_adj", atoi(oom));
+  jput_key(g, "creds");
+  yajl_gen_map_open(g);
+  if (parse_ids(status_field(status, "Uid"), ids) < 0)
     goto bad_status;
-  jput_key (g, "uids");
-  yajl_gen_array_open (g);
+  jput_key(g, "uids");
+  yajl_gen_array_open(g);
   for (int i = 0; i < 4; i++)
-    yajl_gen_integer (g, inner_id (c, &c->uidmap, ids[i]));
-  yajl_gen_array_close (g);
-  if (parse_ids (status_field (status, "Gid"), ids) < 0)
+    yajl_gen_integer(g, inner_id(c, &c->uidmap, ids[i]));
+  yajl_gen_array_close(g);
+  if (parse_ids(status_field(status, "Gid"), ids) < 0)
     goto bad_status;
-  jput_key (g, "gids");
-  yajl_gen_array_open (g);
+  jput_key(g, "gids");
+  yajl_gen_array_open(g);
   for (int i = 0; i < 4; i++)
-    yajl_gen_integer (g, inner_id (c, &c->gidmap, ids[i]));
-  yajl_gen_array_close (g);
-  jput_key (g, "groups");
-  yajl_gen_array_open (g);
-  s = status_field (status, "Groups");
+    yajl_gen_integer(g, inner_id(c, &c->gidmap, ids[i]));
+  yajl_gen_array_close(g);
+  jput_key(g, "groups");
+  yajl_gen_array_open(g);
+  s = status_field(status, "Groups");
   while (s && *s && *s != '\n')
     {
       char *e;
-      long gid = strtol (s, &e, 10);
+      long gid = strtol(s, &e, 10);
       if (e == s)
         break;
-      yajl_gen_integer (g, inner_id (c, &c->gidmap, gid));
+      yajl_gen_integer(g, inner_id(c, &c->gidmap, gid));
       s = e;
       while (*s == ' ')
         s++;
     }
-  yajl_gen_array_close (g);
+  yajl_gen_array_close(g);
   {
     static const char *caps[] = { "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb" };
     static const char *keys[] = { "cap_inh", "cap_prm", "cap_eff", "cap_bnd", "cap_amb" };
     for (int i = 0; i < 5; i++)
       {
-        s = status_field (status, caps[i]);
+        s = status_field(status, caps[i]);
         if (!s)
           goto bad_status;
-        jput_u64 (g, keys[i], strtoull (s, NULL, 16));
+        jput_u64(g, keys[i], strtoull(s, NULL, 16));
       }
   }
-  jput_int (g, "securebits", p->securebits);
-  s = status_field (status, "NoNewPrivs");
-  jput_bool (g, "no_new_privs", s && atoi (s));
-  yajl_gen_map_close (g);
+  jput_int(g, "securebits", p->securebits);
+  s = status_field(status, "NoNewPrivs");
+  jput_bool(g, "no_new_privs", s && atoi(s));
+  yajl_gen_map_close(g);
 
-  jput_key (g, "rlimits");
-  yajl_gen_array_open (g);
+  jput_key(g, "rlimits");
+  yajl_gen_array_open(g);
   for (int r = 0; r < RLIM_NLIMITS; r++)
     {
       struct rlimit rl;
-      if (prlimit (p->pid, r, NULL, &rl) < 0)
+      if (prlimit(p->pid, r, NULL, &rl) < 0)
         {
-          crest_error_errno (err, "task %d: prlimit %d", p->pid, r);
+          crest_error_errno(err, "task %d: prlimit %d", p->pid, r);
           goto out;
         }
-      yajl_gen_map_open (g);
-      jput_u64 (g, "cur", rl.rlim_cur);
-      jput_u64 (g, "max", rl.rlim_max);
-      yajl_gen_map_close (g);
+      yajl_gen_map_open(g);
+      jput_u64(g, "cur", rl.rlim_cur);
+      jput_u64(g, "max", rl.rlim_max);
+      yajl_gen_map_close(g);
     }
-  yajl_gen_array_close (g);
+  yajl_gen_array_close(g);
 
-  jput_key (g, "mm");
-  yajl_gen_map_open (g);
-  jput_u64 (g, "start_code", f[26]);
-  jput_u64 (g, "end_code", f[27]);
-  jput_u64 (g, "start_stack", f[28]);
-  jput_u64 (g, "start_data", f[45]);
-  jput_u64 (g, "end_data", f[46]);
-  jput_u64 (g, "start_brk", f[47]);
-  jput_u64 (g, "brk", p->brk);
-  jput_u64 (g, "arg_start", f[48]);
-  jput_u64 (g, "arg_end", f[49]);
-  jput_u64 (g, "env_start", f[50]);
-  jput_u64 (g, "env_end", f[51]);
-  jput_hex (g, "auxv", auxv, auxlen);
-  yajl_gen_map_close (g);
+  jput_key(g, "mm");
+  yajl_gen_map_open(g);
+  jput_u64(g, "start_code", f[26]);
+  jput_u64(g, "end_code", f[27]);
+  jput_u64(g, "start_stack", f[28]);
+  jput_u64(g, "start_data", f[45]);
+  jput_u64(g, "end_data", f[46]);
+  jput_u64(g, "start_brk", f[47]);
+  jput_u64(g, "brk", p->brk);
+  jput_u64(g, "arg_start", f[48]);
+  jput_u64(g, "arg_end", f[49]);
+  jput_u64(g, "env_start", f[50]);
+  jput_u64(g, "env_end", f[51]);
+  jput_hex(g, "auxv", auxv, auxlen);
+  yajl_gen_map_close(g);
 
-  jput_key (g, "sigactions");
-  yajl_gen_array_open (g);
+  jput_key(g, "sigactions");
+  yajl_gen_array_open(g);
   for (int sg = 1; sg <= 64; sg++)
     {
       struct ksigaction *a = &p->sa[sg];
       if (sg == SIGKILL || sg == SIGSTOP || (a->handler == 0 && a->flags == 0 && a->mask == 0))
         continue;
-      yajl_gen_map_open (g);
-      jput_int (g, "sig", sg);
-      jput_u64 (g, "handler", a->handler);
-      jput_u64 (g, "flags", a->flags);
-      jput_u64 (g, "restorer", a->restorer);
-      jput_u64 (g, "mask", a->mask);
-      yajl_gen_map_close (g);
+      yajl_gen_map_open(g);
+      jput_int(g, "sig", sg);
+      jput_u64(g, "handler", a->handler);
+      jput_u64(g, "flags", a->flags);
+      jput_u64(g, "restorer", a->restorer);
+      jput_u64(g, "mask", a->mask);
+      yajl_gen_map_close(g);
     }
-  yajl_gen_array_close (g);
-  jput_key (g, "itimers");
-  yajl_gen_array_open (g);
+  yajl_gen_array_close(g);
+  jput_key(g, "itimers");
+  yajl_gen_array_open(g);
   for (int w = 0; w < 3; w++)
     {
-      yajl_gen_map_open (g);
-      jput_u64 (g, "interval_sec", p->itimer[w][0]);
-      jput_u64 (g, "interval_usec", p->itimer[w][1]);
-      jput_u64 (g, "value_sec", p->itimer[w][2]);
-      jput_u64 (g, "value_usec", p->itimer[w][3]);
-      yajl_gen_map_close (g);
+      yajl_gen_map_open(g);
+      jput_u64(g, "interval_sec", p->itimer[w][0]);
+      jput_u64(g, "interval_usec", p->itimer[w][1]);
+      jput_u64(g, "value_sec", p->itimer[w][2]);
+      jput_u64(g, "value_usec", p->itimer[w][3]);
+      yajl_gen_map_close(g);
     }
-  yajl_gen_array_close (g);
+  yajl_gen_array_close(g);
   {
     /* Process-wide pending signals. */
     struct
@@ -1413,90 +1456,92 @@ dump_process (struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       int32_t nr;
     } arg = { 0, PTRACE_PEEKSIGINFO_SHARED, 64 };
     uint8_t si[64 * 128];
-    long n = ptrace (PTRACE_PEEKSIGINFO, p->pid, &arg, si);
+    long n = ptrace(PTRACE_PEEKSIGINFO, p->pid, &arg, si);
     if (n < 0)
       {
-        crest_error_errno (err, "task %d: read shared pending signals", p->pid);
+        crest_error_errno(err, "task %d: read shared pending signals", p->pid);
         goto out;
       }
-    jput_key (g, "shared_pending");
-    yajl_gen_array_open (g);
+    jput_key(g, "shared_pending");
+    yajl_gen_array_open(g);
     for (long i = 0; i < n; i++)
-      jput_hex (g, NULL, si + 128 * i, 128);
-    yajl_gen_array_close (g);
+      jput_hex(g, NULL, si + 128 * i, 128);
+    yajl_gen_array_close(g);
   }
 
-  if (parse_maps (p->pid, &v, &nv, err) < 0)
+  if (parse_maps(p->pid, &v, &nv, err) < 0)
     goto out;
-  jput_key (g, "vmas");
-  yajl_gen_array_open (g);
+  jput_key(g, "vmas");
+  yajl_gen_array_open(g);
   for (size_t i = 0; i < nv; i++)
     {
-      yajl_gen_map_open (g);
-      jput_u64 (g, "start", v[i].start);
-      jput_u64 (g, "end", v[i].end);
-      jput_int (g, "prot", v[i].prot);
-      jput_bool (g, "shared", v[i].shared);
-      jput_str (g, "kind", v[i].kind);
-      if (v[i].path && strcmp (v[i].kind, "memfile") == 0)
+      yajl_gen_map_open(g);
+      jput_u64(g, "start", v[i].start);
+      jput_u64(g, "end", v[i].end);
+      jput_int(g, "prot", v[i].prot);
+      jput_bool(g, "shared", v[i].shared);
+      jput_str(g, "kind", v[i].kind);
+      if (v[i].path && strcmp(v[i].kind, "memfile") == 0)
         {
-          if (dump_memfile (c, p, &v[i], g, err) < 0)
+          if (dump_memfile(c, p, &v[i], g, err) < 0)
             goto out;
         }
       else if (v[i].path)
         {
           struct stat st;
-          cleanup_close int mf = open_in_root (p->pid, v[i].path, O_PATH, err);
+          cleanup_close int mf = open_in_root(p->pid, v[i].path, O_PATH, err);
           if (mf < 0)
             {
-              crest_error_wrap (err, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s", p->pid, v[i].start, v[i].end,
-                                v[i].path);
+              crest_error_wrap(err, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s", p->pid,
+                               v[i].start, v[i].end, v[i].path);
               goto out;
             }
-          if (fstat (mf, &st) < 0)
+          if (fstat(mf, &st) < 0)
             {
-              crest_error_errno (err, "task %d: mapped file %s: stat", p->pid, v[i].path);
+              crest_error_errno(err, "task %d: mapped file %s: stat", p->pid, v[i].path);
               goto out;
             }
-          if (!S_ISREG (st.st_mode))
+          if (!S_ISREG(st.st_mode))
             {
-              crest_error_make (err, ENOTSUP, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: not a regular file",
-                                p->pid, v[i].start, v[i].end, v[i].path);
+              crest_error_make(err, ENOTSUP,
+                               "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: not a regular file",
+                               p->pid, v[i].start, v[i].end, v[i].path);
               goto out;
             }
           /* An overlay file system shows the layer's device and inode in
              maps and its own in stat: a difference is only worth a note. */
-          if (st.st_ino != v[i].ino || major (st.st_dev) != v[i].dev_major || minor (st.st_dev) != v[i].dev_minor)
-            crest_debug ("task %d: mapping %" PRIx64 "-%" PRIx64 ": %s is inode %u:%u/%" PRIu64
-                         " in maps, %u:%u/%" PRIu64 " by its path",
-                         p->pid, v[i].start, v[i].end, v[i].path, v[i].dev_major, v[i].dev_minor, v[i].ino,
-                         major (st.st_dev), minor (st.st_dev), (uint64_t) st.st_ino);
-          jput_str (g, "path", v[i].path);
-          jput_u64 (g, "pgoff", v[i].pgoff);
-          jput_u64 (g, "file_size", st.st_size);
-          jput_u64 (g, "file_mtime", st.st_mtime);
+          if (st.st_ino != v[i].ino || major(st.st_dev) != v[i].dev_major
+              || minor(st.st_dev) != v[i].dev_minor)
+            crest_debug("task %d: mapping %" PRIx64 "-%" PRIx64 ": %s is inode %u:%u/%" PRIu64
+                        " in maps, %u:%u/%" PRIu64 " by its path",
+                        p->pid, v[i].start, v[i].end, v[i].path, v[i].dev_major, v[i].dev_minor,
+                        v[i].ino, major(st.st_dev), minor(st.st_dev), (uint64_t)st.st_ino);
+          jput_str(g, "path", v[i].path);
+          jput_u64(g, "pgoff", v[i].pgoff);
+          jput_u64(g, "file_size", st.st_size);
+          jput_u64(g, "file_mtime", st.st_mtime);
         }
-      yajl_gen_map_close (g);
+      yajl_gen_map_close(g);
     }
-  yajl_gen_array_close (g);
-  if (dump_memory (c, p, v, nv, g, err) < 0)
+  yajl_gen_array_close(g);
+  if (dump_memory(c, p, v, nv, g, err) < 0)
     goto out;
 
-  jput_key (g, "fds");
-  yajl_gen_array_open (g);
+  jput_key(g, "fds");
+  yajl_gen_array_open(g);
   for (size_t i = 0; i < c->nfds; i++)
     if (c->fds[i].pid == p->pid)
       {
-        yajl_gen_map_open (g);
-        jput_int (g, "fd", c->fds[i].fd);
-        jput_bool (g, "cloexec", c->fds[i].cloexec);
-        jput_int (g, "file", c->fds[i].file);
-        yajl_gen_map_close (g);
+        yajl_gen_map_open(g);
+        jput_int(g, "fd", c->fds[i].fd);
+        jput_bool(g, "cloexec", c->fds[i].cloexec);
+        jput_int(g, "file", c->fds[i].file);
+        yajl_gen_map_close(g);
       }
-  yajl_gen_array_close (g);
+  yajl_gen_array_close(g);
 
-  jput_key (g, "threads");
-  yajl_gen_array_open (g);
+  jput_key(g, "threads");
+  yajl_gen_array_open(g);
   for (size_t t = 0; t < p->nth; t++)
     {
       struct dthread *th = &p->th[t];
@@ -1521,90 +1566,90 @@ dump_process (struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       } arg = { 0, 0, 64 };
       uint8_t si[64 * 128];
       long n;
-      cleanup_free char *what = xasprintf ("task/%d/comm", th->tid);
+      cleanup_free char *what = xasprintf("task/%d/comm", th->tid);
       cleanup_free char *tcomm = NULL;
 
-      yajl_gen_map_open (g);
-      jput_int (g, "tid", th->itid);
-      jput_hex (g, "regs", &th->regs, sizeof th->regs);
-      jput_hex (g, "xstate", th->xstate, th->xlen);
-      if (ptrace (PTRACE_GETSIGMASK, th->tid, sizeof mask, &mask) < 0)
+      yajl_gen_map_open(g);
+      jput_int(g, "tid", th->itid);
+      jput_hex(g, "regs", &th->regs, sizeof th->regs);
+      jput_hex(g, "xstate", th->xstate, th->xlen);
+      if (ptrace(PTRACE_GETSIGMASK, th->tid, sizeof mask, &mask) < 0)
         {
-          crest_error_errno (err, "task %d: read signal mask", th->tid);
+          crest_error_errno(err, "task %d: read signal mask", th->tid);
           goto out;
         }
-      jput_u64 (g, "sigmask", mask);
-      memset (&rc_, 0, sizeof rc_);
-      if (ptrace (PTRACE_GET_RSEQ_CONFIGURATION, th->tid, sizeof rc_, &rc_) < 0)
+      jput_u64(g, "sigmask", mask);
+      memset(&rc_, 0, sizeof rc_);
+      if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, th->tid, sizeof rc_, &rc_) < 0)
         {
-          crest_error_errno (err, "task %d: read rseq configuration", th->tid);
+          crest_error_errno(err, "task %d: read rseq configuration", th->tid);
           goto out;
         }
-      jput_u64 (g, "rseq", rc_.rseq_abi_pointer);
-      jput_int (g, "rseq_size", rc_.rseq_abi_size);
-      jput_u64 (g, "rseq_sig", rc_.signature);
-      if (syscall (SYS_get_robust_list, th->tid, &head, &hlen) < 0)
+      jput_u64(g, "rseq", rc_.rseq_abi_pointer);
+      jput_int(g, "rseq_size", rc_.rseq_abi_size);
+      jput_u64(g, "rseq_sig", rc_.signature);
+      if (syscall(SYS_get_robust_list, th->tid, &head, &hlen) < 0)
         {
-          crest_error_errno (err, "task %d: get_robust_list", th->tid);
+          crest_error_errno(err, "task %d: get_robust_list", th->tid);
           goto out;
         }
-      jput_u64 (g, "robust_list", head);
-      jput_int (g, "robust_len", hlen);
-      jput_u64 (g, "clear_child_tid", th->clear_tid);
-      jput_u64 (g, "altstack_sp", th->alt_sp);
-      jput_u64 (g, "altstack_size", th->alt_size);
-      jput_int (g, "altstack_flags", th->alt_flags);
-      memset (&sa, 0, sizeof sa);
-      if (syscall (SYS_sched_getattr, th->tid, &sa, sizeof sa, 0) < 0)
+      jput_u64(g, "robust_list", head);
+      jput_int(g, "robust_len", hlen);
+      jput_u64(g, "clear_child_tid", th->clear_tid);
+      jput_u64(g, "altstack_sp", th->alt_sp);
+      jput_u64(g, "altstack_size", th->alt_size);
+      jput_int(g, "altstack_flags", th->alt_flags);
+      memset(&sa, 0, sizeof sa);
+      if (syscall(SYS_sched_getattr, th->tid, &sa, sizeof sa, 0) < 0)
         {
-          crest_error_errno (err, "task %d: sched_getattr", th->tid);
+          crest_error_errno(err, "task %d: sched_getattr", th->tid);
           goto out;
         }
-      jput_int (g, "sched_policy", sa.policy);
-      jput_u64 (g, "sched_flags", sa.flags);
-      jput_int (g, "nice", sa.nice);
-      jput_int (g, "sched_priority", sa.prio);
-      jput_int (g, "uclamp_min", sa.umin);
-      jput_int (g, "uclamp_max", sa.umax);
-      if (read_proc (p->pid, what, &tcomm, err) < 0)
+      jput_int(g, "sched_policy", sa.policy);
+      jput_u64(g, "sched_flags", sa.flags);
+      jput_int(g, "nice", sa.nice);
+      jput_int(g, "sched_priority", sa.prio);
+      jput_int(g, "uclamp_min", sa.umin);
+      jput_int(g, "uclamp_max", sa.umax);
+      if (read_proc(p->pid, what, &tcomm, err) < 0)
         goto out;
-      tcomm[strcspn (tcomm, "\n")] = 0;
-      jput_str (g, "comm", tcomm);
-      n = ptrace (PTRACE_PEEKSIGINFO, th->tid, &arg, si);
+      tcomm[strcspn(tcomm, "\n")] = 0;
+      jput_str(g, "comm", tcomm);
+      n = ptrace(PTRACE_PEEKSIGINFO, th->tid, &arg, si);
       if (n < 0)
         {
-          crest_error_errno (err, "task %d: read pending signals", th->tid);
+          crest_error_errno(err, "task %d: read pending signals", th->tid);
           goto out;
         }
-      jput_key (g, "pending");
-      yajl_gen_array_open (g);
+      jput_key(g, "pending");
+      yajl_gen_array_open(g);
       for (long i = 0; i < n; i++)
-        jput_hex (g, NULL, si + 128 * i, 128);
-      yajl_gen_array_close (g);
-      yajl_gen_map_close (g);
+        jput_hex(g, NULL, si + 128 * i, 128);
+      yajl_gen_array_close(g);
+      yajl_gen_map_close(g);
     }
-  yajl_gen_array_close (g);
-  yajl_gen_map_close (g);
+  yajl_gen_array_close(g);
+  yajl_gen_map_close(g);
   rc = 0;
   goto out;
 bad_status:
-  crest_error_make (err, EINVAL, "task %d: cannot parse /proc status", p->pid);
+  crest_error_make(err, EINVAL, "task %d: cannot parse /proc status", p->pid);
 out:
-  free_vmas (v, nv);
-  (void) comm;
+  free_vmas(v, nv);
+  (void)comm;
   return rc;
 }
 
 static void
-release_tree (struct dctx *c, bool kill_it)
+release_tree(struct dctx *c, bool kill_it)
 {
   for (size_t i = 0; i < c->np; i++)
     {
       if (kill_it)
-        kill (c->p[i].pid, SIGKILL);
+        kill(c->p[i].pid, SIGKILL);
       for (size_t t = 0; t < c->p[i].nth; t++)
         if (c->p[i].th[t].tid)
-          pt_detach (c->p[i].th[t].tid);
+          pt_detach(c->p[i].th[t].tid);
     }
   /* A checkpoint without --leave-running returns once the tree is gone (at
      most a zombie awaiting its parent), not merely signalled: within 5 s. */
@@ -1614,75 +1659,75 @@ release_tree (struct dctx *c, bool kill_it)
         cleanup_free char *st = NULL;
         crest_error_t e = NULL;
         const char *state;
-        if (read_proc (c->p[i].pid, "status", &st, &e) < 0)
+        if (read_proc(c->p[i].pid, "status", &st, &e) < 0)
           {
-            crest_error_release (&e);
+            crest_error_release(&e);
             break;
           }
-        state = status_field (st, "State");
+        state = status_field(st, "State");
         if (!state || *state == 'Z' || *state == 'X')
           break;
-        usleep (10000);
+        usleep(10000);
       }
 }
 
 static void
-free_ctx (struct dctx *c)
+free_ctx(struct dctx *c)
 {
   for (size_t i = 0; i < c->np; i++)
     {
       for (size_t t = 0; t < c->p[i].nth; t++)
-        free (c->p[i].th[t].xstate);
-      free (c->p[i].th);
+        free(c->p[i].th[t].xstate);
+      free(c->p[i].th);
     }
-  free (c->p);
+  free(c->p);
   for (size_t i = 0; i < c->nf; i++)
-    free (c->f[i].path), free (c->f[i].data);
-  free (c->f);
+    free(c->f[i].path), free(c->f[i].data);
+  free(c->f);
   for (size_t i = 0; i < c->npp; i++)
-    free (c->pp[i].data), free (c->pp[i].path);
-  free (c->pp);
-  free (c->mf);
-  free (c->fds);
+    free(c->pp[i].data), free(c->pp[i].path);
+  free(c->pp);
+  free(c->mf);
+  free(c->fds);
 }
 
 int
-crest_engine_dump (pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
+crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
 {
   struct dctx c;
   yajl_gen g = NULL;
   int rc = -1;
   bool frozen = false;
-  const char *fault = getenv ("CREST_FAULT");
+  const char *fault = getenv("CREST_FAULT");
 
   sigset_t hold, old_mask;
 
-  memset (&c, 0, sizeof c);
+  memset(&c, 0, sizeof c);
   c.o = o;
   c.root = root;
-  clock_gettime (CLOCK_MONOTONIC, &c.t0);
+  clock_gettime(CLOCK_MONOTONIC, &c.t0);
   if (root <= 0)
-    return crest_error_make (err, EINVAL, "checkpoint: bad PID %d", root);
-  if (kill (root, 0) < 0)
-    return crest_error_errno (err, "checkpoint: task %d", root);
-  sigemptyset (&hold);
-  sigaddset (&hold, SIGINT);
-  sigaddset (&hold, SIGTERM);
-  sigaddset (&hold, SIGHUP);
-  sigaddset (&hold, SIGQUIT);
-  sigprocmask (SIG_BLOCK, &hold, &old_mask);
+    return crest_error_make(err, EINVAL, "checkpoint: bad PID %d", root);
+  if (kill(root, 0) < 0)
+    return crest_error_errno(err, "checkpoint: task %d", root);
+  sigemptyset(&hold);
+  sigaddset(&hold, SIGINT);
+  sigaddset(&hold, SIGTERM);
+  sigaddset(&hold, SIGHUP);
+  sigaddset(&hold, SIGQUIT);
+  sigprocmask(SIG_BLOCK, &hold, &old_mask);
   if (o->freeze)
     {
-      if (o->freeze (o->freeze_data, root, true, err) < 0)
+      if (o->freeze(o->freeze_data, root, true, err) < 0)
         return -1;
       frozen = true;
     }
-  if (img_writer_open (o->image_dir, &c.w, err) < 0)
+  if (img_writer_open(o->image_dir, &c.w, err) < 0)
     goto out;
-  if (collect_tree (&c, err) < 0)
+  if (collect_tree(&c, err) < 0)
     goto out;
-  crest_debug ("checkpoint: %zu processes seized", c.np);
-  if (ns_ids (&c, err) < 0 || user_ns (&c, err) < 0)
+  crest_debug("checkpoint: %zu processes seized", c.np);
+  if (ns_ids(&c, err) < 0 || user_ns(&c, err) < 0)
     goto out;
 
   for (size_t i = 0; i < c.np; i++)
@@ -1690,86 +1735,86 @@ crest_engine_dump (pid_t root, const struct crest_dump_opts *o, crest_error_t *e
       struct dproc *p = &c.p[i];
       for (size_t t = 0; t < p->nth; t++)
         {
-          p->th[t].xstate = xmalloc (XSTATE_MAX);
-          if (pt_getregs (p->th[t].tid, &p->th[t].regs, err) < 0
-              || pt_getxstate (p->th[t].tid, p->th[t].xstate, &p->th[t].xlen, err) < 0)
+          p->th[t].xstate = xmalloc(XSTATE_MAX);
+          if (pt_getregs(p->th[t].tid, &p->th[t].regs, err) < 0
+              || pt_getxstate(p->th[t].tid, p->th[t].xstate, &p->th[t].xlen, err) < 0)
             goto out;
         }
-      if (inject_state (&c, p, err) < 0 || interrupted (err) < 0)
+      if (inject_state(&c, p, err) < 0 || interrupted(err) < 0)
         goto out;
-      if (dump_fds (&c, p, err) < 0)
+      if (dump_fds(&c, p, err) < 0)
         goto out;
     }
-  if (dump_pipes (&c, err) < 0)
+  if (dump_pipes(&c, err) < 0)
     goto out;
-  if (fault && strcmp (fault, "dump-signal") == 0)
-    kill (getpid (), SIGTERM); /* test hook: crest is told to stop mid-dump */
-  if (fault && strcmp (fault, "dump-task-exit") == 0 && c.np > 1)
+  if (fault && strcmp(fault, "dump-signal") == 0)
+    kill(getpid(), SIGTERM); /* test hook: crest is told to stop mid-dump */
+  if (fault && strcmp(fault, "dump-task-exit") == 0 && c.np > 1)
     {
       /* Test hook: a task of the tree dies in the middle of the dump. */
-      kill (c.p[c.np - 1].pid, SIGKILL);
+      kill(c.p[c.np - 1].pid, SIGKILL);
     }
 
-  g = yajl_gen_alloc (NULL);
-  yajl_gen_config (g, yajl_gen_beautify, 1);
-  yajl_gen_map_open (g);
-  jput_int (g, "root", c.p[0].ipid);
-  jput_bool (g, "root_is_ns_init", o->root_is_ns_init);
+  g = yajl_gen_alloc(NULL);
+  yajl_gen_config(g, yajl_gen_beautify, 1);
+  yajl_gen_map_open(g);
+  jput_int(g, "root", c.p[0].ipid);
+  jput_bool(g, "root_is_ns_init", o->root_is_ns_init);
   if (o->cgroup_path)
-    jput_str (g, "cgroup", o->cgroup_path);
-  jput_key (g, "processes");
-  yajl_gen_array_open (g);
+    jput_str(g, "cgroup", o->cgroup_path);
+  jput_key(g, "processes");
+  yajl_gen_array_open(g);
   for (size_t i = 0; i < c.np; i++)
     {
-      if (dump_process (&c, &c.p[i], g, err) < 0 || interrupted (err) < 0)
+      if (dump_process(&c, &c.p[i], g, err) < 0 || interrupted(err) < 0)
         goto out;
-      if (kill (c.p[i].pid, 0) < 0)
+      if (kill(c.p[i].pid, 0) < 0)
         {
-          crest_error_make (err, ESRCH, "task %d: exited during the checkpoint", c.p[i].pid);
+          crest_error_make(err, ESRCH, "task %d: exited during the checkpoint", c.p[i].pid);
           goto out;
         }
     }
-  yajl_gen_array_close (g);
-  jput_key (g, "files");
-  yajl_gen_array_open (g);
+  yajl_gen_array_close(g);
+  jput_key(g, "files");
+  yajl_gen_array_open(g);
   for (size_t i = 0; i < c.nf; i++)
     {
       struct dfile *f = &c.f[i];
-      yajl_gen_map_open (g);
-      jput_int (g, "id", f->id);
-      jput_str (g, "type", f->type);
-      jput_str (g, "path", f->path);
-      jput_int (g, "flags", f->flags);
-      jput_int (g, "pos", f->pos);
-      if (strcmp (f->type, "fifo") == 0)
-        jput_u64 (g, "pipe", f->ino_pipe);
-      if (strcmp (f->type, "pipe") == 0)
+      yajl_gen_map_open(g);
+      jput_int(g, "id", f->id);
+      jput_str(g, "type", f->type);
+      jput_str(g, "path", f->path);
+      jput_int(g, "flags", f->flags);
+      jput_int(g, "pos", f->pos);
+      if (strcmp(f->type, "fifo") == 0)
+        jput_u64(g, "pipe", f->ino_pipe);
+      if (strcmp(f->type, "pipe") == 0)
         {
-          jput_u64 (g, "pipe", f->ino_pipe);
-          jput_bool (g, "read_end", f->pipe_read);
+          jput_u64(g, "pipe", f->ino_pipe);
+          jput_bool(g, "read_end", f->pipe_read);
         }
       if (f->data)
-        jput_str (g, "data", f->data);
-      yajl_gen_map_close (g);
+        jput_str(g, "data", f->data);
+      yajl_gen_map_close(g);
     }
-  yajl_gen_array_close (g);
-  jput_key (g, "pipes");
-  yajl_gen_array_open (g);
+  yajl_gen_array_close(g);
+  jput_key(g, "pipes");
+  yajl_gen_array_open(g);
   for (size_t i = 0; i < c.npp; i++)
     if (c.pp[i].ino)
       {
-        yajl_gen_map_open (g);
-        jput_u64 (g, "ino", c.pp[i].ino);
-        jput_int (g, "size", c.pp[i].size);
+        yajl_gen_map_open(g);
+        jput_u64(g, "ino", c.pp[i].ino);
+        jput_int(g, "size", c.pp[i].size);
         if (c.pp[i].path)
-          jput_str (g, "path", c.pp[i].path);
+          jput_str(g, "path", c.pp[i].path);
         if (c.pp[i].data)
-          jput_str (g, "data", c.pp[i].data);
-        yajl_gen_map_close (g);
+          jput_str(g, "data", c.pp[i].data);
+        yajl_gen_map_close(g);
       }
-  yajl_gen_array_close (g);
-  yajl_gen_map_close (g);
-  if (img_write_json (c.w, "tree.json", g, err) < 0)
+  yajl_gen_array_close(g);
+  yajl_gen_map_close(g);
+  if (img_write_json(c.w, "tree.json", g, err) < 0)
     goto out;
   /* A task that died while we worked: the image would be inconsistent. */
   for (size_t i = 0; i < c.np; i++)
@@ -1777,25 +1822,27 @@ crest_engine_dump (pid_t root, const struct crest_dump_opts *o, crest_error_t *e
       cleanup_free char *st = NULL;
       crest_error_t e2 = NULL;
       const char *s;
-      if (read_proc (c.p[i].pid, "status", &st, &e2) < 0 || !(s = status_field (st, "State")) || *s == 'Z'
-          || *s == 'X')
+      if (read_proc(c.p[i].pid, "status", &st, &e2) < 0 || !(s = status_field(st, "State"))
+          || *s == 'Z' || *s == 'X')
         {
-          crest_error_release (&e2);
-          crest_error_make (err, ESRCH, "task %d: exited during the checkpoint", c.p[i].pid);
+          crest_error_release(&e2);
+          crest_error_make(err, ESRCH, "task %d: exited during the checkpoint", c.p[i].pid);
           goto out;
         }
     }
-  if (interrupted (err) < 0 || img_writer_commit (c.w, o->config_digest, err) < 0)
+  if (interrupted(err) < 0 || img_writer_commit(c.w, o->config_digest, err) < 0)
     goto out;
-  crest_debug ("checkpoint: %" PRIu64 " bytes of memory in %" PRIu64 " process_vm_readv calls", c.pages_bytes,
-               c.readv_calls);
-  if (getenv ("CREST_STATS"))
-    fprintf (stderr, "crest: checkpoint stats: processes %zu, memory bytes %" PRIu64 ", process_vm_readv calls %" PRIu64 "\n",
-             c.np, c.pages_bytes, c.readv_calls);
+  crest_debug("checkpoint: %" PRIu64 " bytes of memory in %" PRIu64 " process_vm_readv calls",
+              c.pages_bytes, c.readv_calls);
+  if (getenv("CREST_STATS"))
+    fprintf(stderr,
+            "crest: checkpoint stats: processes %zu, memory bytes %" PRIu64
+            ", process_vm_readv calls %" PRIu64 "\n",
+            c.np, c.pages_bytes, c.readv_calls);
   rc = 0;
 out:
   if (g)
-    yajl_gen_free (g);
+    yajl_gen_free(g);
   if (rc < 0)
     /* Whatever failed, a task that died meanwhile is the reason to report. */
     for (size_t i = 0; i < c.np; i++)
@@ -1803,72 +1850,72 @@ out:
         cleanup_free char *st = NULL;
         crest_error_t e2 = NULL;
         const char *s;
-        if (read_proc (c.p[i].pid, "status", &st, &e2) < 0 || !(s = status_field (st, "State")) || *s == 'Z'
-            || *s == 'X')
+        if (read_proc(c.p[i].pid, "status", &st, &e2) < 0 || !(s = status_field(st, "State"))
+            || *s == 'Z' || *s == 'X')
           {
-            crest_error_release (&e2);
-            crest_error_release (err);
-            crest_error_make (err, ESRCH, "task %d: exited during the checkpoint", c.p[i].pid);
+            crest_error_release(&e2);
+            crest_error_release(err);
+            crest_error_make(err, ESRCH, "task %d: exited during the checkpoint", c.p[i].pid);
             break;
           }
       }
-  release_tree (&c, rc == 0 && !o->leave_running);
+  release_tree(&c, rc == 0 && !o->leave_running);
   if (rc == 0 && !o->leave_running)
     {
       /* Wait until the killed tasks are gone, so that their PIDs are free
          for a restore right after us. */
       for (size_t i = 0; i < c.np; i++)
-        for (int k = 0; k < 2000 && kill (c.p[i].pid, 0) == 0; k++)
+        for (int k = 0; k < 2000 && kill(c.p[i].pid, 0) == 0; k++)
           {
             cleanup_free char *st = NULL;
             crest_error_t e2 = NULL;
             const char *s;
-            if (read_proc (c.p[i].pid, "status", &st, &e2) < 0)
+            if (read_proc(c.p[i].pid, "status", &st, &e2) < 0)
               {
-                crest_error_release (&e2);
+                crest_error_release(&e2);
                 break;
               }
-            s = status_field (st, "State");
+            s = status_field(st, "State");
             if (s && (*s == 'Z' || *s == 'X'))
               break;
-            usleep (1000);
+            usleep(1000);
           }
     }
   if (frozen)
     {
       crest_error_t e2 = NULL;
-      if (o->freeze (o->freeze_data, root, false, &e2) < 0)
+      if (o->freeze(o->freeze_data, root, false, &e2) < 0)
         {
           if (rc == 0)
             *err = e2, rc = -1;
           else
-            crest_error_release (&e2);
+            crest_error_release(&e2);
         }
     }
-  img_writer_free (c.w);
-  free_ctx (&c);
+  img_writer_free(c.w);
+  free_ctx(&c);
   if (c.progress)
-    crest_progress ("checkpoint of %d: %s", root, rc == 0 ? "done" : "failed");
+    crest_progress("checkpoint of %d: %s", root, rc == 0 ? "done" : "failed");
   if (rc < 0)
     {
       /* The tree is released: a held signal may now do what it was sent
          for, after the error line is out. Drop ours from the pending set
          only by restoring the mask in the caller's hands. */
       sigset_t pend;
-      sigpending (&pend);
+      sigpending(&pend);
       for (int sg = 1; sg < 32; sg++)
-        if (sigismember (&hold, sg) && sigismember (&pend, sg))
+        if (sigismember(&hold, sg) && sigismember(&pend, sg))
           {
             struct sigaction sa;
             /* A signal whose default action ends crest: say why first. */
-            if (sigaction (sg, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL && *err)
+            if (sigaction(sg, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL && *err)
               {
-                crest_error_report (err);
-                crest_error_make (err, EINTR, "checkpoint interrupted");
+                crest_error_report(err);
+                crest_error_make(err, EINTR, "checkpoint interrupted");
               }
             break;
           }
     }
-  sigprocmask (SIG_SETMASK, &old_mask, NULL);
+  sigprocmask(SIG_SETMASK, &old_mask, NULL);
   return rc;
 }

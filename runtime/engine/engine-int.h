@@ -34,23 +34,33 @@ struct ksigaction
 /* ptrace.c */
 /* A signal that arrived while the engine held the thread: delivered on
    detach. */
-void pt_defer_signal (pid_t tid, int sig);
+void
+pt_defer_signal(pid_t tid, int sig);
 /* Detach, handing back a deferred signal if any. */
-int pt_detach (pid_t tid);
-int pt_seize_interrupt (pid_t tid, crest_error_t *err);
-int pt_wait_stop (pid_t tid, int *status, crest_error_t *err);
-int pt_getregs (pid_t tid, struct user_regs_struct *r, crest_error_t *err);
-int pt_setregs (pid_t tid, const struct user_regs_struct *r, crest_error_t *err);
-int pt_getxstate (pid_t tid, uint8_t *buf, size_t *len, crest_error_t *err);
-int pt_setxstate (pid_t tid, const uint8_t *buf, size_t len, crest_error_t *err);
+int
+pt_detach(pid_t tid);
+int
+pt_seize_interrupt(pid_t tid, crest_error_t *err);
+int
+pt_wait_stop(pid_t tid, int *status, crest_error_t *err);
+int
+pt_getregs(pid_t tid, struct user_regs_struct *r, crest_error_t *err);
+int
+pt_setregs(pid_t tid, const struct user_regs_struct *r, crest_error_t *err);
+int
+pt_getxstate(pid_t tid, uint8_t *buf, size_t *len, crest_error_t *err);
+int
+pt_setxstate(pid_t tid, const uint8_t *buf, size_t len, crest_error_t *err);
 /* Make a stopped thread issue one syscall at GADGET (a "syscall" instruction
    in its address space) and come back to a stop; SAVED are the registers
    put back afterwards. *ret is the syscall's result. */
-int pt_inject (pid_t tid, const struct user_regs_struct *saved, uint64_t gadget, long nr, const long args[6],
-               long *ret, crest_error_t *err);
+int
+pt_inject(pid_t tid, const struct user_regs_struct *saved, uint64_t gadget, long nr,
+          const long args[6], long *ret, crest_error_t *err);
 /* Registers a restored thread resumes with: an interrupted restartable
    syscall is rewound so that it restarts, as the kernel would have done. */
-void pt_normalize_restart (struct user_regs_struct *r);
+void
+pt_normalize_restart(struct user_regs_struct *r);
 
 extern const unsigned char crest_restorer_blob[];
 extern const size_t crest_restorer_blob_size;

@@ -24,7 +24,7 @@
    root PID. Return < 0 (filling err) to abort the dump; the engine then calls
    thaw (when not NULL) and leaves the tree alone. Used by the container glue
    to set cgroup.freeze; NULL in process mode. */
-typedef int (*crest_freeze_fn) (void *data, pid_t root, bool freeze, crest_error_t *err);
+typedef int (*crest_freeze_fn)(void *data, pid_t root, bool freeze, crest_error_t *err);
 
 struct crest_dump_opts
 {
@@ -65,7 +65,8 @@ struct crest_dump_opts
    is detached with its registers exactly as they were, the tree is thawed and
    keeps running untouched (also when leave_running is false), and neither
    the temporary nor the final image directory is left behind. */
-int crest_engine_dump (pid_t root, const struct crest_dump_opts *o, crest_error_t *err);
+int
+crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *err);
 
 struct crest_restore_opts
 {
@@ -114,11 +115,13 @@ struct crest_restore_opts
    use, a file that is gone, a syscall the restorer could not make. All or
    nothing: every task created so far is killed and reaped before returning,
    the image directory is left untouched. */
-int crest_engine_restore (const struct crest_restore_opts *o, pid_t *root_out, crest_error_t *err);
+int
+crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_error_t *err);
 
 /* Check an image without restoring it: manifest, version, checksums of every
    file, bounds of every index. 0 when sound, < 0 with err naming the file and
    the problem. */
-int crest_engine_check_image (const char *image_dir, crest_error_t *err);
+int
+crest_engine_check_image(const char *image_dir, crest_error_t *err);
 
 #endif

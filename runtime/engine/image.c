@@ -13,9 +13,9 @@
 #include "util.h"
 
 bool
-img_name_ok (const char *name)
+img_name_ok(const char *name)
 {
-  size_t n = strlen (name);
+  size_t n = strlen(name);
   if (n == 0 || n > 128 || name[0] == '.')
     return false;
   for (size_t i = 0; i < n; i++)
@@ -25,7 +25,7 @@ img_name_ok (const char *name)
 }
 
 int
-img_kernel_identity (struct img_kernel *k, crest_error_t *err)
+img_kernel_identity(struct img_kernel *k, crest_error_t *err)
 {
   struct utsname u;
   cleanup_free char *maps = NULL;
@@ -33,64 +33,64 @@ img_kernel_identity (struct img_kernel *k, crest_error_t *err)
   uint8_t d[32];
   struct sha256 s;
 
-  memset (k, 0, sizeof *k);
-  if (uname (&u) < 0)
-    return crest_error_errno (err, "uname");
-  snprintf (k->release, sizeof k->release, "%s", u.release);
-  snprintf (k->machine, sizeof k->machine, "%s", u.machine);
-  if (read_file ("/proc/self/maps", &maps, NULL, 0, err) < 0)
+  memset(k, 0, sizeof *k);
+  if (uname(&u) < 0)
+    return crest_error_errno(err, "uname");
+  snprintf(k->release, sizeof k->release, "%s", u.release);
+  snprintf(k->machine, sizeof k->machine, "%s", u.machine);
+  if (read_file("/proc/self/maps", &maps, NULL, 0, err) < 0)
     return -1;
   for (char *line = maps; line && *line;)
     {
-      char *nl = strchr (line, '\n');
+      char *nl = strchr(line, '\n');
       if (nl)
         *nl = 0;
-      if (strstr (line, "[vdso]"))
-        sscanf (line, "%lx-%lx", &start, &end);
+      if (strstr(line, "[vdso]"))
+        sscanf(line, "%lx-%lx", &start, &end);
       line = nl ? nl + 1 : NULL;
     }
-  if (start == 0 || start != getauxval (AT_SYSINFO_EHDR))
-    return crest_error_make (err, 0, "kernel identity: cannot locate this process's vDSO");
-  sha256_init (&s);
-  sha256_update (&s, (const void *) start, end - start);
-  sha256_final (&s, d);
-  sha256_hex (d, k->vdso_sha);
+  if (start == 0 || start != getauxval(AT_SYSINFO_EHDR))
+    return crest_error_make(err, 0, "kernel identity: cannot locate this process's vDSO");
+  sha256_init(&s);
+  sha256_update(&s, (const void *)start, end - start);
+  sha256_final(&s, d);
+  sha256_hex(d, k->vdso_sha);
   return 0;
 }
 
 /* Writer. */
 
 int
-img_writer_open (const char *final_dir, struct img_writer **out, crest_error_t *err)
+img_writer_open(const char *final_dir, struct img_writer **out, crest_error_t *err)
 {
   struct img_writer *w;
   struct stat st;
 
-  if (stat (final_dir, &st) == 0)
+  if (stat(final_dir, &st) == 0)
     {
-      if (!S_ISDIR (st.st_mode))
-        return crest_error_make (err, EEXIST, "image %s: exists and is not a directory", final_dir);
-      if (rmdir (final_dir) < 0)
-        return crest_error_make (err, errno == ENOTEMPTY ? EEXIST : errno,
-                                 "image %s: exists and is not empty", final_dir);
+      if (!S_ISDIR(st.st_mode))
+        return crest_error_make(err, EEXIST, "image %s: exists and is not a directory", final_dir);
+      if (rmdir(final_dir) < 0)
+        return crest_error_make(err, errno == ENOTEMPTY ? EEXIST : errno,
+                                "image %s: exists and is not empty", final_dir);
     }
-  w = xzalloc (sizeof *w);
-  w->final_dir = xstrdup (final_dir);
-  w->tmp_dir = xasprintf ("%s.tmp-%d", final_dir, (int) getpid ());
+  w = xzalloc(sizeof *w);
+  w->final_dir = xstrdup(final_dir);
+  w->tmp_dir = xasprintf("%s.tmp-%d", final_dir, (int)getpid());
   w->dirfd = -1;
-  if (mkdir (w->tmp_dir, 0700) < 0)
+  if (mkdir(w->tmp_dir, 0700) < 0)
     {
-      crest_error_errno (err, "image %s: create temporary directory %s", final_dir, w->tmp_dir);
-      free (w->tmp_dir);
+      crest_error_errno(err, "image %s: create temporary directory %s", final_dir, w->tmp_dir);
+      free(w->tmp_dir);
       w->tmp_dir = NULL;
-      img_writer_free (w);
+      img_writer_free(w);
       return -1;
     }
-  w->dirfd = open (w->tmp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  w->dirfd = open(w->tmp_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (w->dirfd < 0)
     {
-      crest_error_errno (err, "image %s: open %s", final_dir, w->tmp_dir);
-      img_writer_free (w);
+      crest_error_errno(err, "image %s: open %s", final_dir, w->tmp_dir);
+      img_writer_free(w);
       return -1;
     }
   *out = w;
@@ -98,84 +98,85 @@ img_writer_open (const char *final_dir, struct img_writer **out, crest_error_t *
 }
 
 int
-img_out_open (struct img_writer *w, const char *name, struct img_out *o, crest_error_t *err)
+img_out_open(struct img_writer *w, const char *name, struct img_out *o, crest_error_t *err)
 {
-  memset (o, 0, sizeof *o);
+  memset(o, 0, sizeof *o);
   o->fd = -1;
-  if (!img_name_ok (name))
-    return crest_error_make (err, EINVAL, "image: bad file name %s", name);
-  o->fd = openat (w->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (!img_name_ok(name))
+    return crest_error_make(err, EINVAL, "image: bad file name %s", name);
+  o->fd = openat(w->dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (o->fd < 0)
-    return crest_error_errno (err, "image %s: create %s", w->final_dir, name);
+    return crest_error_errno(err, "image %s: create %s", w->final_dir, name);
   o->w = w;
-  o->name = xstrdup (name);
-  sha256_init (&o->sha);
+  o->name = xstrdup(name);
+  sha256_init(&o->sha);
   return 0;
 }
 
 int
-img_out_write (struct img_out *o, const void *buf, size_t len, crest_error_t *err)
+img_out_write(struct img_out *o, const void *buf, size_t len, crest_error_t *err)
 {
-  if (write_all (o->fd, buf, len) < 0)
-    return crest_error_errno (err, "image %s: write %s", o->w->final_dir, o->name);
-  sha256_update (&o->sha, buf, len);
+  if (write_all(o->fd, buf, len) < 0)
+    return crest_error_errno(err, "image %s: write %s", o->w->final_dir, o->name);
+  sha256_update(&o->sha, buf, len);
   o->size += len;
   return 0;
 }
 
 int
-img_out_close (struct img_out *o, crest_error_t *err)
+img_out_close(struct img_out *o, crest_error_t *err)
 {
   struct img_writer *w = o->w;
   struct img_file *f;
   uint8_t d[32];
   int ret = 0;
 
-  if (o->fd >= 0 && close (o->fd) < 0)
-    ret = crest_error_errno (err, "image %s: close %s", w->final_dir, o->name);
+  if (o->fd >= 0 && close(o->fd) < 0)
+    ret = crest_error_errno(err, "image %s: close %s", w->final_dir, o->name);
   o->fd = -1;
   if (ret == 0)
     {
-      w->files = xrealloc (w->files, (w->nfiles + 1) * sizeof *w->files);
+      w->files = xrealloc(w->files, (w->nfiles + 1) * sizeof *w->files);
       f = &w->files[w->nfiles++];
       f->name = o->name;
       f->size = o->size;
-      sha256_final (&o->sha, d);
-      sha256_hex (d, f->sha);
+      sha256_final(&o->sha, d);
+      sha256_hex(d, f->sha);
       o->name = NULL;
     }
-  free (o->name);
+  free(o->name);
   o->name = NULL;
   return ret;
 }
 
 int
-img_write_file (struct img_writer *w, const char *name, const void *buf, size_t len, crest_error_t *err)
+img_write_file(struct img_writer *w, const char *name, const void *buf, size_t len,
+               crest_error_t *err)
 {
   struct img_out o;
-  if (img_out_open (w, name, &o, err) < 0)
+  if (img_out_open(w, name, &o, err) < 0)
     return -1;
-  if (img_out_write (&o, buf, len, err) < 0)
+  if (img_out_write(&o, buf, len, err) < 0)
     {
-      close (o.fd);
-      free (o.name);
+      close(o.fd);
+      free(o.name);
       return -1;
     }
-  return img_out_close (&o, err);
+  return img_out_close(&o, err);
 }
 
 int
-img_write_json (struct img_writer *w, const char *name, yajl_gen g, crest_error_t *err)
+img_write_json(struct img_writer *w, const char *name, yajl_gen g, crest_error_t *err)
 {
   const unsigned char *buf;
   size_t len;
-  if (yajl_gen_get_buf (g, &buf, &len) != yajl_gen_status_ok)
-    return crest_error_make (err, 0, "image: cannot serialise %s", name);
-  return img_write_file (w, name, buf, len, err);
+  if (yajl_gen_get_buf(g, &buf, &len) != yajl_gen_status_ok)
+    return crest_error_make(err, 0, "image: cannot serialise %s", name);
+  return img_write_file(w, name, buf, len, err);
 }
 
 int
-img_writer_commit (struct img_writer *w, const char *config_digest, crest_error_t *err)
+img_writer_commit(struct img_writer *w, const char *config_digest, crest_error_t *err)
 {
   struct img_kernel k;
   yajl_gen g;
@@ -184,214 +185,214 @@ img_writer_commit (struct img_writer *w, const char *config_digest, crest_error_
   int ret;
   cleanup_close int fd = -1;
 
-  if (img_kernel_identity (&k, err) < 0)
+  if (img_kernel_identity(&k, err) < 0)
     return -1;
-  g = yajl_gen_alloc (NULL);
-  yajl_gen_config (g, yajl_gen_beautify, 1);
-  yajl_gen_map_open (g);
-  jput_int (g, "format", 1);
-  jput_str (g, "crest_version", PACKAGE_VERSION);
-  jput_key (g, "kernel");
-  yajl_gen_map_open (g);
-  jput_str (g, "release", k.release);
-  jput_str (g, "machine", k.machine);
-  jput_str (g, "vdso_sha256", k.vdso_sha);
-  yajl_gen_map_close (g);
-  jput_key (g, "config_digest");
+  g = yajl_gen_alloc(NULL);
+  yajl_gen_config(g, yajl_gen_beautify, 1);
+  yajl_gen_map_open(g);
+  jput_int(g, "format", 1);
+  jput_str(g, "crest_version", PACKAGE_VERSION);
+  jput_key(g, "kernel");
+  yajl_gen_map_open(g);
+  jput_str(g, "release", k.release);
+  jput_str(g, "machine", k.machine);
+  jput_str(g, "vdso_sha256", k.vdso_sha);
+  yajl_gen_map_close(g);
+  jput_key(g, "config_digest");
   if (config_digest)
-    yajl_gen_string (g, (const unsigned char *) config_digest, strlen (config_digest));
+    yajl_gen_string(g, (const unsigned char *)config_digest, strlen(config_digest));
   else
-    yajl_gen_null (g);
-  jput_key (g, "files");
-  yajl_gen_array_open (g);
+    yajl_gen_null(g);
+  jput_key(g, "files");
+  yajl_gen_array_open(g);
   for (size_t i = 0; i < w->nfiles; i++)
     {
-      yajl_gen_map_open (g);
-      jput_str (g, "name", w->files[i].name);
-      jput_int (g, "size", (long long) w->files[i].size);
-      jput_str (g, "sha256", w->files[i].sha);
-      yajl_gen_map_close (g);
+      yajl_gen_map_open(g);
+      jput_str(g, "name", w->files[i].name);
+      jput_int(g, "size", (long long)w->files[i].size);
+      jput_str(g, "sha256", w->files[i].sha);
+      yajl_gen_map_close(g);
     }
-  yajl_gen_array_close (g);
-  yajl_gen_map_close (g);
-  yajl_gen_get_buf (g, &buf, &len);
+  yajl_gen_array_close(g);
+  yajl_gen_map_close(g);
+  yajl_gen_get_buf(g, &buf, &len);
 
-  fd = openat (w->dirfd, IMG_MANIFEST, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0 || write_all (fd, buf, len) < 0 || fsync (fd) < 0)
+  fd = openat(w->dirfd, IMG_MANIFEST, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0 || write_all(fd, buf, len) < 0 || fsync(fd) < 0)
     {
-      ret = crest_error_errno (err, "image %s: write %s", w->final_dir, IMG_MANIFEST);
-      yajl_gen_free (g);
+      ret = crest_error_errno(err, "image %s: write %s", w->final_dir, IMG_MANIFEST);
+      yajl_gen_free(g);
       return ret;
     }
-  yajl_gen_free (g);
-  if (fsync (w->dirfd) < 0)
-    return crest_error_errno (err, "image %s: fsync", w->final_dir);
-  if (rename (w->tmp_dir, w->final_dir) < 0)
-    return crest_error_errno (err, "image %s: rename %s into place", w->final_dir, w->tmp_dir);
-  free (w->tmp_dir);
+  yajl_gen_free(g);
+  if (fsync(w->dirfd) < 0)
+    return crest_error_errno(err, "image %s: fsync", w->final_dir);
+  if (rename(w->tmp_dir, w->final_dir) < 0)
+    return crest_error_errno(err, "image %s: rename %s into place", w->final_dir, w->tmp_dir);
+  free(w->tmp_dir);
   w->tmp_dir = NULL;
   return 0;
 }
 
 void
-img_writer_free (struct img_writer *w)
+img_writer_free(struct img_writer *w)
 {
   if (!w)
     return;
   if (w->dirfd >= 0)
-    close (w->dirfd);
+    close(w->dirfd);
   if (w->tmp_dir)
     {
       crest_error_t e = NULL;
-      if (remove_tree (w->tmp_dir, &e) < 0)
-        crest_error_report (&e);
+      if (remove_tree(w->tmp_dir, &e) < 0)
+        crest_error_report(&e);
     }
   for (size_t i = 0; i < w->nfiles; i++)
-    free (w->files[i].name);
-  free (w->files);
-  free (w->tmp_dir);
-  free (w->final_dir);
-  free (w);
+    free(w->files[i].name);
+  free(w->files);
+  free(w->tmp_dir);
+  free(w->final_dir);
+  free(w);
 }
 
 /* Generator helpers. */
 
 void
-jput_key (yajl_gen g, const char *k)
+jput_key(yajl_gen g, const char *k)
 {
-  yajl_gen_string (g, (const unsigned char *) k, strlen (k));
+  yajl_gen_string(g, (const unsigned char *)k, strlen(k));
 }
 
 void
-jput_str (yajl_gen g, const char *k, const char *s)
+jput_str(yajl_gen g, const char *k, const char *s)
 {
   if (k)
-    jput_key (g, k);
-  yajl_gen_string (g, (const unsigned char *) s, strlen (s));
+    jput_key(g, k);
+  yajl_gen_string(g, (const unsigned char *)s, strlen(s));
 }
 
 void
-jput_u64 (yajl_gen g, const char *k, uint64_t v)
+jput_u64(yajl_gen g, const char *k, uint64_t v)
 {
   char b[24];
-  snprintf (b, sizeof b, "0x%" PRIx64, v);
-  jput_str (g, k, b);
+  snprintf(b, sizeof b, "0x%" PRIx64, v);
+  jput_str(g, k, b);
 }
 
 void
-jput_int (yajl_gen g, const char *k, long long v)
+jput_int(yajl_gen g, const char *k, long long v)
 {
-  jput_key (g, k);
-  yajl_gen_integer (g, v);
+  jput_key(g, k);
+  yajl_gen_integer(g, v);
 }
 
 void
-jput_bool (yajl_gen g, const char *k, bool v)
+jput_bool(yajl_gen g, const char *k, bool v)
 {
-  jput_key (g, k);
-  yajl_gen_bool (g, v);
+  jput_key(g, k);
+  yajl_gen_bool(g, v);
 }
 
 void
-jput_hex (yajl_gen g, const char *k, const void *buf, size_t len)
+jput_hex(yajl_gen g, const char *k, const void *buf, size_t len)
 {
   static const char x[] = "0123456789abcdef";
   const uint8_t *p = buf;
-  cleanup_free char *s = xmalloc (2 * len + 1);
+  cleanup_free char *s = xmalloc(2 * len + 1);
   for (size_t i = 0; i < len; i++)
     s[2 * i] = x[p[i] >> 4], s[2 * i + 1] = x[p[i] & 15];
   s[2 * len] = 0;
-  jput_str (g, k, s);
+  jput_str(g, k, s);
 }
 
 /* JSON getters. */
 
 static yajl_val
-jfind (yajl_val v, const char *key)
+jfind(yajl_val v, const char *key)
 {
-  if (!YAJL_IS_OBJECT (v))
+  if (!YAJL_IS_OBJECT(v))
     return NULL;
   for (size_t i = 0; i < v->u.object.len; i++)
-    if (strcmp (v->u.object.keys[i], key) == 0)
+    if (strcmp(v->u.object.keys[i], key) == 0)
       return v->u.object.values[i];
   return NULL;
 }
 
 int
-jget_u64 (yajl_val v, const char *key, uint64_t *out, crest_error_t *err)
+jget_u64(yajl_val v, const char *key, uint64_t *out, crest_error_t *err)
 {
-  yajl_val x = jfind (v, key);
-  if (x && YAJL_IS_STRING (x))
+  yajl_val x = jfind(v, key);
+  if (x && YAJL_IS_STRING(x))
     {
       const char *s = x->u.string;
       char *end;
-      if (strncmp (s, "0x", 2) == 0 && s[2])
+      if (strncmp(s, "0x", 2) == 0 && s[2])
         {
           errno = 0;
-          *out = strtoull (s + 2, &end, 16);
+          *out = strtoull(s + 2, &end, 16);
           if (errno == 0 && *end == 0)
             return 0;
         }
-      return crest_error_make (err, EINVAL, "key \"%s\": bad hexadecimal value", key);
+      return crest_error_make(err, EINVAL, "key \"%s\": bad hexadecimal value", key);
     }
-  if (x && YAJL_IS_INTEGER (x) && YAJL_GET_INTEGER (x) >= 0)
+  if (x && YAJL_IS_INTEGER(x) && YAJL_GET_INTEGER(x) >= 0)
     {
-      *out = (uint64_t) YAJL_GET_INTEGER (x);
+      *out = (uint64_t)YAJL_GET_INTEGER(x);
       return 0;
     }
-  return crest_error_make (err, EINVAL, "key \"%s\": missing or not an unsigned number", key);
+  return crest_error_make(err, EINVAL, "key \"%s\": missing or not an unsigned number", key);
 }
 
 int
-jget_i64 (yajl_val v, const char *key, int64_t *out, crest_error_t *err)
+jget_i64(yajl_val v, const char *key, int64_t *out, crest_error_t *err)
 {
-  yajl_val x = jfind (v, key);
-  if (x && YAJL_IS_INTEGER (x))
+  yajl_val x = jfind(v, key);
+  if (x && YAJL_IS_INTEGER(x))
     {
-      *out = YAJL_GET_INTEGER (x);
+      *out = YAJL_GET_INTEGER(x);
       return 0;
     }
-  return crest_error_make (err, EINVAL, "key \"%s\": missing or not an integer", key);
+  return crest_error_make(err, EINVAL, "key \"%s\": missing or not an integer", key);
 }
 
 int
-jget_str (yajl_val v, const char *key, const char **out, crest_error_t *err)
+jget_str(yajl_val v, const char *key, const char **out, crest_error_t *err)
 {
-  yajl_val x = jfind (v, key);
-  if (x && YAJL_IS_STRING (x))
+  yajl_val x = jfind(v, key);
+  if (x && YAJL_IS_STRING(x))
     {
       *out = x->u.string;
       return 0;
     }
-  return crest_error_make (err, EINVAL, "key \"%s\": missing or not a string", key);
+  return crest_error_make(err, EINVAL, "key \"%s\": missing or not a string", key);
 }
 
 int
-jget_bool (yajl_val v, const char *key, bool *out, crest_error_t *err)
+jget_bool(yajl_val v, const char *key, bool *out, crest_error_t *err)
 {
-  yajl_val x = jfind (v, key);
-  if (x && (YAJL_IS_TRUE (x) || YAJL_IS_FALSE (x)))
+  yajl_val x = jfind(v, key);
+  if (x && (YAJL_IS_TRUE(x) || YAJL_IS_FALSE(x)))
     {
-      *out = YAJL_IS_TRUE (x);
+      *out = YAJL_IS_TRUE(x);
       return 0;
     }
-  return crest_error_make (err, EINVAL, "key \"%s\": missing or not a boolean", key);
+  return crest_error_make(err, EINVAL, "key \"%s\": missing or not a boolean", key);
 }
 
 long
-jget_array (yajl_val v, const char *key, yajl_val **items, crest_error_t *err)
+jget_array(yajl_val v, const char *key, yajl_val **items, crest_error_t *err)
 {
-  yajl_val x = jfind (v, key);
-  if (x && YAJL_IS_ARRAY (x))
+  yajl_val x = jfind(v, key);
+  if (x && YAJL_IS_ARRAY(x))
     {
       *items = x->u.array.values;
-      return (long) x->u.array.len;
+      return (long)x->u.array.len;
     }
-  return crest_error_make (err, EINVAL, "key \"%s\": missing or not an array", key);
+  return crest_error_make(err, EINVAL, "key \"%s\": missing or not an array", key);
 }
 
 static int
-unhex (int c)
+unhex(int c)
 {
   if (c >= '0' && c <= '9')
     return c - '0';
@@ -401,24 +402,25 @@ unhex (int c)
 }
 
 int
-jget_hex_alloc (yajl_val v, const char *key, size_t max, uint8_t **out, size_t *len, crest_error_t *err)
+jget_hex_alloc(yajl_val v, const char *key, size_t max, uint8_t **out, size_t *len,
+               crest_error_t *err)
 {
   const char *s;
   size_t n;
   uint8_t *b;
-  if (jget_str (v, key, &s, err) < 0)
+  if (jget_str(v, key, &s, err) < 0)
     return -1;
-  n = strlen (s);
+  n = strlen(s);
   if (n % 2 || n / 2 > max)
-    return crest_error_make (err, EINVAL, "key \"%s\": hex string of bad length %zu", key, n);
-  b = xmalloc (n / 2 + 1);
+    return crest_error_make(err, EINVAL, "key \"%s\": hex string of bad length %zu", key, n);
+  b = xmalloc(n / 2 + 1);
   for (size_t i = 0; i < n / 2; i++)
     {
-      int hi = unhex (s[2 * i]), lo = unhex (s[2 * i + 1]);
+      int hi = unhex(s[2 * i]), lo = unhex(s[2 * i + 1]);
       if (hi < 0 || lo < 0)
         {
-          free (b);
-          return crest_error_make (err, EINVAL, "key \"%s\": not a hex string", key);
+          free(b);
+          return crest_error_make(err, EINVAL, "key \"%s\": not a hex string", key);
         }
       b[i] = hi << 4 | lo;
     }
@@ -428,51 +430,51 @@ jget_hex_alloc (yajl_val v, const char *key, size_t max, uint8_t **out, size_t *
 }
 
 int
-jget_hex (yajl_val v, const char *key, void *out, size_t len, crest_error_t *err)
+jget_hex(yajl_val v, const char *key, void *out, size_t len, crest_error_t *err)
 {
   uint8_t *b;
   size_t n;
-  if (jget_hex_alloc (v, key, len, &b, &n, err) < 0)
+  if (jget_hex_alloc(v, key, len, &b, &n, err) < 0)
     return -1;
   if (n != len)
     {
-      free (b);
-      return crest_error_make (err, EINVAL, "key \"%s\": %zu bytes, expected %zu", key, n, len);
+      free(b);
+      return crest_error_make(err, EINVAL, "key \"%s\": %zu bytes, expected %zu", key, n, len);
     }
-  memcpy (out, b, len);
-  free (b);
+  memcpy(out, b, len);
+  free(b);
   return 0;
 }
 
 /* Reader. */
 
 void
-img_reader_free (struct img_reader *r)
+img_reader_free(struct img_reader *r)
 {
   if (!r)
     return;
   if (r->dirfd >= 0)
-    close (r->dirfd);
+    close(r->dirfd);
   for (size_t i = 0; i < r->nfiles; i++)
-    free (r->files[i].name);
-  free (r->files);
-  free (r->dir);
-  free (r->crest_version);
-  free (r->config_digest);
-  free (r);
+    free(r->files[i].name);
+  free(r->files);
+  free(r->dir);
+  free(r->crest_version);
+  free(r->config_digest);
+  free(r);
 }
 
 const struct img_file *
-img_reader_find (struct img_reader *r, const char *name)
+img_reader_find(struct img_reader *r, const char *name)
 {
   for (size_t i = 0; i < r->nfiles; i++)
-    if (strcmp (r->files[i].name, name) == 0)
+    if (strcmp(r->files[i].name, name) == 0)
       return &r->files[i];
   return NULL;
 }
 
 static int
-verify_file (struct img_reader *r, const struct img_file *f, bool verify, crest_error_t *err)
+verify_file(struct img_reader *r, const struct img_file *f, bool verify, crest_error_t *err)
 {
   cleanup_close int fd = -1;
   struct stat st;
@@ -482,40 +484,42 @@ verify_file (struct img_reader *r, const struct img_file *f, bool verify, crest_
   cleanup_free uint8_t *buf = NULL;
   uint64_t left;
 
-  fd = openat (r->dirfd, f->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  fd = openat(r->dirfd, f->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
-    return crest_error_errno (err, "image %s: file %s", r->dir, f->name);
-  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
-    return crest_error_make (err, EINVAL, "image %s: file %s: not a regular file", r->dir, f->name);
-  if ((uint64_t) st.st_size != f->size)
-    return crest_error_make (err, EINVAL, "image %s: file %s: size %lld, manifest says %" PRIu64, r->dir,
-                             f->name, (long long) st.st_size, f->size);
+    return crest_error_errno(err, "image %s: file %s", r->dir, f->name);
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+    return crest_error_make(err, EINVAL, "image %s: file %s: not a regular file", r->dir, f->name);
+  if ((uint64_t)st.st_size != f->size)
+    return crest_error_make(err, EINVAL, "image %s: file %s: size %lld, manifest says %" PRIu64,
+                            r->dir, f->name, (long long)st.st_size, f->size);
   if (!verify)
     return 0;
-  sha256_init (&s);
-  buf = xmalloc (1 << 20);
+  sha256_init(&s);
+  buf = xmalloc(1 << 20);
   for (left = f->size; left;)
     {
-      ssize_t n = read (fd, buf, left < (1 << 20) ? left : (1 << 20));
+      ssize_t n = read(fd, buf, left < (1 << 20) ? left : (1 << 20));
       if (n < 0 && errno == EINTR)
         continue;
       if (n <= 0)
-        return crest_error_make (err, n < 0 ? errno : EIO, "image %s: file %s: read", r->dir, f->name);
-      sha256_update (&s, buf, n);
+        return crest_error_make(err, n < 0 ? errno : EIO, "image %s: file %s: read", r->dir,
+                                f->name);
+      sha256_update(&s, buf, n);
       left -= n;
     }
-  sha256_final (&s, d);
-  sha256_hex (d, hex);
-  if (strcmp (hex, f->sha) != 0)
-    return crest_error_make (err, EINVAL, "image %s: file %s: checksum mismatch (corrupted image)", r->dir,
-                             f->name);
+  sha256_final(&s, d);
+  sha256_hex(d, hex);
+  if (strcmp(hex, f->sha) != 0)
+    return crest_error_make(err, EINVAL, "image %s: file %s: checksum mismatch (corrupted image)",
+                            r->dir, f->name);
   return 0;
 }
 
 int
-img_reader_open (const char *dir, bool check_kernel, bool verify, struct img_reader **out, crest_error_t *err)
+img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_reader **out,
+                crest_error_t *err)
 {
-  struct img_reader *r = xzalloc (sizeof *r);
+  struct img_reader *r = xzalloc(sizeof *r);
   cleanup_free char *text = NULL;
   cleanup_close int fd = -1;
   char ebuf[256];
@@ -526,146 +530,149 @@ img_reader_open (const char *dir, bool check_kernel, bool verify, struct img_rea
   struct stat st;
 
   r->dirfd = -1;
-  r->dir = xstrdup (dir);
-#define FAIL(...)                                                                                                 \
-  do                                                                                                              \
-    {                                                                                                             \
-      if (!*err)                                                                                                  \
-        crest_error_make (err, EINVAL, __VA_ARGS__);                                                              \
-      else                                                                                                        \
-        crest_error_wrap (err, "image %s: %s", dir, IMG_MANIFEST);                                                \
-      goto fail;                                                                                                  \
-    }                                                                                                             \
+  r->dir = xstrdup(dir);
+#define FAIL(...)                                                                                  \
+  do                                                                                               \
+    {                                                                                              \
+      if (!*err)                                                                                   \
+        crest_error_make(err, EINVAL, __VA_ARGS__);                                                \
+      else                                                                                         \
+        crest_error_wrap(err, "image %s: %s", dir, IMG_MANIFEST);                                  \
+      goto fail;                                                                                   \
+    }                                                                                              \
   while (0)
 
-  r->dirfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  r->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (r->dirfd < 0)
     {
-      crest_error_errno (err, "image %s: open", dir);
+      crest_error_errno(err, "image %s: open", dir);
       goto fail;
     }
-  fd = openat (r->dirfd, IMG_MANIFEST, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  fd = openat(r->dirfd, IMG_MANIFEST, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
     {
-      crest_error_errno (err, "image %s: open %s", dir, IMG_MANIFEST);
+      crest_error_errno(err, "image %s: open %s", dir, IMG_MANIFEST);
       goto fail;
     }
-  if (fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || st.st_size > (1 << 20))
-    FAIL ("image %s: %s: not a regular file of at most 1 MiB", dir, IMG_MANIFEST);
-  text = xmalloc (st.st_size + 1);
-  if (read_all (fd, text, st.st_size) < 0)
-    FAIL ("image %s: %s: short read", dir, IMG_MANIFEST);
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
+    FAIL("image %s: %s: not a regular file of at most 1 MiB", dir, IMG_MANIFEST);
+  text = xmalloc(st.st_size + 1);
+  if (read_all(fd, text, st.st_size) < 0)
+    FAIL("image %s: %s: short read", dir, IMG_MANIFEST);
   text[st.st_size] = 0;
-  root = yajl_tree_parse (text, ebuf, sizeof ebuf);
-  if (!root || !YAJL_IS_OBJECT (root))
-    FAIL ("image %s: %s: not valid JSON", dir, IMG_MANIFEST);
-  if (jget_i64 (root, "format", &fmt, err) < 0)
-    FAIL ("%s", "");
+  root = yajl_tree_parse(text, ebuf, sizeof ebuf);
+  if (!root || !YAJL_IS_OBJECT(root))
+    FAIL("image %s: %s: not valid JSON", dir, IMG_MANIFEST);
+  if (jget_i64(root, "format", &fmt, err) < 0)
+    FAIL("%s", "");
   if (fmt != 1)
-    FAIL ("image %s: %s: format version %lld, this crest reads version 1", dir, IMG_MANIFEST, (long long) fmt);
+    FAIL("image %s: %s: format version %lld, this crest reads version 1", dir, IMG_MANIFEST,
+         (long long)fmt);
   r->format = fmt;
-  if (jget_str (root, "crest_version", &s, err) < 0)
-    FAIL ("%s", "");
-  r->crest_version = xstrdup (s);
+  if (jget_str(root, "crest_version", &s, err) < 0)
+    FAIL("%s", "");
+  r->crest_version = xstrdup(s);
   {
-    yajl_val k = jfind (root, "kernel"), cd = jfind (root, "config_digest");
+    yajl_val k = jfind(root, "kernel"), cd = jfind(root, "config_digest");
     const char *rel, *mach, *vd;
-    if (!k || jget_str (k, "release", &rel, err) < 0 || jget_str (k, "machine", &mach, err) < 0
-        || jget_str (k, "vdso_sha256", &vd, err) < 0)
-      FAIL ("image %s: %s: missing kernel identity", dir, IMG_MANIFEST);
-    snprintf (r->kernel.release, sizeof r->kernel.release, "%s", rel);
-    snprintf (r->kernel.machine, sizeof r->kernel.machine, "%s", mach);
-    snprintf (r->kernel.vdso_sha, sizeof r->kernel.vdso_sha, "%s", vd);
-    if (cd && YAJL_IS_STRING (cd))
-      r->config_digest = xstrdup (cd->u.string);
+    if (!k || jget_str(k, "release", &rel, err) < 0 || jget_str(k, "machine", &mach, err) < 0
+        || jget_str(k, "vdso_sha256", &vd, err) < 0)
+      FAIL("image %s: %s: missing kernel identity", dir, IMG_MANIFEST);
+    snprintf(r->kernel.release, sizeof r->kernel.release, "%s", rel);
+    snprintf(r->kernel.machine, sizeof r->kernel.machine, "%s", mach);
+    snprintf(r->kernel.vdso_sha, sizeof r->kernel.vdso_sha, "%s", vd);
+    if (cd && YAJL_IS_STRING(cd))
+      r->config_digest = xstrdup(cd->u.string);
   }
   if (check_kernel)
     {
       struct img_kernel me;
-      if (img_kernel_identity (&me, err) < 0)
+      if (img_kernel_identity(&me, err) < 0)
         goto fail;
-      if (strcmp (me.machine, r->kernel.machine) != 0)
-        FAIL ("image %s: made on %s, this machine is %s", dir, r->kernel.machine, me.machine);
-      if (strcmp (me.release, r->kernel.release) != 0 || strcmp (me.vdso_sha, r->kernel.vdso_sha) != 0)
-        FAIL ("image %s: made on kernel %s (vDSO %.12s), this kernel is %s (vDSO %.12s): v1 restores on the "
-              "same kernel build only",
-              dir, r->kernel.release, r->kernel.vdso_sha, me.release, me.vdso_sha);
+      if (strcmp(me.machine, r->kernel.machine) != 0)
+        FAIL("image %s: made on %s, this machine is %s", dir, r->kernel.machine, me.machine);
+      if (strcmp(me.release, r->kernel.release) != 0
+          || strcmp(me.vdso_sha, r->kernel.vdso_sha) != 0)
+        FAIL("image %s: made on kernel %s (vDSO %.12s), this kernel is %s (vDSO %.12s): v1 "
+             "restores on the "
+             "same kernel build only",
+             dir, r->kernel.release, r->kernel.vdso_sha, me.release, me.vdso_sha);
     }
-  n = jget_array (root, "files", &items, err);
+  n = jget_array(root, "files", &items, err);
   if (n < 0)
-    FAIL ("%s", "");
+    FAIL("%s", "");
   if (n > 1000000)
-    FAIL ("image %s: %s: %ld files", dir, IMG_MANIFEST, n);
-  r->files = xzalloc ((n + 1) * sizeof *r->files);
+    FAIL("image %s: %s: %ld files", dir, IMG_MANIFEST, n);
+  r->files = xzalloc((n + 1) * sizeof *r->files);
   for (long i = 0; i < n; i++)
     {
       const char *name, *sha;
       int64_t size;
-      if (jget_str (items[i], "name", &name, err) < 0 || jget_i64 (items[i], "size", &size, err) < 0
-          || jget_str (items[i], "sha256", &sha, err) < 0)
-        FAIL ("%s", "");
-      if (!img_name_ok (name) || strcmp (name, IMG_MANIFEST) == 0 || size < 0 || strlen (sha) != 64)
-        FAIL ("image %s: %s: bad entry %ld", dir, IMG_MANIFEST, i);
-      if (img_reader_find (r, name))
-        FAIL ("image %s: %s: file %s listed twice", dir, IMG_MANIFEST, name);
-      r->files[r->nfiles].name = xstrdup (name);
+      if (jget_str(items[i], "name", &name, err) < 0 || jget_i64(items[i], "size", &size, err) < 0
+          || jget_str(items[i], "sha256", &sha, err) < 0)
+        FAIL("%s", "");
+      if (!img_name_ok(name) || strcmp(name, IMG_MANIFEST) == 0 || size < 0 || strlen(sha) != 64)
+        FAIL("image %s: %s: bad entry %ld", dir, IMG_MANIFEST, i);
+      if (img_reader_find(r, name))
+        FAIL("image %s: %s: file %s listed twice", dir, IMG_MANIFEST, name);
+      r->files[r->nfiles].name = xstrdup(name);
       r->files[r->nfiles].size = size;
-      memcpy (r->files[r->nfiles].sha, sha, 65);
+      memcpy(r->files[r->nfiles].sha, sha, 65);
       r->nfiles++;
     }
   for (size_t i = 0; i < r->nfiles; i++)
-    if (verify_file (r, &r->files[i], verify, err) < 0)
+    if (verify_file(r, &r->files[i], verify, err) < 0)
       goto fail;
-  yajl_tree_free (root);
+  yajl_tree_free(root);
   *out = r;
   return 0;
 fail:
 #undef FAIL
   if (root)
-    yajl_tree_free (root);
-  img_reader_free (r);
+    yajl_tree_free(root);
+  img_reader_free(r);
   return -1;
 }
 
 int
-img_reader_open_file (struct img_reader *r, const char *name, uint64_t *size, crest_error_t *err)
+img_reader_open_file(struct img_reader *r, const char *name, uint64_t *size, crest_error_t *err)
 {
-  const struct img_file *f = img_reader_find (r, name);
+  const struct img_file *f = img_reader_find(r, name);
   struct stat st;
   int fd;
   if (!f)
-    return crest_error_make (err, ENOENT, "image %s: file %s is not in the manifest", r->dir, name);
-  fd = openat (r->dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    return crest_error_make(err, ENOENT, "image %s: file %s is not in the manifest", r->dir, name);
+  fd = openat(r->dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)
-    return crest_error_errno (err, "image %s: open %s", r->dir, name);
-  if (fstat (fd, &st) < 0 || (uint64_t) st.st_size != f->size)
+    return crest_error_errno(err, "image %s: open %s", r->dir, name);
+  if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != f->size)
     {
-      close (fd);
-      return crest_error_make (err, EINVAL, "image %s: file %s changed size", r->dir, name);
+      close(fd);
+      return crest_error_make(err, EINVAL, "image %s: file %s changed size", r->dir, name);
     }
   *size = f->size;
   return fd;
 }
 
 int
-img_reader_json (struct img_reader *r, const char *name, yajl_val *out, crest_error_t *err)
+img_reader_json(struct img_reader *r, const char *name, yajl_val *out, crest_error_t *err)
 {
   uint64_t size;
-  cleanup_close int fd = img_reader_open_file (r, name, &size, err);
+  cleanup_close int fd = img_reader_open_file(r, name, &size, err);
   cleanup_free char *text = NULL;
   char ebuf[256];
   if (fd < 0)
     return -1;
   if (size > (256u << 20))
-    return crest_error_make (err, EFBIG, "image %s: %s larger than 256 MiB", r->dir, name);
-  text = xmalloc (size + 1);
-  if (read_all (fd, text, size) < 0)
-    return crest_error_errno (err, "image %s: read %s", r->dir, name);
+    return crest_error_make(err, EFBIG, "image %s: %s larger than 256 MiB", r->dir, name);
+  text = xmalloc(size + 1);
+  if (read_all(fd, text, size) < 0)
+    return crest_error_errno(err, "image %s: read %s", r->dir, name);
   text[size] = 0;
-  if (strlen (text) != size)
-    return crest_error_make (err, EINVAL, "image %s: %s: NUL byte in JSON", r->dir, name);
-  *out = yajl_tree_parse (text, ebuf, sizeof ebuf);
+  if (strlen(text) != size)
+    return crest_error_make(err, EINVAL, "image %s: %s: NUL byte in JSON", r->dir, name);
+  *out = yajl_tree_parse(text, ebuf, sizeof ebuf);
   if (!*out)
-    return crest_error_make (err, EINVAL, "image %s: %s: invalid JSON: %s", r->dir, name, ebuf);
+    return crest_error_make(err, EINVAL, "image %s: %s: invalid JSON: %s", r->dir, name, ebuf);
   return 0;
 }

@@ -47,18 +47,28 @@ struct img_kernel
   char machine[65];
   char vdso_sha[65];
 };
-int img_kernel_identity (struct img_kernel *k, crest_error_t *err);
+int
+img_kernel_identity(struct img_kernel *k, crest_error_t *err);
 
-int img_writer_open (const char *final_dir, struct img_writer **out, crest_error_t *err);
-int img_out_open (struct img_writer *w, const char *name, struct img_out *o, crest_error_t *err);
-int img_out_write (struct img_out *o, const void *buf, size_t len, crest_error_t *err);
-int img_out_close (struct img_out *o, crest_error_t *err);
-int img_write_file (struct img_writer *w, const char *name, const void *buf, size_t len, crest_error_t *err);
-int img_write_json (struct img_writer *w, const char *name, yajl_gen g, crest_error_t *err);
+int
+img_writer_open(const char *final_dir, struct img_writer **out, crest_error_t *err);
+int
+img_out_open(struct img_writer *w, const char *name, struct img_out *o, crest_error_t *err);
+int
+img_out_write(struct img_out *o, const void *buf, size_t len, crest_error_t *err);
+int
+img_out_close(struct img_out *o, crest_error_t *err);
+int
+img_write_file(struct img_writer *w, const char *name, const void *buf, size_t len,
+               crest_error_t *err);
+int
+img_write_json(struct img_writer *w, const char *name, yajl_gen g, crest_error_t *err);
 /* Write the manifest, fsync, rename the temporary directory into place. */
-int img_writer_commit (struct img_writer *w, const char *config_digest, crest_error_t *err);
+int
+img_writer_commit(struct img_writer *w, const char *config_digest, crest_error_t *err);
 /* Remove the temporary directory and free. Safe after commit (frees only). */
-void img_writer_free (struct img_writer *w);
+void
+img_writer_free(struct img_writer *w);
 
 struct img_reader
 {
@@ -75,36 +85,57 @@ struct img_reader
 /* Open an image: parse the manifest, check format, kernel, architecture and
    vDSO against the running system (check_kernel), every file's size and
    (verify) its SHA-256. */
-int img_reader_open (const char *dir, bool check_kernel, bool verify, struct img_reader **out, crest_error_t *err);
-void img_reader_free (struct img_reader *r);
+int
+img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_reader **out,
+                crest_error_t *err);
+void
+img_reader_free(struct img_reader *r);
 /* The manifest entry for NAME, or NULL. */
-const struct img_file *img_reader_find (struct img_reader *r, const char *name);
+const struct img_file *
+img_reader_find(struct img_reader *r, const char *name);
 /* Open NAME (which must be listed) read-only; *size is the checked size. */
-int img_reader_open_file (struct img_reader *r, const char *name, uint64_t *size, crest_error_t *err);
+int
+img_reader_open_file(struct img_reader *r, const char *name, uint64_t *size, crest_error_t *err);
 /* Parse NAME (listed, at most 256 MiB) as JSON. */
-int img_reader_json (struct img_reader *r, const char *name, yajl_val *out, crest_error_t *err);
+int
+img_reader_json(struct img_reader *r, const char *name, yajl_val *out, crest_error_t *err);
 
 /* JSON helpers: every getter checks type and range and names the key. */
-int jget_u64 (yajl_val v, const char *key, uint64_t *out, crest_error_t *err);
-int jget_i64 (yajl_val v, const char *key, int64_t *out, crest_error_t *err);
-int jget_str (yajl_val v, const char *key, const char **out, crest_error_t *err);
-int jget_bool (yajl_val v, const char *key, bool *out, crest_error_t *err);
+int
+jget_u64(yajl_val v, const char *key, uint64_t *out, crest_error_t *err);
+int
+jget_i64(yajl_val v, const char *key, int64_t *out, crest_error_t *err);
+int
+jget_str(yajl_val v, const char *key, const char **out, crest_error_t *err);
+int
+jget_bool(yajl_val v, const char *key, bool *out, crest_error_t *err);
 /* Array under key (may be empty); returns its length or -1. */
-long jget_array (yajl_val v, const char *key, yajl_val **items, crest_error_t *err);
+long
+jget_array(yajl_val v, const char *key, yajl_val **items, crest_error_t *err);
 /* Hex string of exactly len bytes under key, decoded into out. */
-int jget_hex (yajl_val v, const char *key, void *out, size_t len, crest_error_t *err);
+int
+jget_hex(yajl_val v, const char *key, void *out, size_t len, crest_error_t *err);
 /* Hex string of any length (at most max bytes): newly allocated. */
-int jget_hex_alloc (yajl_val v, const char *key, size_t max, uint8_t **out, size_t *len, crest_error_t *err);
+int
+jget_hex_alloc(yajl_val v, const char *key, size_t max, uint8_t **out, size_t *len,
+               crest_error_t *err);
 
 /* Generator helpers. */
-void jput_key (yajl_gen g, const char *k);
-void jput_str (yajl_gen g, const char *k, const char *s);
-void jput_u64 (yajl_gen g, const char *k, uint64_t v); /* as "0x..." string */
-void jput_int (yajl_gen g, const char *k, long long v);
-void jput_bool (yajl_gen g, const char *k, bool v);
-void jput_hex (yajl_gen g, const char *k, const void *buf, size_t len);
+void
+jput_key(yajl_gen g, const char *k);
+void
+jput_str(yajl_gen g, const char *k, const char *s);
+void
+jput_u64(yajl_gen g, const char *k, uint64_t v); /* as "0x..." string */
+void
+jput_int(yajl_gen g, const char *k, long long v);
+void
+jput_bool(yajl_gen g, const char *k, bool v);
+void
+jput_hex(yajl_gen g, const char *k, const void *buf, size_t len);
 
 /* A file name inside an image: no '/', no leading '.', printable, short. */
-bool img_name_ok (const char *name);
+bool
+img_name_ok(const char *name);
 
 #endif

@@ -49,8 +49,8 @@
 #endif
 struct mm_map
 {
-  uint64_t start_code, end_code, start_data, end_data, start_brk, brk, start_stack, arg_start, arg_end, env_start,
-      env_end;
+  uint64_t start_code, end_code, start_data, end_data, start_brk, brk, start_stack, arg_start,
+      arg_end, env_start, env_end;
   uint64_t auxv;
   uint32_t auxv_size;
   uint32_t exe_fd;
@@ -171,7 +171,7 @@ struct rctx
   {
     const char *data;
     int svc;
-  } *mf; /* memory files made so far, shared by every mapping of one */
+  } * mf; /* memory files made so far, shared by every mapping of one */
   size_t nmf;
   bool progress;
   struct timespec t0;
@@ -193,47 +193,51 @@ struct report
 
 /* ---------- reading the image ---------- */
 
-#define CHECK(cond, ...)                                                                                          \
-  do                                                                                                              \
-    {                                                                                                             \
-      if (!(cond))                                                                                                \
-        return crest_error_make (err, EINVAL, __VA_ARGS__);                                                       \
-    }                                                                                                             \
+#define CHECK(cond, ...)                                                                           \
+  do                                                                                               \
+    {                                                                                              \
+      if (!(cond))                                                                                 \
+        return crest_error_make(err, EINVAL, __VA_ARGS__);                                         \
+    }                                                                                              \
   while (0)
 
 static int
-parse_thread (struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
+parse_thread(struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
 {
   int64_t tid;
   const char *comm;
   yajl_val *items;
   long n;
-  if (jget_i64 (v, "tid", &tid, err) < 0 || jget_hex (v, "regs", &t->regs, sizeof t->regs, err) < 0
-      || jget_hex_alloc (v, "xstate", XSTATE_MAX, &t->xstate, &t->xlen, err) < 0
-      || jget_u64 (v, "sigmask", &t->sigmask, err) < 0 || jget_u64 (v, "rseq", &t->rseq, err) < 0
-      || jget_i64 (v, "rseq_size", &t->rseq_size, err) < 0 || jget_u64 (v, "rseq_sig", &t->rseq_sig, err) < 0
-      || jget_u64 (v, "robust_list", &t->robust, err) < 0 || jget_u64 (v, "robust_len", &t->robust_len, err) < 0
-      || jget_u64 (v, "clear_child_tid", &t->clear_tid, err) < 0
-      || jget_u64 (v, "altstack_sp", &t->alt_sp, err) < 0 || jget_u64 (v, "altstack_size", &t->alt_size, err) < 0
-      || jget_i64 (v, "altstack_flags", &t->alt_flags, err) < 0
-      || jget_i64 (v, "sched_policy", &t->policy, err) < 0 || jget_u64 (v, "sched_flags", &t->sched_flags, err) < 0
-      || jget_i64 (v, "nice", &t->nice, err) < 0 || jget_i64 (v, "sched_priority", &t->prio, err) < 0
-      || jget_i64 (v, "uclamp_min", &t->umin, err) < 0 || jget_i64 (v, "uclamp_max", &t->umax, err) < 0
-      || jget_str (v, "comm", &comm, err) < 0)
+  if (jget_i64(v, "tid", &tid, err) < 0 || jget_hex(v, "regs", &t->regs, sizeof t->regs, err) < 0
+      || jget_hex_alloc(v, "xstate", XSTATE_MAX, &t->xstate, &t->xlen, err) < 0
+      || jget_u64(v, "sigmask", &t->sigmask, err) < 0 || jget_u64(v, "rseq", &t->rseq, err) < 0
+      || jget_i64(v, "rseq_size", &t->rseq_size, err) < 0
+      || jget_u64(v, "rseq_sig", &t->rseq_sig, err) < 0
+      || jget_u64(v, "robust_list", &t->robust, err) < 0
+      || jget_u64(v, "robust_len", &t->robust_len, err) < 0
+      || jget_u64(v, "clear_child_tid", &t->clear_tid, err) < 0
+      || jget_u64(v, "altstack_sp", &t->alt_sp, err) < 0
+      || jget_u64(v, "altstack_size", &t->alt_size, err) < 0
+      || jget_i64(v, "altstack_flags", &t->alt_flags, err) < 0
+      || jget_i64(v, "sched_policy", &t->policy, err) < 0
+      || jget_u64(v, "sched_flags", &t->sched_flags, err) < 0
+      || jget_i64(v, "nice", &t->nice, err) < 0 || jget_i64(v, "sched_priority", &t->prio, err) < 0
+      || jget_i64(v, "uclamp_min", &t->umin, err) < 0
+      || jget_i64(v, "uclamp_max", &t->umax, err) < 0 || jget_str(v, "comm", &comm, err) < 0)
     return -1;
-  CHECK (tid > 0 && tid < (1 << 22), "thread id %lld out of range", (long long) tid);
+  CHECK(tid > 0 && tid < (1 << 22), "thread id %lld out of range", (long long)tid);
   t->tid = tid;
-  snprintf (t->comm, sizeof t->comm, "%s", comm);
-  n = jget_array (v, "pending", &items, err);
-  CHECK (n >= 0 && n <= 64, "thread %d: bad pending signal list", t->tid);
-  t->pending = xzalloc ((n + 1) * 128);
+  snprintf(t->comm, sizeof t->comm, "%s", comm);
+  n = jget_array(v, "pending", &items, err);
+  CHECK(n >= 0 && n <= 64, "thread %d: bad pending signal list", t->tid);
+  t->pending = xzalloc((n + 1) * 128);
   for (long i = 0; i < n; i++)
     {
       yajl_val wrap = NULL;
       uint8_t *b;
       size_t len;
-      if (!YAJL_IS_STRING (items[i]))
-        return crest_error_make (err, EINVAL, "thread %d: bad pending signal", t->tid);
+      if (!YAJL_IS_STRING(items[i]))
+        return crest_error_make(err, EINVAL, "thread %d: bad pending signal", t->tid);
       {
         /* jget_hex wants an object: look the string up through a tiny one. */
         const char *k = "s";
@@ -243,27 +247,27 @@ parse_thread (struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
         obj.u.object.values = &items[i];
         obj.u.object.len = 1;
         wrap = &obj;
-        if (jget_hex_alloc (wrap, "s", 128, &b, &len, err) < 0)
+        if (jget_hex_alloc(wrap, "s", 128, &b, &len, err) < 0)
           return -1;
       }
-      CHECK (len == 128, "thread %d: pending siginfo of %zu bytes", t->tid, len);
-      memcpy (t->pending[i], b, 128);
-      free (b);
+      CHECK(len == 128, "thread %d: pending siginfo of %zu bytes", t->tid, len);
+      memcpy(t->pending[i], b, 128);
+      free(b);
     }
   t->npending = n;
-  (void) c;
+  (void)c;
   return 0;
 }
 
 static int
-parse_siginfos (yajl_val v, const char *key, uint8_t (**out)[128], size_t *nout, crest_error_t *err)
+parse_siginfos(yajl_val v, const char *key, uint8_t (**out)[128], size_t *nout, crest_error_t *err)
 {
   yajl_val *items;
-  long n = jget_array (v, key, &items, err);
+  long n = jget_array(v, key, &items, err);
   if (n < 0)
     return -1;
-  CHECK (n <= 64, "%s: %ld entries", key, n);
-  *out = xzalloc ((n + 1) * 128);
+  CHECK(n <= 64, "%s: %ld entries", key, n);
+  *out = xzalloc((n + 1) * 128);
   for (long i = 0; i < n; i++)
     {
       const char *k = "s";
@@ -274,245 +278,269 @@ parse_siginfos (yajl_val v, const char *key, uint8_t (**out)[128], size_t *nout,
       obj.u.object.keys = &k;
       obj.u.object.values = &items[i];
       obj.u.object.len = 1;
-      if (jget_hex_alloc (&obj, "s", 128, &b, &len, err) < 0)
+      if (jget_hex_alloc(&obj, "s", 128, &b, &len, err) < 0)
         return -1;
       if (len != 128)
         {
-          free (b);
-          return crest_error_make (err, EINVAL, "%s: siginfo of %zu bytes", key, len);
+          free(b);
+          return crest_error_make(err, EINVAL, "%s: siginfo of %zu bytes", key, len);
         }
-      memcpy ((*out)[i], b, 128);
-      free (b);
+      memcpy((*out)[i], b, 128);
+      free(b);
     }
   *nout = n;
   return 0;
 }
 
 static int
-parse_process (struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
+parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
 {
   int64_t pid, ppid, pgid, sid, pers;
   yajl_val *items, cr = NULL, mm = NULL;
   long n;
   uint64_t pages_size = 0;
 
-  if (jget_i64 (v, "pid", &pid, err) < 0 || jget_i64 (v, "ppid", &ppid, err) < 0 || jget_i64 (v, "pgid", &pgid, err) < 0
-      || jget_i64 (v, "sid", &sid, err) < 0 || jget_str (v, "exe", &p->exe, err) < 0
-      || jget_str (v, "cwd", &p->cwd, err) < 0 || jget_i64 (v, "umask", &p->umask, err) < 0
-      || jget_u64 (v, "personality", &p->personality, err) < 0 || jget_i64 (v, "oom_score_adj", &p->oom, err) < 0
-      || jget_str (v, "pages_file", &p->pages_file, err) < 0)
+  if (jget_i64(v, "pid", &pid, err) < 0 || jget_i64(v, "ppid", &ppid, err) < 0
+      || jget_i64(v, "pgid", &pgid, err) < 0 || jget_i64(v, "sid", &sid, err) < 0
+      || jget_str(v, "exe", &p->exe, err) < 0 || jget_str(v, "cwd", &p->cwd, err) < 0
+      || jget_i64(v, "umask", &p->umask, err) < 0
+      || jget_u64(v, "personality", &p->personality, err) < 0
+      || jget_i64(v, "oom_score_adj", &p->oom, err) < 0
+      || jget_str(v, "pages_file", &p->pages_file, err) < 0)
     return -1;
-  (void) pers;
-  CHECK (pid > 0 && pid < (1 << 22) && ppid >= 0 && pgid >= 0 && sid >= 0, "process %lld: bad ids", (long long) pid);
+  (void)pers;
+  CHECK(pid > 0 && pid < (1 << 22) && ppid >= 0 && pgid >= 0 && sid >= 0, "process %lld: bad ids",
+        (long long)pid);
   p->pid = pid, p->ppid = ppid, p->pgid = pgid, p->sid = sid;
-  for (size_t i = 0; i < YAJL_GET_OBJECT (v)->len; i++)
+  for (size_t i = 0; i < YAJL_GET_OBJECT(v)->len; i++)
     {
-      if (strcmp (v->u.object.keys[i], "creds") == 0)
+      if (strcmp(v->u.object.keys[i], "creds") == 0)
         cr = v->u.object.values[i];
-      if (strcmp (v->u.object.keys[i], "mm") == 0)
+      if (strcmp(v->u.object.keys[i], "mm") == 0)
         mm = v->u.object.values[i];
     }
-  CHECK (cr && mm, "process %d: missing creds or mm", p->pid);
+  CHECK(cr && mm, "process %d: missing creds or mm", p->pid);
   {
     static const char *ck[] = { "cap_inh", "cap_prm", "cap_eff", "cap_bnd", "cap_amb" };
     yajl_val *u;
-    if (jget_array (cr, "uids", &u, err) != 4)
-      return crest_error_make (err, EINVAL, "process %d: uids", p->pid);
+    if (jget_array(cr, "uids", &u, err) != 4)
+      return crest_error_make(err, EINVAL, "process %d: uids", p->pid);
     for (int i = 0; i < 4; i++)
       {
-        CHECK (YAJL_IS_INTEGER (u[i]), "process %d: uids", p->pid);
-        p->uids[i] = YAJL_GET_INTEGER (u[i]);
+        CHECK(YAJL_IS_INTEGER(u[i]), "process %d: uids", p->pid);
+        p->uids[i] = YAJL_GET_INTEGER(u[i]);
       }
-    if (jget_array (cr, "gids", &u, err) != 4)
-      return crest_error_make (err, EINVAL, "process %d: gids", p->pid);
+    if (jget_array(cr, "gids", &u, err) != 4)
+      return crest_error_make(err, EINVAL, "process %d: gids", p->pid);
     for (int i = 0; i < 4; i++)
       {
-        CHECK (YAJL_IS_INTEGER (u[i]), "process %d: gids", p->pid);
-        p->gids[i] = YAJL_GET_INTEGER (u[i]);
+        CHECK(YAJL_IS_INTEGER(u[i]), "process %d: gids", p->pid);
+        p->gids[i] = YAJL_GET_INTEGER(u[i]);
       }
-    n = jget_array (cr, "groups", &u, err);
-    CHECK (n >= 0 && n <= 65536, "process %d: groups", p->pid);
-    p->groups = xzalloc ((n + 1) * sizeof *p->groups);
+    n = jget_array(cr, "groups", &u, err);
+    CHECK(n >= 0 && n <= 65536, "process %d: groups", p->pid);
+    p->groups = xzalloc((n + 1) * sizeof *p->groups);
     for (long i = 0; i < n; i++)
       {
-        CHECK (YAJL_IS_INTEGER (u[i]), "process %d: groups", p->pid);
-        p->groups[i] = YAJL_GET_INTEGER (u[i]);
+        CHECK(YAJL_IS_INTEGER(u[i]), "process %d: groups", p->pid);
+        p->groups[i] = YAJL_GET_INTEGER(u[i]);
       }
     p->ngroups = n;
     for (int i = 0; i < 5; i++)
-      if (jget_u64 (cr, ck[i], &p->caps[i], err) < 0)
+      if (jget_u64(cr, ck[i], &p->caps[i], err) < 0)
         return -1;
-    if (jget_i64 (cr, "securebits", &p->securebits, err) < 0 || jget_bool (cr, "no_new_privs", &p->nnp, err) < 0)
+    if (jget_i64(cr, "securebits", &p->securebits, err) < 0
+        || jget_bool(cr, "no_new_privs", &p->nnp, err) < 0)
       return -1;
   }
-  n = jget_array (v, "rlimits", &items, err);
-  CHECK (n == RLIM_NLIMITS, "process %d: %ld rlimits, expected %d", p->pid, n, RLIM_NLIMITS);
+  n = jget_array(v, "rlimits", &items, err);
+  CHECK(n == RLIM_NLIMITS, "process %d: %ld rlimits, expected %d", p->pid, n, RLIM_NLIMITS);
   for (long i = 0; i < n; i++)
-    if (jget_u64 (items[i], "cur", &p->rl[i][0], err) < 0 || jget_u64 (items[i], "max", &p->rl[i][1], err) < 0)
+    if (jget_u64(items[i], "cur", &p->rl[i][0], err) < 0
+        || jget_u64(items[i], "max", &p->rl[i][1], err) < 0)
       return -1;
-  if (jget_u64 (mm, "start_code", &p->mm.start_code, err) < 0 || jget_u64 (mm, "end_code", &p->mm.end_code, err) < 0
-      || jget_u64 (mm, "start_stack", &p->mm.start_stack, err) < 0
-      || jget_u64 (mm, "start_data", &p->mm.start_data, err) < 0 || jget_u64 (mm, "end_data", &p->mm.end_data, err) < 0
-      || jget_u64 (mm, "start_brk", &p->mm.start_brk, err) < 0 || jget_u64 (mm, "brk", &p->mm.brk, err) < 0
-      || jget_u64 (mm, "arg_start", &p->mm.arg_start, err) < 0 || jget_u64 (mm, "arg_end", &p->mm.arg_end, err) < 0
-      || jget_u64 (mm, "env_start", &p->mm.env_start, err) < 0 || jget_u64 (mm, "env_end", &p->mm.env_end, err) < 0
-      || jget_hex_alloc (mm, "auxv", 4096, &p->auxv, &p->auxv_len, err) < 0)
+  if (jget_u64(mm, "start_code", &p->mm.start_code, err) < 0
+      || jget_u64(mm, "end_code", &p->mm.end_code, err) < 0
+      || jget_u64(mm, "start_stack", &p->mm.start_stack, err) < 0
+      || jget_u64(mm, "start_data", &p->mm.start_data, err) < 0
+      || jget_u64(mm, "end_data", &p->mm.end_data, err) < 0
+      || jget_u64(mm, "start_brk", &p->mm.start_brk, err) < 0
+      || jget_u64(mm, "brk", &p->mm.brk, err) < 0
+      || jget_u64(mm, "arg_start", &p->mm.arg_start, err) < 0
+      || jget_u64(mm, "arg_end", &p->mm.arg_end, err) < 0
+      || jget_u64(mm, "env_start", &p->mm.env_start, err) < 0
+      || jget_u64(mm, "env_end", &p->mm.env_end, err) < 0
+      || jget_hex_alloc(mm, "auxv", 4096, &p->auxv, &p->auxv_len, err) < 0)
     return -1;
-  n = jget_array (v, "sigactions", &items, err);
-  CHECK (n >= 0 && n <= 64, "process %d: sigactions", p->pid);
+  n = jget_array(v, "sigactions", &items, err);
+  CHECK(n >= 0 && n <= 64, "process %d: sigactions", p->pid);
   for (long i = 0; i < n; i++)
     {
       int64_t sg;
       struct ksigaction a;
-      if (jget_i64 (items[i], "sig", &sg, err) < 0 || jget_u64 (items[i], "handler", &a.handler, err) < 0
-          || jget_u64 (items[i], "flags", &a.flags, err) < 0 || jget_u64 (items[i], "restorer", &a.restorer, err) < 0
-          || jget_u64 (items[i], "mask", &a.mask, err) < 0)
+      if (jget_i64(items[i], "sig", &sg, err) < 0
+          || jget_u64(items[i], "handler", &a.handler, err) < 0
+          || jget_u64(items[i], "flags", &a.flags, err) < 0
+          || jget_u64(items[i], "restorer", &a.restorer, err) < 0
+          || jget_u64(items[i], "mask", &a.mask, err) < 0)
         return -1;
-      CHECK (sg >= 1 && sg <= 64 && sg != SIGKILL && sg != SIGSTOP, "process %d: sigaction for signal %lld", p->pid,
-             (long long) sg);
+      CHECK(sg >= 1 && sg <= 64 && sg != SIGKILL && sg != SIGSTOP,
+            "process %d: sigaction for signal %lld", p->pid, (long long)sg);
       p->sa[sg] = a;
     }
-  n = jget_array (v, "itimers", &items, err);
-  CHECK (n == 3, "process %d: itimers", p->pid);
+  n = jget_array(v, "itimers", &items, err);
+  CHECK(n == 3, "process %d: itimers", p->pid);
   for (long i = 0; i < 3; i++)
-    if (jget_u64 (items[i], "interval_sec", &p->itimer[i][0], err) < 0
-        || jget_u64 (items[i], "interval_usec", &p->itimer[i][1], err) < 0
-        || jget_u64 (items[i], "value_sec", &p->itimer[i][2], err) < 0
-        || jget_u64 (items[i], "value_usec", &p->itimer[i][3], err) < 0)
+    if (jget_u64(items[i], "interval_sec", &p->itimer[i][0], err) < 0
+        || jget_u64(items[i], "interval_usec", &p->itimer[i][1], err) < 0
+        || jget_u64(items[i], "value_sec", &p->itimer[i][2], err) < 0
+        || jget_u64(items[i], "value_usec", &p->itimer[i][3], err) < 0)
       return -1;
-  if (parse_siginfos (v, "shared_pending", &p->shared_pending, &p->nshared_pending, err) < 0)
+  if (parse_siginfos(v, "shared_pending", &p->shared_pending, &p->nshared_pending, err) < 0)
     return -1;
 
   /* VMAs: page aligned, ordered, inside the user address space. */
-  n = jget_array (v, "vmas", &items, err);
-  CHECK (n > 0 && n <= 65536, "process %d: %ld mappings", p->pid, n);
-  p->vmas = xzalloc (n * sizeof *p->vmas);
+  n = jget_array(v, "vmas", &items, err);
+  CHECK(n > 0 && n <= 65536, "process %d: %ld mappings", p->pid, n);
+  p->vmas = xzalloc(n * sizeof *p->vmas);
   for (long i = 0; i < n; i++)
     {
       struct rvma *m = &p->vmas[i];
       const char *kind;
       int64_t prot;
-      if (jget_u64 (items[i], "start", &m->start, err) < 0 || jget_u64 (items[i], "end", &m->end, err) < 0
-          || jget_i64 (items[i], "prot", &prot, err) < 0 || jget_bool (items[i], "shared", &m->shared, err) < 0
-          || jget_str (items[i], "kind", &kind, err) < 0)
+      if (jget_u64(items[i], "start", &m->start, err) < 0
+          || jget_u64(items[i], "end", &m->end, err) < 0
+          || jget_i64(items[i], "prot", &prot, err) < 0
+          || jget_bool(items[i], "shared", &m->shared, err) < 0
+          || jget_str(items[i], "kind", &kind, err) < 0)
         return -1;
-      CHECK (m->start < m->end && m->start % PAGE == 0 && m->end % PAGE == 0 && m->end <= TASK_TOP
-                 && (i == 0 || m->start >= p->vmas[i - 1].end) && prot >= 0 && prot <= 7 && strlen (kind) < 16,
-             "process %d: mapping %ld (%#" PRIx64 "-%#" PRIx64 ") is malformed", p->pid, i, m->start, m->end);
+      CHECK(m->start < m->end && m->start % PAGE == 0 && m->end % PAGE == 0 && m->end <= TASK_TOP
+                && (i == 0 || m->start >= p->vmas[i - 1].end) && prot >= 0 && prot <= 7
+                && strlen(kind) < 16,
+            "process %d: mapping %ld (%#" PRIx64 "-%#" PRIx64 ") is malformed", p->pid, i, m->start,
+            m->end);
       m->prot = prot;
-      strcpy (m->kind, kind);
+      strcpy(m->kind, kind);
       m->svc = -1;
-      if (strcmp (kind, "file") == 0)
+      if (strcmp(kind, "file") == 0)
         {
-          if (jget_str (items[i], "path", &m->path, err) < 0 || jget_u64 (items[i], "pgoff", &m->pgoff, err) < 0
-              || jget_u64 (items[i], "file_size", &m->file_size, err) < 0)
+          if (jget_str(items[i], "path", &m->path, err) < 0
+              || jget_u64(items[i], "pgoff", &m->pgoff, err) < 0
+              || jget_u64(items[i], "file_size", &m->file_size, err) < 0)
             return -1;
-          CHECK (m->path[0] == '/', "process %d: mapping %ld: relative path", p->pid, i);
+          CHECK(m->path[0] == '/', "process %d: mapping %ld: relative path", p->pid, i);
         }
-      else if (strcmp (kind, "memfile") == 0)
+      else if (strcmp(kind, "memfile") == 0)
         {
           const struct img_file *df;
-          if (jget_str (items[i], "path", &m->path, err) < 0 || jget_u64 (items[i], "pgoff", &m->pgoff, err) < 0
-              || jget_u64 (items[i], "file_size", &m->file_size, err) < 0
-              || jget_str (items[i], "data", &m->data, err) < 0)
+          if (jget_str(items[i], "path", &m->path, err) < 0
+              || jget_u64(items[i], "pgoff", &m->pgoff, err) < 0
+              || jget_u64(items[i], "file_size", &m->file_size, err) < 0
+              || jget_str(items[i], "data", &m->data, err) < 0)
             return -1;
-          df = img_reader_find (c->img, m->data);
-          CHECK (df && df->size == m->file_size, "process %d: mapping %ld: memory file %s missing or not %" PRIu64
-                                                 " bytes",
-                 p->pid, i, m->data, m->file_size);
+          df = img_reader_find(c->img, m->data);
+          CHECK(df && df->size == m->file_size,
+                "process %d: mapping %ld: memory file %s missing or not %" PRIu64 " bytes", p->pid,
+                i, m->data, m->file_size);
         }
       else
-        CHECK (!m->shared
-                   && (strcmp (kind, "anon") == 0 || strcmp (kind, "heap") == 0 || strcmp (kind, "stack") == 0
-                       || strcmp (kind, "vdso") == 0 || strcmp (kind, "vvar") == 0
-                       || strcmp (kind, "vvar_vclock") == 0),
-               "process %d: mapping %ld: unknown kind %s", p->pid, i, kind);
+        CHECK(!m->shared
+                  && (strcmp(kind, "anon") == 0 || strcmp(kind, "heap") == 0
+                      || strcmp(kind, "stack") == 0 || strcmp(kind, "vdso") == 0
+                      || strcmp(kind, "vvar") == 0 || strcmp(kind, "vvar_vclock") == 0),
+              "process %d: mapping %ld: unknown kind %s", p->pid, i, kind);
     }
   p->nvmas = n;
 
   /* Page runs: inside private mappings, inside the page file. */
   {
-    const struct img_file *pf = img_reader_find (c->img, p->pages_file);
-    CHECK (pf, "process %d: page file %s is not in the manifest", p->pid, p->pages_file);
+    const struct img_file *pf = img_reader_find(c->img, p->pages_file);
+    CHECK(pf, "process %d: page file %s is not in the manifest", p->pid, p->pages_file);
     pages_size = pf->size;
   }
-  n = jget_array (v, "pages", &items, err);
-  CHECK (n >= 0 && n <= (1 << 24), "process %d: %ld page runs", p->pid, n);
-  p->runs = xzalloc ((n + 1) * sizeof *p->runs);
+  n = jget_array(v, "pages", &items, err);
+  CHECK(n >= 0 && n <= (1 << 24), "process %d: %ld page runs", p->pid, n);
+  p->runs = xzalloc((n + 1) * sizeof *p->runs);
   for (long i = 0; i < n; i++)
     {
       struct rrun *r = &p->runs[i];
       uint64_t a;
       size_t k = 0;
-      if (jget_u64 (items[i], "vaddr", &r->vaddr, err) < 0 || jget_u64 (items[i], "len", &r->len, err) < 0
-          || jget_u64 (items[i], "off", &r->off, err) < 0)
+      if (jget_u64(items[i], "vaddr", &r->vaddr, err) < 0
+          || jget_u64(items[i], "len", &r->len, err) < 0
+          || jget_u64(items[i], "off", &r->off, err) < 0)
         return -1;
-      CHECK (r->vaddr % PAGE == 0 && r->len % PAGE == 0 && r->len > 0 && r->vaddr + r->len > r->vaddr
-                 && r->vaddr + r->len <= TASK_TOP && r->off <= pages_size && r->len <= pages_size - r->off
-                 && (i == 0 || r->vaddr >= p->runs[i - 1].vaddr + p->runs[i - 1].len),
-             "process %d: page run %ld (%#" PRIx64 "+%#" PRIx64 " at %" PRIu64 ") lies outside %s or its mappings",
-             p->pid, i, r->vaddr, r->len, r->off, p->pages_file);
+      CHECK(r->vaddr % PAGE == 0 && r->len % PAGE == 0 && r->len > 0 && r->vaddr + r->len > r->vaddr
+                && r->vaddr + r->len <= TASK_TOP && r->off <= pages_size
+                && r->len <= pages_size - r->off
+                && (i == 0 || r->vaddr >= p->runs[i - 1].vaddr + p->runs[i - 1].len),
+            "process %d: page run %ld (%#" PRIx64 "+%#" PRIx64 " at %" PRIu64
+            ") lies outside %s or its mappings",
+            p->pid, i, r->vaddr, r->len, r->off, p->pages_file);
       /* Every page of the run must be in a private, ordinary mapping. */
       for (a = r->vaddr; a < r->vaddr + r->len;)
         {
           while (k < p->nvmas && p->vmas[k].end <= a)
             k++;
-          CHECK (k < p->nvmas && p->vmas[k].start <= a && !p->vmas[k].shared && strcmp (p->vmas[k].kind, "vdso") != 0
-                     && strncmp (p->vmas[k].kind, "vvar", 4) != 0,
-                 "process %d: page run %ld covers %#" PRIx64 ", which no private mapping holds", p->pid, i, a);
+          CHECK(k < p->nvmas && p->vmas[k].start <= a && !p->vmas[k].shared
+                    && strcmp(p->vmas[k].kind, "vdso") != 0
+                    && strncmp(p->vmas[k].kind, "vvar", 4) != 0,
+                "process %d: page run %ld covers %#" PRIx64 ", which no private mapping holds",
+                p->pid, i, a);
           a = p->vmas[k].end < r->vaddr + r->len ? p->vmas[k].end : r->vaddr + r->len;
         }
     }
   p->nruns = n;
 
-  n = jget_array (v, "fds", &items, err);
-  CHECK (n >= 0 && n <= 65536, "process %d: %ld descriptors", p->pid, n);
-  p->fds = xzalloc ((n + 1) * sizeof *p->fds);
+  n = jget_array(v, "fds", &items, err);
+  CHECK(n >= 0 && n <= 65536, "process %d: %ld descriptors", p->pid, n);
+  p->fds = xzalloc((n + 1) * sizeof *p->fds);
   for (long i = 0; i < n; i++)
     {
       int64_t fd, file;
-      if (jget_i64 (items[i], "fd", &fd, err) < 0 || jget_bool (items[i], "cloexec", &p->fds[i].cloexec, err) < 0
-          || jget_i64 (items[i], "file", &file, err) < 0)
+      if (jget_i64(items[i], "fd", &fd, err) < 0
+          || jget_bool(items[i], "cloexec", &p->fds[i].cloexec, err) < 0
+          || jget_i64(items[i], "file", &file, err) < 0)
         return -1;
-      CHECK (fd >= 0 && fd < (1 << 20) && file >= 0 && (i == 0 || fd > p->fds[i - 1].fd),
-             "process %d: descriptor entry %ld is malformed", p->pid, i);
+      CHECK(fd >= 0 && fd < (1 << 20) && file >= 0 && (i == 0 || fd > p->fds[i - 1].fd),
+            "process %d: descriptor entry %ld is malformed", p->pid, i);
       p->fds[i].fd = fd, p->fds[i].file = file;
     }
   p->nfds = n;
 
-  n = jget_array (v, "threads", &items, err);
-  CHECK (n >= 1 && n <= 4096, "process %d: %ld threads", p->pid, n);
-  p->th = xzalloc (n * sizeof *p->th);
+  n = jget_array(v, "threads", &items, err);
+  CHECK(n >= 1 && n <= 4096, "process %d: %ld threads", p->pid, n);
+  p->th = xzalloc(n * sizeof *p->th);
   for (long i = 0; i < n; i++)
-    if (parse_thread (c, items[i], &p->th[i], err) < 0)
-      return crest_error_wrap (err, "process %d", p->pid);
+    if (parse_thread(c, items[i], &p->th[i], err) < 0)
+      return crest_error_wrap(err, "process %d", p->pid);
   p->nth = n;
-  CHECK (p->th[0].tid == p->pid, "process %d: first thread is %d", p->pid, p->th[0].tid);
+  CHECK(p->th[0].tid == p->pid, "process %d: first thread is %d", p->pid, p->th[0].tid);
   return 0;
 }
 
 static int
-parse_tree (struct rctx *c, crest_error_t *err)
+parse_tree(struct rctx *c, crest_error_t *err)
 {
   yajl_val *items;
   long n;
   int64_t root;
 
-  if (img_reader_json (c->img, "tree.json", &c->tree, err) < 0)
+  if (img_reader_json(c->img, "tree.json", &c->tree, err) < 0)
     return -1;
-  if (jget_i64 (c->tree, "root", &root, err) < 0)
-    return crest_error_wrap (err, "image %s: tree.json", c->o->image_dir);
-  n = jget_array (c->tree, "processes", &items, err);
+  if (jget_i64(c->tree, "root", &root, err) < 0)
+    return crest_error_wrap(err, "image %s: tree.json", c->o->image_dir);
+  n = jget_array(c->tree, "processes", &items, err);
   if (n < 1 || n > 65536)
-    return crest_error_make (err, EINVAL, "image %s: tree.json: bad process list", c->o->image_dir);
-  c->p = xzalloc (n * sizeof *c->p);
+    return crest_error_make(err, EINVAL, "image %s: tree.json: bad process list", c->o->image_dir);
+  c->p = xzalloc(n * sizeof *c->p);
   c->np = n;
   for (long i = 0; i < n; i++)
-    if (parse_process (c, items[i], &c->p[i], err) < 0)
-      return crest_error_wrap (err, "image %s: tree.json", c->o->image_dir);
+    if (parse_process(c, items[i], &c->p[i], err) < 0)
+      return crest_error_wrap(err, "image %s: tree.json", c->o->image_dir);
   if (c->p[0].pid != root)
-    return crest_error_make (err, EINVAL, "image %s: tree.json: root %lld is not the first process", c->o->image_dir,
-                             (long long) root);
+    return crest_error_make(err, EINVAL, "image %s: tree.json: root %lld is not the first process",
+                            c->o->image_dir, (long long)root);
   /* Every parent is in the image and listed before its children; PIDs and
      TIDs are unique. */
   for (size_t i = 0; i < c->np; i++)
@@ -525,73 +553,79 @@ parse_tree (struct rctx *c, crest_error_t *err)
           for (size_t a = 0; a < c->p[i].nth; a++)
             for (size_t b = 0; b < c->p[j].nth; b++)
               if (c->p[i].th[a].tid == c->p[j].th[b].tid)
-                return crest_error_make (err, EINVAL, "image %s: tree.json: TID %d appears twice", c->o->image_dir,
-                                         c->p[i].th[a].tid);
+                return crest_error_make(err, EINVAL, "image %s: tree.json: TID %d appears twice",
+                                        c->o->image_dir, c->p[i].th[a].tid);
         }
       if (!found)
-        return crest_error_make (err, EINVAL, "image %s: tree.json: parent %d of %d is not in the image",
-                                 c->o->image_dir, c->p[i].ppid, c->p[i].pid);
+        return crest_error_make(err, EINVAL,
+                                "image %s: tree.json: parent %d of %d is not in the image",
+                                c->o->image_dir, c->p[i].ppid, c->p[i].pid);
     }
 
-  n = jget_array (c->tree, "files", &items, err);
+  n = jget_array(c->tree, "files", &items, err);
   if (n < 0 || n > (1 << 20))
-    return crest_error_make (err, EINVAL, "image %s: tree.json: bad file list", c->o->image_dir);
-  c->f = xzalloc ((n + 1) * sizeof *c->f);
+    return crest_error_make(err, EINVAL, "image %s: tree.json: bad file list", c->o->image_dir);
+  c->f = xzalloc((n + 1) * sizeof *c->f);
   for (long i = 0; i < n; i++)
     {
       struct rfile *f = &c->f[i];
       int64_t id, flags;
-      if (jget_i64 (items[i], "id", &id, err) < 0 || jget_str (items[i], "type", &f->type, err) < 0
-          || jget_str (items[i], "path", &f->path, err) < 0 || jget_i64 (items[i], "flags", &flags, err) < 0
-          || jget_i64 (items[i], "pos", &f->pos, err) < 0)
-        return crest_error_wrap (err, "image %s: tree.json: file %ld", c->o->image_dir, i);
+      if (jget_i64(items[i], "id", &id, err) < 0 || jget_str(items[i], "type", &f->type, err) < 0
+          || jget_str(items[i], "path", &f->path, err) < 0
+          || jget_i64(items[i], "flags", &flags, err) < 0
+          || jget_i64(items[i], "pos", &f->pos, err) < 0)
+        return crest_error_wrap(err, "image %s: tree.json: file %ld", c->o->image_dir, i);
       if (id != i)
-        return crest_error_make (err, EINVAL, "image %s: tree.json: file %ld has id %lld", c->o->image_dir, i,
-                                 (long long) id);
+        return crest_error_make(err, EINVAL, "image %s: tree.json: file %ld has id %lld",
+                                c->o->image_dir, i, (long long)id);
       f->id = id;
       f->flags = flags;
       f->svc = -1;
-      if (strcmp (f->type, "fifo") == 0 && jget_u64 (items[i], "pipe", &f->pipe, err) < 0)
-        return crest_error_wrap (err, "image %s: tree.json: file %ld", c->o->image_dir, i);
-      if (strcmp (f->type, "pipe") == 0
-          && (jget_u64 (items[i], "pipe", &f->pipe, err) < 0 || jget_bool (items[i], "read_end", &f->read_end, err) < 0))
-        return crest_error_wrap (err, "image %s: tree.json: file %ld", c->o->image_dir, i);
+      if (strcmp(f->type, "fifo") == 0 && jget_u64(items[i], "pipe", &f->pipe, err) < 0)
+        return crest_error_wrap(err, "image %s: tree.json: file %ld", c->o->image_dir, i);
+      if (strcmp(f->type, "pipe") == 0
+          && (jget_u64(items[i], "pipe", &f->pipe, err) < 0
+              || jget_bool(items[i], "read_end", &f->read_end, err) < 0))
+        return crest_error_wrap(err, "image %s: tree.json: file %ld", c->o->image_dir, i);
       {
         const char *d = NULL;
         crest_error_t e2 = NULL;
-        if (jget_str (items[i], "data", &d, &e2) == 0)
+        if (jget_str(items[i], "data", &d, &e2) == 0)
           f->data = d;
-        crest_error_release (&e2);
+        crest_error_release(&e2);
       }
-      if (strcmp (f->type, "reg") && strcmp (f->type, "dir") && strcmp (f->type, "dev") && strcmp (f->type, "pipe")
-          && strcmp (f->type, "fifo") && strcmp (f->type, "inherited"))
-        return crest_error_make (err, EINVAL, "image %s: tree.json: file %ld has unknown type %s", c->o->image_dir, i,
-                                 f->type);
+      if (strcmp(f->type, "reg") && strcmp(f->type, "dir") && strcmp(f->type, "dev")
+          && strcmp(f->type, "pipe") && strcmp(f->type, "fifo") && strcmp(f->type, "inherited"))
+        return crest_error_make(err, EINVAL, "image %s: tree.json: file %ld has unknown type %s",
+                                c->o->image_dir, i, f->type);
     }
   c->nf = n;
   for (size_t i = 0; i < c->np; i++)
     for (size_t k = 0; k < c->p[i].nfds; k++)
-      if ((size_t) c->p[i].fds[k].file >= c->nf)
-        return crest_error_make (err, EINVAL, "image %s: tree.json: process %d fd %d names file %d of %zu",
-                                 c->o->image_dir, c->p[i].pid, c->p[i].fds[k].fd, c->p[i].fds[k].file, c->nf);
-  n = jget_array (c->tree, "pipes", &items, err);
+      if ((size_t)c->p[i].fds[k].file >= c->nf)
+        return crest_error_make(
+            err, EINVAL, "image %s: tree.json: process %d fd %d names file %d of %zu",
+            c->o->image_dir, c->p[i].pid, c->p[i].fds[k].fd, c->p[i].fds[k].file, c->nf);
+  n = jget_array(c->tree, "pipes", &items, err);
   if (n < 0 || n > (1 << 20))
-    return crest_error_make (err, EINVAL, "image %s: tree.json: bad pipe list", c->o->image_dir);
-  c->pp = xzalloc ((n + 1) * sizeof *c->pp);
+    return crest_error_make(err, EINVAL, "image %s: tree.json: bad pipe list", c->o->image_dir);
+  c->pp = xzalloc((n + 1) * sizeof *c->pp);
   for (long i = 0; i < n; i++)
     {
       struct rpipe *pp = &c->pp[i];
       crest_error_t e2 = NULL;
-      if (jget_u64 (items[i], "ino", &pp->ino, err) < 0 || jget_i64 (items[i], "size", &pp->size, err) < 0)
-        return crest_error_wrap (err, "image %s: tree.json: pipe %ld", c->o->image_dir, i);
-      if (jget_str (items[i], "data", &pp->data, &e2) < 0)
+      if (jget_u64(items[i], "ino", &pp->ino, err) < 0
+          || jget_i64(items[i], "size", &pp->size, err) < 0)
+        return crest_error_wrap(err, "image %s: tree.json: pipe %ld", c->o->image_dir, i);
+      if (jget_str(items[i], "data", &pp->data, &e2) < 0)
         pp->data = NULL;
-      crest_error_release (&e2);
-      if (jget_str (items[i], "path", &pp->path, &e2) < 0)
+      crest_error_release(&e2);
+      if (jget_str(items[i], "path", &pp->path, &e2) < 0)
         pp->path = NULL;
-      crest_error_release (&e2);
+      crest_error_release(&e2);
       if (pp->path && pp->path[0] != '/')
-        return crest_error_make (err, EINVAL, "image %s: tree.json: pipe %ld: relative FIFO path", c->o->image_dir, i);
+        return crest_error_make(err, EINVAL, "image %s: tree.json: pipe %ld: relative FIFO path",
+                                c->o->image_dir, i);
       pp->r = pp->w = -1;
     }
   c->npp = n;
@@ -602,18 +636,18 @@ parse_tree (struct rctx *c, crest_error_t *err)
 
 /* Move FD to the service range, above every descriptor of the tree. */
 static int
-svc_place (struct rctx *c, int fd, crest_error_t *err)
+svc_place(struct rctx *c, int fd, crest_error_t *err)
 {
   int n;
   if (fd < 0)
     return -1;
-  n = fcntl (fd, F_DUPFD_CLOEXEC, c->svc_next);
+  n = fcntl(fd, F_DUPFD_CLOEXEC, c->svc_next);
   if (n < 0)
     {
-      close (fd);
-      return crest_error_errno (err, "restore: service descriptor");
+      close(fd);
+      return crest_error_errno(err, "restore: service descriptor");
     }
-  close (fd);
+  close(fd);
   c->svc_next = n + 1;
   return n;
 }
@@ -621,50 +655,50 @@ svc_place (struct rctx *c, int fd, crest_error_t *err)
 /* One memfd per saved memory object, whatever process maps it: the
    mappings share it as they shared the object. */
 static int
-memfile_svc (struct rctx *c, const struct rvma *m, crest_error_t *err)
+memfile_svc(struct rctx *c, const struct rvma *m, crest_error_t *err)
 {
   char name[64];
   const char *base;
   uint64_t size;
   int fd, in;
   for (size_t k = 0; k < c->nmf; k++)
-    if (strcmp (c->mf[k].data, m->data) == 0)
+    if (strcmp(c->mf[k].data, m->data) == 0)
       return c->mf[k].svc;
-  base = strncmp (m->path, "/memfd:", 7) == 0 ? m->path + 7 : m->path;
-  snprintf (name, sizeof name, "%s", base);
-  name[strcspn (name, " ")] = 0;
-  fd = syscall (SYS_memfd_create, name, MFD_CLOEXEC);
+  base = strncmp(m->path, "/memfd:", 7) == 0 ? m->path + 7 : m->path;
+  snprintf(name, sizeof name, "%s", base);
+  name[strcspn(name, " ")] = 0;
+  fd = syscall(SYS_memfd_create, name, MFD_CLOEXEC);
   if (fd < 0)
-    return crest_error_errno (err, "memfd_create");
-  in = img_reader_open_file (c->img, m->data, &size, err);
+    return crest_error_errno(err, "memfd_create");
+  in = img_reader_open_file(c->img, m->data, &size, err);
   if (in < 0)
     {
-      close (fd);
+      close(fd);
       return -1;
     }
-  for (off_t done = 0; done < (off_t) size;)
+  for (off_t done = 0; done < (off_t)size;)
     {
       char buf[65536];
-      ssize_t r = pread (in, buf, sizeof buf, done);
-      if (r <= 0 || write_all (fd, buf, r) < 0)
+      ssize_t r = pread(in, buf, sizeof buf, done);
+      if (r <= 0 || write_all(fd, buf, r) < 0)
         {
           int e = r < 0 ? errno : EIO;
-          close (in), close (fd);
-          return crest_error_make (err, e, "refill from %s", m->data);
+          close(in), close(fd);
+          return crest_error_make(err, e, "refill from %s", m->data);
         }
       done += r;
     }
-  close (in);
-  if ((fd = svc_place (c, fd, err)) < 0)
+  close(in);
+  if ((fd = svc_place(c, fd, err)) < 0)
     return -1;
-  c->mf = xrealloc (c->mf, (c->nmf + 1) * sizeof *c->mf);
+  c->mf = xrealloc(c->mf, (c->nmf + 1) * sizeof *c->mf);
   c->mf[c->nmf].data = m->data, c->mf[c->nmf].svc = fd;
   c->nmf++;
   return fd;
 }
 
 static int
-open_files (struct rctx *c, crest_error_t *err)
+open_files(struct rctx *c, crest_error_t *err)
 {
   int maxfd = 2;
   struct rlimit rl;
@@ -674,17 +708,17 @@ open_files (struct rctx *c, crest_error_t *err)
       if (c->p[i].fds[k].fd > maxfd)
         maxfd = c->p[i].fds[k].fd;
   c->svc_base = c->svc_next = maxfd + 1 > SVC_MIN ? maxfd + 1 : SVC_MIN;
-  if (getrlimit (RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max)
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max)
     {
       rl.rlim_cur = rl.rlim_max;
-      setrlimit (RLIMIT_NOFILE, &rl);
+      setrlimit(RLIMIT_NOFILE, &rl);
     }
 
   for (int i = 0; i < 3; i++)
     {
       int src = c->o->stdio_fds[i] >= 0 ? c->o->stdio_fds[i] : i;
-      int d = fcntl (src, F_DUPFD_CLOEXEC, 0);
-      c->stdio_svc[i] = d < 0 ? -1 : svc_place (c, d, err);
+      int d = fcntl(src, F_DUPFD_CLOEXEC, 0);
+      c->stdio_svc[i] = d < 0 ? -1 : svc_place(c, d, err);
     }
   for (size_t i = 0; i < c->npp; i++)
     {
@@ -695,44 +729,45 @@ open_files (struct rctx *c, crest_error_t *err)
           /* Named FIFO: one descriptor that both reads and writes holds the
              bytes until the tree's own descriptors are open. */
           struct stat st;
-          fds[0] = open (pp->path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+          fds[0] = open(pp->path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
           if (fds[0] < 0)
-            return crest_error_errno (err, "restore: named FIFO %s", pp->path);
-          if (fstat (fds[0], &st) < 0 || !S_ISFIFO (st.st_mode))
+            return crest_error_errno(err, "restore: named FIFO %s", pp->path);
+          if (fstat(fds[0], &st) < 0 || !S_ISFIFO(st.st_mode))
             {
-              close (fds[0]);
-              return crest_error_make (err, EINVAL, "restore: %s is no longer a FIFO", pp->path);
+              close(fds[0]);
+              return crest_error_make(err, EINVAL, "restore: %s is no longer a FIFO", pp->path);
             }
-          fds[1] = fcntl (fds[0], F_DUPFD_CLOEXEC, 0);
+          fds[1] = fcntl(fds[0], F_DUPFD_CLOEXEC, 0);
         }
-      else if (pipe2 (fds, O_CLOEXEC) < 0)
-        return crest_error_errno (err, "restore: pipe");
-      if (pp->size > 0 && fcntl (fds[1], F_SETPIPE_SZ, (int) pp->size) < 0)
+      else if (pipe2(fds, O_CLOEXEC) < 0)
+        return crest_error_errno(err, "restore: pipe");
+      if (pp->size > 0 && fcntl(fds[1], F_SETPIPE_SZ, (int)pp->size) < 0)
         {
-          close (fds[0]), close (fds[1]);
-          return crest_error_errno (err, "restore: pipe:[%" PRIu64 "]: set size %lld", pp->ino, (long long) pp->size);
+          close(fds[0]), close(fds[1]);
+          return crest_error_errno(err, "restore: pipe:[%" PRIu64 "]: set size %lld", pp->ino,
+                                   (long long)pp->size);
         }
       if (pp->data)
         {
           uint64_t size;
-          cleanup_close int d = img_reader_open_file (c->img, pp->data, &size, err);
+          cleanup_close int d = img_reader_open_file(c->img, pp->data, &size, err);
           cleanup_free char *buf = NULL;
-          if (d < 0 || size > (uint64_t) (pp->size > 0 ? pp->size : 65536))
+          if (d < 0 || size > (uint64_t)(pp->size > 0 ? pp->size : 65536))
             {
-              close (fds[0]), close (fds[1]);
+              close(fds[0]), close(fds[1]);
               if (d >= 0)
-                crest_error_make (err, EINVAL, "image %s: %s: more bytes than the pipe holds", c->o->image_dir,
-                                  pp->data);
+                crest_error_make(err, EINVAL, "image %s: %s: more bytes than the pipe holds",
+                                 c->o->image_dir, pp->data);
               return -1;
             }
-          buf = xmalloc (size + 1);
-          if (read_all (d, buf, size) < 0 || write_all (fds[1], buf, size) < 0)
+          buf = xmalloc(size + 1);
+          if (read_all(d, buf, size) < 0 || write_all(fds[1], buf, size) < 0)
             {
-              close (fds[0]), close (fds[1]);
-              return crest_error_errno (err, "restore: refill pipe:[%" PRIu64 "]", pp->ino);
+              close(fds[0]), close(fds[1]);
+              return crest_error_errno(err, "restore: refill pipe:[%" PRIu64 "]", pp->ino);
             }
         }
-      if ((pp->r = svc_place (c, fds[0], err)) < 0 || (pp->w = svc_place (c, fds[1], err)) < 0)
+      if ((pp->r = svc_place(c, fds[0], err)) < 0 || (pp->w = svc_place(c, fds[1], err)) < 0)
         return -1;
     }
   for (size_t i = 0; i < c->nf; i++)
@@ -740,29 +775,30 @@ open_files (struct rctx *c, crest_error_t *err)
       struct rfile *f = &c->f[i];
       int fd = -1;
       int flags = (f->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY)) | O_CLOEXEC | O_NOCTTY;
-      if (strcmp (f->type, "inherited") == 0)
+      if (strcmp(f->type, "inherited") == 0)
         continue;
-      if (strcmp (f->type, "pipe") == 0)
+      if (strcmp(f->type, "pipe") == 0)
         {
           struct rpipe *pp = NULL;
           for (size_t k = 0; k < c->npp; k++)
             if (c->pp[k].ino == f->pipe)
               pp = &c->pp[k];
           if (!pp)
-            return crest_error_make (err, EINVAL, "image %s: file %d: pipe:[%" PRIu64 "] is not in the pipe list",
-                                     c->o->image_dir, f->id, f->pipe);
+            return crest_error_make(err, EINVAL,
+                                    "image %s: file %d: pipe:[%" PRIu64 "] is not in the pipe list",
+                                    c->o->image_dir, f->id, f->pipe);
           f->svc = f->read_end ? pp->r : pp->w;
           /* O_NONBLOCK lives in the open file description. */
-          if (fcntl (f->svc, F_SETFL, f->flags & (O_NONBLOCK | O_APPEND)) < 0)
-            return crest_error_errno (err, "restore: pipe flags");
+          if (fcntl(f->svc, F_SETFL, f->flags & (O_NONBLOCK | O_APPEND)) < 0)
+            return crest_error_errno(err, "restore: pipe flags");
           continue;
         }
-      if (strcmp (f->type, "fifo") == 0)
+      if (strcmp(f->type, "fifo") == 0)
         {
-          fd = open (f->path, flags | O_NONBLOCK);
-          if (fd >= 0 && !(f->flags & O_NONBLOCK) && fcntl (fd, F_SETFL, f->flags & O_APPEND) < 0)
+          fd = open(f->path, flags | O_NONBLOCK);
+          if (fd >= 0 && !(f->flags & O_NONBLOCK) && fcntl(fd, F_SETFL, f->flags & O_APPEND) < 0)
             {
-              close (fd);
+              close(fd);
               fd = -1;
             }
         }
@@ -771,49 +807,49 @@ open_files (struct rctx *c, crest_error_t *err)
           /* An unlinked file: recreate it beside where it was, reopen it with
              its flags, unlink it again. */
           uint64_t size;
-          cleanup_close int d = img_reader_open_file (c->img, f->data, &size, err);
-          cleanup_free char *tmp = xasprintf ("%s.crest-%d", f->path, (int) getpid ());
+          cleanup_close int d = img_reader_open_file(c->img, f->data, &size, err);
+          cleanup_free char *tmp = xasprintf("%s.crest-%d", f->path, (int)getpid());
           cleanup_free char *buf = NULL;
           cleanup_close int w = -1;
           if (d < 0)
             return -1;
-          w = open (tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+          w = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
           if (w < 0)
-            return crest_error_errno (err, "restore: recreate unlinked file %s", f->path);
-          buf = xmalloc (size + 1);
-          if (read_all (d, buf, size) < 0 || write_all (w, buf, size) < 0)
+            return crest_error_errno(err, "restore: recreate unlinked file %s", f->path);
+          buf = xmalloc(size + 1);
+          if (read_all(d, buf, size) < 0 || write_all(w, buf, size) < 0)
             {
-              unlink (tmp);
-              return crest_error_errno (err, "restore: refill unlinked file %s", f->path);
+              unlink(tmp);
+              return crest_error_errno(err, "restore: refill unlinked file %s", f->path);
             }
-          fd = open (tmp, flags);
-          unlink (tmp);
+          fd = open(tmp, flags);
+          unlink(tmp);
         }
-      else if (strcmp (f->type, "dir") == 0)
-        fd = open (f->path, flags | O_DIRECTORY);
+      else if (strcmp(f->type, "dir") == 0)
+        fd = open(f->path, flags | O_DIRECTORY);
       else
-        fd = open (f->path, flags);
+        fd = open(f->path, flags);
       if (fd < 0)
-        return crest_error_errno (err, "restore: open %s", f->path);
-      if (f->pos && strcmp (f->type, "fifo") != 0 && lseek (fd, f->pos, SEEK_SET) < 0)
+        return crest_error_errno(err, "restore: open %s", f->path);
+      if (f->pos && strcmp(f->type, "fifo") != 0 && lseek(fd, f->pos, SEEK_SET) < 0)
         {
-          close (fd);
-          return crest_error_errno (err, "restore: %s: seek to %lld", f->path, (long long) f->pos);
+          close(fd);
+          return crest_error_errno(err, "restore: %s: seek to %lld", f->path, (long long)f->pos);
         }
-      if ((f->svc = svc_place (c, fd, err)) < 0)
+      if ((f->svc = svc_place(c, fd, err)) < 0)
         return -1;
     }
   for (size_t i = 0; i < c->np; i++)
     {
       struct rproc *p = &c->p[i];
       uint64_t size;
-      int fd = img_reader_open_file (c->img, p->pages_file, &size, err);
-      if (fd < 0 || (p->pages_svc = svc_place (c, fd, err)) < 0)
+      int fd = img_reader_open_file(c->img, p->pages_file, &size, err);
+      if (fd < 0 || (p->pages_svc = svc_place(c, fd, err)) < 0)
         return -1;
-      fd = open (p->exe, O_RDONLY | O_CLOEXEC);
+      fd = open(p->exe, O_RDONLY | O_CLOEXEC);
       if (fd < 0)
-        return crest_error_errno (err, "restore: process %d: executable %s", p->pid, p->exe);
-      if ((p->exe_svc = svc_place (c, fd, err)) < 0)
+        return crest_error_errno(err, "restore: process %d: executable %s", p->pid, p->exe);
+      if ((p->exe_svc = svc_place(c, fd, err)) < 0)
         return -1;
       for (size_t k = 0; k < p->nvmas; k++)
         {
@@ -824,36 +860,37 @@ open_files (struct rctx *c, crest_error_t *err)
             continue;
           if (m->data)
             {
-              if ((m->svc = memfile_svc (c, m, err)) < 0)
-                return crest_error_wrap (err, "restore: process %d: mapping of %s", p->pid, m->path);
+              if ((m->svc = memfile_svc(c, m, err)) < 0)
+                return crest_error_wrap(err, "restore: process %d: mapping of %s", p->pid, m->path);
               continue;
             }
           for (size_t j = 0; j < k; j++)
-            if (p->vmas[j].path && !p->vmas[j].data && strcmp (p->vmas[j].path, m->path) == 0
+            if (p->vmas[j].path && !p->vmas[j].data && strcmp(p->vmas[j].path, m->path) == 0
                 && p->vmas[j].shared == m->shared)
               m->svc = p->vmas[j].svc;
           if (m->svc >= 0)
             continue;
-          fd = open (m->path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+          fd = open(m->path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC);
           if (fd < 0)
-            return crest_error_errno (err, "restore: process %d: mapped file %s", p->pid, m->path);
-          if (fstat (fd, &st) < 0 || (uint64_t) st.st_size != m->file_size)
+            return crest_error_errno(err, "restore: process %d: mapped file %s", p->pid, m->path);
+          if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != m->file_size)
             {
-              close (fd);
-              return crest_error_make (err, ESTALE, "restore: process %d: mapped file %s changed size since the "
-                                                    "checkpoint",
-                                       p->pid, m->path);
+              close(fd);
+              return crest_error_make(err, ESTALE,
+                                      "restore: process %d: mapped file %s changed size since the "
+                                      "checkpoint",
+                                      p->pid, m->path);
             }
-          if ((m->svc = svc_place (c, fd, err)) < 0)
+          if ((m->svc = svc_place(c, fd, err)) < 0)
             return -1;
         }
     }
   if (c->use_nslp)
     {
-      int fd = open ("/proc/sys/kernel/ns_last_pid", O_RDWR | O_CLOEXEC);
+      int fd = open("/proc/sys/kernel/ns_last_pid", O_RDWR | O_CLOEXEC);
       if (fd < 0)
-        return crest_error_errno (err, "restore: open /proc/sys/kernel/ns_last_pid");
-      if ((c->nslp_fd = svc_place (c, fd, err)) < 0)
+        return crest_error_errno(err, "restore: open /proc/sys/kernel/ns_last_pid");
+      if ((c->nslp_fd = svc_place(c, fd, err)) < 0)
         return -1;
     }
   return 0;
@@ -868,13 +905,13 @@ struct bld
 };
 
 static uint64_t
-bld_alloc (struct bld *b, uint64_t size, uint64_t align, const void *init)
+bld_alloc(struct bld *b, uint64_t size, uint64_t align, const void *init)
 {
   uint64_t off = (b->used + align - 1) & ~(align - 1);
   if (off + size > b->cap)
-    abort (); /* sized beforehand: a bug, not an input problem */
+    abort(); /* sized beforehand: a bug, not an input problem */
   if (init)
-    memcpy (b->buf + off, init, size);
+    memcpy(b->buf + off, init, size);
   b->used = off + size;
   return b->base + off;
 }
@@ -886,39 +923,38 @@ struct oplist
 };
 
 static void
-op (struct oplist *l, long nr, int check, int64_t expect, uint64_t a0, uint64_t a1, uint64_t a2, uint64_t a3,
-    uint64_t a4, uint64_t a5)
+op(struct oplist *l, long nr, int check, int64_t expect, uint64_t a0, uint64_t a1, uint64_t a2,
+   uint64_t a3, uint64_t a4, uint64_t a5)
 {
   struct blob_op *o;
-  l->ops = xrealloc (l->ops, (l->n + 1) * sizeof *l->ops);
+  l->ops = xrealloc(l->ops, (l->n + 1) * sizeof *l->ops);
   o = &l->ops[l->n++];
-  memset (o, 0, sizeof *o);
+  memset(o, 0, sizeof *o);
   o->nr = nr, o->check = check, o->expect = expect;
   o->a[0] = a0, o->a[1] = a1, o->a[2] = a2, o->a[3] = a3, o->a[4] = a4, o->a[5] = a5;
 }
-#define OP(l, nr, ...) op ((l), (nr), BLOB_CHECK_NONNEG, 0, __VA_ARGS__)
-#define OPEQ(l, nr, ex, ...) op ((l), (nr), BLOB_CHECK_EQ, (ex), __VA_ARGS__)
+#define OP(l, nr, ...) op((l), (nr), BLOB_CHECK_NONNEG, 0, __VA_ARGS__)
+#define OPEQ(l, nr, ex, ...) op((l), (nr), BLOB_CHECK_EQ, (ex), __VA_ARGS__)
 
-static void __attribute__ ((noreturn))
-task_fail (struct rctx *c, int idx, const char *fmt, ...)
+static void __attribute__((noreturn)) task_fail(struct rctx *c, int idx, const char *fmt, ...)
 {
   struct report r;
   va_list ap;
-  memset (&r, 0, sizeof r);
+  memset(&r, 0, sizeof r);
   r.kind = 'E';
   r.idx = idx;
-  r.pid = getpid ();
-  va_start (ap, fmt);
-  vsnprintf (r.msg, sizeof r.msg, fmt, ap);
-  va_end (ap);
-  if (c->init_fail && idx == 0 && getpid () == 1)
+  r.pid = getpid();
+  va_start(ap, fmt);
+  vsnprintf(r.msg, sizeof r.msg, fmt, ap);
+  va_end(ap);
+  if (c->init_fail && idx == 0 && getpid() == 1)
     {
-      memcpy (c->init_msg, r.msg, sizeof r.msg);
-      siglongjmp (*c->init_fail, 1);
+      memcpy(c->init_msg, r.msg, sizeof r.msg);
+      siglongjmp(*c->init_fail, 1);
     }
-  if (write (c->report[1], &r, sizeof r) < 0)
-    _exit (126);
-  _exit (127);
+  if (write(c->report[1], &r, sizeof r) < 0)
+    _exit(126);
+  _exit(127);
 }
 
 struct special
@@ -928,38 +964,39 @@ struct special
 };
 
 static size_t
-self_specials (struct special *s, uint64_t *lo, uint64_t *hi, size_t *nlay, uint64_t lay[][2])
+self_specials(struct special *s, uint64_t *lo, uint64_t *hi, size_t *nlay, uint64_t lay[][2])
 {
-  FILE *f = fopen ("/proc/self/maps", "re");
+  FILE *f = fopen("/proc/self/maps", "re");
   char line[512];
   size_t n = 0;
   *nlay = 0;
   if (!f)
     return 0;
-  while (fgets (line, sizeof line, f))
+  while (fgets(line, sizeof line, f))
     {
       unsigned long a, b;
       char name[256] = "";
-      if (sscanf (line, "%lx-%lx %*s %*s %*s %*s %255s", &a, &b, name) < 2)
+      if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %255s", &a, &b, name) < 2)
         continue;
       if (*nlay < 4096)
         lay[*nlay][0] = a, lay[*nlay][1] = b, (*nlay)++;
-      if (strcmp (name, "[vdso]") == 0 || strcmp (name, "[vvar]") == 0 || strcmp (name, "[vvar_vclock]") == 0)
+      if (strcmp(name, "[vdso]") == 0 || strcmp(name, "[vvar]") == 0
+          || strcmp(name, "[vvar_vclock]") == 0)
         {
           s[n].start = a, s[n].end = b;
-          snprintf (s[n].kind, sizeof s[n].kind, "%.*s", (int) strlen (name) - 2, name + 1);
+          snprintf(s[n].kind, sizeof s[n].kind, "%.*s", (int)strlen(name) - 2, name + 1);
           n++;
         }
     }
-  fclose (f);
-  (void) lo, (void) hi;
+  fclose(f);
+  (void)lo, (void)hi;
   return n;
 }
 
 /* The lowest gap of SIZE bytes (plus a guard page on each side) that
    neither the current layout nor the target one uses. */
 static uint64_t
-find_gap (struct rproc *p, uint64_t lay[][2], size_t nlay, uint64_t size)
+find_gap(struct rproc *p, uint64_t lay[][2], size_t nlay, uint64_t size)
 {
   for (uint64_t cand = 0x10000000; cand + size < TASK_TOP;)
     {
@@ -978,22 +1015,22 @@ find_gap (struct rproc *p, uint64_t lay[][2], size_t nlay, uint64_t size)
 }
 
 static void
-thread_tail_ops (struct rctx *c, struct rproc *p, struct rthread *t, struct oplist *l, struct bld *b)
+thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplist *l, struct bld *b)
 {
   uint8_t zero_attr[56];
-  (void) c;
-  OP (l, SYS_set_tid_address, t->clear_tid, 0, 0, 0, 0, 0);
+  (void)c;
+  OP(l, SYS_set_tid_address, t->clear_tid, 0, 0, 0, 0, 0);
   if (t->robust)
-    OP (l, SYS_set_robust_list, t->robust, t->robust_len, 0, 0, 0, 0);
+    OP(l, SYS_set_robust_list, t->robust, t->robust_len, 0, 0, 0, 0);
   if (t->rseq)
-    OP (l, 334 /* rseq */, t->rseq, t->rseq_size, 0, t->rseq_sig, 0, 0);
+    OP(l, 334 /* rseq */, t->rseq, t->rseq_size, 0, t->rseq_sig, 0, 0);
   if (t->alt_sp || t->alt_size || (t->alt_flags & ~4 /* SS_AUTODISARM */) != 2 /* SS_DISABLE */)
     {
-      uint64_t ss[3] = { t->alt_sp, (uint64_t) (t->alt_flags & ~1 /* SS_ONSTACK */), t->alt_size };
-      OP (l, SYS_sigaltstack, bld_alloc (b, sizeof ss, 8, ss), 0, 0, 0, 0, 0);
+      uint64_t ss[3] = { t->alt_sp, (uint64_t)(t->alt_flags & ~1 /* SS_ONSTACK */), t->alt_size };
+      OP(l, SYS_sigaltstack, bld_alloc(b, sizeof ss, 8, ss), 0, 0, 0, 0, 0);
     }
-  OP (l, SYS_prctl, PR_SET_NAME, bld_alloc (b, 16, 8, t->comm), 0, 0, 0, 0);
-  memset (zero_attr, 0, sizeof zero_attr);
+  OP(l, SYS_prctl, PR_SET_NAME, bld_alloc(b, 16, 8, t->comm), 0, 0, 0, 0);
+  memset(zero_attr, 0, sizeof zero_attr);
   bool uclamp = t->umin != 0 || (t->umax != 0 && t->umax != 1024); /* 0: kernel without uclamp */
   if (t->policy != 0 || t->nice != 0 || uclamp)
     {
@@ -1006,7 +1043,7 @@ thread_tail_ops (struct rctx *c, struct rproc *p, struct rthread *t, struct opli
         uint64_t rt[3];
         uint32_t umin, umax;
       } sa;
-      memset (&sa, 0, sizeof sa);
+      memset(&sa, 0, sizeof sa);
       sa.size = sizeof sa;
       sa.policy = t->policy;
       sa.flags = t->sched_flags & ~0x60ULL;
@@ -1024,17 +1061,17 @@ thread_tail_ops (struct rctx *c, struct rproc *p, struct rthread *t, struct opli
           uint64_t fl = sa.flags;
           sa.policy = 0;
           sa.flags = 0;
-          OP (l, SYS_sched_setattr, 0, bld_alloc (b, sizeof sa, 8, &sa), 0, 0, 0, 0);
+          OP(l, SYS_sched_setattr, 0, bld_alloc(b, sizeof sa, 8, &sa), 0, 0, 0, 0);
           sa.policy = pol;
           sa.flags = fl;
         }
-      OP (l, SYS_sched_setattr, 0, bld_alloc (b, sizeof sa, 8, &sa), 0, 0, 0, 0);
+      OP(l, SYS_sched_setattr, 0, bld_alloc(b, sizeof sa, 8, &sa), 0, 0, 0, 0);
     }
   for (size_t i = 0; i < t->npending; i++)
     {
       int32_t sig;
-      memcpy (&sig, t->pending[i], 4);
-      OP (l, SYS_rt_tgsigqueueinfo, p->pid, t->tid, sig, bld_alloc (b, 128, 8, t->pending[i]), 0, 0);
+      memcpy(&sig, t->pending[i], 4);
+      OP(l, SYS_rt_tgsigqueueinfo, p->pid, t->tid, sig, bld_alloc(b, 128, 8, t->pending[i]), 0, 0);
     }
   /* Capabilities last: after them the thread may hold less than it needs
      for anything above (set_tid, exe link). */
@@ -1044,32 +1081,31 @@ thread_tail_ops (struct rctx *c, struct rproc *p, struct rthread *t, struct opli
     d[0].effective = p->caps[2], d[1].effective = p->caps[2] >> 32;
     d[0].permitted = p->caps[1], d[1].permitted = p->caps[1] >> 32;
     d[0].inheritable = p->caps[0], d[1].inheritable = p->caps[0] >> 32;
-    OP (l, SYS_capset, bld_alloc (b, sizeof h, 8, &h), bld_alloc (b, sizeof d, 8, d), 0, 0, 0, 0);
-    OP (l, SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0);
+    OP(l, SYS_capset, bld_alloc(b, sizeof h, 8, &h), bld_alloc(b, sizeof d, 8, d), 0, 0, 0, 0);
+    OP(l, SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0);
     for (int cap = 0; cap < 64; cap++)
       if (p->caps[4] & (1ULL << cap))
-        OP (l, SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0, 0);
+        OP(l, SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0, 0);
     if (p->nnp)
-      OP (l, SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0);
+      OP(l, SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0);
   }
 }
 
-static void __attribute__ ((noreturn))
-task_jump (uint64_t entry, uint64_t sp, uint64_t args)
+static void __attribute__((noreturn)) task_jump(uint64_t entry, uint64_t sp, uint64_t args)
 {
-  __asm__ volatile ("mov %0, %%rsp\n\t"
-                    "xor %%ebp, %%ebp\n\t"
-                    "jmp *%2\n\t"
-                    :
-                    : "r"(sp), "D"(args), "r"(entry)
-                    : "memory");
-  __builtin_unreachable ();
+  __asm__ volatile("mov %0, %%rsp\n\t"
+                   "xor %%ebp, %%ebp\n\t"
+                   "jmp *%2\n\t"
+                   :
+                   : "r"(sp), "D"(args), "r"(entry)
+                   : "memory");
+  __builtin_unreachable();
 }
 
-static pid_t create_task (struct rctx *c, int idx);
+static pid_t
+create_task(struct rctx *c, int idx);
 
-static void __attribute__ ((noreturn))
-task_main (struct rctx *c, int idx)
+static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
 {
   struct rproc *p = &c->p[idx];
   struct special sp[8];
@@ -1082,22 +1118,23 @@ task_main (struct rctx *c, int idx)
   uint8_t *region;
 
   if (!(c->o->as_ns_init && idx == 0))
-    prctl (PR_SET_PDEATHSIG, SIGKILL);
-  close (c->report[0]);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+  close(c->report[0]);
 
   /* Session and process group, before the children inherit them. */
   /* crun already made a container's init lead its own session. */
-  if (p->sid == p->pid && getsid (0) != getpid ())
+  if (p->sid == p->pid && getsid(0) != getpid())
     {
-      if (setsid () < 0)
-        task_fail (c, idx, "process %d: setsid: %s", p->pid, strerror (errno));
+      if (setsid() < 0)
+        task_fail(c, idx, "process %d: setsid: %s", p->pid, strerror(errno));
     }
-  else if (idx != 0 && getsid (0) != p->sid)
-    task_fail (c, idx, "process %d: session %d is neither its own nor its parent's", p->pid, p->sid);
-  if (p->pgid != getpgid (0) && (idx != 0 || p->pgid == p->pid))
+  else if (idx != 0 && getsid(0) != p->sid)
+    task_fail(c, idx, "process %d: session %d is neither its own nor its parent's", p->pid, p->sid);
+  if (p->pgid != getpgid(0) && (idx != 0 || p->pgid == p->pid))
     {
-      if (setpgid (0, p->pgid) < 0)
-        task_fail (c, idx, "process %d: join process group %d: %s", p->pid, p->pgid, strerror (errno));
+      if (setpgid(0, p->pgid) < 0)
+        task_fail(c, idx, "process %d: join process group %d: %s", p->pid, p->pgid,
+                  strerror(errno));
     }
 
   /* Children: group leaders first, so that their groups exist for the
@@ -1105,64 +1142,70 @@ task_main (struct rctx *c, int idx)
   for (int pass = 0; pass < 2; pass++)
     for (size_t i = 1; i < c->np; i++)
       if (c->p[i].ppid == p->pid && ((c->p[i].pgid == c->p[i].pid) == (pass == 0)))
-        if (create_task (c, i) < 0)
-          task_fail (c, idx, "process %d: create child %d: %s", p->pid, c->p[i].pid, strerror (errno));
+        if (create_task(c, i) < 0)
+          task_fail(c, idx, "process %d: create child %d: %s", p->pid, c->p[i].pid,
+                    strerror(errno));
 
   /* Credentials that are the same for the whole process. */
   {
     uid_t ru, eu, su;
     gid_t rg, eg, sg;
-    getresuid (&ru, &eu, &su);
-    getresgid (&rg, &eg, &sg);
-    if ((rg != (gid_t) p->gids[0] || eg != (gid_t) p->gids[1] || sg != (gid_t) p->gids[2])
-        && setresgid (p->gids[0], p->gids[1], p->gids[2]) < 0)
-      task_fail (c, idx, "process %d: setresgid: %s", p->pid, strerror (errno));
+    getresuid(&ru, &eu, &su);
+    getresgid(&rg, &eg, &sg);
+    if ((rg != (gid_t)p->gids[0] || eg != (gid_t)p->gids[1] || sg != (gid_t)p->gids[2])
+        && setresgid(p->gids[0], p->gids[1], p->gids[2]) < 0)
+      task_fail(c, idx, "process %d: setresgid: %s", p->pid, strerror(errno));
     {
       gid_t cur[256];
-      int n = getgroups (256, cur);
-      bool same = n >= 0 && (size_t) n == p->ngroups;
+      int n = getgroups(256, cur);
+      bool same = n >= 0 && (size_t)n == p->ngroups;
       for (int i = 0; same && i < n; i++)
         same = cur[i] == p->groups[i];
-      if (!same && setgroups (p->ngroups, p->groups) < 0)
-        task_fail (c, idx, "process %d: set %zu supplementary groups: %s", p->pid, p->ngroups, strerror (errno));
+      if (!same && setgroups(p->ngroups, p->groups) < 0)
+        task_fail(c, idx, "process %d: set %zu supplementary groups: %s", p->pid, p->ngroups,
+                  strerror(errno));
     }
-    if ((ru != (uid_t) p->uids[0] || eu != (uid_t) p->uids[1] || su != (uid_t) p->uids[2])
-        && setresuid (p->uids[0], p->uids[1], p->uids[2]) < 0)
-      task_fail (c, idx, "process %d: setresuid: %s", p->pid, strerror (errno));
+    if ((ru != (uid_t)p->uids[0] || eu != (uid_t)p->uids[1] || su != (uid_t)p->uids[2])
+        && setresuid(p->uids[0], p->uids[1], p->uids[2]) < 0)
+      task_fail(c, idx, "process %d: setresuid: %s", p->pid, strerror(errno));
   }
   {
     /* The tree may not hold more than the restorer does. */
     struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
     struct __user_cap_data_struct d[2];
     uint64_t prm, want = p->caps[1] | p->caps[0];
-    if (syscall (SYS_capget, &h, d) < 0)
-      task_fail (c, idx, "process %d: capget: %s", p->pid, strerror (errno));
-    prm = d[0].permitted | (uint64_t) d[1].permitted << 32;
+    if (syscall(SYS_capget, &h, d) < 0)
+      task_fail(c, idx, "process %d: capget: %s", p->pid, strerror(errno));
+    prm = d[0].permitted | (uint64_t)d[1].permitted << 32;
     if ((p->caps[1] & ~prm) != 0)
-      task_fail (c, idx,
-                 "process %d: held capabilities %#" PRIx64 " at checkpoint, the restorer holds only %#" PRIx64,
-                 p->pid, p->caps[1], prm);
-    (void) want;
+      task_fail(c, idx,
+                "process %d: held capabilities %#" PRIx64
+                " at checkpoint, the restorer holds only %#" PRIx64,
+                p->pid, p->caps[1], prm);
+    (void)want;
     for (int cap = 0; cap < 64; cap++)
-      if (!(p->caps[3] & (1ULL << cap)) && prctl (PR_CAPBSET_READ, cap) == 1)
-        if (prctl (PR_CAPBSET_DROP, cap) < 0)
-          crest_debug ("process %d: cannot drop capability %d from the bounding set: %s", p->pid, cap,
-                       strerror (errno));
-    if (p->securebits != prctl (PR_GET_SECUREBITS) && prctl (PR_SET_SECUREBITS, p->securebits) < 0)
-      task_fail (c, idx, "process %d: set securebits %#llx: %s", p->pid, (long long) p->securebits, strerror (errno));
+      if (!(p->caps[3] & (1ULL << cap)) && prctl(PR_CAPBSET_READ, cap) == 1)
+        if (prctl(PR_CAPBSET_DROP, cap) < 0)
+          crest_debug("process %d: cannot drop capability %d from the bounding set: %s", p->pid,
+                      cap, strerror(errno));
+    if (p->securebits != prctl(PR_GET_SECUREBITS) && prctl(PR_SET_SECUREBITS, p->securebits) < 0)
+      task_fail(c, idx, "process %d: set securebits %#llx: %s", p->pid, (long long)p->securebits,
+                strerror(errno));
   }
-  umask (p->umask);
-  if (personality (p->personality) < 0)
-    task_fail (c, idx, "process %d: personality %#" PRIx64 ": %s", p->pid, p->personality, strerror (errno));
-  if (chdir (p->cwd) < 0)
-    task_fail (c, idx, "process %d: chdir %s: %s", p->pid, p->cwd, strerror (errno));
+  umask(p->umask);
+  if (personality(p->personality) < 0)
+    task_fail(c, idx, "process %d: personality %#" PRIx64 ": %s", p->pid, p->personality,
+              strerror(errno));
+  if (chdir(p->cwd) < 0)
+    task_fail(c, idx, "process %d: chdir %s: %s", p->pid, p->cwd, strerror(errno));
   {
-    FILE *f = fopen ("/proc/self/oom_score_adj", "we");
+    FILE *f = fopen("/proc/self/oom_score_adj", "we");
     if (f)
       {
-        fprintf (f, "%lld", (long long) p->oom);
-        if (fclose (f) != 0)
-          task_fail (c, idx, "process %d: oom_score_adj %lld: %s", p->pid, (long long) p->oom, strerror (errno));
+        fprintf(f, "%lld", (long long)p->oom);
+        if (fclose(f) != 0)
+          task_fail(c, idx, "process %d: oom_score_adj %lld: %s", p->pid, (long long)p->oom,
+                    strerror(errno));
       }
   }
 
@@ -1176,57 +1219,64 @@ task_main (struct rctx *c, int idx)
           want = &p->fds[k];
       if (!want)
         {
-          close (fd);
+          close(fd);
           continue;
         }
       struct rfile *f = &c->f[want->file];
-      int src = strcmp (f->type, "inherited") == 0 ? (fd <= 2 ? c->stdio_svc[fd] : -1) : f->svc;
-      if (src < 0 || dup2 (src, fd) < 0)
-        task_fail (c, idx, "process %d: install fd %d (%s): %s", p->pid, fd, f->path, strerror (errno));
-      if (fcntl (fd, F_SETFD, want->cloexec ? FD_CLOEXEC : 0) < 0)
-        task_fail (c, idx, "process %d: fd %d: set close-on-exec: %s", p->pid, fd, strerror (errno));
+      int src = strcmp(f->type, "inherited") == 0 ? (fd <= 2 ? c->stdio_svc[fd] : -1) : f->svc;
+      if (src < 0 || dup2(src, fd) < 0)
+        task_fail(c, idx, "process %d: install fd %d (%s): %s", p->pid, fd, f->path,
+                  strerror(errno));
+      if (fcntl(fd, F_SETFD, want->cloexec ? FD_CLOEXEC : 0) < 0)
+        task_fail(c, idx, "process %d: fd %d: set close-on-exec: %s", p->pid, fd, strerror(errno));
     }
   for (size_t k = 0; k < p->nfds; k++)
     if (p->fds[k].fd >= c->svc_base)
-      task_fail (c, idx, "process %d: fd %d lies in the service range", p->pid, p->fds[k].fd);
+      task_fail(c, idx, "process %d: fd %d lies in the service range", p->pid, p->fds[k].fd);
 
   /* The blob region: code, arguments, operations, data, stacks. */
-  nsp = self_specials (sp, NULL, NULL, &nlay, lay);
+  nsp = self_specials(sp, NULL, NULL, &nlay, lay);
   for (size_t i = 0; i < p->nvmas; i++)
-    if (strcmp (p->vmas[i].kind, "vdso") == 0 || strncmp (p->vmas[i].kind, "vvar", 4) == 0)
+    if (strcmp(p->vmas[i].kind, "vdso") == 0 || strncmp(p->vmas[i].kind, "vvar", 4) == 0)
       {
         bool match = false;
         for (size_t k = 0; k < nsp; k++)
-          match |= strcmp (sp[k].kind, p->vmas[i].kind) == 0 && sp[k].end - sp[k].start == p->vmas[i].end - p->vmas[i].start;
+          match |= strcmp(sp[k].kind, p->vmas[i].kind) == 0
+                   && sp[k].end - sp[k].start == p->vmas[i].end - p->vmas[i].start;
         if (!match)
-          task_fail (c, idx, "process %d: its [%s] does not match this kernel's", p->pid, p->vmas[i].kind);
+          task_fail(c, idx, "process %d: its [%s] does not match this kernel's", p->pid,
+                    p->vmas[i].kind);
         nvsp++;
       }
   if (nvsp != nsp)
-    task_fail (c, idx, "process %d: vDSO layout differs from this kernel's (%zu special mappings, here %zu)", p->pid,
-               nvsp, nsp);
+    task_fail(c, idx,
+              "process %d: vDSO layout differs from this kernel's (%zu special mappings, here %zu)",
+              p->pid, nvsp, nsp);
   size = ((crest_restorer_blob_size + PAGE - 1) & ~(PAGE - 1)) + PAGE /* args */
-         + (16 + 3 * p->nvmas + p->nruns + 80 + p->nth * 90 + p->nshared_pending) * sizeof (struct blob_op)
-         + 65536 + p->auxv_len + p->nth * (4096 + 128 * 64) + p->nshared_pending * 128 + (p->nth - 1) * THREAD_STACK
-         + MAIN_STACK;
+         + (16 + 3 * p->nvmas + p->nruns + 80 + p->nth * 90 + p->nshared_pending)
+               * sizeof(struct blob_op)
+         + 65536 + p->auxv_len + p->nth * (4096 + 128 * 64) + p->nshared_pending * 128
+         + (p->nth - 1) * THREAD_STACK + MAIN_STACK;
   for (size_t k = 0; k < nsp; k++)
     size += sp[k].end - sp[k].start;
   size = (size + PAGE - 1) & ~(PAGE - 1);
-  base = find_gap (p, lay, nlay, size);
+  base = find_gap(p, lay, nlay, size);
   if (!base)
-    task_fail (c, idx, "process %d: no room for the restorer (%" PRIu64 " bytes)", p->pid, size);
-  region = mmap ((void *) base, size, PROT_READ | PROT_WRITE | PROT_EXEC,
-                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-  if (region != (void *) base)
-    task_fail (c, idx, "process %d: map the restorer at %#" PRIx64 ": %s", p->pid, base, strerror (errno));
-  memcpy (region, crest_restorer_blob, crest_restorer_blob_size);
+    task_fail(c, idx, "process %d: no room for the restorer (%" PRIu64 " bytes)", p->pid, size);
+  region = mmap((void *)base, size, PROT_READ | PROT_WRITE | PROT_EXEC,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  if (region != (void *)base)
+    task_fail(c, idx, "process %d: map the restorer at %#" PRIx64 ": %s", p->pid, base,
+              strerror(errno));
+  memcpy(region, crest_restorer_blob, crest_restorer_blob_size);
   b.buf = region, b.base = base, b.cap = size;
   b.used = (crest_restorer_blob_size + PAGE - 1) & ~(PAGE - 1);
-  args_addr = bld_alloc (&b, sizeof (struct blob_args) + (p->nth - 1) * sizeof (struct blob_ops), 64, NULL);
+  args_addr
+      = bld_alloc(&b, sizeof(struct blob_args) + (p->nth - 1) * sizeof(struct blob_ops), 64, NULL);
   scratch = 0;
   for (size_t k = 0; k < nsp; k++)
     scratch += sp[k].end - sp[k].start;
-  scratch = bld_alloc (&b, scratch, PAGE, NULL);
+  scratch = bld_alloc(&b, scratch, PAGE, NULL);
 
   /* 1. the vDSO and vvar out of the way, 2. everything else gone,
      3. the vDSO where it was. */
@@ -1235,19 +1285,19 @@ task_main (struct rctx *c, int idx)
     for (size_t k = 0; k < nsp; k++)
       {
         uint64_t len = sp[k].end - sp[k].start;
-        OPEQ (&main_ops, SYS_mremap, s, sp[k].start, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, s, 0);
+        OPEQ(&main_ops, SYS_mremap, s, sp[k].start, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, s, 0);
         sp[k].start = s, sp[k].end = s + len;
         s += len;
       }
-    OP (&main_ops, SYS_munmap, 0, base, 0, 0, 0, 0);
-    OP (&main_ops, SYS_munmap, base + size, TASK_TOP - (base + size), 0, 0, 0, 0);
+    OP(&main_ops, SYS_munmap, 0, base, 0, 0, 0, 0);
+    OP(&main_ops, SYS_munmap, base + size, TASK_TOP - (base + size), 0, 0, 0, 0);
     for (size_t i = 0; i < p->nvmas; i++)
       for (size_t k = 0; k < nsp; k++)
-        if (strcmp (sp[k].kind, p->vmas[i].kind) == 0 && sp[k].start)
+        if (strcmp(sp[k].kind, p->vmas[i].kind) == 0 && sp[k].start)
           {
             uint64_t len = sp[k].end - sp[k].start;
-            OPEQ (&main_ops, SYS_mremap, p->vmas[i].start, sp[k].start, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
-                  p->vmas[i].start, 0);
+            OPEQ(&main_ops, SYS_mremap, p->vmas[i].start, sp[k].start, len, len,
+                 MREMAP_MAYMOVE | MREMAP_FIXED, p->vmas[i].start, 0);
             sp[k].start = 0;
             break;
           }
@@ -1258,183 +1308,190 @@ task_main (struct rctx *c, int idx)
       struct rvma *m = &p->vmas[i];
       int flags = MAP_FIXED | (m->shared ? MAP_SHARED : MAP_PRIVATE);
       int prot = m->shared ? m->prot : m->prot | PROT_WRITE | PROT_READ;
-      if (strcmp (m->kind, "vdso") == 0 || strncmp (m->kind, "vvar", 4) == 0)
+      if (strcmp(m->kind, "vdso") == 0 || strncmp(m->kind, "vvar", 4) == 0)
         continue;
       if (!m->path)
         flags |= MAP_ANONYMOUS;
-      if (strcmp (m->kind, "stack") == 0)
+      if (strcmp(m->kind, "stack") == 0)
         flags |= MAP_GROWSDOWN;
-      OPEQ (&main_ops, SYS_mmap, (int64_t) m->start, m->start, m->end - m->start, prot, flags,
-            m->path ? (uint64_t) m->svc : (uint64_t) -1, m->path ? m->pgoff * PAGE : 0);
+      OPEQ(&main_ops, SYS_mmap, (int64_t)m->start, m->start, m->end - m->start, prot, flags,
+           m->path ? (uint64_t)m->svc : (uint64_t)-1, m->path ? m->pgoff * PAGE : 0);
     }
   for (size_t i = 0; i < p->nruns; i++)
-    OP (&main_ops, BLOB_OP_PREAD_FULL, p->pages_svc, p->runs[i].vaddr, p->runs[i].len, p->runs[i].off, 0, 0);
+    OP(&main_ops, BLOB_OP_PREAD_FULL, p->pages_svc, p->runs[i].vaddr, p->runs[i].len,
+       p->runs[i].off, 0, 0);
   for (size_t i = 0; i < p->nvmas; i++)
     {
       struct rvma *m = &p->vmas[i];
-      if (m->shared || strcmp (m->kind, "vdso") == 0 || strncmp (m->kind, "vvar", 4) == 0
+      if (m->shared || strcmp(m->kind, "vdso") == 0 || strncmp(m->kind, "vvar", 4) == 0
           || m->prot == (PROT_READ | PROT_WRITE))
         continue;
-      OP (&main_ops, SYS_mprotect, m->start, m->end - m->start, m->prot, 0, 0, 0);
+      OP(&main_ops, SYS_mprotect, m->start, m->end - m->start, m->prot, 0, 0, 0);
     }
   /* 5. mm fields and the exe link (CAP_CHECKPOINT_RESTORE). */
   {
     struct mm_map mm = p->mm;
-    mm.auxv = bld_alloc (&b, p->auxv_len, 8, p->auxv);
+    mm.auxv = bld_alloc(&b, p->auxv_len, 8, p->auxv);
     mm.auxv_size = p->auxv_len;
     mm.exe_fd = p->exe_svc;
-    OP (&main_ops, SYS_prctl, PR_SET_MM, PR_SET_MM_MAP, bld_alloc (&b, sizeof mm, 8, &mm), sizeof mm, 0, 0);
+    OP(&main_ops, SYS_prctl, PR_SET_MM, PR_SET_MM_MAP, bld_alloc(&b, sizeof mm, 8, &mm), sizeof mm,
+       0, 0);
   }
   /* 6. signal dispositions and timers. */
   for (int sg = 1; sg <= 64; sg++)
     {
       if (sg == SIGKILL || sg == SIGSTOP)
         continue;
-      OP (&main_ops, SYS_rt_sigaction, sg, bld_alloc (&b, sizeof p->sa[sg], 8, &p->sa[sg]), 0, 8, 0, 0);
+      OP(&main_ops, SYS_rt_sigaction, sg, bld_alloc(&b, sizeof p->sa[sg], 8, &p->sa[sg]), 0, 8, 0,
+         0);
     }
   for (int w = 0; w < 3; w++)
     if (p->itimer[w][2] || p->itimer[w][3])
-      OP (&main_ops, SYS_setitimer, w, bld_alloc (&b, sizeof p->itimer[w], 8, p->itimer[w]), 0, 0, 0, 0);
+      OP(&main_ops, SYS_setitimer, w, bld_alloc(&b, sizeof p->itimer[w], 8, p->itimer[w]), 0, 0, 0,
+         0);
   /* 7. the other threads, each finishing its own state. */
-  tops = xzalloc (p->nth * sizeof *tops);
+  tops = xzalloc(p->nth * sizeof *tops);
   for (size_t t = 1; t < p->nth; t++)
     {
       struct rthread *th = &p->th[t];
       struct clone_args ca;
-      uint64_t stack = bld_alloc (&b, THREAD_STACK, 64, NULL);
-      uint64_t tidp = bld_alloc (&b, sizeof (pid_t), 8, &th->tid);
-      memset (&ca, 0, sizeof ca);
+      uint64_t stack = bld_alloc(&b, THREAD_STACK, 64, NULL);
+      uint64_t tidp = bld_alloc(&b, sizeof(pid_t), 8, &th->tid);
+      memset(&ca, 0, sizeof ca);
       ca.flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
       ca.stack = stack;
       ca.stack_size = THREAD_STACK;
       if (c->use_nslp)
         {
           char num[24];
-          int len = snprintf (num, sizeof num, "%d", th->tid - 1);
-          OP (&main_ops, SYS_flock, c->nslp_fd, LOCK_EX, 0, 0, 0, 0);
-          OPEQ (&main_ops, SYS_pwrite64, len, c->nslp_fd, bld_alloc (&b, len + 1, 8, num), len, 0, 0, 0);
+          int len = snprintf(num, sizeof num, "%d", th->tid - 1);
+          OP(&main_ops, SYS_flock, c->nslp_fd, LOCK_EX, 0, 0, 0, 0);
+          OPEQ(&main_ops, SYS_pwrite64, len, c->nslp_fd, bld_alloc(&b, len + 1, 8, num), len, 0, 0,
+               0);
         }
       else
         {
           ca.set_tid = tidp;
           ca.set_tid_size = 1;
         }
-      thread_tail_ops (c, p, th, &tops[t], &b);
-      OPEQ (&main_ops, BLOB_OP_CLONE_THREAD, th->tid, bld_alloc (&b, sizeof ca, 8, &ca), sizeof ca,
-            args_addr + sizeof (struct blob_args) + (t - 1) * sizeof (struct blob_ops), 0, 0, 0);
+      thread_tail_ops(c, p, th, &tops[t], &b);
+      OPEQ(&main_ops, BLOB_OP_CLONE_THREAD, th->tid, bld_alloc(&b, sizeof ca, 8, &ca), sizeof ca,
+           args_addr + sizeof(struct blob_args) + (t - 1) * sizeof(struct blob_ops), 0, 0, 0);
       if (c->use_nslp)
-        OP (&main_ops, SYS_flock, c->nslp_fd, LOCK_UN, 0, 0, 0, 0);
+        OP(&main_ops, SYS_flock, c->nslp_fd, LOCK_UN, 0, 0, 0, 0);
     }
   /* 8. the main thread's own state, process-wide pending signals, limits,
      and the service descriptors gone. */
-  OP (&main_ops, SYS_prctl, PR_SET_PDEATHSIG, 0, 0, 0, 0, 0);
+  OP(&main_ops, SYS_prctl, PR_SET_PDEATHSIG, 0, 0, 0, 0, 0);
   for (size_t i = 0; i < p->nshared_pending; i++)
     {
       int32_t sig;
-      memcpy (&sig, p->shared_pending[i], 4);
-      OP (&main_ops, SYS_rt_sigqueueinfo, p->pid, sig, bld_alloc (&b, 128, 8, p->shared_pending[i]), 0, 0, 0);
+      memcpy(&sig, p->shared_pending[i], 4);
+      OP(&main_ops, SYS_rt_sigqueueinfo, p->pid, sig, bld_alloc(&b, 128, 8, p->shared_pending[i]),
+         0, 0, 0);
     }
   for (int r_ = 0; r_ < RLIM_NLIMITS; r_++)
-    OP (&main_ops, SYS_prlimit64, 0, r_, bld_alloc (&b, 16, 8, p->rl[r_]), 0, 0, 0);
-  OP (&main_ops, SYS_close_range, c->svc_base, ~0U, 0, 0, 0, 0);
+    OP(&main_ops, SYS_prlimit64, 0, r_, bld_alloc(&b, 16, 8, p->rl[r_]), 0, 0, 0);
+  OP(&main_ops, SYS_close_range, c->svc_base, ~0U, 0, 0, 0, 0);
   {
     /* Test hook: the last process's restorer fails here, after every task
        exists, to prove that a late failure leaves nothing behind. */
-    const char *fault = getenv ("CREST_FAULT");
-    if (fault && strcmp (fault, "restore-blob") == 0 && (size_t) idx == c->np - 1)
-      OP (&main_ops, SYS_close, (uint64_t) -1, 0, 0, 0, 0, 0);
+    const char *fault = getenv("CREST_FAULT");
+    if (fault && strcmp(fault, "restore-blob") == 0 && (size_t)idx == c->np - 1)
+      OP(&main_ops, SYS_close, (uint64_t)-1, 0, 0, 0, 0, 0);
   }
-  thread_tail_ops (c, p, &p->th[0], &main_ops, &b);
+  thread_tail_ops(c, p, &p->th[0], &main_ops, &b);
 
   /* Lay the operation lists out in the region. */
   {
     struct blob_args a;
-    memset (&a, 0, sizeof a);
+    memset(&a, 0, sizeof a);
     a.magic = BLOB_MAGIC;
     a.main.n = main_ops.n;
-    a.main.ops = bld_alloc (&b, main_ops.n * sizeof *main_ops.ops, 64, main_ops.ops);
+    a.main.ops = bld_alloc(&b, main_ops.n * sizeof *main_ops.ops, 64, main_ops.ops);
     a.main.status = -1;
-    memcpy (region + (args_addr - base), &a, sizeof a);
+    memcpy(region + (args_addr - base), &a, sizeof a);
     for (size_t t = 1; t < p->nth; t++)
       {
         struct blob_ops h;
         h.n = tops[t].n;
-        h.ops = bld_alloc (&b, tops[t].n * sizeof *tops[t].ops, 64, tops[t].ops);
+        h.ops = bld_alloc(&b, tops[t].n * sizeof *tops[t].ops, 64, tops[t].ops);
         h.status = -1;
         h.result = 0;
-        memcpy (region + (args_addr - base) + sizeof a + (t - 1) * sizeof h, &h, sizeof h);
+        memcpy(region + (args_addr - base) + sizeof a + (t - 1) * sizeof h, &h, sizeof h);
       }
   }
   {
-    uint64_t stack_lo = bld_alloc (&b, MAIN_STACK, 64, NULL);
+    uint64_t stack_lo = bld_alloc(&b, MAIN_STACK, 64, NULL);
 
     /* glibc registered rseq for crest's thread area, which is about to
        vanish: unregister it first. */
     {
       uint64_t tp;
-      extern const ptrdiff_t __rseq_offset __attribute__ ((weak));
-      extern const unsigned int __rseq_size __attribute__ ((weak));
-      if (&__rseq_size && __rseq_size && syscall (SYS_arch_prctl, ARCH_GET_FS, &tp) == 0)
+      extern const ptrdiff_t __rseq_offset __attribute__((weak));
+      extern const unsigned int __rseq_size __attribute__((weak));
+      if (&__rseq_size && __rseq_size && syscall(SYS_arch_prctl, ARCH_GET_FS, &tp) == 0)
         {
-          if (syscall (334, tp + __rseq_offset, 32, 1 /* RSEQ_FLAG_UNREGISTER */, 0x53053053) < 0
-              && syscall (334, tp + __rseq_offset, __rseq_size, 1, 0x53053053) < 0)
-            task_fail (c, idx, "process %d: unregister crest's rseq area: %s", p->pid, strerror (errno));
+          if (syscall(334, tp + __rseq_offset, 32, 1 /* RSEQ_FLAG_UNREGISTER */, 0x53053053) < 0
+              && syscall(334, tp + __rseq_offset, __rseq_size, 1, 0x53053053) < 0)
+            task_fail(c, idx, "process %d: unregister crest's rseq area: %s", p->pid,
+                      strerror(errno));
         }
     }
-    memset (&r, 0, sizeof r);
+    memset(&r, 0, sizeof r);
     r.kind = 'R';
     r.idx = idx;
-    r.pid = getpid ();
+    r.pid = getpid();
     r.base = base;
     r.size = size;
-    if (write (c->report[1], &r, sizeof r) != sizeof r)
-      _exit (125);
-    while (__atomic_load_n (&c->go[idx], __ATOMIC_ACQUIRE) == 0)
-      syscall (SYS_futex, &c->go[idx], FUTEX_WAIT, 0, NULL, NULL, 0);
-    if (__atomic_load_n (&c->go[idx], __ATOMIC_ACQUIRE) != 1)
+    if (write(c->report[1], &r, sizeof r) != sizeof r)
+      _exit(125);
+    while (__atomic_load_n(&c->go[idx], __ATOMIC_ACQUIRE) == 0)
+      syscall(SYS_futex, &c->go[idx], FUTEX_WAIT, 0, NULL, NULL, 0);
+    if (__atomic_load_n(&c->go[idx], __ATOMIC_ACQUIRE) != 1)
       {
         if (c->o->as_ns_init && idx == 0)
           {
             /* The helper failed: its message is in the shared page. */
-            dprintf (2, "crest: %s\n", (char *) (c->go + c->np));
-            __atomic_store_n (&c->go[idx], 3, __ATOMIC_RELEASE);
-            syscall (SYS_futex, &c->go[idx], FUTEX_WAKE, 1, NULL, NULL, 0);
+            dprintf(2, "crest: %s\n", (char *)(c->go + c->np));
+            __atomic_store_n(&c->go[idx], 3, __ATOMIC_RELEASE);
+            syscall(SYS_futex, &c->go[idx], FUTEX_WAKE, 1, NULL, NULL, 0);
           }
-        _exit (124);
+        _exit(124);
       }
-    task_jump (base + BLOB_OFF_ENTRY, stack_lo + MAIN_STACK - 64, args_addr);
+    task_jump(base + BLOB_OFF_ENTRY, stack_lo + MAIN_STACK - 64, args_addr);
   }
 }
 
 static pid_t
-create_task (struct rctx *c, int idx)
+create_task(struct rctx *c, int idx)
 {
   struct rproc *p = &c->p[idx];
   struct clone_args ca;
   pid_t tid = p->pid, r;
 
-  memset (&ca, 0, sizeof ca);
+  memset(&ca, 0, sizeof ca);
   ca.exit_signal = SIGCHLD;
   if (c->use_nslp)
     {
       char num[24];
-      int len = snprintf (num, sizeof num, "%d", p->pid - 1);
-      if (flock (c->nslp_fd, LOCK_EX) < 0 || pwrite (c->nslp_fd, num, len, 0) != len)
+      int len = snprintf(num, sizeof num, "%d", p->pid - 1);
+      if (flock(c->nslp_fd, LOCK_EX) < 0 || pwrite(c->nslp_fd, num, len, 0) != len)
         return -1;
     }
   else
     {
-      ca.set_tid = (uint64_t) &tid;
+      ca.set_tid = (uint64_t)&tid;
       ca.set_tid_size = 1;
     }
-  r = syscall (SYS_clone3, &ca, sizeof ca);
+  r = syscall(SYS_clone3, &ca, sizeof ca);
   if (r == 0)
-    task_main (c, idx);
+    task_main(c, idx);
   if (c->use_nslp)
-    flock (c->nslp_fd, LOCK_UN);
+    flock(c->nslp_fd, LOCK_UN);
   if (r > 0 && r != p->pid)
     {
-      kill (r, SIGKILL);
+      kill(r, SIGKILL);
       errno = EEXIST;
       return -1;
     }
@@ -1444,7 +1501,7 @@ create_task (struct rctx *c, int idx)
 /* ---------- the engine side ---------- */
 
 static struct rthread *
-find_thread (struct rctx *c, pid_t tid, struct rproc **pp)
+find_thread(struct rctx *c, pid_t tid, struct rproc **pp)
 {
   for (size_t i = 0; i < c->np; i++)
     for (size_t t = 0; t < c->p[i].nth; t++)
@@ -1458,30 +1515,30 @@ find_thread (struct rctx *c, pid_t tid, struct rproc **pp)
 }
 
 static void
-kill_all (struct rctx *c)
+kill_all(struct rctx *c)
 {
   int st;
   for (size_t i = 0; i < c->np; i++)
     if (c->p[i].real > 0 || c->p[i].seized)
-      kill (c->p[i].pid, SIGKILL);
+      kill(c->p[i].pid, SIGKILL);
   /* Tasks not yet reported are still ours: they carry PIDs that were free. */
   for (size_t i = 0; i < c->np; i++)
-    kill (c->p[i].pid, SIGKILL);
+    kill(c->p[i].pid, SIGKILL);
   if (c->go)
     for (size_t i = 0; i < c->np; i++)
       {
-        __atomic_store_n (&c->go[i], 2, __ATOMIC_RELEASE);
-        syscall (SYS_futex, &c->go[i], FUTEX_WAKE, 1, NULL, NULL, 0);
+        __atomic_store_n(&c->go[i], 2, __ATOMIC_RELEASE);
+        syscall(SYS_futex, &c->go[i], FUTEX_WAKE, 1, NULL, NULL, 0);
       }
-  while (waitpid (-1, &st, __WALL) > 0 || errno == EINTR)
+  while (waitpid(-1, &st, __WALL) > 0 || errno == EINTR)
     ;
 }
 
 static int
-wait_parked (struct rctx *c, crest_error_t *err)
+wait_parked(struct rctx *c, crest_error_t *err)
 {
   size_t reported = 0, parked = 0, total = 0;
-  time_t last = time (NULL);
+  time_t last = time(NULL);
 
   for (size_t i = 0; i < c->np; i++)
     total += c->p[i].nth;
@@ -1490,210 +1547,233 @@ wait_parked (struct rctx *c, crest_error_t *err)
       struct pollfd pfd = { c->report[0], POLLIN, 0 };
       int st;
       pid_t w;
-      if (reported < c->np && poll (&pfd, 1, 10) > 0 && (pfd.revents & POLLIN))
+      if (reported < c->np && poll(&pfd, 1, 10) > 0 && (pfd.revents & POLLIN))
         {
           struct report r;
-          ssize_t got = read (c->report[0], &r, sizeof r);
+          ssize_t got = read(c->report[0], &r, sizeof r);
           if (got == 0)
             {
               /* Every task closed it: one died; waitpid below says which. */
-              usleep (10000);
+              usleep(10000);
               goto reap;
             }
           if (got != sizeof r)
-            return crest_error_errno (err, "restore: read task report");
-          if (r.idx < 0 || (size_t) r.idx >= c->np)
-            return crest_error_make (err, EPROTO, "restore: bad task report");
+            return crest_error_errno(err, "restore: read task report");
+          if (r.idx < 0 || (size_t)r.idx >= c->np)
+            return crest_error_make(err, EPROTO, "restore: bad task report");
           if (r.kind == 'E')
-            return crest_error_make (err, 0, "restore: %s", r.msg);
+            return crest_error_make(err, 0, "restore: %s", r.msg);
           c->p[r.idx].real = r.pid;
           c->p[r.idx].base = r.base;
           c->p[r.idx].size = r.size;
-          if (ptrace (PTRACE_SEIZE, r.pid, 0, PTRACE_O_TRACECLONE | PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL) < 0)
-            return crest_error_errno (err, "restore: process %d: ptrace seize", r.pid);
+          if (ptrace(PTRACE_SEIZE, r.pid, 0,
+                     PTRACE_O_TRACECLONE | PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL)
+              < 0)
+            return crest_error_errno(err, "restore: process %d: ptrace seize", r.pid);
           c->p[r.idx].seized = true;
-          __atomic_store_n (&c->go[r.idx], 1, __ATOMIC_RELEASE);
-          syscall (SYS_futex, &c->go[r.idx], FUTEX_WAKE, 1, NULL, NULL, 0);
+          __atomic_store_n(&c->go[r.idx], 1, __ATOMIC_RELEASE);
+          syscall(SYS_futex, &c->go[r.idx], FUTEX_WAKE, 1, NULL, NULL, 0);
           reported++;
-          last = time (NULL);
+          last = time(NULL);
         }
     reap:
       if (reported == c->np)
-        usleep (1000);
-      while ((w = waitpid (-1, &st, __WALL | WNOHANG)) > 0)
+        usleep(1000);
+      while ((w = waitpid(-1, &st, __WALL | WNOHANG)) > 0)
         {
           struct rproc *p = NULL;
-          struct rthread *t = find_thread (c, w, &p);
-          last = time (NULL);
-          if (WIFEXITED (st) || WIFSIGNALED (st))
+          struct rthread *t = find_thread(c, w, &p);
+          last = time(NULL);
+          if (WIFEXITED(st) || WIFSIGNALED(st))
             {
-              if (t || find_thread (c, w, NULL))
-                return crest_error_make (err, ESRCH, "restore: task %d died while being restored (%s %d)", w,
-                                         WIFEXITED (st) ? "exit status" : "signal",
-                                         WIFEXITED (st) ? WEXITSTATUS (st) : WTERMSIG (st));
+              if (t || find_thread(c, w, NULL))
+                return crest_error_make(err, ESRCH,
+                                        "restore: task %d died while being restored (%s %d)", w,
+                                        WIFEXITED(st) ? "exit status" : "signal",
+                                        WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
               continue;
             }
-          if (!WIFSTOPPED (st))
+          if (!WIFSTOPPED(st))
             continue;
           if ((st >> 16) == PTRACE_EVENT_CLONE || (st >> 16) == PTRACE_EVENT_STOP)
-            ptrace (PTRACE_CONT, w, 0, 0);
-          else if (WSTOPSIG (st) == SIGTRAP && t)
+            ptrace(PTRACE_CONT, w, 0, 0);
+          else if (WSTOPSIG(st) == SIGTRAP && t)
             {
               if (!t->parked)
                 parked++;
               t->parked = true;
             }
           else
-            ptrace (PTRACE_CONT, w, 0, WSTOPSIG (st) == SIGTRAP ? 0 : WSTOPSIG (st));
+            ptrace(PTRACE_CONT, w, 0, WSTOPSIG(st) == SIGTRAP ? 0 : WSTOPSIG(st));
         }
-      if (time (NULL) - last > 30)
-        return crest_error_make (err, ETIMEDOUT, "restore: no progress for 30 s (%zu of %zu processes ready, %zu of "
-                                                 "%zu threads done)",
-                                 reported, c->np, parked, total);
+      if (time(NULL) - last > 30)
+        return crest_error_make(err, ETIMEDOUT,
+                                "restore: no progress for 30 s (%zu of %zu processes ready, %zu of "
+                                "%zu threads done)",
+                                reported, c->np, parked, total);
     }
   return 0;
 }
 
 static const char *
-op_name (long nr)
+op_name(long nr)
 {
   switch (nr)
     {
-    case SYS_mmap: return "mmap";
-    case SYS_munmap: return "munmap";
-    case SYS_mremap: return "mremap (vDSO)";
-    case SYS_mprotect: return "mprotect";
-    case BLOB_OP_PREAD_FULL: return "read pages";
-    case BLOB_OP_CLONE_THREAD: return "clone3 (thread)";
-    case SYS_prctl: return "prctl";
-    case SYS_rt_sigaction: return "rt_sigaction";
-    case SYS_capset: return "capset";
-    case SYS_sched_setattr: return "sched_setattr";
-    case SYS_prlimit64: return "prlimit";
-    case SYS_sigaltstack: return "sigaltstack";
-    case 334: return "rseq";
-    default: return "syscall";
+    case SYS_mmap:
+      return "mmap";
+    case SYS_munmap:
+      return "munmap";
+    case SYS_mremap:
+      return "mremap (vDSO)";
+    case SYS_mprotect:
+      return "mprotect";
+    case BLOB_OP_PREAD_FULL:
+      return "read pages";
+    case BLOB_OP_CLONE_THREAD:
+      return "clone3 (thread)";
+    case SYS_prctl:
+      return "prctl";
+    case SYS_rt_sigaction:
+      return "rt_sigaction";
+    case SYS_capset:
+      return "capset";
+    case SYS_sched_setattr:
+      return "sched_setattr";
+    case SYS_prlimit64:
+      return "prlimit";
+    case SYS_sigaltstack:
+      return "sigaltstack";
+    case 334:
+      return "rseq";
+    default:
+      return "syscall";
     }
 }
 
 static int
-check_blob_status (struct rctx *c, struct rproc *p, crest_error_t *err)
+check_blob_status(struct rctx *c, struct rproc *p, crest_error_t *err)
 {
   uint64_t args = p->base + ((crest_restorer_blob_size + PAGE - 1) & ~(PAGE - 1));
-  size_t n = sizeof (struct blob_args) + (p->nth - 1) * sizeof (struct blob_ops);
-  cleanup_free uint8_t *buf = xmalloc (n);
-  struct iovec l = { buf, n }, r = { (void *) args, n };
-  if (process_vm_readv (p->pid, &l, 1, &r, 1, 0) != (ssize_t) n)
-    return crest_error_errno (err, "restore: process %d: read the restorer's status", p->pid);
+  size_t n = sizeof(struct blob_args) + (p->nth - 1) * sizeof(struct blob_ops);
+  cleanup_free uint8_t *buf = xmalloc(n);
+  struct iovec l = { buf, n }, r = { (void *)args, n };
+  if (process_vm_readv(p->pid, &l, 1, &r, 1, 0) != (ssize_t)n)
+    return crest_error_errno(err, "restore: process %d: read the restorer's status", p->pid);
   for (size_t t = 0; t < p->nth; t++)
     {
-      struct blob_ops *o = t == 0 ? &((struct blob_args *) buf)->main
-                                  : (struct blob_ops *) (buf + sizeof (struct blob_args)) + (t - 1);
+      struct blob_ops *o = t == 0 ? &((struct blob_args *)buf)->main
+                                  : (struct blob_ops *)(buf + sizeof(struct blob_args)) + (t - 1);
       if (o->status != 0)
         {
           struct blob_op bop;
           struct iovec l2 = { &bop, sizeof bop },
-                       r2 = { (void *) (o->ops + (o->status > 0 ? o->status - 1 : 0) * sizeof bop), sizeof bop };
-          if (o->status < 0 || process_vm_readv (p->pid, &l2, 1, &r2, 1, 0) != sizeof bop)
-            return crest_error_make (err, EIO, "restore: thread %d: the restorer did not finish", p->th[t].tid);
-          return crest_error_make (err, o->result < 0 && o->result > -4096 ? (int) -o->result : 0,
-                                   "restore: thread %d: restorer step %lld (%s %#llx) failed with %lld", p->th[t].tid,
-                                   (long long) o->status, op_name (bop.nr), (unsigned long long) bop.a[0],
-                                   (long long) o->result);
+                       r2 = { (void *)(o->ops + (o->status > 0 ? o->status - 1 : 0) * sizeof bop),
+                              sizeof bop };
+          if (o->status < 0 || process_vm_readv(p->pid, &l2, 1, &r2, 1, 0) != sizeof bop)
+            return crest_error_make(err, EIO, "restore: thread %d: the restorer did not finish",
+                                    p->th[t].tid);
+          return crest_error_make(
+              err, o->result < 0 && o->result > -4096 ? (int)-o->result : 0,
+              "restore: thread %d: restorer step %lld (%s %#llx) failed with %lld", p->th[t].tid,
+              (long long)o->status, op_name(bop.nr), (unsigned long long)bop.a[0],
+              (long long)o->result);
         }
     }
-  (void) c;
+  (void)c;
   return 0;
 }
 
 /* Registers back, the blob unmapped by the main thread itself (stopped at
    the syscall's exit, before it would return into the vanished blob). */
 static int
-finish_process (struct rctx *c, struct rproc *p, crest_error_t *err)
+finish_process(struct rctx *c, struct rproc *p, crest_error_t *err)
 {
   for (size_t t = 0; t < p->nth; t++)
     {
       struct rthread *th = &p->th[t];
       struct user_regs_struct r = th->regs;
-      pt_normalize_restart (&r);
+      pt_normalize_restart(&r);
       if (t == 0)
         {
           struct user_regs_struct u = r;
           int st;
           u.rip = p->base + BLOB_OFF_SYSCALL;
           u.rax = SYS_munmap;
-          u.orig_rax = (unsigned long) -1;
+          u.orig_rax = (unsigned long)-1;
           u.rdi = p->base;
           u.rsi = p->size;
-          if (pt_setregs (th->tid, &u, err) < 0)
+          if (pt_setregs(th->tid, &u, err) < 0)
             return -1;
           for (int stop = 0; stop < 2; stop++)
             {
-              if (ptrace (PTRACE_SYSCALL, th->tid, 0, 0) < 0)
-                return crest_error_errno (err, "restore: task %d: ptrace syscall", th->tid);
-              if (pt_wait_stop (th->tid, &st, err) < 0)
+              if (ptrace(PTRACE_SYSCALL, th->tid, 0, 0) < 0)
+                return crest_error_errno(err, "restore: task %d: ptrace syscall", th->tid);
+              if (pt_wait_stop(th->tid, &st, err) < 0)
                 return -1;
-              if (!WIFSTOPPED (st) || WSTOPSIG (st) != (SIGTRAP | 0x80))
-                return crest_error_make (err, EPROTO, "restore: task %d: unexpected stop %#x unmapping the restorer",
-                                         th->tid, st);
+              if (!WIFSTOPPED(st) || WSTOPSIG(st) != (SIGTRAP | 0x80))
+                return crest_error_make(
+                    err, EPROTO, "restore: task %d: unexpected stop %#x unmapping the restorer",
+                    th->tid, st);
             }
-          if (pt_getregs (th->tid, &u, err) < 0)
+          if (pt_getregs(th->tid, &u, err) < 0)
             return -1;
           if (u.rax != 0)
-            return crest_error_make (err, (int) -u.rax, "restore: task %d: unmap the restorer", th->tid);
+            return crest_error_make(err, (int)-u.rax, "restore: task %d: unmap the restorer",
+                                    th->tid);
         }
-      if (pt_setregs (th->tid, &r, err) < 0 || pt_setxstate (th->tid, th->xstate, th->xlen, err) < 0)
+      if (pt_setregs(th->tid, &r, err) < 0 || pt_setxstate(th->tid, th->xstate, th->xlen, err) < 0)
         return -1;
-      if (ptrace (PTRACE_SETSIGMASK, th->tid, sizeof th->sigmask, &th->sigmask) < 0)
-        return crest_error_errno (err, "restore: task %d: set signal mask", th->tid);
+      if (ptrace(PTRACE_SETSIGMASK, th->tid, sizeof th->sigmask, &th->sigmask) < 0)
+        return crest_error_errno(err, "restore: task %d: set signal mask", th->tid);
     }
-  (void) c;
+  (void)c;
   return 0;
 }
 
 /* Seize every task as it reports, wait for every thread to park in the
    blob, check the blob's verdicts, set the registers, unmap the blob, let go. */
 static int
-finish_tree (struct rctx *c, crest_error_t *err)
+finish_tree(struct rctx *c, crest_error_t *err)
 {
-  if (wait_parked (c, err) < 0)
+  if (wait_parked(c, err) < 0)
     return -1;
   for (size_t i = 0; i < c->np; i++)
-    if (check_blob_status (c, &c->p[i], err) < 0)
+    if (check_blob_status(c, &c->p[i], err) < 0)
       return -1;
   for (size_t i = 0; i < c->np; i++)
-    if (finish_process (c, &c->p[i], err) < 0)
+    if (finish_process(c, &c->p[i], err) < 0)
       return -1;
   for (size_t i = 0; i < c->np; i++)
     for (size_t t = 0; t < c->p[i].nth; t++)
-      pt_detach (c->p[i].th[t].tid);
+      pt_detach(c->p[i].th[t].tid);
   return 0;
 }
 
 /* The helper of a namespace-init restore: a plain child with the highest PID
    below pid_max that the image does not use. */
 static pid_t
-helper_fork (struct rctx *c)
+helper_fork(struct rctx *c)
 {
   long pid_max = 32768;
-  FILE *f = fopen ("/proc/sys/kernel/pid_max", "re");
+  FILE *f = fopen("/proc/sys/kernel/pid_max", "re");
   if (f)
     {
-      if (fscanf (f, "%ld", &pid_max) != 1)
+      if (fscanf(f, "%ld", &pid_max) != 1)
         pid_max = 32768;
-      fclose (f);
+      fclose(f);
     }
   for (pid_t cand = pid_max - 1; cand > pid_max - 64; cand--)
     {
       struct clone_args ca;
       pid_t r;
-      if (find_thread (c, cand, NULL))
+      if (find_thread(c, cand, NULL))
         continue;
-      memset (&ca, 0, sizeof ca);
+      memset(&ca, 0, sizeof ca);
       ca.exit_signal = SIGCHLD;
-      ca.set_tid = (uint64_t) &cand;
+      ca.set_tid = (uint64_t)&cand;
       ca.set_tid_size = 1;
-      r = syscall (SYS_clone3, &ca, sizeof ca);
+      r = syscall(SYS_clone3, &ca, sizeof ca);
       if (r >= 0 || (errno != EEXIST && errno != EBUSY))
         return r;
     }
@@ -1702,189 +1782,195 @@ helper_fork (struct rctx *c)
 }
 
 static void
-free_ctx (struct rctx *c)
+free_ctx(struct rctx *c)
 {
   for (size_t i = 0; i < c->np; i++)
     {
       struct rproc *p = &c->p[i];
       for (size_t t = 0; t < p->nth; t++)
-        free (p->th[t].xstate), free (p->th[t].pending);
-      free (p->th), free (p->vmas), free (p->runs), free (p->fds), free (p->groups), free (p->auxv);
-      free (p->shared_pending);
+        free(p->th[t].xstate), free(p->th[t].pending);
+      free(p->th), free(p->vmas), free(p->runs), free(p->fds), free(p->groups), free(p->auxv);
+      free(p->shared_pending);
     }
-  free (c->p), free (c->f), free (c->pp), free (c->mf);
+  free(c->p), free(c->f), free(c->pp), free(c->mf);
   if (c->tree)
-    yajl_tree_free (c->tree);
-  img_reader_free (c->img);
+    yajl_tree_free(c->tree);
+  img_reader_free(c->img);
 }
 
 int
-crest_engine_check_image (const char *image_dir, crest_error_t *err)
+crest_engine_check_image(const char *image_dir, crest_error_t *err)
 {
   struct rctx c;
   struct crest_restore_opts o;
   int rc;
-  memset (&c, 0, sizeof c);
-  memset (&o, 0, sizeof o);
+  memset(&c, 0, sizeof c);
+  memset(&o, 0, sizeof o);
   o.image_dir = image_dir;
   c.o = &o;
-  if (img_reader_open (image_dir, false, true, &c.img, err) < 0)
+  if (img_reader_open(image_dir, false, true, &c.img, err) < 0)
     return -1;
-  rc = parse_tree (&c, err);
-  free_ctx (&c);
+  rc = parse_tree(&c, err);
+  free_ctx(&c);
   return rc;
 }
 
 int
-crest_engine_restore (const struct crest_restore_opts *o, pid_t *root_out, crest_error_t *err)
+crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_error_t *err)
 {
   struct rctx c;
   sigset_t all, old;
   volatile int rc = -1; /* sigsetjmp below */
-  const char *force = getenv ("CREST_FORCE_NS_LAST_PID");
+  const char *force = getenv("CREST_FORCE_NS_LAST_PID");
 
-  memset (&c, 0, sizeof c);
+  memset(&c, 0, sizeof c);
   c.o = o;
   c.report[0] = c.report[1] = -1;
   c.nslp_fd = -1;
-  clock_gettime (CLOCK_MONOTONIC, &c.t0);
-  if (o->as_ns_init && getpid () != 1)
-    return crest_error_make (err, EINVAL, "restore: as the init of a new PID namespace, but this is PID %d",
-                             (int) getpid ());
-  if (img_reader_open (o->image_dir, true, true, &c.img, err) < 0 || parse_tree (&c, err) < 0)
+  clock_gettime(CLOCK_MONOTONIC, &c.t0);
+  if (o->as_ns_init && getpid() != 1)
+    return crest_error_make(err, EINVAL,
+                            "restore: as the init of a new PID namespace, but this is PID %d",
+                            (int)getpid());
+  if (img_reader_open(o->image_dir, true, true, &c.img, err) < 0 || parse_tree(&c, err) < 0)
     {
-      free_ctx (&c);
+      free_ctx(&c);
       return -1;
     }
   if (o->as_ns_init && c.p[0].pid != 1)
     {
-      crest_error_make (err, EINVAL, "image %s: its root is PID %d, not the init of a PID namespace", o->image_dir,
-                        c.p[0].pid);
-      free_ctx (&c);
+      crest_error_make(err, EINVAL, "image %s: its root is PID %d, not the init of a PID namespace",
+                       o->image_dir, c.p[0].pid);
+      free_ctx(&c);
       return -1;
     }
   {
     struct timespec now;
-    clock_gettime (CLOCK_MONOTONIC, &now);
+    clock_gettime(CLOCK_MONOTONIC, &now);
     if ((now.tv_sec - c.t0.tv_sec) * 1000000000L + (now.tv_nsec - c.t0.tv_nsec) >= 1000000000L)
       {
         c.progress = true;
-        crest_progress ("restore of %s: image checked, recreating %zu processes", o->image_dir, c.np);
+        crest_progress("restore of %s: image checked, recreating %zu processes", o->image_dir,
+                       c.np);
       }
   }
-  c.use_nslp = o->force_ns_last_pid || (force && strcmp (force, "1") == 0);
-  if (!c.use_nslp && syscall (SYS_clone3, NULL, 0) < 0 && errno == ENOSYS)
+  c.use_nslp = o->force_ns_last_pid || (force && strcmp(force, "1") == 0);
+  if (!c.use_nslp && syscall(SYS_clone3, NULL, 0) < 0 && errno == ENOSYS)
     c.use_nslp = true;
   for (size_t i = 0; i < c.np; i++)
     for (size_t t = 0; t < c.p[i].nth; t++)
-      if (!(o->as_ns_init && c.p[i].th[t].tid == 1) && (kill (c.p[i].th[t].tid, 0) == 0 || errno != ESRCH))
+      if (!(o->as_ns_init && c.p[i].th[t].tid == 1)
+          && (kill(c.p[i].th[t].tid, 0) == 0 || errno != ESRCH))
         {
-          crest_error_make (err, EEXIST, "restore: PID %d is in use in this PID namespace", c.p[i].th[t].tid);
-          free_ctx (&c);
+          crest_error_make(err, EEXIST, "restore: PID %d is in use in this PID namespace",
+                           c.p[i].th[t].tid);
+          free_ctx(&c);
           return -1;
         }
-  if (open_files (&c, err) < 0)
+  if (open_files(&c, err) < 0)
     goto out;
-  if (pipe2 (c.report, O_CLOEXEC) < 0)
+  if (pipe2(c.report, O_CLOEXEC) < 0)
     {
-      crest_error_errno (err, "restore: pipe");
+      crest_error_errno(err, "restore: pipe");
       goto out;
     }
   /* The write end must survive each task's clean-up of low descriptors. */
-  if ((c.report[1] = svc_place (&c, c.report[1], err)) < 0)
+  if ((c.report[1] = svc_place(&c, c.report[1], err)) < 0)
     goto out;
-  c.go = mmap (NULL, ((c.np * 4 + PAGE - 1) & ~(PAGE - 1)) + PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  c.go = mmap(NULL, ((c.np * 4 + PAGE - 1) & ~(PAGE - 1)) + PAGE, PROT_READ | PROT_WRITE,
+              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (c.go == MAP_FAILED)
     {
       c.go = NULL;
-      crest_error_errno (err, "restore: mmap");
+      crest_error_errno(err, "restore: mmap");
       goto out;
     }
-  sigfillset (&all);
+  sigfillset(&all);
   if (o->as_ns_init)
     {
       /* We are PID 1 and become the image's init. A helper child, with a PID
          the image does not use, is the tracer that finishes the tree; it
          exits when done (the restored init reaps it like any orphan). */
       pid_t h;
-      sigprocmask (SIG_BLOCK, &all, &old);
-      h = helper_fork (&c);
+      sigprocmask(SIG_BLOCK, &all, &old);
+      h = helper_fork(&c);
       if (h < 0)
         {
-          crest_error_errno (err, "restore: create the finishing helper");
-          sigprocmask (SIG_SETMASK, &old, NULL);
+          crest_error_errno(err, "restore: create the finishing helper");
+          sigprocmask(SIG_SETMASK, &old, NULL);
           goto out;
         }
       if (h == 0)
         {
           crest_error_t e = NULL;
-          close (c.report[1]);
+          close(c.report[1]);
           c.report[1] = -1;
-          if (finish_tree (&c, &e) < 0)
+          if (finish_tree(&c, &e) < 0)
             {
-              cleanup_free char *text = crest_error_text (e);
+              cleanup_free char *text = crest_error_text(e);
               struct timespec ack = { 2, 0 };
-              snprintf ((char *) (c.go + c.np), PAGE - 1, "%s", text ? text : "restore failed");
+              snprintf((char *)(c.go + c.np), PAGE - 1, "%s", text ? text : "restore failed");
               /* Tasks that are not traced yet go by hand; the traced ones by
                  PTRACE_O_EXITKILL when we exit. The init says why, once:
                  wait until it has (it sets 3), or it failed on its own and
                  says that instead. */
               for (size_t i = 1; i < c.np; i++)
-                kill (c.p[i].pid, SIGKILL);
-              __atomic_store_n (&c.go[0], 2, __ATOMIC_RELEASE);
-              syscall (SYS_futex, &c.go[0], FUTEX_WAKE, 1, NULL, NULL, 0);
-              syscall (SYS_futex, &c.go[0], FUTEX_WAIT, 2, &ack, NULL, 0);
-              _exit (1);
+                kill(c.p[i].pid, SIGKILL);
+              __atomic_store_n(&c.go[0], 2, __ATOMIC_RELEASE);
+              syscall(SYS_futex, &c.go[0], FUTEX_WAKE, 1, NULL, NULL, 0);
+              syscall(SYS_futex, &c.go[0], FUTEX_WAIT, 2, &ack, NULL, 0);
+              _exit(1);
             }
-          _exit (0);
+          _exit(0);
         }
       {
         sigjmp_buf jb;
-        if (sigsetjmp (jb, 0) == 0)
+        if (sigsetjmp(jb, 0) == 0)
           {
             c.init_fail = &jb;
-            task_main (&c, 0);
+            task_main(&c, 0);
           }
         /* Only a failure comes back: the helper and the tasks created so far
            go with this process (their PID namespace ends with its init). */
         c.init_fail = NULL;
-        kill (h, SIGKILL);
-        crest_error_make (err, 0, "restore: %s", c.init_msg);
-        sigprocmask (SIG_SETMASK, &old, NULL);
+        kill(h, SIGKILL);
+        crest_error_make(err, 0, "restore: %s", c.init_msg);
+        sigprocmask(SIG_SETMASK, &old, NULL);
         goto out;
       }
     }
-  prctl (PR_SET_CHILD_SUBREAPER, 1);
-  sigprocmask (SIG_BLOCK, &all, &old);
-  if (create_task (&c, 0) < 0)
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
+  sigprocmask(SIG_BLOCK, &all, &old);
+  if (create_task(&c, 0) < 0)
     {
-      crest_error_errno (err, "restore: create process %d", c.p[0].pid);
-      sigprocmask (SIG_SETMASK, &old, NULL);
+      crest_error_errno(err, "restore: create process %d", c.p[0].pid);
+      sigprocmask(SIG_SETMASK, &old, NULL);
       goto out;
     }
-  close (c.report[1]);
+  close(c.report[1]);
   c.report[1] = -1;
-  if (finish_tree (&c, err) < 0)
+  if (finish_tree(&c, err) < 0)
     goto fail;
-  sigprocmask (SIG_SETMASK, &old, NULL);
+  sigprocmask(SIG_SETMASK, &old, NULL);
   *root_out = c.p[0].pid;
   {
     struct timespec now;
-    clock_gettime (CLOCK_MONOTONIC, &now);
-    if (c.progress || (now.tv_sec - c.t0.tv_sec) * 1000000000L + (now.tv_nsec - c.t0.tv_nsec) >= 1000000000L)
-      crest_progress ("restore of %s: done, %zu processes running", o->image_dir, c.np);
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (c.progress
+        || (now.tv_sec - c.t0.tv_sec) * 1000000000L + (now.tv_nsec - c.t0.tv_nsec) >= 1000000000L)
+      crest_progress("restore of %s: done, %zu processes running", o->image_dir, c.np);
   }
   if (o->pid_file)
     {
       char num[24];
-      int n = snprintf (num, sizeof num, "%d", c.p[0].pid);
-      if (write_file_atomic (o->pid_file, num, n, 0644, err) < 0)
+      int n = snprintf(num, sizeof num, "%d", c.p[0].pid);
+      if (write_file_atomic(o->pid_file, num, n, 0644, err) < 0)
         goto out;
     }
   if (!o->detach)
     {
       int st;
-      while (waitpid (c.p[0].pid, &st, 0) < 0 && errno == EINTR)
+      while (waitpid(c.p[0].pid, &st, 0) < 0 && errno == EINTR)
         ;
       if (o->root_status)
         *o->root_status = st;
@@ -1892,17 +1978,17 @@ crest_engine_restore (const struct crest_restore_opts *o, pid_t *root_out, crest
   rc = 0;
   goto out;
 fail:
-  kill_all (&c);
-  sigprocmask (SIG_SETMASK, &old, NULL);
+  kill_all(&c);
+  sigprocmask(SIG_SETMASK, &old, NULL);
 out:
   for (int fd = c.svc_base; fd > 0 && fd < c.svc_next; fd++)
-    close (fd);
+    close(fd);
   if (c.report[0] >= 0)
-    close (c.report[0]);
+    close(c.report[0]);
   if (c.report[1] >= 0)
-    close (c.report[1]);
+    close(c.report[1]);
   if (c.go)
-    munmap (c.go, ((c.np * 4 + PAGE - 1) & ~(PAGE - 1)) + PAGE);
-  free_ctx (&c);
+    munmap(c.go, ((c.np * 4 + PAGE - 1) & ~(PAGE - 1)) + PAGE);
+  free_ctx(&c);
   return rc;
 }

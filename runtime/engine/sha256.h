@@ -9,19 +9,25 @@
 struct sha256
 {
   uint32_t h[8];
-  uint64_t len;       /* bytes hashed so far */
+  uint64_t len; /* bytes hashed so far */
   uint8_t buf[64];
   size_t fill;
 };
 
-void sha256_init (struct sha256 *s);
-void sha256_update (struct sha256 *s, const void *data, size_t len);
-void sha256_final (struct sha256 *s, uint8_t out[32]);
+void
+sha256_init(struct sha256 *s);
+void
+sha256_update(struct sha256 *s, const void *data, size_t len);
+void
+sha256_final(struct sha256 *s, uint8_t out[32]);
 /* 1: the SHA instructions are used. sha256_set_portable(1) forces the
    portable code, (0) goes back to detection (tests compare the two). */
-int sha256_accelerated (void);
-void sha256_set_portable (int on);
+int
+sha256_accelerated(void);
+void
+sha256_set_portable(int on);
 /* out: 65 bytes, lower-case hex, NUL-terminated. */
-void sha256_hex (const uint8_t digest[32], char out[65]);
+void
+sha256_hex(const uint8_t digest[32], char out[65]);
 
 #endif

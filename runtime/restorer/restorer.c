@@ -32,67 +32,68 @@
 #define SYNC_FD 3
 
 static void
-report (const char *text)
+report(const char *text)
 {
   struct stat st;
-  if (fstat (SYNC_FD, &st) == 0 && S_ISFIFO (st.st_mode))
-    dprintf (SYNC_FD, "%s\n", text);
-  fprintf (stderr, "crest-restorer: %s\n", text);
+  if (fstat(SYNC_FD, &st) == 0 && S_ISFIFO(st.st_mode))
+    dprintf(SYNC_FD, "%s\n", text);
+  fprintf(stderr, "crest-restorer: %s\n", text);
 }
 
 int
-main (int argc, char **argv)
+main(int argc, char **argv)
 {
   struct crest_restore_opts o;
   crest_error_t err = NULL;
   pid_t root = 0;
   char *text;
 
-  prctl (PR_SET_NAME, "crest-restoring", 0, 0, 0);
+  prctl(PR_SET_NAME, "crest-restoring", 0, 0, 0);
   /* The sync pipe must not outlive this process's own use of it. */
-  fcntl (SYNC_FD, F_SETFD, FD_CLOEXEC);
+  fcntl(SYNC_FD, F_SETFD, FD_CLOEXEC);
   {
     /* "R": crest now knows the container's init is this program (crun's
        own processes before it have other names), named as above. */
     struct stat st;
-    if (fstat (SYNC_FD, &st) == 0 && S_ISFIFO (st.st_mode) && write (SYNC_FD, "R\n", 2) != 2)
+    if (fstat(SYNC_FD, &st) == 0 && S_ISFIFO(st.st_mode) && write(SYNC_FD, "R\n", 2) != 2)
       return 2;
   }
   if (argc != 2)
     {
-      report ("usage: crest-restorer IMAGE_DIR (started by `crest restore`, not by hand)");
+      report("usage: crest-restorer IMAGE_DIR (started by `crest restore`, not by hand)");
       return 2;
     }
-  if (getpid () != 1)
+  if (getpid() != 1)
     {
       char line[256];
-      snprintf (line, sizeof line, "restore of image `%s`: must run as PID 1 of a new PID namespace (running as %d)",
-                argv[1], (int) getpid ());
-      report (line);
+      snprintf(line, sizeof line,
+               "restore of image `%s`: must run as PID 1 of a new PID namespace (running as %d)",
+               argv[1], (int)getpid());
+      report(line);
       return 2;
     }
   {
     /* Test hook (docs/restore.md): `crest restore` passes the variable on
        when it has it, so that a suite can read this process's capabilities
        while it works. Bounded to ten seconds. */
-    const char *p = getenv ("CREST_RESTORER_PAUSE_MS");
-    long ms = p ? strtol (p, NULL, 10) : 0;
+    const char *p = getenv("CREST_RESTORER_PAUSE_MS");
+    long ms = p ? strtol(p, NULL, 10) : 0;
     if (ms > 0)
-      usleep ((useconds_t) (ms > 10000 ? 10000 : ms) * 1000);
+      usleep((useconds_t)(ms > 10000 ? 10000 : ms) * 1000);
   }
-  memset (&o, 0, sizeof o);
+  memset(&o, 0, sizeof o);
   o.image_dir = argv[1];
   o.as_ns_init = true;
   o.stdio_fds[0] = o.stdio_fds[1] = o.stdio_fds[2] = -1;
   /* Returns only on failure: on success this process is the restored init. */
-  if (crest_engine_restore (&o, &root, &err) == 0)
+  if (crest_engine_restore(&o, &root, &err) == 0)
     {
-      report ("the engine returned from a container restore instead of becoming the restored init");
+      report("the engine returned from a container restore instead of becoming the restored init");
       return 1;
     }
-  text = crest_error_text (err);
-  report (text ? text : "restore failed");
-  free (text);
-  crest_error_release (&err);
+  text = crest_error_text(err);
+  report(text ? text : "restore failed");
+  free(text);
+  crest_error_release(&err);
   return 1;
 }

@@ -12,7 +12,8 @@
 #include "log.h"
 #include "util.h"
 
-int crest_verb_checkpoint (struct crest_global *g, int argc, char **argv);
+int
+crest_verb_checkpoint(struct crest_global *g, int argc, char **argv);
 
 /* The container glue may be left out of a build: then only process mode. */
 #pragma weak crest_container_checkpoint
@@ -28,21 +29,21 @@ enum
 };
 
 static void
-usage (FILE *f)
+usage(FILE *f)
 {
-  fprintf (f, "Usage: crest checkpoint [OPTION...] (--pid PID | CONTAINER)\n"
-              "Checkpoint a container, or with --pid a process tree the user owns.\n\n"
-              "      --image-path=DIR   where to write the image (default ./checkpoint)\n"
-              "      --work-path=DIR    where to write logs\n"
-              "      --leave-running    let the tree run on after the checkpoint\n"
-              "      --pid=PID          process mode: checkpoint PID and its descendants\n"
-              "      --ns-init          with --pid: PID is the init of its own PID namespace;\n"
-              "                         record the PIDs seen inside it\n"
-              "  -h, --help             show this help\n");
+  fprintf(f, "Usage: crest checkpoint [OPTION...] (--pid PID | CONTAINER)\n"
+             "Checkpoint a container, or with --pid a process tree the user owns.\n\n"
+             "      --image-path=DIR   where to write the image (default ./checkpoint)\n"
+             "      --work-path=DIR    where to write logs\n"
+             "      --leave-running    let the tree run on after the checkpoint\n"
+             "      --pid=PID          process mode: checkpoint PID and its descendants\n"
+             "      --ns-init          with --pid: PID is the init of its own PID namespace;\n"
+             "                         record the PIDs seen inside it\n"
+             "  -h, --help             show this help\n");
 }
 
 int
-crest_verb_checkpoint (struct crest_global *g, int argc, char **argv)
+crest_verb_checkpoint(struct crest_global *g, int argc, char **argv)
 {
   static const struct option opts[] = {
     { "image-path", required_argument, NULL, OPT_IMAGE_PATH },
@@ -67,33 +68,44 @@ crest_verb_checkpoint (struct crest_global *g, int argc, char **argv)
 
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long (argc, argv, "+h", opts, NULL)) != -1)
+  while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1)
     switch (c)
       {
-      case OPT_IMAGE_PATH: image = optarg; break;
-      case OPT_WORK_PATH: work = optarg; break;
-      case OPT_LEAVE_RUNNING: leave = true; break;
+      case OPT_IMAGE_PATH:
+        image = optarg;
+        break;
+      case OPT_WORK_PATH:
+        work = optarg;
+        break;
+      case OPT_LEAVE_RUNNING:
+        leave = true;
+        break;
       case OPT_PID:
         {
           char *end;
-          pid = strtol (optarg, &end, 10);
+          pid = strtol(optarg, &end, 10);
           if (*end || pid <= 0 || pid > (1 << 22))
             {
-              fprintf (stderr, "crest: checkpoint: bad PID `%s`\n", optarg);
+              fprintf(stderr, "crest: checkpoint: bad PID `%s`\n", optarg);
               return 1;
             }
         }
         break;
-      case OPT_NS_INIT: ns_init = true; break;
-      case OPT_IGNORED: break;
-      case 'h': usage (stdout); return 0;
+      case OPT_NS_INIT:
+        ns_init = true;
+        break;
+      case OPT_IGNORED:
+        break;
+      case 'h':
+        usage(stdout);
+        return 0;
       default:
-        fprintf (stderr, "crest: checkpoint: unknown option `%s`\n", argv[optind - 1]);
+        fprintf(stderr, "crest: checkpoint: unknown option `%s`\n", argv[optind - 1]);
         return 1;
       }
   if (pid && optind < argc)
     {
-      fprintf (stderr, "crest: checkpoint: give either --pid or a container ID, not both\n");
+      fprintf(stderr, "crest: checkpoint: give either --pid or a container ID, not both\n");
       return 1;
     }
   if (!pid)
@@ -101,37 +113,38 @@ crest_verb_checkpoint (struct crest_global *g, int argc, char **argv)
       struct crest_container_checkpoint_opts co;
       if (optind + 1 != argc)
         {
-          fprintf (stderr, "crest: checkpoint: expected one container ID (or --pid PID)\n");
+          fprintf(stderr, "crest: checkpoint: expected one container ID (or --pid PID)\n");
           return 1;
         }
       if (!crest_container_checkpoint)
         {
-          fprintf (stderr, "crest: checkpoint %s: container checkpoint is not yet supported by this build\n",
-                   argv[optind]);
+          fprintf(stderr,
+                  "crest: checkpoint %s: container checkpoint is not yet supported by this build\n",
+                  argv[optind]);
           return 1;
         }
-      memset (&co, 0, sizeof co);
+      memset(&co, 0, sizeof co);
       co.image_path = image;
       co.work_path = work;
       co.leave_running = leave;
-      c = crest_container_checkpoint (g, argv[optind], &co, &err);
+      c = crest_container_checkpoint(g, argv[optind], &co, &err);
       if (c < 0)
         {
-          crest_error_report (&err);
+          crest_error_report(&err);
           return 1;
         }
       return c;
     }
   {
     struct crest_dump_opts o;
-    memset (&o, 0, sizeof o);
+    memset(&o, 0, sizeof o);
     o.image_dir = image;
     o.work_dir = work;
     o.leave_running = leave;
     o.root_is_ns_init = ns_init;
-    if (crest_engine_dump ((pid_t) pid, &o, &err) < 0)
+    if (crest_engine_dump((pid_t)pid, &o, &err) < 0)
       {
-        crest_error_report (&err);
+        crest_error_report(&err);
         return 1;
       }
   }

@@ -40,9 +40,11 @@ struct crest_container_restore_opts
    attached restore, the container's own), or a negative value with ERR filled
    with one line naming the container, the object, the operation and the
    reason. */
-int crest_container_checkpoint (struct crest_global *g, const char *id,
-                                const struct crest_container_checkpoint_opts *opts, crest_error_t *err);
-int crest_container_restore (struct crest_global *g, const char *id,
-                             const struct crest_container_restore_opts *opts, crest_error_t *err);
+int
+crest_container_checkpoint(struct crest_global *g, const char *id,
+                           const struct crest_container_checkpoint_opts *opts, crest_error_t *err);
+int
+crest_container_restore(struct crest_global *g, const char *id,
+                        const struct crest_container_restore_opts *opts, crest_error_t *err);
 
 #endif

@@ -11,17 +11,17 @@
 #include "util.h"
 
 static char **
-build_argv (struct crest_global *g, const char *verb, char *const *argv)
+build_argv(struct crest_global *g, const char *verb, char *const *argv)
 {
   int n = 0, k = 0, i;
   char **out;
   while (argv && argv[n])
     n++;
-  out = xmalloc (sizeof (char *) * (size_t) (n + g->crun_global_argc + 3));
-  out[k++] = (char *) g->runtime;
+  out = xmalloc(sizeof(char *) * (size_t)(n + g->crun_global_argc + 3));
+  out[k++] = (char *)g->runtime;
   for (i = 0; i < g->crun_global_argc; i++)
     out[k++] = g->crun_global_argv[i];
-  out[k++] = (char *) verb;
+  out[k++] = (char *)verb;
   for (i = 0; i < n; i++)
     out[k++] = argv[i];
   out[k] = NULL;
@@ -29,86 +29,86 @@ build_argv (struct crest_global *g, const char *verb, char *const *argv)
 }
 
 static void
-debug_argv (char **a)
+debug_argv(char **a)
 {
   char buf[4096];
   size_t used = 0;
   for (; *a && used < sizeof buf - 1; a++)
     {
-      int r = snprintf (buf + used, sizeof buf - used, "%s%s", used ? " " : "", *a);
+      int r = snprintf(buf + used, sizeof buf - used, "%s%s", used ? " " : "", *a);
       if (r < 0)
         return;
-      used += (size_t) r;
+      used += (size_t)r;
     }
-  crest_debug ("running %s", buf);
+  crest_debug("running %s", buf);
 }
 
 int
-crest_crun_exec (struct crest_global *g, const char *verb, char *const *argv)
+crest_crun_exec(struct crest_global *g, const char *verb, char *const *argv)
 {
-  cleanup_free char **full = build_argv (g, verb, argv);
-  debug_argv (full);
-  execv (g->runtime, full);
-  fprintf (stderr, "crest: cannot run crun `%s`: %s\n", g->runtime, strerror (errno));
+  cleanup_free char **full = build_argv(g, verb, argv);
+  debug_argv(full);
+  execv(g->runtime, full);
+  fprintf(stderr, "crest: cannot run crun `%s`: %s\n", g->runtime, strerror(errno));
   return 127;
 }
 
 static volatile pid_t forward_to;
 
 static void
-forward_signal (int sig)
+forward_signal(int sig)
 {
   if (forward_to > 0)
-    kill (forward_to, sig);
+    kill(forward_to, sig);
 }
 
 int
-crest_crun_run (struct crest_global *g, const char *verb, char *const *argv)
+crest_crun_run(struct crest_global *g, const char *verb, char *const *argv)
 {
   static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
-  cleanup_free char **full = build_argv (g, verb, argv);
-  struct sigaction sa, old[ARRAY_SIZE (forwarded)];
+  cleanup_free char **full = build_argv(g, verb, argv);
+  struct sigaction sa, old[ARRAY_SIZE(forwarded)];
   int status, r;
   size_t i;
   pid_t pid;
 
-  debug_argv (full);
-  fflush (NULL);
-  pid = fork ();
+  debug_argv(full);
+  fflush(NULL);
+  pid = fork();
   if (pid < 0)
     {
-      fprintf (stderr, "crest: fork: %s\n", strerror (errno));
+      fprintf(stderr, "crest: fork: %s\n", strerror(errno));
       return 125;
     }
   if (pid == 0)
     {
-      execv (g->runtime, full);
-      fprintf (stderr, "crest: cannot run crun `%s`: %s\n", g->runtime, strerror (errno));
-      _exit (127);
+      execv(g->runtime, full);
+      fprintf(stderr, "crest: cannot run crun `%s`: %s\n", g->runtime, strerror(errno));
+      _exit(127);
     }
   /* crun may run the container in the foreground: whatever signal reaches
      crest is meant for it. */
   forward_to = pid;
-  memset (&sa, 0, sizeof sa);
+  memset(&sa, 0, sizeof sa);
   sa.sa_handler = forward_signal;
   sa.sa_flags = SA_RESTART;
-  sigemptyset (&sa.sa_mask);
-  for (i = 0; i < ARRAY_SIZE (forwarded); i++)
-    sigaction (forwarded[i], &sa, &old[i]);
+  sigemptyset(&sa.sa_mask);
+  for (i = 0; i < ARRAY_SIZE(forwarded); i++)
+    sigaction(forwarded[i], &sa, &old[i]);
   do
-    r = waitpid (pid, &status, 0);
+    r = waitpid(pid, &status, 0);
   while (r < 0 && errno == EINTR);
-  for (i = 0; i < ARRAY_SIZE (forwarded); i++)
-    sigaction (forwarded[i], &old[i], NULL);
+  for (i = 0; i < ARRAY_SIZE(forwarded); i++)
+    sigaction(forwarded[i], &old[i], NULL);
   forward_to = 0;
   if (r < 0)
     {
-      fprintf (stderr, "crest: waitpid crun: %s\n", strerror (errno));
+      fprintf(stderr, "crest: waitpid crun: %s\n", strerror(errno));
       return 125;
     }
-  if (WIFEXITED (status))
-    return WEXITSTATUS (status);
-  if (WIFSIGNALED (status))
-    return 128 + WTERMSIG (status);
+  if (WIFEXITED(status))
+    return WEXITSTATUS(status);
+  if (WIFSIGNALED(status))
+    return 128 + WTERMSIG(status);
   return 125;
 }

@@ -9,75 +9,75 @@
 #include "log.h"
 
 static char *
-vformat (const char *fmt, va_list ap)
+vformat(const char *fmt, va_list ap)
 {
   char *s = NULL;
-  if (vasprintf (&s, fmt, ap) < 0)
-    abort ();
+  if (vasprintf(&s, fmt, ap) < 0)
+    abort();
   return s;
 }
 
 int
-crest_error_make (crest_error_t *err, int errno_, const char *fmt, ...)
+crest_error_make(crest_error_t *err, int errno_, const char *fmt, ...)
 {
   va_list ap;
   if (err == NULL)
     return -1;
   if (*err != NULL)
-    crest_error_release (err);
-  *err = xzalloc (sizeof (**err));
+    crest_error_release(err);
+  *err = xzalloc(sizeof(**err));
   (*err)->status = errno_;
-  va_start (ap, fmt);
-  (*err)->msg = vformat (fmt, ap);
-  va_end (ap);
+  va_start(ap, fmt);
+  (*err)->msg = vformat(fmt, ap);
+  va_end(ap);
   return -1;
 }
 
 int
-crest_error_wrap (crest_error_t *err, const char *fmt, ...)
+crest_error_wrap(crest_error_t *err, const char *fmt, ...)
 {
   va_list ap;
   char *ctx, *joined;
   if (err == NULL || *err == NULL)
     return -1;
-  va_start (ap, fmt);
-  ctx = vformat (fmt, ap);
-  va_end (ap);
-  joined = xasprintf ("%s: %s", ctx, (*err)->msg);
-  free (ctx);
-  free ((*err)->msg);
+  va_start(ap, fmt);
+  ctx = vformat(fmt, ap);
+  va_end(ap);
+  joined = xasprintf("%s: %s", ctx, (*err)->msg);
+  free(ctx);
+  free((*err)->msg);
   (*err)->msg = joined;
   return -1;
 }
 
 char *
-crest_error_text (const crest_error_t err)
+crest_error_text(const crest_error_t err)
 {
   if (err == NULL)
-    return xstrdup ("unknown error");
+    return xstrdup("unknown error");
   if (err->status)
-    return xasprintf ("%s: %s", err->msg, strerror (err->status));
-  return xstrdup (err->msg);
+    return xasprintf("%s: %s", err->msg, strerror(err->status));
+  return xstrdup(err->msg);
 }
 
 void
-crest_error_release (crest_error_t *err)
+crest_error_release(crest_error_t *err)
 {
   if (err == NULL || *err == NULL)
     return;
-  free ((*err)->msg);
-  free (*err);
+  free((*err)->msg);
+  free(*err);
   *err = NULL;
 }
 
 void
-crest_error_report (crest_error_t *err)
+crest_error_report(crest_error_t *err)
 {
   char *text;
   if (err == NULL || *err == NULL)
     return;
-  text = crest_error_text (*err);
-  crest_log (CREST_LOG_ERROR, "%s", text);
-  free (text);
-  crest_error_release (err);
+  text = crest_error_text(*err);
+  crest_log(CREST_LOG_ERROR, "%s", text);
+  free(text);
+  crest_error_release(err);
 }

@@ -11,22 +11,27 @@
 
 typedef struct crest_error_s
 {
-  int status;  /* errno, or 0 when none applies */
-  char *msg;   /* heap allocated, NULL when no error */
-} *crest_error_t;
+  int status; /* errno, or 0 when none applies */
+  char *msg;  /* heap allocated, NULL when no error */
+} * crest_error_t;
 
 /* Fill *err (which must be empty) and return -1. errno_ may be 0. */
-int crest_error_make (crest_error_t *err, int errno_, const char *fmt, ...)
-    __attribute__ ((format (printf, 3, 4)));
+int
+crest_error_make(crest_error_t *err, int errno_, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Same, taking errno as the reason. */
-#define crest_error_errno(err, ...) crest_error_make ((err), errno, __VA_ARGS__)
+#define crest_error_errno(err, ...) crest_error_make((err), errno, __VA_ARGS__)
 /* Prefix the message of an existing error with more context: "CONTEXT: old". */
-int crest_error_wrap (crest_error_t *err, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+int
+crest_error_wrap(crest_error_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Print "crest: MESSAGE[: strerror]" on stderr (and the log), release it. */
-void crest_error_report (crest_error_t *err);
+void
+crest_error_report(crest_error_t *err);
 /* Release without printing. */
-void crest_error_release (crest_error_t *err);
+void
+crest_error_release(crest_error_t *err);
 /* The message with its errno text, newly allocated. */
-char *crest_error_text (const crest_error_t err);
+char *
+crest_error_text(const crest_error_t err);
 
 #endif

@@ -19,81 +19,83 @@
 #define GRANT_OPT "--cap-checkpoint-restore"
 
 /* crun's create/run options that take a value. */
-static const char *const with_value[] = { "--bundle", "--console-socket", "--config", "--pid-file", "--preserve-fds", NULL };
+static const char *const with_value[]
+    = { "--bundle", "--console-socket", "--config", "--pid-file", "--preserve-fds", NULL };
 
 static bool
-takes_value (const char *opt)
+takes_value(const char *opt)
 {
   size_t i;
   for (i = 0; with_value[i]; i++)
-    if (strcmp (opt, with_value[i]) == 0)
+    if (strcmp(opt, with_value[i]) == 0)
       return true;
   return false;
 }
 
 static void
-push (struct create_args *a, char *s)
+push(struct create_args *a, char *s)
 {
-  a->crun_argv = xrealloc (a->crun_argv, sizeof (char *) * (size_t) (a->crun_argc + 2));
+  a->crun_argv = xrealloc(a->crun_argv, sizeof(char *) * (size_t)(a->crun_argc + 2));
   a->crun_argv[a->crun_argc++] = s;
   a->crun_argv[a->crun_argc] = NULL;
 }
 
 int
-crest_parse_create_args (int argc, char **argv, struct create_args *out, crest_error_t *err)
+crest_parse_create_args(int argc, char **argv, struct create_args *out, crest_error_t *err)
 {
   int i;
   bool options_done = false;
-  memset (out, 0, sizeof *out);
-  push (out, NULL); /* keep crun_argv non-NULL and NULL-terminated */
+  memset(out, 0, sizeof *out);
+  push(out, NULL); /* keep crun_argv non-NULL and NULL-terminated */
   out->crun_argc = 0;
 
   for (i = 1; i < argc; i++)
     {
       char *a = argv[i];
-      if (!options_done && strcmp (a, "--") == 0)
+      if (!options_done && strcmp(a, "--") == 0)
         {
           options_done = true;
           continue;
         }
-      if (!options_done && strncmp (a, "--", 2) == 0)
+      if (!options_done && strncmp(a, "--", 2) == 0)
         {
-          char *eq = strchr (a, '=');
-          cleanup_free char *name = eq ? strndup (a, (size_t) (eq - a)) : xstrdup (a);
+          char *eq = strchr(a, '=');
+          cleanup_free char *name = eq ? strndup(a, (size_t)(eq - a)) : xstrdup(a);
           const char *value = eq ? eq + 1 : NULL;
-          if (strcmp (name, GRANT_OPT) == 0)
+          if (strcmp(name, GRANT_OPT) == 0)
             {
               if (value == NULL)
                 {
                   if (i + 1 >= argc)
-                    return crest_error_make (err, 0, "option `%s` needs a value (add or only)", name);
+                    return crest_error_make(err, 0, "option `%s` needs a value (add or only)",
+                                            name);
                   value = argv[++i];
                 }
               out->grant_flag = value;
               continue;
             }
-          if (takes_value (name) && value == NULL)
+          if (takes_value(name) && value == NULL)
             {
               if (i + 1 >= argc)
-                return crest_error_make (err, 0, "option `%s` needs a value", name);
+                return crest_error_make(err, 0, "option `%s` needs a value", name);
               value = argv[++i];
             }
-          if (strcmp (name, "--bundle") == 0)
+          if (strcmp(name, "--bundle") == 0)
             out->bundle = value;
-          else if (strcmp (name, "--config") == 0)
+          else if (strcmp(name, "--config") == 0)
             {
               out->config = value;
               continue;
             }
-          else if (strcmp (name, "--detach") == 0)
+          else if (strcmp(name, "--detach") == 0)
             out->detach = true;
           if (value && !eq)
             {
-              push (out, a);
-              push (out, (char *) value);
+              push(out, a);
+              push(out, (char *)value);
             }
           else
-            push (out, a);
+            push(out, a);
           continue;
         }
       if (!options_done && a[0] == '-' && a[1] != '\0')
@@ -105,7 +107,7 @@ crest_parse_create_args (int argc, char **argv, struct create_args *out, crest_e
               if (*p == 'd')
                 {
                   out->detach = true;
-                  push (out, (char *) "-d");
+                  push(out, (char *)"-d");
                   continue;
                 }
               if (*p == 'b' || *p == 'f')
@@ -115,66 +117,67 @@ crest_parse_create_args (int argc, char **argv, struct create_args *out, crest_e
                   if (value == NULL)
                     {
                       if (i + 1 >= argc)
-                        return crest_error_make (err, 0, "option `-%c` needs a value", opt);
+                        return crest_error_make(err, 0, "option `-%c` needs a value", opt);
                       value = argv[++i];
                     }
                   if (opt == 'b')
                     {
                       out->bundle = value;
-                      push (out, (char *) "--bundle");
-                      push (out, (char *) value);
+                      push(out, (char *)"--bundle");
+                      push(out, (char *)value);
                     }
                   else
                     out->config = value;
                   break;
                 }
-              return crest_error_make (err, 0, "unknown option `-%c`", *p);
+              return crest_error_make(err, 0, "unknown option `-%c`", *p);
             }
           continue;
         }
       if (out->id)
-        return crest_error_make (err, 0, "unexpected argument `%s` after container ID `%s`", a, out->id);
+        return crest_error_make(err, 0, "unexpected argument `%s` after container ID `%s`", a,
+                                out->id);
       out->id = a;
     }
   if (out->id == NULL)
-    return crest_error_make (err, 0, "missing container ID");
+    return crest_error_make(err, 0, "missing container ID");
   return 0;
 }
 
 void
-crest_create_args_free (struct create_args *a)
+crest_create_args_free(struct create_args *a)
 {
-  free (a->crun_argv);
-  memset (a, 0, sizeof *a);
+  free(a->crun_argv);
+  memset(a, 0, sizeof *a);
 }
 
 int
-crest_resolve_grant (const char *flag, yajl_val config, enum crest_grant *out, crest_error_t *err)
+crest_resolve_grant(const char *flag, yajl_val config, enum crest_grant *out, crest_error_t *err)
 {
   if (flag)
     {
-      if (crest_grant_parse (flag, out, err) < 0)
-        return crest_error_wrap (err, "option `%s`", GRANT_OPT);
+      if (crest_grant_parse(flag, out, err) < 0)
+        return crest_error_wrap(err, "option `%s`", GRANT_OPT);
       return 0;
     }
-  return crest_config_annotation_grant (config, out, err);
+  return crest_config_annotation_grant(config, out, err);
 }
 
 static char *
-absolute (const char *base, const char *p)
+absolute(const char *base, const char *p)
 {
   char cwd[PATH_MAX];
   if (p[0] == '/')
-    return xstrdup (p);
+    return xstrdup(p);
   if (base)
-    return xasprintf ("%s/%s", base, p);
-  if (getcwd (cwd, sizeof cwd) == NULL)
+    return xasprintf("%s/%s", base, p);
+  if (getcwd(cwd, sizeof cwd) == NULL)
     return NULL;
-  return xasprintf ("%s/%s", cwd, p);
+  return xasprintf("%s/%s", cwd, p);
 }
 
 static int
-create_or_run (struct crest_global *g, int argc, char **argv, bool is_run)
+create_or_run(struct crest_global *g, int argc, char **argv, bool is_run)
 {
   cleanup_error crest_error_t err = NULL;
   cleanup_free char *bundle = NULL, *user_config = NULL, *text = NULL, *private_config = NULL;
@@ -187,146 +190,148 @@ create_or_run (struct crest_global *g, int argc, char **argv, bool is_run)
   bool keep_state;
   int status;
 
-  if (crest_parse_create_args (argc, argv, &a, &err) < 0)
+  if (crest_parse_create_args(argc, argv, &a, &err) < 0)
     {
-      crest_error_wrap (&err, "%s", argv[0]);
-      crest_error_report (&err);
+      crest_error_wrap(&err, "%s", argv[0]);
+      crest_error_report(&err);
       return 1;
     }
-  if (crest_validate_id (a.id, &err) < 0)
+  if (crest_validate_id(a.id, &err) < 0)
     goto fail;
 
-  bundle = absolute (NULL, a.bundle ? a.bundle : ".");
+  bundle = absolute(NULL, a.bundle ? a.bundle : ".");
   if (bundle == NULL)
     {
-      crest_error_errno (&err, "getcwd");
+      crest_error_errno(&err, "getcwd");
       goto fail;
     }
   {
     char real[PATH_MAX];
-    if (realpath (bundle, real) == NULL)
+    if (realpath(bundle, real) == NULL)
       {
-        crest_error_errno (&err, "container `%s`: bundle `%s`", a.id, bundle);
+        crest_error_errno(&err, "container `%s`: bundle `%s`", a.id, bundle);
         goto fail;
       }
-    free (bundle);
-    bundle = xstrdup (real);
+    free(bundle);
+    bundle = xstrdup(real);
   }
-  user_config = absolute (bundle, a.config ? a.config : "config.json");
+  user_config = absolute(bundle, a.config ? a.config : "config.json");
 
-  if (read_file (user_config, &text, NULL, 16u << 20, &err) < 0 || crest_config_parse (text, &config, &err) < 0)
+  if (read_file(user_config, &text, NULL, 16u << 20, &err) < 0
+      || crest_config_parse(text, &config, &err) < 0)
     {
-      crest_error_wrap (&err, "container `%s`: config `%s`", a.id, user_config);
+      crest_error_wrap(&err, "container `%s`: config `%s`", a.id, user_config);
       goto fail;
     }
-  if (crest_resolve_grant (a.grant_flag, config, &grant, &err) < 0)
+  if (crest_resolve_grant(a.grant_flag, config, &grant, &err) < 0)
     {
-      crest_error_wrap (&err, "container `%s`", a.id);
+      crest_error_wrap(&err, "container `%s`", a.id);
       goto fail;
     }
   if (grant != CREST_GRANT_NONE)
     {
-      int has = crest_kernel_has_cap_cr (NULL, &err);
+      int has = crest_kernel_has_cap_cr(NULL, &err);
       if (has < 0)
         goto fail;
       if (!has)
         {
-          crest_error_make (&err, ENOTSUP,
-                            "container `%s`: cannot grant CAP_CHECKPOINT_RESTORE: the running kernel does not know "
-                            "capability 40 (Linux 5.9 or later is needed)",
-                            a.id);
+          crest_error_make(&err, ENOTSUP,
+                           "container `%s`: cannot grant CAP_CHECKPOINT_RESTORE: the running "
+                           "kernel does not know "
+                           "capability 40 (Linux 5.9 or later is needed)",
+                           a.id);
           goto fail;
         }
     }
-  if (crest_crun_has (g, NULL, a.id))
+  if (crest_crun_has(g, NULL, a.id))
     {
-      crest_error_make (&err, EEXIST, "container `%s` already exists", a.id);
+      crest_error_make(&err, EEXIST, "container `%s` already exists", a.id);
       goto fail;
     }
 
-  state_dir = crest_state_dir (g, a.id);
-  if (mkdir_p (state_dir, 0700, &err) < 0)
+  state_dir = crest_state_dir(g, a.id);
+  if (mkdir_p(state_dir, 0700, &err) < 0)
     goto fail;
 
   if (grant != CREST_GRANT_NONE)
     {
       /* Never touch the user's bundle: the changed config is crest's own copy. */
-      private_config = xasprintf ("%s/config.json", state_dir);
-      if (crest_config_generate (config, grant, &generated, &glen, &err) < 0
-          || write_file_atomic (private_config, generated, glen, 0600, &err) < 0)
+      private_config = xasprintf("%s/config.json", state_dir);
+      if (crest_config_generate(config, grant, &generated, &glen, &err) < 0
+          || write_file_atomic(private_config, generated, glen, 0600, &err) < 0)
         {
-          crest_error_wrap (&err, "container `%s`: write the config with the grant", a.id);
-          crest_state_remove (g, a.id, NULL);
+          crest_error_wrap(&err, "container `%s`: write the config with the grant", a.id);
+          crest_state_remove(g, a.id, NULL);
           goto fail;
         }
-      config_arg = xasprintf ("--config=%s", private_config);
+      config_arg = xasprintf("--config=%s", private_config);
     }
   else if (a.config)
-    config_arg = xasprintf ("--config=%s", user_config);
+    config_arg = xasprintf("--config=%s", user_config);
 
-  st.id = (char *) a.id;
+  st.id = (char *)a.id;
   st.bundle = bundle;
-  st.crun_root = (char *) g->crun_root;
+  st.crun_root = (char *)g->crun_root;
   st.config = private_config ? private_config : user_config;
   st.rootless = g->is_rootless;
-  st.grant = (char *) crest_grant_name (grant);
-  if (crest_state_write (g, &st, &err) < 0)
+  st.grant = (char *)crest_grant_name(grant);
+  if (crest_state_write(g, &st, &err) < 0)
     {
-      crest_state_remove (g, a.id, NULL);
+      crest_state_remove(g, a.id, NULL);
       goto fail;
     }
 
   {
     /* crun's arguments: what the user gave, the config crest chose, the ID. */
-    char **args = xmalloc (sizeof (char *) * (size_t) (a.crun_argc + 3));
+    char **args = xmalloc(sizeof(char *) * (size_t)(a.crun_argc + 3));
     int n = 0, i;
     if (config_arg)
       args[n++] = config_arg;
     for (i = 0; i < a.crun_argc; i++)
       args[n++] = a.crun_argv[i];
-    args[n++] = (char *) a.id;
+    args[n++] = (char *)a.id;
     args[n] = NULL;
-    status = crest_crun_run (g, is_run ? "run" : "create", args);
-    free (args);
+    status = crest_crun_run(g, is_run ? "run" : "create", args);
+    free(args);
   }
 
   /* A foreground run is over, and crun has deleted the container; a failed
      create or run leaves nothing for crest to remember either. */
-  keep_state = status == 0 && (!is_run || a.detach) && crest_crun_has (g, NULL, a.id);
+  keep_state = status == 0 && (!is_run || a.detach) && crest_crun_has(g, NULL, a.id);
   if (!keep_state)
-    crest_state_remove (g, a.id, NULL);
-  yajl_tree_free (config);
-  crest_create_args_free (&a);
+    crest_state_remove(g, a.id, NULL);
+  yajl_tree_free(config);
+  crest_create_args_free(&a);
   return status;
 
 fail:
-  crest_error_report (&err);
+  crest_error_report(&err);
   if (config)
-    yajl_tree_free (config);
-  crest_create_args_free (&a);
+    yajl_tree_free(config);
+  crest_create_args_free(&a);
   return 1;
 }
 
 int
-crest_verb_create (struct crest_global *g, int argc, char **argv)
+crest_verb_create(struct crest_global *g, int argc, char **argv)
 {
-  return create_or_run (g, argc, argv, false);
+  return create_or_run(g, argc, argv, false);
 }
 
 int
-crest_verb_run (struct crest_global *g, int argc, char **argv)
+crest_verb_run(struct crest_global *g, int argc, char **argv)
 {
-  return create_or_run (g, argc, argv, true);
+  return create_or_run(g, argc, argv, true);
 }
 
 int
-crest_verb_delegate (struct crest_global *g, int argc, char **argv)
+crest_verb_delegate(struct crest_global *g, int argc, char **argv)
 {
-  return crest_crun_exec (g, argv[0], argv + 1);
+  return crest_crun_exec(g, argv[0], argv + 1);
 }
 
 int
-crest_verb_delete (struct crest_global *g, int argc, char **argv)
+crest_verb_delete(struct crest_global *g, int argc, char **argv)
 {
   cleanup_error crest_error_t err = NULL;
   const char *id = NULL;
@@ -335,28 +340,28 @@ crest_verb_delete (struct crest_global *g, int argc, char **argv)
   for (i = 1; i < argc; i++)
     if (argv[i][0] != '-')
       id = argv[i];
-  status = crest_crun_run (g, "delete", argv + 1);
+  status = crest_crun_run(g, "delete", argv + 1);
   /* Whatever crun answered, crest's state must not outlive crun's. */
-  if (id && crest_validate_id (id, &err) == 0 && !crest_crun_has (g, NULL, id))
+  if (id && crest_validate_id(id, &err) == 0 && !crest_crun_has(g, NULL, id))
     {
-      if (crest_state_remove (g, id, &err) < 0)
+      if (crest_state_remove(g, id, &err) < 0)
         {
-          crest_error_report (&err);
+          crest_error_report(&err);
           return status ? status : 1;
         }
     }
-  crest_error_release (&err);
+  crest_error_release(&err);
   return status;
 }
 
 int
-crest_verb_list (struct crest_global *g, int argc, char **argv)
+crest_verb_list(struct crest_global *g, int argc, char **argv)
 {
   cleanup_error crest_error_t err = NULL;
-  int removed = crest_state_gc (g, &err);
+  int removed = crest_state_gc(g, &err);
   if (removed < 0)
-    crest_error_report (&err);
+    crest_error_report(&err);
   else if (removed > 0)
-    crest_debug ("removed %d stale container state%s", removed, removed == 1 ? "" : "s");
-  return crest_crun_exec (g, "list", argv + 1);
+    crest_debug("removed %d stale container state%s", removed, removed == 1 ? "" : "s");
+  return crest_crun_exec(g, "list", argv + 1);
 }

@@ -10,9 +10,9 @@
 struct create_args
 {
   const char *id;
-  const char *bundle;      /* -b/--bundle, NULL: "." */
-  const char *config;      /* -f/--config, NULL: config.json */
-  const char *grant_flag;  /* --cap-checkpoint-restore, NULL when absent */
+  const char *bundle;     /* -b/--bundle, NULL: "." */
+  const char *config;     /* -f/--config, NULL: config.json */
+  const char *grant_flag; /* --cap-checkpoint-restore, NULL when absent */
   bool detach;
   /* What crun gets: the same arguments without crest's own, without
      -f/--config (crest passes the config it chose), NULL-terminated. */
@@ -21,10 +21,13 @@ struct create_args
 };
 
 /* Parse create/run arguments (argv[0] is the verb). */
-int crest_parse_create_args (int argc, char **argv, struct create_args *out, crest_error_t *err);
-void crest_create_args_free (struct create_args *a);
+int
+crest_parse_create_args(int argc, char **argv, struct create_args *out, crest_error_t *err);
+void
+crest_create_args_free(struct create_args *a);
 
 /* Decide the grant: the flag wins over the annotation. */
-int crest_resolve_grant (const char *flag, yajl_val config, enum crest_grant *out, crest_error_t *err);
+int
+crest_resolve_grant(const char *flag, yajl_val config, enum crest_grant *out, crest_error_t *err);
 
 #endif

@@ -13,22 +13,22 @@ static int log_json;
 static int log_debug;
 
 int
-crest_log_init (const char *path, const char *format, int debug)
+crest_log_init(const char *path, const char *format, int debug)
 {
   log_debug = debug;
-  if (format && strcmp (format, "json") == 0)
+  if (format && strcmp(format, "json") == 0)
     log_json = 1;
-  else if (format && strcmp (format, "text") != 0)
+  else if (format && strcmp(format, "text") != 0)
     {
-      fprintf (stderr, "crest: unknown log format `%s` (expected text or json)\n", format);
+      fprintf(stderr, "crest: unknown log format `%s` (expected text or json)\n", format);
       return -1;
     }
   if (path)
     {
-      log_file = fopen (path, "ae");
+      log_file = fopen(path, "ae");
       if (log_file == NULL)
         {
-          fprintf (stderr, "crest: open log file `%s`: %s\n", path, strerror (errno));
+          fprintf(stderr, "crest: open log file `%s`: %s\n", path, strerror(errno));
           return -1;
         }
     }
@@ -36,22 +36,22 @@ crest_log_init (const char *path, const char *format, int debug)
 }
 
 static void
-json_escape (FILE *f, const char *s)
+json_escape(FILE *f, const char *s)
 {
   for (; *s; s++)
     {
-      unsigned char c = (unsigned char) *s;
+      unsigned char c = (unsigned char)*s;
       if (c == '"' || c == '\\')
-        fprintf (f, "\\%c", c);
+        fprintf(f, "\\%c", c);
       else if (c < 0x20)
-        fprintf (f, "\\u%04x", c);
+        fprintf(f, "\\u%04x", c);
       else
-        fputc (c, f);
+        fputc(c, f);
     }
 }
 
 void
-crest_log (enum crest_log_level level, const char *fmt, ...)
+crest_log(enum crest_log_level level, const char *fmt, ...)
 {
   static const char *const names[] = { "error", "warning", "info", "debug" };
   cleanup_free char *msg = NULL;
@@ -59,10 +59,10 @@ crest_log (enum crest_log_level level, const char *fmt, ...)
 
   if (level == CREST_LOG_DEBUG && !log_debug)
     return;
-  va_start (ap, fmt);
-  if (vasprintf (&msg, fmt, ap) < 0)
+  va_start(ap, fmt);
+  if (vasprintf(&msg, fmt, ap) < 0)
     msg = NULL;
-  va_end (ap);
+  va_end(ap);
   if (msg == NULL)
     return;
 
@@ -73,35 +73,35 @@ crest_log (enum crest_log_level level, const char *fmt, ...)
           char ts[64];
           struct timespec now;
           struct tm tm;
-          clock_gettime (CLOCK_REALTIME, &now);
-          gmtime_r (&now.tv_sec, &tm);
-          strftime (ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-          fprintf (log_file, "{\"msg\":\"");
-          json_escape (log_file, msg);
-          fprintf (log_file, "\",\"level\":\"%s\",\"time\":\"%s\"}\n", names[level], ts);
+          clock_gettime(CLOCK_REALTIME, &now);
+          gmtime_r(&now.tv_sec, &tm);
+          strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+          fprintf(log_file, "{\"msg\":\"");
+          json_escape(log_file, msg);
+          fprintf(log_file, "\",\"level\":\"%s\",\"time\":\"%s\"}\n", names[level], ts);
         }
       else
-        fprintf (log_file, "%s: %s\n", names[level], msg);
-      fflush (log_file);
+        fprintf(log_file, "%s: %s\n", names[level], msg);
+      fflush(log_file);
     }
   /* Errors always reach the terminal too: a user who passed --log still
      needs the one line that says what failed. */
   if (log_file == NULL || level == CREST_LOG_ERROR)
     {
       if (level == CREST_LOG_ERROR)
-        fprintf (stderr, "crest: %s\n", msg);
+        fprintf(stderr, "crest: %s\n", msg);
       else
-        fprintf (stderr, "crest: %s: %s\n", names[level], msg);
+        fprintf(stderr, "crest: %s: %s\n", names[level], msg);
     }
 }
 
 void
-crest_progress (const char *fmt, ...)
+crest_progress(const char *fmt, ...)
 {
   va_list ap;
-  fputs ("crest: ", stderr);
-  va_start (ap, fmt);
-  vfprintf (stderr, fmt, ap);
-  va_end (ap);
-  fputc ('\n', stderr);
+  fputs("crest: ", stderr);
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fputc('\n', stderr);
 }

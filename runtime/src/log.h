@@ -11,11 +11,14 @@ enum crest_log_level
 };
 
 /* path NULL: stderr. json: one JSON object per line, as crun writes them. */
-int crest_log_init (const char *path, const char *format, int debug);
-void crest_log (enum crest_log_level level, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+int
+crest_log_init(const char *path, const char *format, int debug);
+void
+crest_log(enum crest_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Progress for long work, always on stderr; callers decide when to speak. */
-void crest_progress (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
-#define crest_debug(...) crest_log (CREST_LOG_DEBUG, __VA_ARGS__)
-#define crest_warn(...) crest_log (CREST_LOG_WARNING, __VA_ARGS__)
+void
+crest_progress(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define crest_debug(...) crest_log(CREST_LOG_DEBUG, __VA_ARGS__)
+#define crest_warn(...) crest_log(CREST_LOG_WARNING, __VA_ARGS__)
 
 #endif

@@ -28,8 +28,10 @@ struct verb
 
 /* The whole CLI at a glance. */
 static const struct verb verbs[] = {
-  { "create", crest_verb_create, "create a container (crun), optionally granting CAP_CHECKPOINT_RESTORE" },
-  { "run", crest_verb_run, "create and start a container (crun), optionally granting CAP_CHECKPOINT_RESTORE" },
+  { "create", crest_verb_create,
+    "create a container (crun), optionally granting CAP_CHECKPOINT_RESTORE" },
+  { "run", crest_verb_run,
+    "create and start a container (crun), optionally granting CAP_CHECKPOINT_RESTORE" },
   { "start", crest_verb_delegate, "start a created container (crun)" },
   { "exec", crest_verb_delegate, "run a process in a running container (crun)" },
   { "kill", crest_verb_delegate, "send a signal to the container's init process (crun)" },
@@ -43,105 +45,108 @@ static const struct verb verbs[] = {
   { "spec", crest_verb_delegate, "write a template config.json (crun)" },
   { "features", crest_verb_delegate, "print the features crun supports (crun)" },
   /* crest's own verbs (checkpoint, restore) are listed below this line. */
-  { "checkpoint", crest_verb_checkpoint, "checkpoint a container, or with --pid a process tree, into an image" },
+  { "checkpoint", crest_verb_checkpoint,
+    "checkpoint a container, or with --pid a process tree, into an image" },
   { "restore", crest_verb_restore, "restore a container, or a process tree, from an image" },
 };
 
 static void
-usage (FILE *f)
+usage(FILE *f)
 {
   size_t i;
-  fprintf (f, "Usage: crest [GLOBAL OPTION...] COMMAND [OPTION...] [ID]\n\n"
-              "An OCI runtime front end over crun that checkpoints and restores rootless\n"
-              "containers with CAP_CHECKPOINT_RESTORE, never with root.\n\nCommands:\n");
-  for (i = 0; i < ARRAY_SIZE (verbs); i++)
-    fprintf (f, "  %-11s %s\n", verbs[i].name, verbs[i].help);
-  fprintf (f, "\nGlobal options:\n"
-              "  --root=DIR              state directory (default $XDG_RUNTIME_DIR/crest rootless,\n"
-              "                          /run/crest as root)\n"
-              "  --runtime=PATH          the crun binary to delegate to (default %s)\n"
-              "  --log=FILE              write log messages to FILE\n"
-              "  --log-format=FORMAT     text (default) or json\n"
-              "  --debug                 verbose output\n"
-              "  --rootless=VALUE        true, false or auto (default)\n"
-              "  --cgroup-manager=MGR    passed to crun (cgroupfs, systemd, disabled)\n"
-              "  --systemd-cgroup        passed to crun\n"
-              "  -v, --version           print crest's, crun's and the kernel's versions\n"
-              "  -h, --help              print this help\n\n"
-              "create and run also take --cap-checkpoint-restore=add|only (or the\n"
-              "annotation " CREST_GRANT_ANNOTATION " in config.json). See crest(1).\n",
-           CRUN_PATH);
+  fprintf(f, "Usage: crest [GLOBAL OPTION...] COMMAND [OPTION...] [ID]\n\n"
+             "An OCI runtime front end over crun that checkpoints and restores rootless\n"
+             "containers with CAP_CHECKPOINT_RESTORE, never with root.\n\nCommands:\n");
+  for (i = 0; i < ARRAY_SIZE(verbs); i++)
+    fprintf(f, "  %-11s %s\n", verbs[i].name, verbs[i].help);
+  fprintf(f,
+          "\nGlobal options:\n"
+          "  --root=DIR              state directory (default $XDG_RUNTIME_DIR/crest rootless,\n"
+          "                          /run/crest as root)\n"
+          "  --runtime=PATH          the crun binary to delegate to (default %s)\n"
+          "  --log=FILE              write log messages to FILE\n"
+          "  --log-format=FORMAT     text (default) or json\n"
+          "  --debug                 verbose output\n"
+          "  --rootless=VALUE        true, false or auto (default)\n"
+          "  --cgroup-manager=MGR    passed to crun (cgroupfs, systemd, disabled)\n"
+          "  --systemd-cgroup        passed to crun\n"
+          "  -v, --version           print crest's, crun's and the kernel's versions\n"
+          "  -h, --help              print this help\n\n"
+          "create and run also take --cap-checkpoint-restore=add|only (or the\n"
+          "annotation " CREST_GRANT_ANNOTATION " in config.json). See crest(1).\n",
+          CRUN_PATH);
 }
 
 static char *
-crun_version (const char *runtime)
+crun_version(const char *runtime)
 {
   char line[256] = "";
-  cleanup_free char *cmd = xasprintf ("'%s' --version 2>/dev/null", runtime);
+  cleanup_free char *cmd = xasprintf("'%s' --version 2>/dev/null", runtime);
   FILE *p;
-  if (strchr (runtime, '\''))
-    return xstrdup ("unknown");
-  p = popen (cmd, "r");
+  if (strchr(runtime, '\''))
+    return xstrdup("unknown");
+  p = popen(cmd, "r");
   if (p == NULL)
-    return xstrdup ("unknown");
-  if (fgets (line, sizeof line, p) == NULL)
+    return xstrdup("unknown");
+  if (fgets(line, sizeof line, p) == NULL)
     line[0] = '\0';
-  if (pclose (p) != 0 || line[0] == '\0')
-    return xstrdup ("not runnable");
-  line[strcspn (line, "\n")] = '\0';
-  return xstrdup (line);
+  if (pclose(p) != 0 || line[0] == '\0')
+    return xstrdup("not runnable");
+  line[strcspn(line, "\n")] = '\0';
+  return xstrdup(line);
 }
 
 static int
-print_version (struct crest_global *g)
+print_version(struct crest_global *g)
 {
   cleanup_error crest_error_t err = NULL;
-  cleanup_free char *cv = crun_version (g->runtime);
+  cleanup_free char *cv = crun_version(g->runtime);
   cleanup_free char *last = NULL;
-  int has = crest_kernel_has_cap_cr (NULL, &err);
+  int has = crest_kernel_has_cap_cr(NULL, &err);
 
-  printf ("crest version %s\n", PACKAGE_VERSION);
-  printf ("crun: %s (%s)\n", g->runtime, cv);
+  printf("crest version %s\n", PACKAGE_VERSION);
+  printf("crun: %s (%s)\n", g->runtime, cv);
   if (has < 0)
-    printf ("kernel: cannot tell whether CAP_CHECKPOINT_RESTORE is known\n");
+    printf("kernel: cannot tell whether CAP_CHECKPOINT_RESTORE is known\n");
   else
     {
-      if (read_file ("/proc/sys/kernel/cap_last_cap", &last, NULL, 64, &err) < 0)
-        last = xstrdup ("?");
-      last[strcspn (last, "\n")] = '\0';
-      printf ("kernel: CAP_CHECKPOINT_RESTORE %s (cap_last_cap %s)\n", has ? "known" : "NOT known", last);
+      if (read_file("/proc/sys/kernel/cap_last_cap", &last, NULL, 64, &err) < 0)
+        last = xstrdup("?");
+      last[strcspn(last, "\n")] = '\0';
+      printf("kernel: CAP_CHECKPOINT_RESTORE %s (cap_last_cap %s)\n", has ? "known" : "NOT known",
+             last);
     }
   return 0;
 }
 
 static char *
-default_root (bool rootless)
+default_root(bool rootless)
 {
-  const char *xdg = getenv ("XDG_RUNTIME_DIR");
+  const char *xdg = getenv("XDG_RUNTIME_DIR");
   if (!rootless)
-    return xstrdup ("/run/crest");
+    return xstrdup("/run/crest");
   if (xdg && *xdg)
-    return xasprintf ("%s/crest", xdg);
-  return xasprintf ("/run/user/%u/crest", (unsigned) geteuid ());
+    return xasprintf("%s/crest", xdg);
+  return xasprintf("/run/user/%u/crest", (unsigned)geteuid());
 }
 
 static void
-push_arg (struct crest_global *g, char *s)
+push_arg(struct crest_global *g, char *s)
 {
-  g->crun_global_argv = xrealloc (g->crun_global_argv, sizeof (char *) * (g->crun_global_argc + 2));
+  g->crun_global_argv = xrealloc(g->crun_global_argv, sizeof(char *) * (g->crun_global_argc + 2));
   g->crun_global_argv[g->crun_global_argc++] = s;
   g->crun_global_argv[g->crun_global_argc] = NULL;
 }
 
 static void
-global_free (struct crest_global *g)
+global_free(struct crest_global *g)
 {
   int i;
   for (i = 0; i < g->crun_global_argc; i++)
-    free (g->crun_global_argv[i]);
-  free (g->crun_global_argv);
-  free ((char *) g->root);
-  free ((char *) g->crun_root);
+    free(g->crun_global_argv[i]);
+  free(g->crun_global_argv);
+  free((char *)g->root);
+  free((char *)g->crun_root);
 }
 
 enum
@@ -157,7 +162,7 @@ enum
 };
 
 int
-main (int argc, char **argv)
+main(int argc, char **argv)
 {
   static const struct option opts[] = {
     { "root", required_argument, NULL, OPT_ROOT },
@@ -181,7 +186,7 @@ main (int argc, char **argv)
   int c, status;
 
   opterr = 0;
-  while ((c = getopt_long (argc, argv, "+vVh?", opts, NULL)) != -1)
+  while ((c = getopt_long(argc, argv, "+vVh?", opts, NULL)) != -1)
     {
       switch (c)
         {
@@ -214,84 +219,86 @@ main (int argc, char **argv)
           want_version = true;
           break;
         case 'h':
-          usage (stdout);
+          usage(stdout);
           return 0;
         default:
           if (optopt && optopt < 256)
-            fprintf (stderr, "crest: unknown global option `-%c` (see crest --help)\n", optopt);
+            fprintf(stderr, "crest: unknown global option `-%c` (see crest --help)\n", optopt);
           else
-            fprintf (stderr, "crest: unknown or incomplete global option `%s` (see crest --help)\n", argv[optind - 1]);
+            fprintf(stderr, "crest: unknown or incomplete global option `%s` (see crest --help)\n",
+                    argv[optind - 1]);
           return 1;
         }
     }
 
-  if (crest_log_init (g.log, g.log_format, g.debug) < 0)
+  if (crest_log_init(g.log, g.log_format, g.debug) < 0)
     return 1;
 
-  if (rootless_arg == NULL || strcmp (rootless_arg, "auto") == 0)
+  if (rootless_arg == NULL || strcmp(rootless_arg, "auto") == 0)
     g.rootless = -1;
-  else if (strcmp (rootless_arg, "true") == 0)
+  else if (strcmp(rootless_arg, "true") == 0)
     g.rootless = 1;
-  else if (strcmp (rootless_arg, "false") == 0)
+  else if (strcmp(rootless_arg, "false") == 0)
     g.rootless = 0;
   else
     {
-      fprintf (stderr, "crest: invalid --rootless value `%s` (expected true, false or auto)\n", rootless_arg);
+      fprintf(stderr, "crest: invalid --rootless value `%s` (expected true, false or auto)\n",
+              rootless_arg);
       return 1;
     }
-  g.is_rootless = g.rootless == 1 || (g.rootless == -1 && geteuid () != 0);
-  g.root = root_arg ? xstrdup (root_arg) : default_root (g.is_rootless);
+  g.is_rootless = g.rootless == 1 || (g.rootless == -1 && geteuid() != 0);
+  g.root = root_arg ? xstrdup(root_arg) : default_root(g.is_rootless);
   if (g.root[0] != '/')
     {
       char cwd[PATH_MAX];
-      if (getcwd (cwd, sizeof cwd) == NULL)
+      if (getcwd(cwd, sizeof cwd) == NULL)
         {
-          fprintf (stderr, "crest: getcwd: %s\n", strerror (errno));
+          fprintf(stderr, "crest: getcwd: %s\n", strerror(errno));
           return 1;
         }
-      char *abs = xasprintf ("%s/%s", cwd, g.root);
-      free ((char *) g.root);
+      char *abs = xasprintf("%s/%s", cwd, g.root);
+      free((char *)g.root);
       g.root = abs;
     }
   /* crun gets a directory of its own under crest's root, so that crun's
      container directories and crest's state never collide. */
-  g.crun_root = xasprintf ("%s/crun", g.root);
+  g.crun_root = xasprintf("%s/crun", g.root);
 
-  push_arg (&g, xasprintf ("--root=%s", g.crun_root));
+  push_arg(&g, xasprintf("--root=%s", g.crun_root));
   if (g.log)
-    push_arg (&g, xasprintf ("--log=%s", g.log));
-  if (strcmp (g.log_format, "text") != 0)
-    push_arg (&g, xasprintf ("--log-format=%s", g.log_format));
+    push_arg(&g, xasprintf("--log=%s", g.log));
+  if (strcmp(g.log_format, "text") != 0)
+    push_arg(&g, xasprintf("--log-format=%s", g.log_format));
   if (g.debug)
-    push_arg (&g, xstrdup ("--debug"));
+    push_arg(&g, xstrdup("--debug"));
   if (rootless_arg)
-    push_arg (&g, xasprintf ("--rootless=%s", rootless_arg));
+    push_arg(&g, xasprintf("--rootless=%s", rootless_arg));
   if (cgroup_manager)
-    push_arg (&g, xasprintf ("--cgroup-manager=%s", cgroup_manager));
+    push_arg(&g, xasprintf("--cgroup-manager=%s", cgroup_manager));
   if (systemd_cgroup)
-    push_arg (&g, xstrdup ("--systemd-cgroup"));
+    push_arg(&g, xstrdup("--systemd-cgroup"));
 
   if (want_version)
-    status = print_version (&g);
+    status = print_version(&g);
   else if (optind >= argc)
     {
-      usage (stderr);
+      usage(stderr);
       status = 1;
     }
   else
     {
       verb = argv[optind];
-      for (i = 0; i < ARRAY_SIZE (verbs); i++)
-        if (strcmp (verbs[i].name, verb) == 0)
+      for (i = 0; i < ARRAY_SIZE(verbs); i++)
+        if (strcmp(verbs[i].name, verb) == 0)
           break;
-      if (i < ARRAY_SIZE (verbs))
-        status = verbs[i].fn (&g, argc - optind, argv + optind);
+      if (i < ARRAY_SIZE(verbs))
+        status = verbs[i].fn(&g, argc - optind, argv + optind);
       else
         {
-          fprintf (stderr, "crest: unknown command `%s` (see crest --help)\n", verb);
+          fprintf(stderr, "crest: unknown command `%s` (see crest --help)\n", verb);
           status = 1;
         }
     }
-  global_free (&g);
+  global_free(&g);
   return status;
 }

@@ -13,24 +13,26 @@
 
 #define CAP_CR_NAME "CAP_CHECKPOINT_RESTORE"
 
-static const char *const cap_sets[] = { "bounding", "effective", "inheritable", "permitted", "ambient" };
+static const char *const cap_sets[]
+    = { "bounding", "effective", "inheritable", "permitted", "ambient" };
 
 int
-crest_grant_parse (const char *s, enum crest_grant *out, crest_error_t *err)
+crest_grant_parse(const char *s, enum crest_grant *out, crest_error_t *err)
 {
-  if (s == NULL || strcmp (s, "none") == 0 || strcmp (s, "") == 0)
+  if (s == NULL || strcmp(s, "none") == 0 || strcmp(s, "") == 0)
     *out = CREST_GRANT_NONE;
-  else if (strcmp (s, "add") == 0)
+  else if (strcmp(s, "add") == 0)
     *out = CREST_GRANT_ADD;
-  else if (strcmp (s, "only") == 0)
+  else if (strcmp(s, "only") == 0)
     *out = CREST_GRANT_ONLY;
   else
-    return crest_error_make (err, 0, "unknown checkpoint-restore grant `%s` (expected add, only or none)", s);
+    return crest_error_make(
+        err, 0, "unknown checkpoint-restore grant `%s` (expected add, only or none)", s);
   return 0;
 }
 
 const char *
-crest_grant_name (enum crest_grant g)
+crest_grant_name(enum crest_grant g)
 {
   switch (g)
     {
@@ -44,45 +46,45 @@ crest_grant_name (enum crest_grant g)
 }
 
 int
-crest_config_parse (const char *text, yajl_val *out, crest_error_t *err)
+crest_config_parse(const char *text, yajl_val *out, crest_error_t *err)
 {
   char errbuf[512] = "";
-  yajl_val v = yajl_tree_parse (text, errbuf, sizeof errbuf);
+  yajl_val v = yajl_tree_parse(text, errbuf, sizeof errbuf);
   if (v == NULL)
     {
-      char *nl = strchr (errbuf, '\n');
+      char *nl = strchr(errbuf, '\n');
       if (nl)
         *nl = '\0';
-      return crest_error_make (err, 0, "invalid JSON: %s", errbuf[0] ? errbuf : "parse error");
+      return crest_error_make(err, 0, "invalid JSON: %s", errbuf[0] ? errbuf : "parse error");
     }
-  if (!YAJL_IS_OBJECT (v))
+  if (!YAJL_IS_OBJECT(v))
     {
-      yajl_tree_free (v);
-      return crest_error_make (err, 0, "invalid config: the top level is not an object");
+      yajl_tree_free(v);
+      return crest_error_make(err, 0, "invalid config: the top level is not an object");
     }
   *out = v;
   return 0;
 }
 
 const char *
-crest_config_get_string (yajl_val root, const char *const *path)
+crest_config_get_string(yajl_val root, const char *const *path)
 {
-  yajl_val v = yajl_tree_get (root, (const char **) path, yajl_t_string);
-  return v ? YAJL_GET_STRING (v) : NULL;
+  yajl_val v = yajl_tree_get(root, (const char **)path, yajl_t_string);
+  return v ? YAJL_GET_STRING(v) : NULL;
 }
 
 int
-crest_config_annotation_grant (yajl_val root, enum crest_grant *out, crest_error_t *err)
+crest_config_annotation_grant(yajl_val root, enum crest_grant *out, crest_error_t *err)
 {
   const char *path[] = { "annotations", CREST_GRANT_ANNOTATION, NULL };
-  yajl_val v = yajl_tree_get (root, path, yajl_t_any);
+  yajl_val v = yajl_tree_get(root, path, yajl_t_any);
   *out = CREST_GRANT_NONE;
   if (v == NULL)
     return 0;
-  if (!YAJL_IS_STRING (v))
-    return crest_error_make (err, 0, "annotation `%s` must be a string", CREST_GRANT_ANNOTATION);
-  if (crest_grant_parse (YAJL_GET_STRING (v), out, err) < 0)
-    return crest_error_wrap (err, "annotation `%s`", CREST_GRANT_ANNOTATION);
+  if (!YAJL_IS_STRING(v))
+    return crest_error_make(err, 0, "annotation `%s` must be a string", CREST_GRANT_ANNOTATION);
+  if (crest_grant_parse(YAJL_GET_STRING(v), out, err) < 0)
+    return crest_error_wrap(err, "annotation `%s`", CREST_GRANT_ANNOTATION);
   return 0;
 }
 
@@ -102,164 +104,167 @@ struct gen_state
   bool process_uid_zero;
 };
 
-static int gen_value (struct gen_state *st, yajl_val v, enum ctx ctx);
+static int
+gen_value(struct gen_state *st, yajl_val v, enum ctx ctx);
 
 static void
-gen_str (yajl_gen g, const char *s)
+gen_str(yajl_gen g, const char *s)
 {
-  yajl_gen_string (g, (const unsigned char *) s, strlen (s));
+  yajl_gen_string(g, (const unsigned char *)s, strlen(s));
 }
 
 /* Should SET (a capability set name) receive CAP_CHECKPOINT_RESTORE? */
 static bool
-grant_touches (struct gen_state *st, const char *set)
+grant_touches(struct gen_state *st, const char *set)
 {
   if (st->grant == CREST_GRANT_ONLY)
     return true;
   if (st->grant != CREST_GRANT_ADD)
     return false;
-  if (strcmp (set, "bounding") == 0 || strcmp (set, "permitted") == 0 || strcmp (set, "effective") == 0)
+  if (strcmp(set, "bounding") == 0 || strcmp(set, "permitted") == 0
+      || strcmp(set, "effective") == 0)
     return true;
   /* A process that is not UID 0 in the container loses its permitted set at
      execve unless the capability is ambient, and the kernel only lets a
      capability be ambient when it is also inheritable. */
-  if (!st->process_uid_zero && (strcmp (set, "ambient") == 0 || strcmp (set, "inheritable") == 0))
+  if (!st->process_uid_zero && (strcmp(set, "ambient") == 0 || strcmp(set, "inheritable") == 0))
     return true;
   return false;
 }
 
 static void
-gen_cap_set (struct gen_state *st, const char *set, yajl_val arr)
+gen_cap_set(struct gen_state *st, const char *set, yajl_val arr)
 {
   size_t i;
   bool have = false;
-  yajl_gen_array_open (st->g);
+  yajl_gen_array_open(st->g);
   if (st->grant == CREST_GRANT_ONLY)
     {
-      gen_str (st->g, CAP_CR_NAME);
-      yajl_gen_array_close (st->g);
+      gen_str(st->g, CAP_CR_NAME);
+      yajl_gen_array_close(st->g);
       return;
     }
-  if (arr && YAJL_IS_ARRAY (arr))
+  if (arr && YAJL_IS_ARRAY(arr))
     for (i = 0; i < arr->u.array.len; i++)
       {
         yajl_val e = arr->u.array.values[i];
-        if (YAJL_IS_STRING (e) && strcmp (e->u.string, CAP_CR_NAME) == 0)
+        if (YAJL_IS_STRING(e) && strcmp(e->u.string, CAP_CR_NAME) == 0)
           have = true;
-        gen_value (st, e, CTX_OTHER);
+        gen_value(st, e, CTX_OTHER);
       }
-  if (!have && grant_touches (st, set))
-    gen_str (st->g, CAP_CR_NAME);
-  yajl_gen_array_close (st->g);
+  if (!have && grant_touches(st, set))
+    gen_str(st->g, CAP_CR_NAME);
+  yajl_gen_array_close(st->g);
 }
 
 static void
-gen_caps_object (struct gen_state *st, yajl_val caps)
+gen_caps_object(struct gen_state *st, yajl_val caps)
 {
   size_t i, k;
-  yajl_gen_map_open (st->g);
+  yajl_gen_map_open(st->g);
   if (caps)
     for (i = 0; i < caps->u.object.len; i++)
       {
         const char *key = caps->u.object.keys[i];
         bool is_set = false;
-        for (k = 0; k < ARRAY_SIZE (cap_sets); k++)
-          if (strcmp (key, cap_sets[k]) == 0)
+        for (k = 0; k < ARRAY_SIZE(cap_sets); k++)
+          if (strcmp(key, cap_sets[k]) == 0)
             is_set = true;
-        gen_str (st->g, key);
+        gen_str(st->g, key);
         if (is_set && st->grant != CREST_GRANT_NONE)
-          gen_cap_set (st, key, caps->u.object.values[i]);
+          gen_cap_set(st, key, caps->u.object.values[i]);
         else
-          gen_value (st, caps->u.object.values[i], CTX_OTHER);
+          gen_value(st, caps->u.object.values[i], CTX_OTHER);
       }
   /* Sets the config did not mention at all. */
-  for (k = 0; k < ARRAY_SIZE (cap_sets); k++)
+  for (k = 0; k < ARRAY_SIZE(cap_sets); k++)
     {
       const char *path[] = { cap_sets[k], NULL };
-      if (caps && yajl_tree_get (caps, path, yajl_t_any))
+      if (caps && yajl_tree_get(caps, path, yajl_t_any))
         continue;
-      if (!grant_touches (st, cap_sets[k]))
+      if (!grant_touches(st, cap_sets[k]))
         continue;
-      gen_str (st->g, cap_sets[k]);
-      gen_cap_set (st, cap_sets[k], NULL);
+      gen_str(st->g, cap_sets[k]);
+      gen_cap_set(st, cap_sets[k], NULL);
     }
-  yajl_gen_map_close (st->g);
+  yajl_gen_map_close(st->g);
 }
 
 static int
-gen_object (struct gen_state *st, yajl_val v, enum ctx ctx)
+gen_object(struct gen_state *st, yajl_val v, enum ctx ctx)
 {
   size_t i;
   bool saw_caps = false;
-  yajl_gen_map_open (st->g);
+  yajl_gen_map_open(st->g);
   for (i = 0; i < v->u.object.len; i++)
     {
       const char *key = v->u.object.keys[i];
       yajl_val child = v->u.object.values[i];
       enum ctx next = CTX_OTHER;
-      gen_str (st->g, key);
-      if (ctx == CTX_ROOT && strcmp (key, "process") == 0)
+      gen_str(st->g, key);
+      if (ctx == CTX_ROOT && strcmp(key, "process") == 0)
         next = CTX_PROCESS;
-      else if (ctx == CTX_PROCESS && strcmp (key, "capabilities") == 0)
+      else if (ctx == CTX_PROCESS && strcmp(key, "capabilities") == 0)
         {
           saw_caps = true;
           if (st->grant != CREST_GRANT_NONE)
             {
-              if (!YAJL_IS_OBJECT (child))
+              if (!YAJL_IS_OBJECT(child))
                 return -1;
-              gen_caps_object (st, child);
+              gen_caps_object(st, child);
               continue;
             }
         }
-      if (gen_value (st, child, next) < 0)
+      if (gen_value(st, child, next) < 0)
         return -1;
     }
   if (ctx == CTX_PROCESS && !saw_caps && st->grant != CREST_GRANT_NONE)
     {
-      gen_str (st->g, "capabilities");
-      gen_caps_object (st, NULL);
+      gen_str(st->g, "capabilities");
+      gen_caps_object(st, NULL);
     }
-  yajl_gen_map_close (st->g);
+  yajl_gen_map_close(st->g);
   return 0;
 }
 
 static int
-gen_value (struct gen_state *st, yajl_val v, enum ctx ctx)
+gen_value(struct gen_state *st, yajl_val v, enum ctx ctx)
 {
   size_t i;
-  if (v == NULL || YAJL_IS_NULL (v))
-    return yajl_gen_null (st->g) == yajl_gen_status_ok ? 0 : -1;
-  if (YAJL_IS_OBJECT (v))
-    return gen_object (st, v, ctx);
-  if (YAJL_IS_ARRAY (v))
+  if (v == NULL || YAJL_IS_NULL(v))
+    return yajl_gen_null(st->g) == yajl_gen_status_ok ? 0 : -1;
+  if (YAJL_IS_OBJECT(v))
+    return gen_object(st, v, ctx);
+  if (YAJL_IS_ARRAY(v))
     {
-      yajl_gen_array_open (st->g);
+      yajl_gen_array_open(st->g);
       for (i = 0; i < v->u.array.len; i++)
-        if (gen_value (st, v->u.array.values[i], CTX_OTHER) < 0)
+        if (gen_value(st, v->u.array.values[i], CTX_OTHER) < 0)
           return -1;
-      yajl_gen_array_close (st->g);
+      yajl_gen_array_close(st->g);
       return 0;
     }
-  if (YAJL_IS_STRING (v))
+  if (YAJL_IS_STRING(v))
     {
-      gen_str (st->g, v->u.string);
+      gen_str(st->g, v->u.string);
       return 0;
     }
-  if (YAJL_IS_NUMBER (v))
+  if (YAJL_IS_NUMBER(v))
     {
       const char *r = v->u.number.r;
-      yajl_gen_number (st->g, r, strlen (r));
+      yajl_gen_number(st->g, r, strlen(r));
       return 0;
     }
-  if (YAJL_IS_TRUE (v))
-    return yajl_gen_bool (st->g, 1) == yajl_gen_status_ok ? 0 : -1;
-  if (YAJL_IS_FALSE (v))
-    return yajl_gen_bool (st->g, 0) == yajl_gen_status_ok ? 0 : -1;
+  if (YAJL_IS_TRUE(v))
+    return yajl_gen_bool(st->g, 1) == yajl_gen_status_ok ? 0 : -1;
+  if (YAJL_IS_FALSE(v))
+    return yajl_gen_bool(st->g, 0) == yajl_gen_status_ok ? 0 : -1;
   return -1;
 }
 
 int
-crest_config_generate (yajl_val root, enum crest_grant grant, char **out, size_t *len, crest_error_t *err)
+crest_config_generate(yajl_val root, enum crest_grant grant, char **out, size_t *len,
+                      crest_error_t *err)
 {
   struct gen_state st = { .grant = grant, .process_uid_zero = true };
   const char *proc_path[] = { "process", NULL };
@@ -269,51 +274,53 @@ crest_config_generate (yajl_val root, enum crest_grant grant, char **out, size_t
   size_t buflen;
   yajl_val uid;
 
-  if (!YAJL_IS_OBJECT (root))
-    return crest_error_make (err, 0, "invalid config: the top level is not an object");
+  if (!YAJL_IS_OBJECT(root))
+    return crest_error_make(err, 0, "invalid config: the top level is not an object");
   if (grant != CREST_GRANT_NONE)
     {
-      yajl_val caps = yajl_tree_get (root, caps_path, yajl_t_any);
-      if (yajl_tree_get (root, proc_path, yajl_t_object) == NULL)
-        return crest_error_make (err, 0, "invalid config: no `process` object to grant CAP_CHECKPOINT_RESTORE to");
-      if (caps && !YAJL_IS_OBJECT (caps))
-        return crest_error_make (err, 0, "invalid config: `process.capabilities` is not an object");
+      yajl_val caps = yajl_tree_get(root, caps_path, yajl_t_any);
+      if (yajl_tree_get(root, proc_path, yajl_t_object) == NULL)
+        return crest_error_make(
+            err, 0, "invalid config: no `process` object to grant CAP_CHECKPOINT_RESTORE to");
+      if (caps && !YAJL_IS_OBJECT(caps))
+        return crest_error_make(err, 0, "invalid config: `process.capabilities` is not an object");
     }
-  uid = yajl_tree_get (root, uid_path, yajl_t_number);
-  if (uid && YAJL_IS_INTEGER (uid) && YAJL_GET_INTEGER (uid) != 0)
+  uid = yajl_tree_get(root, uid_path, yajl_t_number);
+  if (uid && YAJL_IS_INTEGER(uid) && YAJL_GET_INTEGER(uid) != 0)
     st.process_uid_zero = false;
 
-  st.g = yajl_gen_alloc (NULL);
+  st.g = yajl_gen_alloc(NULL);
   if (st.g == NULL)
-    return crest_error_make (err, ENOMEM, "allocate JSON generator");
-  yajl_gen_config (st.g, yajl_gen_beautify, 1);
-  yajl_gen_config (st.g, yajl_gen_indent_string, "\t");
-  if (gen_value (&st, root, CTX_ROOT) < 0 || yajl_gen_get_buf (st.g, &buf, &buflen) != yajl_gen_status_ok)
+    return crest_error_make(err, ENOMEM, "allocate JSON generator");
+  yajl_gen_config(st.g, yajl_gen_beautify, 1);
+  yajl_gen_config(st.g, yajl_gen_indent_string, "\t");
+  if (gen_value(&st, root, CTX_ROOT) < 0
+      || yajl_gen_get_buf(st.g, &buf, &buflen) != yajl_gen_status_ok)
     {
-      yajl_gen_free (st.g);
-      return crest_error_make (err, 0, "cannot serialise the config");
+      yajl_gen_free(st.g);
+      return crest_error_make(err, 0, "cannot serialise the config");
     }
-  *out = xmalloc (buflen + 1);
-  memcpy (*out, buf, buflen);
+  *out = xmalloc(buflen + 1);
+  memcpy(*out, buf, buflen);
   (*out)[buflen] = '\0';
   if (len)
     *len = buflen;
-  yajl_gen_free (st.g);
+  yajl_gen_free(st.g);
   return 0;
 }
 
 int
-crest_kernel_has_cap_cr (const char *proc_path, crest_error_t *err)
+crest_kernel_has_cap_cr(const char *proc_path, crest_error_t *err)
 {
   cleanup_free char *text = NULL;
   char *end;
   long last;
   const char *p = proc_path ? proc_path : "/proc/sys/kernel/cap_last_cap";
-  if (read_file (p, &text, NULL, 64, err) < 0)
+  if (read_file(p, &text, NULL, 64, err) < 0)
     return -1;
   errno = 0;
-  last = strtol (text, &end, 10);
+  last = strtol(text, &end, 10);
   if (errno || end == text)
-    return crest_error_make (err, 0, "`%s` does not hold a number", p);
+    return crest_error_make(err, 0, "`%s` does not hold a number", p);
   return last >= 40 ? 1 : 0;
 }

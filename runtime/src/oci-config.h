@@ -18,24 +18,32 @@ enum crest_grant
 /* The annotation that asks for the grant in config.json. */
 #define CREST_GRANT_ANNOTATION "org.crest.checkpoint-restore"
 
-int crest_grant_parse (const char *s, enum crest_grant *out, crest_error_t *err);
-const char *crest_grant_name (enum crest_grant g);
+int
+crest_grant_parse(const char *s, enum crest_grant *out, crest_error_t *err);
+const char *
+crest_grant_name(enum crest_grant g);
 
 /* Parse a config.json text into a tree (freed with yajl_tree_free). */
-int crest_config_parse (const char *text, yajl_val *out, crest_error_t *err);
+int
+crest_config_parse(const char *text, yajl_val *out, crest_error_t *err);
 /* The string value at a path of object keys (NULL-terminated), or NULL. */
-const char *crest_config_get_string (yajl_val root, const char *const *path);
+const char *
+crest_config_get_string(yajl_val root, const char *const *path);
 /* The grant asked for by the annotation, CREST_GRANT_NONE when absent. */
-int crest_config_annotation_grant (yajl_val root, enum crest_grant *out, crest_error_t *err);
+int
+crest_config_annotation_grant(yajl_val root, enum crest_grant *out, crest_error_t *err);
 
 /* Serialise ROOT to JSON, applying GRANT to process.capabilities on the way
    (every other value is copied unchanged). PROCESS_UID is process.user.uid,
    which decides whether the ambient set is touched. *out is malloc'ed. */
-int crest_config_generate (yajl_val root, enum crest_grant grant, char **out, size_t *len, crest_error_t *err);
+int
+crest_config_generate(yajl_val root, enum crest_grant grant, char **out, size_t *len,
+                      crest_error_t *err);
 
 /* Does the running kernel know CAP_CHECKPOINT_RESTORE (cap_last_cap >= 40)?
    PROC_PATH overrides /proc/sys/kernel/cap_last_cap for tests. Returns 1, 0,
    or negative with ERR when it cannot tell. */
-int crest_kernel_has_cap_cr (const char *proc_path, crest_error_t *err);
+int
+crest_kernel_has_cap_cr(const char *proc_path, crest_error_t *err);
 
 #endif

@@ -13,7 +13,8 @@
 #include "log.h"
 #include "util.h"
 
-int crest_verb_restore (struct crest_global *g, int argc, char **argv);
+int
+crest_verb_restore(struct crest_global *g, int argc, char **argv);
 
 #pragma weak crest_container_restore
 
@@ -28,26 +29,26 @@ enum
 };
 
 static void
-usage (FILE *f)
+usage(FILE *f)
 {
-  fprintf (f, "Usage: crest restore [OPTION...] [CONTAINER]\n"
-              "Restore a container, or without CONTAINER the process tree of the image\n"
-              "(with the same PIDs, as children of crest).\n\n"
-              "      --image-path=DIR      the image (default ./checkpoint)\n"
-              "      --work-path=DIR       where to write logs\n"
-              "  -b, --bundle=DIR          container bundle\n"
-              "  -d, --detach              return once the tree runs\n"
-              "      --pid-file=FILE       write the root's PID there\n"
-              "      --console-socket=S    container console socket\n"
-              "      --ns-init             process mode, as PID 1 of a new PID namespace: become\n"
-              "                            the image's init (an image made with --ns-init)\n"
-              "  -h, --help                show this help\n"
-              "Process mode waits for the restored root and exits with its status,\n"
-              "unless --detach.\n");
+  fprintf(f, "Usage: crest restore [OPTION...] [CONTAINER]\n"
+             "Restore a container, or without CONTAINER the process tree of the image\n"
+             "(with the same PIDs, as children of crest).\n\n"
+             "      --image-path=DIR      the image (default ./checkpoint)\n"
+             "      --work-path=DIR       where to write logs\n"
+             "  -b, --bundle=DIR          container bundle\n"
+             "  -d, --detach              return once the tree runs\n"
+             "      --pid-file=FILE       write the root's PID there\n"
+             "      --console-socket=S    container console socket\n"
+             "      --ns-init             process mode, as PID 1 of a new PID namespace: become\n"
+             "                            the image's init (an image made with --ns-init)\n"
+             "  -h, --help                show this help\n"
+             "Process mode waits for the restored root and exits with its status,\n"
+             "unless --detach.\n");
 }
 
 int
-crest_verb_restore (struct crest_global *g, int argc, char **argv)
+crest_verb_restore(struct crest_global *g, int argc, char **argv)
 {
   static const struct option opts[] = {
     { "image-path", required_argument, NULL, OPT_IMAGE_PATH },
@@ -72,20 +73,37 @@ crest_verb_restore (struct crest_global *g, int argc, char **argv)
 
   optind = 1;
   opterr = 0;
-  while ((c = getopt_long (argc, argv, "+b:dh", opts, NULL)) != -1)
+  while ((c = getopt_long(argc, argv, "+b:dh", opts, NULL)) != -1)
     switch (c)
       {
-      case OPT_IMAGE_PATH: image = optarg; break;
-      case OPT_WORK_PATH: work = optarg; break;
-      case 'b': bundle = optarg; break;
-      case 'd': detach = true; break;
-      case OPT_PID_FILE: pid_file = optarg; break;
-      case OPT_CONSOLE_SOCKET: console = optarg; break;
-      case OPT_NS_INIT: ns_init = true; break;
-      case OPT_IGNORED: break;
-      case 'h': usage (stdout); return 0;
+      case OPT_IMAGE_PATH:
+        image = optarg;
+        break;
+      case OPT_WORK_PATH:
+        work = optarg;
+        break;
+      case 'b':
+        bundle = optarg;
+        break;
+      case 'd':
+        detach = true;
+        break;
+      case OPT_PID_FILE:
+        pid_file = optarg;
+        break;
+      case OPT_CONSOLE_SOCKET:
+        console = optarg;
+        break;
+      case OPT_NS_INIT:
+        ns_init = true;
+        break;
+      case OPT_IGNORED:
+        break;
+      case 'h':
+        usage(stdout);
+        return 0;
       default:
-        fprintf (stderr, "crest: restore: unknown option `%s`\n", argv[optind - 1]);
+        fprintf(stderr, "crest: restore: unknown option `%s`\n", argv[optind - 1]);
         return 1;
       }
   if (optind < argc)
@@ -93,39 +111,41 @@ crest_verb_restore (struct crest_global *g, int argc, char **argv)
       struct crest_container_restore_opts co;
       if (optind + 1 != argc)
         {
-          fprintf (stderr, "crest: restore: expected at most one container ID\n");
+          fprintf(stderr, "crest: restore: expected at most one container ID\n");
           return 1;
         }
       if (!crest_container_restore)
         {
-          fprintf (stderr, "crest: restore %s: container restore is not yet supported by this build\n", argv[optind]);
+          fprintf(stderr,
+                  "crest: restore %s: container restore is not yet supported by this build\n",
+                  argv[optind]);
           return 1;
         }
-      memset (&co, 0, sizeof co);
+      memset(&co, 0, sizeof co);
       co.image_path = image;
       co.work_path = work;
       co.bundle = bundle;
       co.detach = detach;
       co.pid_file = pid_file;
       co.console_socket = console;
-      c = crest_container_restore (g, argv[optind], &co, &err);
+      c = crest_container_restore(g, argv[optind], &co, &err);
       if (c < 0)
         {
-          crest_error_report (&err);
+          crest_error_report(&err);
           return 1;
         }
       return c;
     }
   if (bundle || console)
     {
-      fprintf (stderr, "crest: restore: --bundle and --console-socket need a container ID\n");
+      fprintf(stderr, "crest: restore: --bundle and --console-socket need a container ID\n");
       return 1;
     }
   {
     struct crest_restore_opts o;
     pid_t root = 0;
     int status = 0;
-    memset (&o, 0, sizeof o);
+    memset(&o, 0, sizeof o);
     o.image_dir = image;
     o.work_dir = work;
     o.detach = detach;
@@ -133,16 +153,16 @@ crest_verb_restore (struct crest_global *g, int argc, char **argv)
     o.pid_file = pid_file;
     o.stdio_fds[0] = o.stdio_fds[1] = o.stdio_fds[2] = -1;
     o.root_status = &status;
-    if (crest_engine_restore (&o, &root, &err) < 0)
+    if (crest_engine_restore(&o, &root, &err) < 0)
       {
-        crest_error_report (&err);
+        crest_error_report(&err);
         return 1;
       }
     if (detach)
       return 0;
-    if (WIFEXITED (status))
-      return WEXITSTATUS (status);
-    return 128 + WTERMSIG (status);
+    if (WIFEXITED(status))
+      return WEXITSTATUS(status);
+    return 128 + WTERMSIG(status);
   }
-  (void) g;
+  (void)g;
 }

@@ -13,99 +13,99 @@
 #include "util.h"
 
 void
-cleanup_freep (void *p)
+cleanup_freep(void *p)
 {
-  free (*(void **) p);
+  free(*(void **)p);
 }
 
 void
-cleanup_closep (int *fd)
+cleanup_closep(int *fd)
 {
   if (*fd >= 0)
-    close (*fd);
+    close(*fd);
 }
 
 void
-cleanup_fclosep (void *fp)
+cleanup_fclosep(void *fp)
 {
   FILE **f = fp;
   if (*f)
-    fclose (*f);
+    fclose(*f);
 }
 
 void
-cleanup_errorp (crest_error_t *err)
+cleanup_errorp(crest_error_t *err)
 {
-  crest_error_release (err);
+  crest_error_release(err);
 }
 
 static void
-oom (void)
+oom(void)
 {
   static const char msg[] = "crest: out of memory\n";
-  if (write (2, msg, sizeof msg - 1) < 0)
-    _exit (125);
-  abort ();
+  if (write(2, msg, sizeof msg - 1) < 0)
+    _exit(125);
+  abort();
 }
 
 void *
-xmalloc (size_t n)
+xmalloc(size_t n)
 {
-  void *p = malloc (n ? n : 1);
-  if (UNLIKELY (p == NULL))
-    oom ();
+  void *p = malloc(n ? n : 1);
+  if (UNLIKELY(p == NULL))
+    oom();
   return p;
 }
 
 void *
-xzalloc (size_t n)
+xzalloc(size_t n)
 {
-  void *p = calloc (1, n ? n : 1);
-  if (UNLIKELY (p == NULL))
-    oom ();
+  void *p = calloc(1, n ? n : 1);
+  if (UNLIKELY(p == NULL))
+    oom();
   return p;
 }
 
 void *
-xrealloc (void *p, size_t n)
+xrealloc(void *p, size_t n)
 {
-  void *q = realloc (p, n ? n : 1);
-  if (UNLIKELY (q == NULL))
-    oom ();
+  void *q = realloc(p, n ? n : 1);
+  if (UNLIKELY(q == NULL))
+    oom();
   return q;
 }
 
 char *
-xstrdup (const char *s)
+xstrdup(const char *s)
 {
   char *d;
   if (s == NULL)
     return NULL;
-  d = strdup (s);
-  if (UNLIKELY (d == NULL))
-    oom ();
+  d = strdup(s);
+  if (UNLIKELY(d == NULL))
+    oom();
   return d;
 }
 
 char *
-xasprintf (const char *fmt, ...)
+xasprintf(const char *fmt, ...)
 {
   va_list ap;
   char *s = NULL;
-  va_start (ap, fmt);
-  if (vasprintf (&s, fmt, ap) < 0)
-    oom ();
-  va_end (ap);
+  va_start(ap, fmt);
+  if (vasprintf(&s, fmt, ap) < 0)
+    oom();
+  va_end(ap);
   return s;
 }
 
 int
-write_all (int fd, const void *buf, size_t len)
+write_all(int fd, const void *buf, size_t len)
 {
   const char *p = buf;
   while (len > 0)
     {
-      ssize_t r = write (fd, p, len);
+      ssize_t r = write(fd, p, len);
       if (r < 0)
         {
           if (errno == EINTR)
@@ -113,18 +113,18 @@ write_all (int fd, const void *buf, size_t len)
           return -1;
         }
       p += r;
-      len -= (size_t) r;
+      len -= (size_t)r;
     }
   return 0;
 }
 
 int
-read_all (int fd, void *buf, size_t len)
+read_all(int fd, void *buf, size_t len)
 {
   char *p = buf;
   while (len > 0)
     {
-      ssize_t r = read (fd, p, len);
+      ssize_t r = read(fd, p, len);
       if (r < 0)
         {
           if (errno == EINTR)
@@ -137,13 +137,13 @@ read_all (int fd, void *buf, size_t len)
           return -1;
         }
       p += r;
-      len -= (size_t) r;
+      len -= (size_t)r;
     }
   return 0;
 }
 
 int
-read_file (const char *path, char **out, size_t *len, size_t max, crest_error_t *err)
+read_file(const char *path, char **out, size_t *len, size_t max, crest_error_t *err)
 {
   cleanup_close int fd = -1;
   size_t cap = 4096, used = 0;
@@ -151,10 +151,10 @@ read_file (const char *path, char **out, size_t *len, size_t max, crest_error_t 
 
   if (max == 0)
     max = 64u << 20;
-  fd = open (path, O_RDONLY | O_CLOEXEC);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return crest_error_errno (err, "open `%s`", path);
-  buf = xmalloc (cap);
+    return crest_error_errno(err, "open `%s`", path);
+  buf = xmalloc(cap);
   for (;;)
     {
       ssize_t r;
@@ -162,28 +162,28 @@ read_file (const char *path, char **out, size_t *len, size_t max, crest_error_t 
         {
           if (cap > max)
             {
-              free (buf);
-              return crest_error_make (err, EFBIG, "read `%s`: larger than %zu bytes", path, max);
+              free(buf);
+              return crest_error_make(err, EFBIG, "read `%s`: larger than %zu bytes", path, max);
             }
           cap *= 2;
-          buf = xrealloc (buf, cap);
+          buf = xrealloc(buf, cap);
         }
-      r = read (fd, buf + used, cap - used - 1);
+      r = read(fd, buf + used, cap - used - 1);
       if (r < 0)
         {
           if (errno == EINTR)
             continue;
-          free (buf);
-          return crest_error_errno (err, "read `%s`", path);
+          free(buf);
+          return crest_error_errno(err, "read `%s`", path);
         }
       if (r == 0)
         break;
-      used += (size_t) r;
+      used += (size_t)r;
     }
   if (used > max)
     {
-      free (buf);
-      return crest_error_make (err, EFBIG, "read `%s`: larger than %zu bytes", path, max);
+      free(buf);
+      return crest_error_make(err, EFBIG, "read `%s`: larger than %zu bytes", path, max);
     }
   buf[used] = '\0';
   *out = buf;
@@ -193,110 +193,110 @@ read_file (const char *path, char **out, size_t *len, size_t max, crest_error_t 
 }
 
 int
-write_file_atomic (const char *path, const void *buf, size_t len, mode_t mode, crest_error_t *err)
+write_file_atomic(const char *path, const void *buf, size_t len, mode_t mode, crest_error_t *err)
 {
-  cleanup_free char *tmp = xasprintf ("%s.tmp.%d", path, (int) getpid ());
-  int fd = open (tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  cleanup_free char *tmp = xasprintf("%s.tmp.%d", path, (int)getpid());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0)
-    return crest_error_errno (err, "create `%s`", tmp);
-  if (write_all (fd, buf, len) < 0 || fsync (fd) < 0)
+    return crest_error_errno(err, "create `%s`", tmp);
+  if (write_all(fd, buf, len) < 0 || fsync(fd) < 0)
     {
       int e = errno;
-      close (fd);
-      unlink (tmp);
-      return crest_error_make (err, e, "write `%s`", tmp);
+      close(fd);
+      unlink(tmp);
+      return crest_error_make(err, e, "write `%s`", tmp);
     }
-  if (close (fd) < 0)
+  if (close(fd) < 0)
     {
       int e = errno;
-      unlink (tmp);
-      return crest_error_make (err, e, "close `%s`", tmp);
+      unlink(tmp);
+      return crest_error_make(err, e, "close `%s`", tmp);
     }
-  if (rename (tmp, path) < 0)
+  if (rename(tmp, path) < 0)
     {
       int e = errno;
-      unlink (tmp);
-      return crest_error_make (err, e, "rename `%s` to `%s`", tmp, path);
+      unlink(tmp);
+      return crest_error_make(err, e, "rename `%s` to `%s`", tmp, path);
     }
   return 0;
 }
 
 int
-mkdir_p (const char *path, mode_t mode, crest_error_t *err)
+mkdir_p(const char *path, mode_t mode, crest_error_t *err)
 {
-  cleanup_free char *p = xstrdup (path);
+  cleanup_free char *p = xstrdup(path);
   char *s;
   for (s = p + 1; *s; s++)
     {
       if (*s != '/')
         continue;
       *s = '\0';
-      if (mkdir (p, mode) < 0 && errno != EEXIST)
-        return crest_error_errno (err, "mkdir `%s`", p);
+      if (mkdir(p, mode) < 0 && errno != EEXIST)
+        return crest_error_errno(err, "mkdir `%s`", p);
       *s = '/';
     }
-  if (mkdir (p, mode) < 0 && errno != EEXIST)
-    return crest_error_errno (err, "mkdir `%s`", p);
+  if (mkdir(p, mode) < 0 && errno != EEXIST)
+    return crest_error_errno(err, "mkdir `%s`", p);
   return 0;
 }
 
 static int
-remove_at (int dirfd, const char *name, dev_t dev, crest_error_t *err)
+remove_at(int dirfd, const char *name, dev_t dev, crest_error_t *err)
 {
   struct stat st;
-  if (fstatat (dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+  if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
     {
       if (errno == ENOENT)
         return 0;
-      return crest_error_errno (err, "stat `%s`", name);
+      return crest_error_errno(err, "stat `%s`", name);
     }
-  if (S_ISDIR (st.st_mode))
+  if (S_ISDIR(st.st_mode))
     {
       DIR *d;
       struct dirent *de;
       int fd;
       if (st.st_dev != dev)
-        return crest_error_make (err, EXDEV, "refusing to remove `%s`: it is a mount point", name);
-      fd = openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        return crest_error_make(err, EXDEV, "refusing to remove `%s`: it is a mount point", name);
+      fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (fd < 0)
-        return crest_error_errno (err, "open `%s`", name);
-      d = fdopendir (fd);
+        return crest_error_errno(err, "open `%s`", name);
+      d = fdopendir(fd);
       if (d == NULL)
         {
-          close (fd);
-          return crest_error_errno (err, "opendir `%s`", name);
+          close(fd);
+          return crest_error_errno(err, "opendir `%s`", name);
         }
-      while ((de = readdir (d)))
+      while ((de = readdir(d)))
         {
-          if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+          if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
-          if (remove_at (fd, de->d_name, dev, err) < 0)
+          if (remove_at(fd, de->d_name, dev, err) < 0)
             {
-              closedir (d);
+              closedir(d);
               return -1;
             }
         }
-      closedir (d);
-      if (unlinkat (dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-        return crest_error_errno (err, "rmdir `%s`", name);
+      closedir(d);
+      if (unlinkat(dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        return crest_error_errno(err, "rmdir `%s`", name);
       return 0;
     }
-  if (unlinkat (dirfd, name, 0) < 0 && errno != ENOENT)
-    return crest_error_errno (err, "unlink `%s`", name);
+  if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
+    return crest_error_errno(err, "unlink `%s`", name);
   return 0;
 }
 
 int
-remove_tree (const char *path, crest_error_t *err)
+remove_tree(const char *path, crest_error_t *err)
 {
   struct stat st;
-  if (lstat (path, &st) < 0)
+  if (lstat(path, &st) < 0)
     {
       if (errno == ENOENT)
         return 0;
-      return crest_error_errno (err, "stat `%s`", path);
+      return crest_error_errno(err, "stat `%s`", path);
     }
-  if (remove_at (AT_FDCWD, path, st.st_dev, err) < 0)
-    return crest_error_wrap (err, "remove `%s`", path);
+  if (remove_at(AT_FDCWD, path, st.st_dev, err) < 0)
+    return crest_error_wrap(err, "remove `%s`", path);
   return 0;
 }

@@ -8,37 +8,52 @@
 #include <sys/types.h>
 #include "error.h"
 
-#define UNLIKELY(x) __builtin_expect (!!(x), 0)
-#define LIKELY(x) __builtin_expect (!!(x), 1)
-#define ARRAY_SIZE(a) (sizeof (a) / sizeof ((a)[0]))
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-void cleanup_freep (void *p);
-void cleanup_closep (int *fd);
-void cleanup_fclosep (void *fp);
-void cleanup_errorp (crest_error_t *err);
-#define cleanup_free __attribute__ ((cleanup (cleanup_freep)))
-#define cleanup_close __attribute__ ((cleanup (cleanup_closep)))
-#define cleanup_file __attribute__ ((cleanup (cleanup_fclosep)))
-#define cleanup_error __attribute__ ((cleanup (cleanup_errorp)))
+void
+cleanup_freep(void *p);
+void
+cleanup_closep(int *fd);
+void
+cleanup_fclosep(void *fp);
+void
+cleanup_errorp(crest_error_t *err);
+#define cleanup_free __attribute__((cleanup(cleanup_freep)))
+#define cleanup_close __attribute__((cleanup(cleanup_closep)))
+#define cleanup_file __attribute__((cleanup(cleanup_fclosep)))
+#define cleanup_error __attribute__((cleanup(cleanup_errorp)))
 
 /* Allocation that aborts on out-of-memory: callers never check for NULL. */
-void *xmalloc (size_t n);
-void *xzalloc (size_t n);
-void *xrealloc (void *p, size_t n);
-char *xstrdup (const char *s);
-char *xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+void *
+xmalloc(size_t n);
+void *
+xzalloc(size_t n);
+void *
+xrealloc(void *p, size_t n);
+char *
+xstrdup(const char *s);
+char *
+xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Read a whole file (at most max bytes; 0 = 64 MiB) into a NUL-terminated
  * buffer. */
-int read_file (const char *path, char **out, size_t *len, size_t max, crest_error_t *err);
+int
+read_file(const char *path, char **out, size_t *len, size_t max, crest_error_t *err);
 /* Write a file atomically: PATH.tmp, fsync, rename. */
-int write_file_atomic (const char *path, const void *buf, size_t len, mode_t mode, crest_error_t *err);
+int
+write_file_atomic(const char *path, const void *buf, size_t len, mode_t mode, crest_error_t *err);
 /* mkdir -p, mode for each created directory. */
-int mkdir_p (const char *path, mode_t mode, crest_error_t *err);
+int
+mkdir_p(const char *path, mode_t mode, crest_error_t *err);
 /* rm -rf that never crosses into other file systems' mount points. */
-int remove_tree (const char *path, crest_error_t *err);
+int
+remove_tree(const char *path, crest_error_t *err);
 /* Loop over short writes and EINTR. */
-int write_all (int fd, const void *buf, size_t len);
-int read_all (int fd, void *buf, size_t len);
+int
+write_all(int fd, const void *buf, size_t len);
+int
+read_all(int fd, void *buf, size_t len);
 
 #endif

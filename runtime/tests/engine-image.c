@@ -18,94 +18,111 @@
 static char base[256];
 
 static void
-hex_of (const void *data, size_t len, char out[65])
+hex_of(const void *data, size_t len, char out[65])
 {
   struct sha256 s;
   uint8_t d[32];
-  sha256_init (&s);
-  sha256_update (&s, data, len);
-  sha256_final (&s, d);
-  sha256_hex (d, out);
+  sha256_init(&s);
+  sha256_update(&s, data, len);
+  sha256_final(&s, d);
+  sha256_hex(d, out);
 }
 
 static bool
-exists (const char *p)
+exists(const char *p)
 {
   struct stat st;
-  return stat (p, &st) == 0;
+  return stat(p, &st) == 0;
 }
 
 static void
-put (const char *dir, const char *name, const char *text)
+put(const char *dir, const char *name, const char *text)
 {
-  cleanup_free char *path = xasprintf ("%s/%s", dir, name);
+  cleanup_free char *path = xasprintf("%s/%s", dir, name);
   FILE *f;
-  f = fopen (path, "w");
-  fputs (text, f);
-  fclose (f);
+  f = fopen(path, "w");
+  fputs(text, f);
+  fclose(f);
 }
 
 /* A minimal but complete process record; %s slots: rlimits, itimers, vmas,
    pages, fds, regs. */
-#define TREE_FMT                                                                                                  \
-  "{\"root\": 10, \"processes\": [{\"pid\": 10, \"ppid\": 0, \"pgid\": 10, \"sid\": 10, \"exe\": \"/bin/true\"," \
-      "\"cwd\": \"/\", \"umask\": 18, \"personality\": \"0x0\", \"oom_score_adj\": 0," \
-      "\"creds\": {\"uids\": [0,0,0,0], \"gids\": [0,0,0,0], \"groups\": [], \"cap_inh\": \"0x0\", \"cap_prm\": \"0x0\"," \
-      "\"cap_eff\": \"0x0\", \"cap_bnd\": \"0x0\", \"cap_amb\": \"0x0\", \"securebits\": 0, \"no_new_privs\": false}," \
-      "\"rlimits\": [%s]," \
-      "\"mm\": {\"start_code\": \"0x1000\", \"end_code\": \"0x2000\", \"start_stack\": \"0x0\", \"start_data\": \"0x0\"," \
-      "\"end_data\": \"0x0\", \"start_brk\": \"0x0\", \"brk\": \"0x0\", \"arg_start\": \"0x0\", \"arg_end\": \"0x0\"," \
-      "\"env_start\": \"0x0\", \"env_end\": \"0x0\", \"auxv\": \"\"}," \
-      "\"sigactions\": [], \"itimers\": [%s], \"shared_pending\": []," \
-      "\"vmas\": [%s], \"pages_file\": \"pages-10.img\", \"pages\": [%s]," \
-      "\"fds\": [%s], \"threads\": [{\"tid\": 10, \"regs\": \"%s\", \"xstate\": \"\", \"sigmask\": \"0x0\"," \
-      "\"rseq\": \"0x0\", \"rseq_size\": 0, \"rseq_sig\": \"0x0\", \"robust_list\": \"0x0\", \"robust_len\": 0," \
-      "\"clear_child_tid\": \"0x0\", \"altstack_sp\": \"0x0\", \"altstack_size\": \"0x0\", \"altstack_flags\": 2," \
-      "\"sched_policy\": 0, \"sched_flags\": \"0x0\", \"nice\": 0, \"sched_priority\": 0, \"uclamp_min\": 0," \
-      "\"uclamp_max\": 1024, \"comm\": \"t\", \"pending\": []}]}]," \
-      "\"files\": [{\"id\": 0, \"type\": \"dev\", \"path\": \"/dev/null\", \"flags\": 0, \"pos\": 0}], \"pipes\": []}"
+#define TREE_FMT                                                                                   \
+  "{\"root\": 10, \"processes\": [{\"pid\": 10, \"ppid\": 0, \"pgid\": 10, \"sid\": 10, \"exe\": " \
+  "\"/bin/true\","                                                                                 \
+  "\"cwd\": \"/\", \"umask\": 18, \"personality\": \"0x0\", \"oom_score_adj\": 0,"                 \
+  "\"creds\": {\"uids\": [0,0,0,0], \"gids\": [0,0,0,0], \"groups\": [], \"cap_inh\": \"0x0\", "   \
+  "\"cap_prm\": \"0x0\","                                                                          \
+  "\"cap_eff\": \"0x0\", \"cap_bnd\": \"0x0\", \"cap_amb\": \"0x0\", \"securebits\": 0, "          \
+  "\"no_new_privs\": false},"                                                                      \
+  "\"rlimits\": [%s],"                                                                             \
+  "\"mm\": {\"start_code\": \"0x1000\", \"end_code\": \"0x2000\", \"start_stack\": \"0x0\", "      \
+  "\"start_data\": \"0x0\","                                                                       \
+  "\"end_data\": \"0x0\", \"start_brk\": \"0x0\", \"brk\": \"0x0\", \"arg_start\": \"0x0\", "      \
+  "\"arg_end\": \"0x0\","                                                                          \
+  "\"env_start\": \"0x0\", \"env_end\": \"0x0\", \"auxv\": \"\"},"                                 \
+  "\"sigactions\": [], \"itimers\": [%s], \"shared_pending\": [],"                                 \
+  "\"vmas\": [%s], \"pages_file\": \"pages-10.img\", \"pages\": [%s],"                             \
+  "\"fds\": [%s], \"threads\": [{\"tid\": 10, \"regs\": \"%s\", \"xstate\": \"\", \"sigmask\": "   \
+  "\"0x0\","                                                                                       \
+  "\"rseq\": \"0x0\", \"rseq_size\": 0, \"rseq_sig\": \"0x0\", \"robust_list\": \"0x0\", "         \
+  "\"robust_len\": 0,"                                                                             \
+  "\"clear_child_tid\": \"0x0\", \"altstack_sp\": \"0x0\", \"altstack_size\": \"0x0\", "           \
+  "\"altstack_flags\": 2,"                                                                         \
+  "\"sched_policy\": 0, \"sched_flags\": \"0x0\", \"nice\": 0, \"sched_priority\": 0, "            \
+  "\"uclamp_min\": 0,"                                                                             \
+  "\"uclamp_max\": 1024, \"comm\": \"t\", \"pending\": []}]}],"                                    \
+  "\"files\": [{\"id\": 0, \"type\": \"dev\", \"path\": \"/dev/null\", \"flags\": 0, \"pos\": "    \
+  "0}], \"pipes\": []}"
 
-#define VMA_OK "{\"start\": \"0x10000\", \"end\": \"0x20000\", \"prot\": 3, \"shared\": false, \"kind\": \"anon\"}"
+#define VMA_OK                                                                                     \
+  "{\"start\": \"0x10000\", \"end\": \"0x20000\", \"prot\": 3, \"shared\": false, \"kind\": "      \
+  "\"anon\"}"
 #define PAGES_OK "{\"vaddr\": \"0x10000\", \"len\": \"0x2000\", \"off\": \"0x0\"}"
 #define FDS_OK "{\"fd\": 0, \"cloexec\": false, \"file\": 0}"
 
 /* Write an image whose tree.json is built from the slots, with a page file
    of PAGES bytes; return crest_engine_check_image's verdict and message. */
 static int
-check_tree (const char *name, const char *vmas, const char *pages, const char *fds, size_t page_bytes, char **msg)
+check_tree(const char *name, const char *vmas, const char *pages, const char *fds,
+           size_t page_bytes, char **msg)
 {
   char dir[512], rl[2048] = "", it[512] = "", regs[2 * 27 * 8 + 1];
   cleanup_free char *tree = NULL;
-  cleanup_free char *zeros = xzalloc (page_bytes + 1);
+  cleanup_free char *zeros = xzalloc(page_bytes + 1);
   struct img_writer *w;
   crest_error_t err = NULL;
   int rc;
 
   for (int i = 0; i < 16; i++)
-    strcat (rl, i ? ",{\"cur\": \"0x0\", \"max\": \"0x0\"}" : "{\"cur\": \"0x0\", \"max\": \"0x0\"}");
+    strcat(rl,
+           i ? ",{\"cur\": \"0x0\", \"max\": \"0x0\"}" : "{\"cur\": \"0x0\", \"max\": \"0x0\"}");
   for (int i = 0; i < 3; i++)
-    strcat (it, i ? ",{\"interval_sec\": 0, \"interval_usec\": 0, \"value_sec\": 0, \"value_usec\": 0}"
-                  : "{\"interval_sec\": 0, \"interval_usec\": 0, \"value_sec\": 0, \"value_usec\": 0}");
-  memset (regs, '0', sizeof regs - 1);
+    strcat(it,
+           i ? ",{\"interval_sec\": 0, \"interval_usec\": 0, \"value_sec\": 0, \"value_usec\": 0}"
+             : "{\"interval_sec\": 0, \"interval_usec\": 0, \"value_sec\": 0, \"value_usec\": 0}");
+  memset(regs, '0', sizeof regs - 1);
   regs[sizeof regs - 1] = 0;
-  tree = xasprintf (TREE_FMT, rl, it, vmas, pages, fds, regs);
-  snprintf (dir, sizeof dir, "%s/%s", base, name);
-  if (img_writer_open (dir, &w, &err) < 0 || img_write_file (w, "tree.json", tree, strlen (tree), &err) < 0
-      || img_write_file (w, "pages-10.img", zeros, page_bytes, &err) < 0 || img_writer_commit (w, NULL, &err) < 0)
+  tree = xasprintf(TREE_FMT, rl, it, vmas, pages, fds, regs);
+  snprintf(dir, sizeof dir, "%s/%s", base, name);
+  if (img_writer_open(dir, &w, &err) < 0
+      || img_write_file(w, "tree.json", tree, strlen(tree), &err) < 0
+      || img_write_file(w, "pages-10.img", zeros, page_bytes, &err) < 0
+      || img_writer_commit(w, NULL, &err) < 0)
     {
-      *msg = crest_error_text (err);
-      crest_error_release (&err);
+      *msg = crest_error_text(err);
+      crest_error_release(&err);
       return -2;
     }
-  img_writer_free (w);
-  rc = crest_engine_check_image (dir, &err);
-  *msg = rc < 0 ? crest_error_text (err) : xstrdup ("");
-  crest_error_release (&err);
+  img_writer_free(w);
+  rc = crest_engine_check_image(dir, &err);
+  *msg = rc < 0 ? crest_error_text(err) : xstrdup("");
+  crest_error_release(&err);
   return rc;
 }
 
 int
-main (void)
+main(void)
 {
   char hex[65], dir[512], path[600];
   struct img_writer *w;
@@ -114,104 +131,115 @@ main (void)
   char *msg;
 
   /* SHA-256 against the FIPS 180-4 examples. */
-  hex_of ("", 0, hex);
-  tap_is_str (hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", "sha256 of the empty string");
-  hex_of ("abc", 3, hex);
-  tap_is_str (hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", "sha256 of abc");
-  hex_of ("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, hex);
-  tap_is_str (hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1", "sha256 of the 448-bit example");
+  hex_of("", 0, hex);
+  tap_is_str(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+             "sha256 of the empty string");
+  hex_of("abc", 3, hex);
+  tap_is_str(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+             "sha256 of abc");
+  hex_of("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq", 56, hex);
+  tap_is_str(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1",
+             "sha256 of the 448-bit example");
   {
-    char *a = xmalloc (1000000);
+    char *a = xmalloc(1000000);
     struct sha256 s;
     uint8_t d[32];
-    memset (a, 'a', 1000000);
-    sha256_init (&s);
+    memset(a, 'a', 1000000);
+    sha256_init(&s);
     for (size_t off = 0; off < 1000000; off += 997) /* odd chunks cross block boundaries */
-      sha256_update (&s, a + off, 1000000 - off < 997 ? 1000000 - off : 997);
-    sha256_final (&s, d);
-    sha256_hex (d, hex);
-    tap_is_str (hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0",
-                "sha256 of a million 'a', fed in 997-byte pieces");
-    free (a);
+      sha256_update(&s, a + off, 1000000 - off < 997 ? 1000000 - off : 997);
+    sha256_final(&s, d);
+    sha256_hex(d, hex);
+    tap_is_str(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0",
+               "sha256 of a million 'a', fed in 997-byte pieces");
+    free(a);
   }
 
   /* The SHA-instruction path and the portable one agree on every length
      around block boundaries. */
-  if (!sha256_accelerated ())
-    printf ("ok %d # SKIP this CPU has no SHA instructions: only the portable SHA-256 runs\n", ++tap_n);
+  if (!sha256_accelerated())
+    printf("ok %d # SKIP this CPU has no SHA instructions: only the portable SHA-256 runs\n",
+           ++tap_n);
   else
     {
-      uint8_t *data = xmalloc (4096);
+      uint8_t *data = xmalloc(4096);
       int mismatch = -1;
       for (int i = 0; i < 4096; i++)
-        data[i] = (uint8_t) (i * 131 + (i >> 5));
+        data[i] = (uint8_t)(i * 131 + (i >> 5));
       for (int len = 0; len < 4096 && mismatch < 0; len += len < 300 ? 1 : 61)
         {
           char a[65], b[65];
-          sha256_set_portable (1);
-          hex_of (data, len, a);
-          sha256_set_portable (0);
-          hex_of (data, len, b);
-          if (strcmp (a, b))
+          sha256_set_portable(1);
+          hex_of(data, len, a);
+          sha256_set_portable(0);
+          hex_of(data, len, b);
+          if (strcmp(a, b))
             mismatch = len;
         }
-      tap_ok (mismatch < 0, "SHA-instruction and portable SHA-256 agree on 0..4095-byte inputs (first mismatch: %d)",
-              mismatch);
-      free (data);
+      tap_ok(
+          mismatch < 0,
+          "SHA-instruction and portable SHA-256 agree on 0..4095-byte inputs (first mismatch: %d)",
+          mismatch);
+      free(data);
     }
 
-  snprintf (base, sizeof base, "/tmp/crest-engine-image.XXXXXX");
-  if (!mkdtemp (base))
+  snprintf(base, sizeof base, "/tmp/crest-engine-image.XXXXXX");
+  if (!mkdtemp(base))
     {
-      printf ("Bail out! mkdtemp: %s\n", strerror (errno));
+      printf("Bail out! mkdtemp: %s\n", strerror(errno));
       return 1;
     }
 
   /* Writer: temporary directory, rename at commit, removal on abort. */
-  snprintf (dir, sizeof dir, "%s/img", base);
-  tap_ok (img_writer_open (dir, &w, &err) == 0, "writer opens");
-  tap_ok (exists (w->tmp_dir) && !exists (dir), "the image is written into a temporary directory beside the target");
-  tap_ok (img_write_file (w, "a.img", "hello", 5, &err) == 0, "a file is written");
-  tap_ok (img_write_file (w, "../evil", "x", 1, &err) < 0, "a file name leaving the image is refused");
-  crest_error_release (&err);
-  tap_ok (img_writer_commit (w, "abc123", &err) == 0 && exists (dir), "commit renames it into place");
-  img_writer_free (w);
-  tap_ok (exists (dir), "freeing a committed writer keeps the image");
-  snprintf (path, sizeof path, "%s/img2", base);
-  img_writer_open (path, &w, &err);
+  snprintf(dir, sizeof dir, "%s/img", base);
+  tap_ok(img_writer_open(dir, &w, &err) == 0, "writer opens");
+  tap_ok(exists(w->tmp_dir) && !exists(dir),
+         "the image is written into a temporary directory beside the target");
+  tap_ok(img_write_file(w, "a.img", "hello", 5, &err) == 0, "a file is written");
+  tap_ok(img_write_file(w, "../evil", "x", 1, &err) < 0,
+         "a file name leaving the image is refused");
+  crest_error_release(&err);
+  tap_ok(img_writer_commit(w, "abc123", &err) == 0 && exists(dir), "commit renames it into place");
+  img_writer_free(w);
+  tap_ok(exists(dir), "freeing a committed writer keeps the image");
+  snprintf(path, sizeof path, "%s/img2", base);
+  img_writer_open(path, &w, &err);
   {
-    cleanup_free char *tmp = xstrdup (w->tmp_dir);
-    img_write_file (w, "a.img", "x", 1, &err);
-    img_writer_free (w);
-    tap_ok (!exists (tmp) && !exists (path), "an aborted image leaves neither the temporary nor the final directory");
+    cleanup_free char *tmp = xstrdup(w->tmp_dir);
+    img_write_file(w, "a.img", "x", 1, &err);
+    img_writer_free(w);
+    tap_ok(!exists(tmp) && !exists(path),
+           "an aborted image leaves neither the temporary nor the final directory");
   }
 
   /* Reader. */
-  tap_ok (img_reader_open (dir, true, true, &r, &err) == 0, "the reader accepts the image (same kernel)");
+  tap_ok(img_reader_open(dir, true, true, &r, &err) == 0,
+         "the reader accepts the image (same kernel)");
   if (r)
     {
-      const struct img_file *f = img_reader_find (r, "a.img");
-      tap_ok (f && f->size == 5 && r->config_digest && strcmp (r->config_digest, "abc123") == 0,
-              "manifest lists a.img with its size, and the config digest");
-      img_reader_free (r);
+      const struct img_file *f = img_reader_find(r, "a.img");
+      tap_ok(f && f->size == 5 && r->config_digest && strcmp(r->config_digest, "abc123") == 0,
+             "manifest lists a.img with its size, and the config digest");
+      img_reader_free(r);
     }
-  snprintf (path, sizeof path, "%s/a.img", dir);
+  snprintf(path, sizeof path, "%s/a.img", dir);
   {
-    FILE *f = fopen (path, "r+");
-    fputc ('J', f);
-    fclose (f);
+    FILE *f = fopen(path, "r+");
+    fputc('J', f);
+    fclose(f);
   }
-  tap_ok (img_reader_open (dir, true, true, &r, &err) < 0 && strstr (err->msg, "a.img")
-              && strstr (err->msg, "checksum"),
-          "a changed byte is refused, naming the file: %s", err ? err->msg : "");
-  crest_error_release (&err);
-  tap_ok (truncate (path, 3) == 0 && img_reader_open (dir, true, true, &r, &err) < 0 && strstr (err->msg, "size"),
-          "a truncated file is refused: %s", err ? err->msg : "");
-  crest_error_release (&err);
-  unlink (path);
-  tap_ok (img_reader_open (dir, true, true, &r, &err) < 0 && strstr (err->msg, "a.img"),
-          "a missing file is refused: %s", err ? err->msg : "");
-  crest_error_release (&err);
+  tap_ok(img_reader_open(dir, true, true, &r, &err) < 0 && strstr(err->msg, "a.img")
+             && strstr(err->msg, "checksum"),
+         "a changed byte is refused, naming the file: %s", err ? err->msg : "");
+  crest_error_release(&err);
+  tap_ok(truncate(path, 3) == 0 && img_reader_open(dir, true, true, &r, &err) < 0
+             && strstr(err->msg, "size"),
+         "a truncated file is refused: %s", err ? err->msg : "");
+  crest_error_release(&err);
+  unlink(path);
+  tap_ok(img_reader_open(dir, true, true, &r, &err) < 0 && strstr(err->msg, "a.img"),
+         "a missing file is refused: %s", err ? err->msg : "");
+  crest_error_release(&err);
 
   /* Hostile manifests. */
   {
@@ -220,92 +248,110 @@ main (void)
       const char *what, *manifest, *expect;
     } bad[] = {
       { "not JSON", "{\"format\": 1,", "JSON" },
-      { "format 2", "{\"format\": 2, \"crest_version\": \"x\", \"kernel\": {}, \"files\": []}", "format version 2" },
-      { "no kernel identity", "{\"format\": 1, \"crest_version\": \"x\", \"files\": []}", "kernel" },
+      { "format 2", "{\"format\": 2, \"crest_version\": \"x\", \"kernel\": {}, \"files\": []}",
+        "format version 2" },
+      { "no kernel identity", "{\"format\": 1, \"crest_version\": \"x\", \"files\": []}",
+        "kernel" },
       { "a path outside the image",
-        "{\"format\": 1, \"crest_version\": \"x\", \"kernel\": {\"release\": \"%s\", \"machine\": \"%s\", "
-        "\"vdso_sha256\": \"%s\"}, \"files\": [{\"name\": \"../../etc/passwd\", \"size\": 1, \"sha256\": "
+        "{\"format\": 1, \"crest_version\": \"x\", \"kernel\": {\"release\": \"%s\", \"machine\": "
+        "\"%s\", "
+        "\"vdso_sha256\": \"%s\"}, \"files\": [{\"name\": \"../../etc/passwd\", \"size\": 1, "
+        "\"sha256\": "
         "\"0000000000000000000000000000000000000000000000000000000000000000\"}]}",
         "bad entry" },
       { "a negative size",
-        "{\"format\": 1, \"crest_version\": \"x\", \"kernel\": {\"release\": \"%s\", \"machine\": \"%s\", "
+        "{\"format\": 1, \"crest_version\": \"x\", \"kernel\": {\"release\": \"%s\", \"machine\": "
+        "\"%s\", "
         "\"vdso_sha256\": \"%s\"}, \"files\": [{\"name\": \"x\", \"size\": -5, \"sha256\": "
         "\"0000000000000000000000000000000000000000000000000000000000000000\"}]}",
         "bad entry" },
       { "another machine",
-        "{\"format\": 1, \"crest_version\": \"x\", \"kernel\": {\"release\": \"%s\", \"machine\": \"aarch64-%s\", "
+        "{\"format\": 1, \"crest_version\": \"x\", \"kernel\": {\"release\": \"%s\", \"machine\": "
+        "\"aarch64-%s\", "
         "\"vdso_sha256\": \"%s\"}, \"files\": []}",
         "this machine is" },
       { "another vDSO",
-        "{\"format\": 1, \"crest_version\": \"x\", \"kernel\": {\"release\": \"%s\", \"machine\": \"%s\", "
+        "{\"format\": 1, \"crest_version\": \"x\", \"kernel\": {\"release\": \"%s\", \"machine\": "
+        "\"%s\", "
         "\"vdso_sha256\": \"0%.63s\"}, \"files\": []}",
         "same kernel build" },
     };
     struct img_kernel k;
-    img_kernel_identity (&k, &err);
-    for (size_t i = 0; i < ARRAY_SIZE (bad); i++)
+    img_kernel_identity(&k, &err);
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
       {
         char d[512];
         cleanup_free char *m = NULL;
-        snprintf (d, sizeof d, "%s/bad%zu", base, i);
-        mkdir (d, 0700);
+        snprintf(d, sizeof d, "%s/bad%zu", base, i);
+        mkdir(d, 0700);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wformat-nonliteral"
-        m = xasprintf (bad[i].manifest, k.release, k.machine, k.vdso_sha);
+        m = xasprintf(bad[i].manifest, k.release, k.machine, k.vdso_sha);
 #pragma GCC diagnostic pop
-        put (d, "manifest.json", m);
-        tap_ok (img_reader_open (d, true, true, &r, &err) < 0 && err && strstr (err->msg, bad[i].expect),
-                "manifest with %s is refused: %s", bad[i].what, err ? err->msg : "(accepted)");
-        crest_error_release (&err);
+        put(d, "manifest.json", m);
+        tap_ok(img_reader_open(d, true, true, &r, &err) < 0 && err
+                   && strstr(err->msg, bad[i].expect),
+               "manifest with %s is refused: %s", bad[i].what, err ? err->msg : "(accepted)");
+        crest_error_release(&err);
       }
   }
 
   /* Tree bounds: every index checked against the file it points into. */
-  tap_ok (check_tree ("t-ok", VMA_OK, PAGES_OK, FDS_OK, 0x2000, &msg) == 0, "a consistent tree passes: %s", msg);
-  free (msg);
-  tap_ok (check_tree ("t-past", VMA_OK, PAGES_OK, FDS_OK, 0x1000, &msg) < 0 && strstr (msg, "outside"),
-          "a page run past the end of the page file is refused: %s", msg);
-  free (msg);
-  tap_ok (check_tree ("t-unmapped", VMA_OK, "{\"vaddr\": \"0x30000\", \"len\": \"0x1000\", \"off\": \"0x0\"}", FDS_OK,
-                      0x2000, &msg)
-                  < 0
-              && strstr (msg, "no private mapping"),
-          "a page run outside every mapping is refused: %s", msg);
-  free (msg);
-  tap_ok (check_tree ("t-wrap", VMA_OK, "{\"vaddr\": \"0x10000\", \"len\": \"0xfffffffffffff000\", \"off\": \"0x0\"}",
-                      FDS_OK, 0x2000, &msg)
-              < 0,
-          "a page run whose length wraps around is refused: %s", msg);
-  free (msg);
-  tap_ok (check_tree ("t-overlap",
-                      VMA_OK ",{\"start\": \"0x18000\", \"end\": \"0x28000\", \"prot\": 3, \"shared\": false, "
-                             "\"kind\": \"anon\"}",
-                      PAGES_OK, FDS_OK, 0x2000, &msg)
-                  < 0
-              && strstr (msg, "malformed"),
-          "overlapping mappings are refused: %s", msg);
-  free (msg);
-  tap_ok (check_tree ("t-kernel", "{\"start\": \"0xffff800000000000\", \"end\": \"0xffff800000001000\", \"prot\": 3, "
-                                  "\"shared\": false, \"kind\": \"anon\"}",
-                      "", FDS_OK, 0, &msg)
-              < 0,
-          "a mapping in kernel space is refused: %s", msg);
-  free (msg);
-  tap_ok (check_tree ("t-fd", VMA_OK, PAGES_OK, "{\"fd\": 0, \"cloexec\": false, \"file\": 7}", 0x2000, &msg) < 0
-              && strstr (msg, "names file 7"),
-          "a descriptor naming a file that is not in the image is refused: %s", msg);
-  free (msg);
-  tap_ok (check_tree ("t-kind",
-                      "{\"start\": \"0x10000\", \"end\": \"0x20000\", \"prot\": 3, \"shared\": true, \"kind\": \"anon\"}",
-                      "", FDS_OK, 0, &msg)
-              < 0,
-          "a shared anonymous mapping is refused: %s", msg);
-  free (msg);
+  tap_ok(check_tree("t-ok", VMA_OK, PAGES_OK, FDS_OK, 0x2000, &msg) == 0,
+         "a consistent tree passes: %s", msg);
+  free(msg);
+  tap_ok(check_tree("t-past", VMA_OK, PAGES_OK, FDS_OK, 0x1000, &msg) < 0 && strstr(msg, "outside"),
+         "a page run past the end of the page file is refused: %s", msg);
+  free(msg);
+  tap_ok(check_tree("t-unmapped", VMA_OK,
+                    "{\"vaddr\": \"0x30000\", \"len\": \"0x1000\", \"off\": \"0x0\"}", FDS_OK,
+                    0x2000, &msg)
+                 < 0
+             && strstr(msg, "no private mapping"),
+         "a page run outside every mapping is refused: %s", msg);
+  free(msg);
+  tap_ok(check_tree("t-wrap", VMA_OK,
+                    "{\"vaddr\": \"0x10000\", \"len\": \"0xfffffffffffff000\", \"off\": \"0x0\"}",
+                    FDS_OK, 0x2000, &msg)
+             < 0,
+         "a page run whose length wraps around is refused: %s", msg);
+  free(msg);
+  tap_ok(
+      check_tree("t-overlap",
+                 VMA_OK
+                 ",{\"start\": \"0x18000\", \"end\": \"0x28000\", \"prot\": 3, \"shared\": false, "
+                 "\"kind\": \"anon\"}",
+                 PAGES_OK, FDS_OK, 0x2000, &msg)
+              < 0
+          && strstr(msg, "malformed"),
+      "overlapping mappings are refused: %s", msg);
+  free(msg);
+  tap_ok(check_tree(
+             "t-kernel",
+             "{\"start\": \"0xffff800000000000\", \"end\": \"0xffff800000001000\", \"prot\": 3, "
+             "\"shared\": false, \"kind\": \"anon\"}",
+             "", FDS_OK, 0, &msg)
+             < 0,
+         "a mapping in kernel space is refused: %s", msg);
+  free(msg);
+  tap_ok(check_tree("t-fd", VMA_OK, PAGES_OK, "{\"fd\": 0, \"cloexec\": false, \"file\": 7}",
+                    0x2000, &msg)
+                 < 0
+             && strstr(msg, "names file 7"),
+         "a descriptor naming a file that is not in the image is refused: %s", msg);
+  free(msg);
+  tap_ok(check_tree("t-kind",
+                    "{\"start\": \"0x10000\", \"end\": \"0x20000\", \"prot\": 3, \"shared\": true, "
+                    "\"kind\": \"anon\"}",
+                    "", FDS_OK, 0, &msg)
+             < 0,
+         "a shared anonymous mapping is refused: %s", msg);
+  free(msg);
 
   {
     crest_error_t e2 = NULL;
-    remove_tree (base, &e2);
-    crest_error_release (&e2);
+    remove_tree(base, &e2);
+    crest_error_release(&e2);
   }
-  return tap_done ();
+  return tap_done();
 }

@@ -8,23 +8,24 @@
 #include "util.h"
 #include "tap.h"
 
-static const char *base_config =
-    "{\"ociVersion\":\"1.0.0\",\"process\":{\"terminal\":false,\"user\":{\"uid\":0,\"gid\":0},"
-    "\"args\":[\"sh\"],\"capabilities\":{\"bounding\":[\"CAP_KILL\",\"CAP_AUDIT_WRITE\"],"
-    "\"effective\":[\"CAP_KILL\",\"CAP_AUDIT_WRITE\"],\"inheritable\":[],"
-    "\"permitted\":[\"CAP_KILL\",\"CAP_AUDIT_WRITE\"],\"ambient\":[\"CAP_KILL\"]}},"
-    "\"root\":{\"path\":\"rootfs\",\"readonly\":true},\"linux\":{\"uidMappings\":[{\"containerID\":0,"
-    "\"hostID\":1000,\"size\":1}],\"memoryLimit\":12345678901234567890,\"ratio\":1.50}}";
+static const char *base_config
+    = "{\"ociVersion\":\"1.0.0\",\"process\":{\"terminal\":false,\"user\":{\"uid\":0,\"gid\":0},"
+      "\"args\":[\"sh\"],\"capabilities\":{\"bounding\":[\"CAP_KILL\",\"CAP_AUDIT_WRITE\"],"
+      "\"effective\":[\"CAP_KILL\",\"CAP_AUDIT_WRITE\"],\"inheritable\":[],"
+      "\"permitted\":[\"CAP_KILL\",\"CAP_AUDIT_WRITE\"],\"ambient\":[\"CAP_KILL\"]}},"
+      "\"root\":{\"path\":\"rootfs\",\"readonly\":true},\"linux\":{\"uidMappings\":[{"
+      "\"containerID\":0,"
+      "\"hostID\":1000,\"size\":1}],\"memoryLimit\":12345678901234567890,\"ratio\":1.50}}";
 
 static yajl_val
-parse (const char *text)
+parse(const char *text)
 {
   crest_error_t err = NULL;
   yajl_val v = NULL;
-  if (crest_config_parse (text, &v, &err) < 0)
+  if (crest_config_parse(text, &v, &err) < 0)
     {
-      printf ("# parse failed: %s\n", err->msg);
-      crest_error_release (&err);
+      printf("# parse failed: %s\n", err->msg);
+      crest_error_release(&err);
       return NULL;
     }
   return v;
@@ -32,64 +33,64 @@ parse (const char *text)
 
 /* The capability set SET of the generated config, as "A,B,C". */
 static char *
-set_of (yajl_val root, const char *set)
+set_of(yajl_val root, const char *set)
 {
   const char *path[] = { "process", "capabilities", set, NULL };
-  yajl_val a = yajl_tree_get (root, path, yajl_t_array);
-  char *out = xstrdup ("");
+  yajl_val a = yajl_tree_get(root, path, yajl_t_array);
+  char *out = xstrdup("");
   size_t i;
   if (a == NULL)
     {
-      free (out);
-      return xstrdup ("(absent)");
+      free(out);
+      return xstrdup("(absent)");
     }
   for (i = 0; i < a->u.array.len; i++)
     {
-      char *n = xasprintf ("%s%s%s", out, i ? "," : "", YAJL_GET_STRING (a->u.array.values[i]));
-      free (out);
+      char *n = xasprintf("%s%s%s", out, i ? "," : "", YAJL_GET_STRING(a->u.array.values[i]));
+      free(out);
       out = n;
     }
   return out;
 }
 
 static yajl_val
-generate (const char *text, enum crest_grant grant)
+generate(const char *text, enum crest_grant grant)
 {
   crest_error_t err = NULL;
-  yajl_val in = parse (text), out;
+  yajl_val in = parse(text), out;
   char *json = NULL;
   if (in == NULL)
     return NULL;
-  if (crest_config_generate (in, grant, &json, NULL, &err) < 0)
+  if (crest_config_generate(in, grant, &json, NULL, &err) < 0)
     {
-      printf ("# generate failed: %s\n", err->msg);
-      crest_error_release (&err);
-      yajl_tree_free (in);
+      printf("# generate failed: %s\n", err->msg);
+      crest_error_release(&err);
+      yajl_tree_free(in);
       return NULL;
     }
-  yajl_tree_free (in);
-  out = parse (json);
-  free (json);
+  yajl_tree_free(in);
+  out = parse(json);
+  free(json);
   return out;
 }
 
 static void
-check_sets (yajl_val v, const char *label, const char *bnd, const char *eff, const char *inh, const char *prm,
-            const char *amb)
+check_sets(yajl_val v, const char *label, const char *bnd, const char *eff, const char *inh,
+           const char *prm, const char *amb)
 {
   const char *names[] = { "bounding", "effective", "inheritable", "permitted", "ambient" };
   const char *want[] = { bnd, eff, inh, prm, amb };
   size_t i;
   for (i = 0; i < 5; i++)
     {
-      char *got = v ? set_of (v, names[i]) : xstrdup ("(no config)");
-      tap_is_str (got, want[i], "%s: %s set", label, names[i]);
-      free (got);
+      char *got = v ? set_of(v, names[i]) : xstrdup("(no config)");
+      tap_is_str(got, want[i], "%s: %s set", label, names[i]);
+      free(got);
     }
 }
 
 int
-main (void)
+main(void)
 {
   crest_error_t err = NULL;
   yajl_val v;
@@ -97,135 +98,149 @@ main (void)
   char *json = NULL, *json2 = NULL;
 
   /* Round trip without a grant: every value, numbers in their own spelling. */
-  v = parse (base_config);
-  tap_ok (v && crest_config_generate (v, CREST_GRANT_NONE, &json, NULL, &err) == 0, "generate without grant");
+  v = parse(base_config);
+  tap_ok(v && crest_config_generate(v, CREST_GRANT_NONE, &json, NULL, &err) == 0,
+         "generate without grant");
   if (json)
     {
-      yajl_val again = parse (json);
-      tap_ok (again != NULL, "generated config parses again");
-      tap_ok (strstr (json, "12345678901234567890") != NULL, "a number beyond 64 bits keeps its digits");
-      tap_ok (strstr (json, "1.50") != NULL, "a decimal keeps its spelling");
-      if (again && crest_config_generate (again, CREST_GRANT_NONE, &json2, NULL, &err) == 0)
-        tap_is_str (json2, json, "generation is stable over a second round trip");
+      yajl_val again = parse(json);
+      tap_ok(again != NULL, "generated config parses again");
+      tap_ok(strstr(json, "12345678901234567890") != NULL,
+             "a number beyond 64 bits keeps its digits");
+      tap_ok(strstr(json, "1.50") != NULL, "a decimal keeps its spelling");
+      if (again && crest_config_generate(again, CREST_GRANT_NONE, &json2, NULL, &err) == 0)
+        tap_is_str(json2, json, "generation is stable over a second round trip");
       else
-        tap_ok (0, "second round trip");
-      check_sets (again, "no grant", "CAP_KILL,CAP_AUDIT_WRITE", "CAP_KILL,CAP_AUDIT_WRITE", "",
-                  "CAP_KILL,CAP_AUDIT_WRITE", "CAP_KILL");
+        tap_ok(0, "second round trip");
+      check_sets(again, "no grant", "CAP_KILL,CAP_AUDIT_WRITE", "CAP_KILL,CAP_AUDIT_WRITE", "",
+                 "CAP_KILL,CAP_AUDIT_WRITE", "CAP_KILL");
       if (again)
-        yajl_tree_free (again);
+        yajl_tree_free(again);
     }
-  free (json);
-  free (json2);
+  free(json);
+  free(json2);
   if (v)
-    yajl_tree_free (v);
+    yajl_tree_free(v);
 
   /* add, process UID 0: bounding, effective, permitted; nothing else. */
-  v = generate (base_config, CREST_GRANT_ADD);
-  check_sets (v, "add uid 0", "CAP_KILL,CAP_AUDIT_WRITE,CAP_CHECKPOINT_RESTORE",
-              "CAP_KILL,CAP_AUDIT_WRITE,CAP_CHECKPOINT_RESTORE", "", "CAP_KILL,CAP_AUDIT_WRITE,CAP_CHECKPOINT_RESTORE",
-              "CAP_KILL");
+  v = generate(base_config, CREST_GRANT_ADD);
+  check_sets(v, "add uid 0", "CAP_KILL,CAP_AUDIT_WRITE,CAP_CHECKPOINT_RESTORE",
+             "CAP_KILL,CAP_AUDIT_WRITE,CAP_CHECKPOINT_RESTORE", "",
+             "CAP_KILL,CAP_AUDIT_WRITE,CAP_CHECKPOINT_RESTORE", "CAP_KILL");
   if (v)
     {
       const char *p[] = { "root", "path", NULL };
-      tap_is_str (crest_config_get_string (v, p), "rootfs", "add leaves root.path alone");
-      yajl_tree_free (v);
+      tap_is_str(crest_config_get_string(v, p), "rootfs", "add leaves root.path alone");
+      yajl_tree_free(v);
     }
 
   /* add, process UID 1000: ambient (and so inheritable) too. */
   {
-    char *cfg = xstrdup (base_config);
-    char *u = strstr (cfg, "\"uid\":0");
-    memcpy (u, "\"uid\":7", 7);
-    v = generate (cfg, CREST_GRANT_ADD);
-    check_sets (v, "add uid 7", "CAP_KILL,CAP_AUDIT_WRITE,CAP_CHECKPOINT_RESTORE",
-                "CAP_KILL,CAP_AUDIT_WRITE,CAP_CHECKPOINT_RESTORE", "CAP_CHECKPOINT_RESTORE",
-                "CAP_KILL,CAP_AUDIT_WRITE,CAP_CHECKPOINT_RESTORE", "CAP_KILL,CAP_CHECKPOINT_RESTORE");
+    char *cfg = xstrdup(base_config);
+    char *u = strstr(cfg, "\"uid\":0");
+    memcpy(u, "\"uid\":7", 7);
+    v = generate(cfg, CREST_GRANT_ADD);
+    check_sets(v, "add uid 7", "CAP_KILL,CAP_AUDIT_WRITE,CAP_CHECKPOINT_RESTORE",
+               "CAP_KILL,CAP_AUDIT_WRITE,CAP_CHECKPOINT_RESTORE", "CAP_CHECKPOINT_RESTORE",
+               "CAP_KILL,CAP_AUDIT_WRITE,CAP_CHECKPOINT_RESTORE",
+               "CAP_KILL,CAP_CHECKPOINT_RESTORE");
     if (v)
-      yajl_tree_free (v);
-    free (cfg);
+      yajl_tree_free(v);
+    free(cfg);
   }
 
   /* only: the sole capability, in every set. */
-  v = generate (base_config, CREST_GRANT_ONLY);
-  check_sets (v, "only", "CAP_CHECKPOINT_RESTORE", "CAP_CHECKPOINT_RESTORE", "CAP_CHECKPOINT_RESTORE",
-              "CAP_CHECKPOINT_RESTORE", "CAP_CHECKPOINT_RESTORE");
+  v = generate(base_config, CREST_GRANT_ONLY);
+  check_sets(v, "only", "CAP_CHECKPOINT_RESTORE", "CAP_CHECKPOINT_RESTORE",
+             "CAP_CHECKPOINT_RESTORE", "CAP_CHECKPOINT_RESTORE", "CAP_CHECKPOINT_RESTORE");
   if (v)
-    yajl_tree_free (v);
+    yajl_tree_free(v);
 
   /* A config with no capabilities at all gets the sets it needs. */
-  v = generate ("{\"process\":{\"args\":[\"sh\"]}}", CREST_GRANT_ADD);
-  check_sets (v, "add without capabilities", "CAP_CHECKPOINT_RESTORE", "CAP_CHECKPOINT_RESTORE", "(absent)",
-              "CAP_CHECKPOINT_RESTORE", "(absent)");
+  v = generate("{\"process\":{\"args\":[\"sh\"]}}", CREST_GRANT_ADD);
+  check_sets(v, "add without capabilities", "CAP_CHECKPOINT_RESTORE", "CAP_CHECKPOINT_RESTORE",
+             "(absent)", "CAP_CHECKPOINT_RESTORE", "(absent)");
   if (v)
-    yajl_tree_free (v);
+    yajl_tree_free(v);
 
   /* Already granted: not twice. */
-  v = generate ("{\"process\":{\"capabilities\":{\"bounding\":[\"CAP_CHECKPOINT_RESTORE\"],\"effective\":[],"
-                "\"permitted\":[\"CAP_CHECKPOINT_RESTORE\"]}}}",
-                CREST_GRANT_ADD);
-  check_sets (v, "add twice", "CAP_CHECKPOINT_RESTORE", "CAP_CHECKPOINT_RESTORE", "(absent)", "CAP_CHECKPOINT_RESTORE",
-              "(absent)");
+  v = generate(
+      "{\"process\":{\"capabilities\":{\"bounding\":[\"CAP_CHECKPOINT_RESTORE\"],\"effective\":[],"
+      "\"permitted\":[\"CAP_CHECKPOINT_RESTORE\"]}}}",
+      CREST_GRANT_ADD);
+  check_sets(v, "add twice", "CAP_CHECKPOINT_RESTORE", "CAP_CHECKPOINT_RESTORE", "(absent)",
+             "CAP_CHECKPOINT_RESTORE", "(absent)");
   if (v)
-    yajl_tree_free (v);
+    yajl_tree_free(v);
 
   /* Errors. */
-  v = parse ("{\"root\":{}}");
-  tap_ok (v && crest_config_generate (v, CREST_GRANT_ADD, &json, NULL, &err) < 0 && err
-              && strstr (err->msg, "process") != NULL,
-          "grant without a process object is refused and says why");
-  crest_error_release (&err);
+  v = parse("{\"root\":{}}");
+  tap_ok(v && crest_config_generate(v, CREST_GRANT_ADD, &json, NULL, &err) < 0 && err
+             && strstr(err->msg, "process") != NULL,
+         "grant without a process object is refused and says why");
+  crest_error_release(&err);
   if (v)
-    yajl_tree_free (v);
-  v = parse ("{\"process\":{\"capabilities\":[]}}");
-  tap_ok (v && crest_config_generate (v, CREST_GRANT_ONLY, &json, NULL, &err) < 0, "capabilities that are not an object are refused");
-  crest_error_release (&err);
+    yajl_tree_free(v);
+  v = parse("{\"process\":{\"capabilities\":[]}}");
+  tap_ok(v && crest_config_generate(v, CREST_GRANT_ONLY, &json, NULL, &err) < 0,
+         "capabilities that are not an object are refused");
+  crest_error_release(&err);
   if (v)
-    yajl_tree_free (v);
-  tap_ok (crest_config_parse ("{\"a\":", &v, &err) < 0 && strstr (err->msg, "invalid JSON"), "truncated JSON is refused");
-  crest_error_release (&err);
-  tap_ok (crest_config_parse ("[1,2]", &v, &err) < 0 && strstr (err->msg, "not an object"), "a top-level array is refused");
-  crest_error_release (&err);
+    yajl_tree_free(v);
+  tap_ok(crest_config_parse("{\"a\":", &v, &err) < 0 && strstr(err->msg, "invalid JSON"),
+         "truncated JSON is refused");
+  crest_error_release(&err);
+  tap_ok(crest_config_parse("[1,2]", &v, &err) < 0 && strstr(err->msg, "not an object"),
+         "a top-level array is refused");
+  crest_error_release(&err);
 
   /* Grant names and the annotation. */
-  tap_ok (crest_grant_parse ("add", &g, &err) == 0 && g == CREST_GRANT_ADD, "grant `add` parses");
-  tap_ok (crest_grant_parse ("only", &g, &err) == 0 && g == CREST_GRANT_ONLY, "grant `only` parses");
-  tap_ok (crest_grant_parse ("none", &g, &err) == 0 && g == CREST_GRANT_NONE, "grant `none` parses");
-  tap_ok (crest_grant_parse ("ADD", &g, &err) < 0 && strstr (err->msg, "`ADD`"), "unknown grant value is refused, naming it");
-  crest_error_release (&err);
-  v = parse ("{\"annotations\":{\"" CREST_GRANT_ANNOTATION "\":\"only\"}}");
-  tap_ok (v && crest_config_annotation_grant (v, &g, &err) == 0 && g == CREST_GRANT_ONLY, "annotation asks for `only`");
+  tap_ok(crest_grant_parse("add", &g, &err) == 0 && g == CREST_GRANT_ADD, "grant `add` parses");
+  tap_ok(crest_grant_parse("only", &g, &err) == 0 && g == CREST_GRANT_ONLY, "grant `only` parses");
+  tap_ok(crest_grant_parse("none", &g, &err) == 0 && g == CREST_GRANT_NONE, "grant `none` parses");
+  tap_ok(crest_grant_parse("ADD", &g, &err) < 0 && strstr(err->msg, "`ADD`"),
+         "unknown grant value is refused, naming it");
+  crest_error_release(&err);
+  v = parse("{\"annotations\":{\"" CREST_GRANT_ANNOTATION "\":\"only\"}}");
+  tap_ok(v && crest_config_annotation_grant(v, &g, &err) == 0 && g == CREST_GRANT_ONLY,
+         "annotation asks for `only`");
   if (v)
-    yajl_tree_free (v);
-  v = parse ("{\"annotations\":{\"" CREST_GRANT_ANNOTATION "\":\"everything\"}}");
-  tap_ok (v && crest_config_annotation_grant (v, &g, &err) < 0 && strstr (err->msg, CREST_GRANT_ANNOTATION),
-          "bad annotation value is refused, naming the annotation");
-  crest_error_release (&err);
+    yajl_tree_free(v);
+  v = parse("{\"annotations\":{\"" CREST_GRANT_ANNOTATION "\":\"everything\"}}");
+  tap_ok(v && crest_config_annotation_grant(v, &g, &err) < 0
+             && strstr(err->msg, CREST_GRANT_ANNOTATION),
+         "bad annotation value is refused, naming the annotation");
+  crest_error_release(&err);
   if (v)
-    yajl_tree_free (v);
-  v = parse ("{\"annotations\":{\"other\":\"x\"}}");
-  tap_ok (v && crest_config_annotation_grant (v, &g, &err) == 0 && g == CREST_GRANT_NONE, "no annotation: no grant");
+    yajl_tree_free(v);
+  v = parse("{\"annotations\":{\"other\":\"x\"}}");
+  tap_ok(v && crest_config_annotation_grant(v, &g, &err) == 0 && g == CREST_GRANT_NONE,
+         "no annotation: no grant");
   if (v)
-    yajl_tree_free (v);
+    yajl_tree_free(v);
 
   /* The kernel check, against files standing in for cap_last_cap. */
   {
     char path[] = "/tmp/crest-test-cap-XXXXXX";
-    int fd = mkstemp (path);
-    tap_ok (fd >= 0, "temporary file");
+    int fd = mkstemp(path);
+    tap_ok(fd >= 0, "temporary file");
     if (fd >= 0)
       {
-        tap_ok (write (fd, "39\n", 3) == 3 && crest_kernel_has_cap_cr (path, &err) == 0, "cap_last_cap 39: not known");
-        tap_ok (ftruncate (fd, 0) == 0 && pwrite (fd, "40\n", 3, 0) == 3 && crest_kernel_has_cap_cr (path, &err) == 1,
-                "cap_last_cap 40: known");
-        tap_ok (ftruncate (fd, 0) == 0 && pwrite (fd, "x\n", 2, 0) == 2 && crest_kernel_has_cap_cr (path, &err) < 0,
-                "garbage in cap_last_cap is an error");
-        crest_error_release (&err);
-        close (fd);
-        unlink (path);
+        tap_ok(write(fd, "39\n", 3) == 3 && crest_kernel_has_cap_cr(path, &err) == 0,
+               "cap_last_cap 39: not known");
+        tap_ok(ftruncate(fd, 0) == 0 && pwrite(fd, "40\n", 3, 0) == 3
+                   && crest_kernel_has_cap_cr(path, &err) == 1,
+               "cap_last_cap 40: known");
+        tap_ok(ftruncate(fd, 0) == 0 && pwrite(fd, "x\n", 2, 0) == 2
+                   && crest_kernel_has_cap_cr(path, &err) < 0,
+               "garbage in cap_last_cap is an error");
+        crest_error_release(&err);
+        close(fd);
+        unlink(path);
       }
-    tap_ok (crest_kernel_has_cap_cr ("/nonexistent/cap_last_cap", &err) < 0 && err->status != 0,
-            "a missing cap_last_cap is an error with its errno");
-    crest_error_release (&err);
+    tap_ok(crest_kernel_has_cap_cr("/nonexistent/cap_last_cap", &err) < 0 && err->status != 0,
+           "a missing cap_last_cap is an error with its errno");
+    crest_error_release(&err);
   }
-  return tap_done ();
+  return tap_done();
 }

@@ -6,18 +6,21 @@
 #include <stdint.h>
 
 /* Offsets inside the blob. */
-#define BLOB_OFF_ENTRY 0   /* entry(struct blob_args *) on the blob's stack */
-#define BLOB_OFF_SYSCALL 8 /* "syscall; int3": where the engine makes a task
-                              issue a syscall with ptrace */
+#define BLOB_OFF_ENTRY 0 /* entry(struct blob_args *) on the blob's stack */
+#define BLOB_OFF_SYSCALL                                                                           \
+  8 /* "syscall; int3": where the engine makes a task                                              \
+       issue a syscall with ptrace */
 
 #define BLOB_MAGIC 0x63726573746f7265ULL /* "crestore" */
 
 /* Pseudo syscall numbers handled by the blob itself. */
-#define BLOB_OP_CLONE_THREAD (-1000) /* a0 = struct clone_args *, a1 = its size,
-                                        a2 = child's struct blob_ops *       */
-#define BLOB_OP_PREAD_FULL (-1001)   /* a0 = fd, a1 = addr, a2 = len, a3 = off:
-                                        loops over short reads              */
-#define BLOB_OP_TRAP (-1002)         /* int3 (debugging) */
+#define BLOB_OP_CLONE_THREAD                                                                       \
+  (-1000) /* a0 = struct clone_args *, a1 = its size,                                              \
+             a2 = child's struct blob_ops *       */
+#define BLOB_OP_PREAD_FULL                                                                         \
+  (-1001)                    /* a0 = fd, a1 = addr, a2 = len, a3 = off:                            \
+                                loops over short reads              */
+#define BLOB_OP_TRAP (-1002) /* int3 (debugging) */
 
 /* Checks on a result. */
 #define BLOB_CHECK_NONE 0
@@ -37,9 +40,9 @@ struct blob_op
 struct blob_ops
 {
   uint64_t n;
-  uint64_t ops;    /* struct blob_op * */
-  int64_t status;  /* -1 running, 0 done, else index + 1 of the failed op */
-  int64_t result;  /* its result (negative errno) */
+  uint64_t ops;   /* struct blob_op * */
+  int64_t status; /* -1 running, 0 done, else index + 1 of the failed op */
+  int64_t result; /* its result (negative errno) */
 };
 
 struct blob_args

@@ -7,31 +7,35 @@
  * Freestanding: no libc, no relocations, no global data. */
 #include "blob-abi.h"
 
-long blob_clone_thread (void *clone_args, long size, struct blob_ops *child) __attribute__ ((visibility ("hidden")));
-void blob_run_ops (struct blob_ops *o) __attribute__ ((visibility ("hidden")));
-void blob_main (struct blob_args *a) __attribute__ ((visibility ("hidden"), noreturn));
+long
+blob_clone_thread(void *clone_args, long size, struct blob_ops *child)
+    __attribute__((visibility("hidden")));
+void
+blob_run_ops(struct blob_ops *o) __attribute__((visibility("hidden")));
+void
+blob_main(struct blob_args *a) __attribute__((visibility("hidden"), noreturn));
 
 static inline long
-sys6 (long nr, long a, long b, long c, long d, long e, long f)
+sys6(long nr, long a, long b, long c, long d, long e, long f)
 {
   long ret;
-  register long r10 __asm__ ("r10") = d;
-  register long r8 __asm__ ("r8") = e;
-  register long r9 __asm__ ("r9") = f;
-  __asm__ volatile ("syscall"
-                    : "=a"(ret)
-                    : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
-                    : "rcx", "r11", "memory");
+  register long r10 __asm__("r10") = d;
+  register long r8 __asm__("r8") = e;
+  register long r9 __asm__("r9") = f;
+  __asm__ volatile("syscall"
+                   : "=a"(ret)
+                   : "a"(nr), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9)
+                   : "rcx", "r11", "memory");
   return ret;
 }
 
 static long
-pread_full (long fd, uint64_t addr, uint64_t len, uint64_t off)
+pread_full(long fd, uint64_t addr, uint64_t len, uint64_t off)
 {
   while (len)
     {
       uint64_t chunk = len > 0x40000000 ? 0x40000000 : len;
-      long r = sys6 (17 /* pread64 */, fd, (long) addr, (long) chunk, (long) off, 0, 0);
+      long r = sys6(17 /* pread64 */, fd, (long)addr, (long)chunk, (long)off, 0, 0);
       if (r == -4 /* EINTR */)
         continue;
       if (r < 0)
@@ -44,9 +48,9 @@ pread_full (long fd, uint64_t addr, uint64_t len, uint64_t off)
 }
 
 void
-blob_run_ops (struct blob_ops *o)
+blob_run_ops(struct blob_ops *o)
 {
-  struct blob_op *ops = (struct blob_op *) o->ops;
+  struct blob_op *ops = (struct blob_op *)o->ops;
 
   for (uint64_t i = 0; i < o->n; i++)
     {
@@ -55,16 +59,16 @@ blob_run_ops (struct blob_ops *o)
       int bad = 0;
 
       if (op->nr == BLOB_OP_CLONE_THREAD)
-        r = blob_clone_thread ((void *) op->a[0], (long) op->a[1], (struct blob_ops *) op->a[2]);
+        r = blob_clone_thread((void *)op->a[0], (long)op->a[1], (struct blob_ops *)op->a[2]);
       else if (op->nr == BLOB_OP_PREAD_FULL)
-        r = pread_full ((long) op->a[0], op->a[1], op->a[2], op->a[3]);
+        r = pread_full((long)op->a[0], op->a[1], op->a[2], op->a[3]);
       else if (op->nr == BLOB_OP_TRAP)
         {
-          __asm__ volatile ("int3");
+          __asm__ volatile("int3");
           r = 0;
         }
       else
-        r = sys6 (op->nr, op->a[0], op->a[1], op->a[2], op->a[3], op->a[4], op->a[5]);
+        r = sys6(op->nr, op->a[0], op->a[1], op->a[2], op->a[3], op->a[4], op->a[5]);
       if (op->check == BLOB_CHECK_NONNEG)
         bad = r < 0;
       else if (op->check == BLOB_CHECK_EQ)
@@ -72,7 +76,7 @@ blob_run_ops (struct blob_ops *o)
       if (bad)
         {
           o->result = r;
-          o->status = (int64_t) i + 1;
+          o->status = (int64_t)i + 1;
           return;
         }
     }
@@ -80,10 +84,10 @@ blob_run_ops (struct blob_ops *o)
 }
 
 void
-blob_main (struct blob_args *a)
+blob_main(struct blob_args *a)
 {
   if (a->magic == BLOB_MAGIC)
-    blob_run_ops (&a->main);
+    blob_run_ops(&a->main);
   for (;;)
-    __asm__ volatile ("int3");
+    __asm__ volatile("int3");
 }
