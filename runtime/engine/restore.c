@@ -1091,6 +1091,61 @@ thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplis
   }
 }
 
+/* The bounding set, set by the task itself (threads inherit it from the
+   main thread's clone3 in the blob). The restorer's is the container's
+   plus CAP_CHECKPOINT_RESTORE, so usually that one bit is all there is to
+   drop. A stock kernel drops a bounding capability only for a task holding
+   CAP_SETPCAP; a kernel with the project's series also drops
+   CAP_CHECKPOINT_RESTORE, and only that one, for a task holding
+   CAP_CHECKPOINT_RESTORE in its own user namespace, which every task does
+   here: the capset that lowers its sets comes at the very end of the blob.
+   Whether the kernel allows it is learned from the call itself, never from
+   the kernel's version: EPERM leaves the bit in place (the documented gap,
+   docs/engine.md) and the restore goes on as it always did; any other
+   error is a failure. */
+static void
+restore_bounding(struct rctx *c, int idx, const struct rproc *p)
+{
+  const uint64_t cr = 1ULL << CAP_CHECKPOINT_RESTORE;
+  uint64_t have = 0, kept = 0;
+
+  for (int cap = 0; cap < 64; cap++)
+    {
+      int r = prctl(PR_CAPBSET_READ, cap);
+      if (r < 0)
+        break; /* past the kernel's last capability */
+      if (r == 1)
+        have |= 1ULL << cap;
+    }
+  /* CAP_CHECKPOINT_RESTORE first: with only that one allowed, the other
+     refusals must not decide anything about it. */
+  for (int k = -1; k < 64; k++)
+    {
+      int cap = k < 0 ? CAP_CHECKPOINT_RESTORE : k;
+      uint64_t bit = 1ULL << cap;
+      if ((k >= 0 && cap == CAP_CHECKPOINT_RESTORE) || !(have & bit) || (p->caps[3] & bit))
+        continue;
+      if (prctl(PR_CAPBSET_DROP, cap) == 0)
+        continue;
+      if (errno != EPERM)
+        task_fail(c, idx, "process %d: drop capability %d from the bounding set: %s", p->pid, cap,
+                  strerror(errno));
+      kept |= bit;
+    }
+  if (kept & cr)
+    crest_debug("process %d: this kernel does not let a task drop CAP_CHECKPOINT_RESTORE from "
+                "its bounding set without CAP_SETPCAP: it stays there (docs/engine.md)",
+                p->pid);
+  if (kept & ~cr)
+    crest_debug("process %d: bounding set keeps %#" PRIx64
+                " the task did not have: dropping them needs CAP_SETPCAP, which the "
+                "restorer lacks",
+                p->pid, kept & ~cr);
+  if (p->caps[3] & ~have)
+    crest_debug("process %d: bounding set lacks %#" PRIx64 " the task had: the restorer lacks them",
+                p->pid, p->caps[3] & ~have);
+}
+
 static void __attribute__((noreturn)) task_jump(uint64_t entry, uint64_t sp, uint64_t args)
 {
   __asm__ volatile("mov %0, %%rsp\n\t"
@@ -1146,6 +1201,10 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
           task_fail(c, idx, "process %d: create child %d: %s", p->pid, c->p[i].pid,
                     strerror(errno));
 
+  /* After the children exist (each one drops its own), before setresuid
+     could clear the capabilities the drops need. */
+  restore_bounding(c, idx, p);
+
   /* Credentials that are the same for the whole process. */
   {
     uid_t ru, eu, su;
@@ -1183,11 +1242,6 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
                 " at checkpoint, the restorer holds only %#" PRIx64,
                 p->pid, p->caps[1], prm);
     (void)want;
-    for (int cap = 0; cap < 64; cap++)
-      if (!(p->caps[3] & (1ULL << cap)) && prctl(PR_CAPBSET_READ, cap) == 1)
-        if (prctl(PR_CAPBSET_DROP, cap) < 0)
-          crest_debug("process %d: cannot drop capability %d from the bounding set: %s", p->pid,
-                      cap, strerror(errno));
     if (p->securebits != prctl(PR_GET_SECUREBITS) && prctl(PR_SET_SECUREBITS, p->securebits) < 0)
       task_fail(c, idx, "process %d: set securebits %#llx: %s", p->pid, (long long)p->securebits,
                 strerror(errno));
