@@ -717,6 +717,24 @@ getfd(pid_t pid, int fd, crest_error_t *err)
   return r;
 }
 
+/* Does PATH, resolved inside the task's root as the task would resolve it,
+   name the file ST describes? 1 yes, 0 no (absent there, or another file). */
+static int
+same_in_root(pid_t pid, const char *path, const struct stat *st)
+{
+  crest_error_t e = NULL;
+  struct stat pst;
+  cleanup_close int pf = open_in_root(pid, path, O_PATH, &e);
+  if (pf < 0)
+    {
+      crest_error_release(&e);
+      return 0;
+    }
+  if (fstat(pf, &pst) < 0)
+    return 0;
+  return pst.st_dev == st->st_dev && pst.st_ino == st->st_ino;
+}
+
 static struct dpipe *
 find_pipe(struct dctx *c, uint64_t ino)
 {
@@ -762,6 +780,11 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
           break;
         }
     }
+  if (id >= 0 && fd > 2 && strcmp(c->f[id].type, "inherited") == 0)
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: fd %d (%s): shares its open file with the stdio of task %d, "
+                            "which leads outside the checkpointed tree, cannot checkpoint it",
+                            p->pid, fd, link, c->f[id].pid);
   if (id < 0)
     {
       memset(&nf, 0, sizeof nf);
@@ -772,7 +795,14 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
       nf.ino = st.st_ino;
       nf.pid = p->pid;
       nf.fd = fd;
-      if (S_ISREG(st.st_mode))
+      if (fd <= 2 && (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)) && link[0] == '/'
+          && st.st_nlink > 0 && strncmp(link, "/memfd:", 7) != 0
+          && !same_in_root(p->pid, link, &st))
+        /* Stdio that is a file or device outside the task's root (a log
+           file of the caller, the host's /dev/null): the restorer's own
+           stdio takes its place, as crun's inherited descriptors. */
+        nf.type = "inherited";
+      else if (S_ISREG(st.st_mode))
         {
           size_t ll = strlen(link);
           nf.type = "reg";
