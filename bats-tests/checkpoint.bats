@@ -140,3 +140,25 @@ cycle() {
 	[ "$first" -gt "$c_pre" ] && [ "$first" -le $((c_ckpt + 2)) ] && [ "$first" -lt "$c_final" ] \
 		|| fail "restored count $first is not the checkpoint's moment (before $c_pre, after $c_ckpt, original reached $c_final)"
 }
+
+@test "a container whose stdout is a host file: restore reattaches it to the restore's stdout" {
+	local out1=$BATS_TEST_TMPDIR/out1 out2=$BATS_TEST_TMPDIR/out2 last first
+	update_config '.process.args = ["'"$PROGS"'/zdtm-stdio", "/tmp/ready", "/tmp/result"]'
+	CONTAINERS+=("out-$$")
+	"$CREST" --log "$CR_LOG" run -d --bundle "$BUNDLE" "out-$$" </dev/null >"$out1" 2>&1 || fail "crest run failed: $(cat "$CR_LOG")"
+	wait_file "$(in_rootfs /tmp/ready)" 120 || fail "zdtm-stdio never became ready"
+	sleep 0.5
+	cr_checkpoint "out-$$"
+	[ "$status" = 0 ] || fail "checkpoint failed: $output"
+	[ "$(jq -r '. as $t | $t.processes[0].fds[] | select(.fd == 1) | $t.files[.file].type' "$IMAGE/tree.json")" = inherited ] \
+		|| fail "fd 1 is not inherited in the image"
+	last=$(sed -n 's/^tick //p' "$out1" | tail -1)
+	CONTAINERS+=("out-$$")
+	"$CREST" --log "$CR_LOG" restore -d --image-path "$IMAGE" --bundle "$BUNDLE" "out-$$" </dev/null >"$out2" 2>&1 \
+		|| fail "restore failed: $(cat "$CR_LOG")"
+	sleep 0.5
+	first=$(sed -n 's/^tick //p' "$out2" | head -1)
+	[ -n "$last" ] && [ "$first" = $((last + 1)) ] || fail "last tick before checkpoint [$last], first in the restore's stdout [$first]"
+	[ "$(sed -n 's/^tick //p' "$out1" | tail -1)" = "$last" ] || fail "the first file grew after the checkpoint"
+	zdtm_verdict "out-$$"
+}
