@@ -32,9 +32,19 @@
 #                           namespace, keep only the capabilities of MASK (hex)
 #                           and try TCP_REPAIR on a connected loopback socket;
 #                           prints CapEff and "TCP_REPAIR ok|EPERM"
+#   bset_drop WHO MASK CAP...
+#                           as the test user in a new user namespace
+#                           (WHO=userns) or as root in the initial one
+#                           (WHO=root), keep only the capabilities of MASK
+#                           (hex), try PR_CAPBSET_DROP of each CAP (number),
+#                           then execute a program as root there; prints
+#                           CapEff, "drop CAP ok|EPERM" per CAP, CapBnd, and
+#                           the permitted set after the exec ("exec CapPrm:")
 
 KSELFTESTS=$CREST_TESTS/kselftests
 AUDIT_EXE_CHANGE=1340
+CAP_KILL=5
+CAP_SETPCAP=8
 CAP_NET_ADMIN=12
 CAP_SYS_ADMIN=21
 
@@ -161,6 +171,47 @@ if (setsockopt($c, IPPROTO_TCP, $TCP_REPAIR, pack("i", 1))) {
 tcp_repair() {
 	run as_test_user unshare --user --map-root-user --net -- \
 		perl -e "$KERNEL_TCP_REPAIR_PL" "$1"
+}
+
+# Perl for the same reason as above.  Root, of the user namespace or the
+# initial one, gets its whole bounding set as permitted set on execve(): the
+# sed at the end shows what a restored task would regain by executing.
+KERNEL_BSET_DROP_PL='
+use strict;
+my ($PR_CAPBSET_DROP, $SYS_capset, $SYS_prctl) = (24, 126, 157);
+my ($mask, @drop) = (hex(shift @ARGV), @ARGV);
+sub status_line {
+	my $f = shift;
+	open(my $st, "<", "/proc/self/status") or die "status: $!\n";
+	return (grep { /^$f:/ } <$st>)[0];
+}
+my ($lo, $hi) = ($mask & 0xffffffff, $mask >> 32);
+my $hdr = pack("LL", 0x20080522, 0);
+syscall($SYS_capset, $hdr, pack("LLLLLL", $lo, $lo, 0, $hi, $hi, 0)) == 0
+	or die "capset: $!\n";
+print status_line("CapEff");
+for my $c (@drop) {
+	if (syscall($SYS_prctl, $PR_CAPBSET_DROP, $c + 0, 0, 0, 0) == 0) {
+		print "drop $c ok\n";
+	} else {
+		print "drop $c ", ($!{EPERM} ? "EPERM" : "failed: $!"), "\n";
+	}
+}
+print status_line("CapBnd");
+$| = 1;
+exec("sed", "-n", "s/^CapPrm:/exec CapPrm:/p", "/proc/self/status")
+	or die "exec sed: $!\n";
+'
+
+bset_drop() {
+	local who=$1
+	shift
+	case "$who" in
+	userns) run as_test_user unshare --user --map-root-user -- \
+		perl -e "$KERNEL_BSET_DROP_PL" "$@" ;;
+	root) run perl -e "$KERNEL_BSET_DROP_PL" "$@" ;;
+	*) fail "bset_drop: userns or root, not '$who'" ;;
+	esac
 }
 
 # Every capability but those given by number, as a hex mask.

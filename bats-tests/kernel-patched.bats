@@ -82,3 +82,38 @@ teardown() {
 	assert_success
 	assert_line --index 1 "TCP_REPAIR EPERM"
 }
+
+@test "patched PR_CAPBSET_DROP: only CAP_CHECKPOINT_RESTORE in the user's own namespace drops it; execve no longer gives it back" {
+	bset_drop userns "$(cap_bit $CAP_CHECKPOINT_RESTORE)" $CAP_CHECKPOINT_RESTORE
+	assert_success
+	assert_line --index 0 --regexp "^CapEff:[[:space:]]+$(cap_bit $CAP_CHECKPOINT_RESTORE)\$"
+	assert_line --index 1 "drop $CAP_CHECKPOINT_RESTORE ok"
+	assert_line --index 2 --regexp "^CapBnd:[[:space:]]+$(caps_all_but $CAP_CHECKPOINT_RESTORE)\$"
+	assert_line --index 3 --regexp "^exec CapPrm:[[:space:]]+$(caps_all_but $CAP_CHECKPOINT_RESTORE)\$"
+}
+
+@test "patched PR_CAPBSET_DROP: only CAP_CHECKPOINT_RESTORE does not drop CAP_SYS_ADMIN, CAP_KILL or CAP_SETPCAP (EPERM)" {
+	bset_drop userns "$(cap_bit $CAP_CHECKPOINT_RESTORE)" $CAP_SYS_ADMIN $CAP_KILL $CAP_SETPCAP
+	assert_success
+	assert_line --index 1 "drop $CAP_SYS_ADMIN EPERM"
+	assert_line --index 2 "drop $CAP_KILL EPERM"
+	assert_line --index 3 "drop $CAP_SETPCAP EPERM"
+	assert_line --index 4 --regexp "^CapBnd:[[:space:]]+$(caps_all_but)\$"
+}
+
+@test "patched PR_CAPBSET_DROP: without CAP_CHECKPOINT_RESTORE and CAP_SETPCAP dropping 40 stays EPERM" {
+	bset_drop userns "$(caps_all_but $CAP_CHECKPOINT_RESTORE $CAP_SETPCAP)" $CAP_CHECKPOINT_RESTORE
+	assert_success
+	assert_line --index 1 "drop $CAP_CHECKPOINT_RESTORE EPERM"
+	assert_line --index 2 --regexp "^CapBnd:[[:space:]]+$(caps_all_but)\$"
+	assert_line --index 3 --regexp "^exec CapPrm:[[:space:]]+$(caps_all_but)\$"
+}
+
+@test "patched PR_CAPBSET_DROP: root with only CAP_CHECKPOINT_RESTORE in the initial namespace drops it, and only it" {
+	bset_drop root "$(cap_bit $CAP_CHECKPOINT_RESTORE)" $CAP_KILL $CAP_CHECKPOINT_RESTORE
+	assert_success
+	assert_line --index 1 "drop $CAP_KILL EPERM"
+	assert_line --index 2 "drop $CAP_CHECKPOINT_RESTORE ok"
+	assert_line --index 3 --regexp "^CapBnd:[[:space:]]+$(caps_all_but $CAP_CHECKPOINT_RESTORE)\$"
+	assert_line --index 4 --regexp "^exec CapPrm:[[:space:]]+$(caps_all_but $CAP_CHECKPOINT_RESTORE)\$"
+}

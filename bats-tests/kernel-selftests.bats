@@ -3,10 +3,10 @@
 # The selftests of the kernel series (tools/testing/selftests/
 # checkpoint_restore/, listed in kernel/selftests/list), built with the
 # patched kernel.  The rootless cases are the point, so the tests that do
-# not need root run as the test user; exe_link_cap and ns_last_pid run as
-# root too, for their cases in the initial user namespace (as the test user
-# those, and only those, skip); exe_link_audit needs root (it turns audit on
-# through netlink and reads /dev/kmsg).
+# not need root run as the test user; exe_link_cap, ns_last_pid and
+# capbset_drop run as root too, for their cases in the initial user
+# namespace (as the test user those, and only those, skip); exe_link_audit
+# needs root (it turns audit on through netlink and reads /dev/kmsg).
 
 load helpers
 load kernel-helpers
@@ -44,4 +44,13 @@ setup() {
 @test "kselftest checkpoint_restore/exe_link_audit as root" {
 	requires root
 	run_kselftest root checkpoint_restore/exe_link_audit
+}
+
+@test "kselftest checkpoint_restore/capbset_drop as the test user (1 case needs root)" {
+	run_kselftest test checkpoint_restore/capbset_drop 1
+}
+
+@test "kselftest checkpoint_restore/capbset_drop as root" {
+	requires root
+	run_kselftest root checkpoint_restore/capbset_drop
 }
