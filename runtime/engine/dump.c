@@ -64,6 +64,8 @@ struct dproc
   uint64_t itimer[3][4]; /* interval sec, usec, value sec, usec */
   uint64_t brk;
   long securebits;
+  bool zombie;     /* exited, waiting for its parent's wait() */
+  int exit_status; /* then: the status wait() will report */
 };
 
 struct dfile
@@ -354,11 +356,58 @@ ns_ids(struct dctx *c, crest_error_t *err)
   return 0;
 }
 
+/* Is PID a process that has exited and waits for its parent's wait() (its
+   whole thread group gone, only the leader's entry left)? Then *STATUS is
+   what wait() will report, from the exit_code field of /proc/PID/stat. */
+static int
+zombie_process(pid_t pid, bool *zombie, int *status, crest_error_t *err)
+{
+  cleanup_free char *st = NULL, *statb = NULL;
+  cleanup_free char *path = xasprintf("/proc/%d/task", pid);
+  const char *s;
+  char *q, *save = NULL, *t;
+  int n = 0, field = 3;
+  DIR *d;
+  struct dirent *de;
+
+  *zombie = false;
+  if (read_proc(pid, "status", &st, err) < 0)
+    return -1;
+  s = status_field(st, "State");
+  if (!s || *s != 'Z')
+    return 0;
+  if (!(d = opendir(path)))
+    return crest_error_errno(err, "task %d: list threads", pid);
+  while ((de = readdir(d)))
+    n += atoi(de->d_name) > 0;
+  closedir(d);
+  if (n != 1)
+    return 0; /* a leader gone before its threads: refused below */
+  if (read_proc(pid, "stat", &statb, err) < 0)
+    return -1;
+  q = strrchr(statb, ')');
+  for (t = q ? strtok_r(q + 2, " \n", &save) : NULL; t; t = strtok_r(NULL, " \n", &save), field++)
+    if (field == 52)
+      {
+        *status = atoi(t);
+        *zombie = true;
+        return 0;
+      }
+  return crest_error_make(err, ENOTSUP, "task %d: zombie whose exit status /proc does not show",
+                          pid);
+}
+
 /* Seize every thread of PID, repeating until the set is stable. */
 static int
 seize_process(struct dctx *c, struct dproc *p, crest_error_t *err)
 {
   bool again = true;
+  if (zombie_process(p->pid, &p->zombie, &p->exit_status, err) < 0)
+    return -1;
+  if (p->zombie && p == &c->p[0])
+    return crest_error_make(err, ENOTSUP, "task %d: the root of the tree is a zombie", p->pid);
+  if (p->zombie)
+    return 0; /* nothing to seize: restore recreates it and lets it exit */
   while (again)
     {
       cleanup_free char *path = xasprintf("/proc/%d/task", p->pid);
@@ -1288,6 +1337,23 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   char *q;
   int rc = -1;
 
+  if (p->zombie)
+    {
+      cleanup_free char *name = NULL;
+      if (read_proc(p->pid, "comm", &name, err) < 0)
+        return -1;
+      name[strcspn(name, "\n")] = 0;
+      yajl_gen_map_open(g);
+      jput_int(g, "pid", p->ipid);
+      jput_int(g, "ppid", find_proc(c, p->ppid) ? find_proc(c, p->ppid)->ipid : 0);
+      jput_int(g, "pgid", p->ipgid);
+      jput_int(g, "sid", p->isid);
+      jput_bool(g, "zombie", true);
+      jput_int(g, "exit_status", p->exit_status);
+      jput_str(g, "comm", name);
+      yajl_gen_map_close(g);
+      return 0;
+    }
   if (read_proc(p->pid, "stat", &statb, err) < 0 || read_proc(p->pid, "status", &status, err) < 0)
     return -1;
   q = strrchr(statb, ')');
@@ -1763,6 +1829,8 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
   for (size_t i = 0; i < c.np; i++)
     {
       struct dproc *p = &c.p[i];
+      if (p->zombie)
+        continue;
       for (size_t t = 0; t < p->nth; t++)
         {
           p->th[t].xstate = xmalloc(XSTATE_MAX);
@@ -1852,6 +1920,16 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
       cleanup_free char *st = NULL;
       crest_error_t e2 = NULL;
       const char *s;
+      if (c.p[i].zombie)
+        {
+          /* Reaped meanwhile: its parent's wait() already happened. */
+          if (kill(c.p[i].pid, 0) < 0)
+            {
+              crest_error_make(err, ESRCH, "task %d: reaped during the checkpoint", c.p[i].pid);
+              goto out;
+            }
+          continue;
+        }
       if (read_proc(c.p[i].pid, "status", &st, &e2) < 0 || !(s = status_field(st, "State"))
           || *s == 'Z' || *s == 'X')
         {
@@ -1880,6 +1958,8 @@ out:
         cleanup_free char *st = NULL;
         crest_error_t e2 = NULL;
         const char *s;
+        if (c.p[i].zombie)
+          continue;
         if (read_proc(c.p[i].pid, "status", &st, &e2) < 0 || !(s = status_field(st, "State"))
             || *s == 'Z' || *s == 'X')
           {

@@ -125,6 +125,9 @@ struct rproc
   size_t nfds;
   struct rthread *th;
   size_t nth;
+  bool zombie;      /* exited before the checkpoint, not yet waited for */
+  int exit_status;  /* then: the status its parent's wait() gets */
+  const char *comm; /* and its name */
   /* at restore time */
   pid_t real;
   uint64_t base, size;
@@ -300,6 +303,31 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
   long n;
   uint64_t pages_size = 0;
 
+  {
+    /* A zombie: its IDs and its exit status are all there is. */
+    crest_error_t e2 = NULL;
+    bool z = false;
+    int64_t st;
+    if (jget_bool(v, "zombie", &z, &e2) < 0)
+      crest_error_release(&e2), z = false;
+    if (z)
+      {
+        if (jget_i64(v, "pid", &pid, err) < 0 || jget_i64(v, "ppid", &ppid, err) < 0
+            || jget_i64(v, "pgid", &pgid, err) < 0 || jget_i64(v, "sid", &sid, err) < 0
+            || jget_i64(v, "exit_status", &st, err) < 0)
+          return -1;
+        CHECK(pid > 0 && pid < (1 << 22) && ppid > 0 && pgid >= 0 && sid >= 0,
+              "process %lld: bad ids", (long long)pid);
+        CHECK(st >= 0 && st <= 0xffff && (WIFEXITED(st) || WIFSIGNALED(st)),
+              "process %lld: bad exit status %lld", (long long)pid, (long long)st);
+        p->pid = pid, p->ppid = ppid, p->pgid = pgid, p->sid = sid;
+        p->zombie = true;
+        p->exit_status = (int)st;
+        if (jget_str(v, "comm", &p->comm, err) < 0)
+          return -1;
+        return 0;
+      }
+  }
   if (jget_i64(v, "pid", &pid, err) < 0 || jget_i64(v, "ppid", &ppid, err) < 0
       || jget_i64(v, "pgid", &pgid, err) < 0 || jget_i64(v, "sid", &sid, err) < 0
       || jget_str(v, "exe", &p->exe, err) < 0 || jget_str(v, "cwd", &p->cwd, err) < 0
@@ -546,10 +574,20 @@ parse_tree(struct rctx *c, crest_error_t *err)
   for (size_t i = 0; i < c->np; i++)
     {
       bool found = i == 0;
+      if (c->p[i].zombie && i == 0)
+        return crest_error_make(err, EINVAL, "image %s: tree.json: the root is a zombie",
+                                c->o->image_dir);
       for (size_t j = 0; j < i; j++)
         {
+          if (c->p[j].pid == c->p[i].ppid && c->p[j].zombie)
+            return crest_error_make(err, EINVAL,
+                                    "image %s: tree.json: process %d has a zombie parent",
+                                    c->o->image_dir, c->p[i].pid);
           if (c->p[j].pid == c->p[i].ppid)
             found = true;
+          if (c->p[j].pid == c->p[i].pid)
+            return crest_error_make(err, EINVAL, "image %s: tree.json: PID %d appears twice",
+                                    c->o->image_dir, c->p[i].pid);
           for (size_t a = 0; a < c->p[i].nth; a++)
             for (size_t b = 0; b < c->p[j].nth; b++)
               if (c->p[i].th[a].tid == c->p[j].th[b].tid)
@@ -843,7 +881,10 @@ open_files(struct rctx *c, crest_error_t *err)
     {
       struct rproc *p = &c->p[i];
       uint64_t size;
-      int fd = img_reader_open_file(c->img, p->pages_file, &size, err);
+      int fd;
+      if (p->zombie)
+        continue;
+      fd = img_reader_open_file(c->img, p->pages_file, &size, err);
       if (fd < 0 || (p->pages_svc = svc_place(c, fd, err)) < 0)
         return -1;
       fd = open(p->exe, O_RDONLY | O_CLOEXEC);
@@ -1146,6 +1187,31 @@ restore_bounding(struct rctx *c, int idx, const struct rproc *p)
                 p->pid, p->caps[3] & ~have);
 }
 
+/* A zombie of the image: exit the way it did, so that its parent's wait()
+   gets the same status. A signal death is made without a core dump (and
+   without the core flag in the status, which is not reproduced). */
+static void __attribute__((noreturn)) zombie_exit(const struct rproc *p)
+{
+  int st = p->exit_status;
+  prctl(PR_SET_NAME, p->comm); /* all a zombie shows but its IDs */
+  if (WIFSIGNALED(st))
+    {
+      struct rlimit none = { 0, 0 };
+      sigset_t s;
+      int sig = WTERMSIG(st);
+      if (WCOREDUMP(st))
+        crest_debug("process %d: died with a core dump; restored without one", p->pid);
+      setrlimit(RLIMIT_CORE, &none);
+      prctl(PR_SET_DUMPABLE, 0);
+      signal(sig, SIG_DFL);
+      sigemptyset(&s);
+      sigaddset(&s, sig);
+      sigprocmask(SIG_UNBLOCK, &s, NULL);
+      kill(getpid(), sig);
+    }
+  _exit(WEXITSTATUS(st));
+}
+
 static void __attribute__((noreturn)) task_jump(uint64_t entry, uint64_t sp, uint64_t args)
 {
   __asm__ volatile("mov %0, %%rsp\n\t"
@@ -1192,14 +1258,46 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
                   strerror(errno));
     }
 
+  if (p->zombie)
+    zombie_exit(p);
+
   /* Children: group leaders first, so that their groups exist for the
-     others to join. */
-  for (int pass = 0; pass < 2; pass++)
+     others to join. A zombie child exits at once; its SIGCHLD is taken
+     back here (the checkpointed pending signals come back in the blob),
+     after it has exited, so the restored process sees no new one. A group
+     a zombie leads lives on until the zombie is waited for. */
+  {
+    sigset_t chld, old;
+    bool zombies = false;
     for (size_t i = 1; i < c->np; i++)
-      if (c->p[i].ppid == p->pid && ((c->p[i].pgid == c->p[i].pid) == (pass == 0)))
-        if (create_task(c, i) < 0)
-          task_fail(c, idx, "process %d: create child %d: %s", p->pid, c->p[i].pid,
-                    strerror(errno));
+      zombies |= c->p[i].ppid == p->pid && c->p[i].zombie;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    if (zombies)
+      sigprocmask(SIG_BLOCK, &chld, &old);
+    for (int pass = 0; pass < 2; pass++)
+      for (size_t i = 1; i < c->np; i++)
+        if (c->p[i].ppid == p->pid && ((c->p[i].pgid == c->p[i].pid) == (pass == 0)))
+          {
+            siginfo_t si;
+            if (create_task(c, i) < 0)
+              task_fail(c, idx, "process %d: create child %d: %s", p->pid, c->p[i].pid,
+                        strerror(errno));
+            /* Not reaped (WNOWAIT); once it has exited, its group exists
+               for the members created after it. */
+            while (c->p[i].zombie && waitid(P_PID, c->p[i].pid, &si, WEXITED | WNOWAIT) < 0)
+              if (errno != EINTR)
+                task_fail(c, idx, "process %d: wait for zombie %d: %s", p->pid, c->p[i].pid,
+                          strerror(errno));
+          }
+    if (zombies)
+      {
+        struct timespec zero = { 0, 0 };
+        while (sigtimedwait(&chld, NULL, &zero) == SIGCHLD)
+          ;
+        sigprocmask(SIG_SETMASK, &old, NULL);
+      }
+  }
 
   /* After the children exist (each one drops its own), before setresuid
      could clear the capabilities the drops need. */
@@ -1591,17 +1689,17 @@ kill_all(struct rctx *c)
 static int
 wait_parked(struct rctx *c, crest_error_t *err)
 {
-  size_t reported = 0, parked = 0, total = 0;
+  size_t reported = 0, parked = 0, total = 0, live = 0;
   time_t last = time(NULL);
 
   for (size_t i = 0; i < c->np; i++)
-    total += c->p[i].nth;
-  while (reported < c->np || parked < total)
+    total += c->p[i].nth, live += !c->p[i].zombie;
+  while (reported < live || parked < total)
     {
       struct pollfd pfd = { c->report[0], POLLIN, 0 };
       int st;
       pid_t w;
-      if (reported < c->np && poll(&pfd, 1, 10) > 0 && (pfd.revents & POLLIN))
+      if (reported < live && poll(&pfd, 1, 10) > 0 && (pfd.revents & POLLIN))
         {
           struct report r;
           ssize_t got = read(c->report[0], &r, sizeof r);
@@ -1631,7 +1729,7 @@ wait_parked(struct rctx *c, crest_error_t *err)
           last = time(NULL);
         }
     reap:
-      if (reported == c->np)
+      if (reported == live)
         usleep(1000);
       while ((w = waitpid(-1, &st, __WALL | WNOHANG)) > 0)
         {
@@ -1664,7 +1762,7 @@ wait_parked(struct rctx *c, crest_error_t *err)
         return crest_error_make(err, ETIMEDOUT,
                                 "restore: no progress for 30 s (%zu of %zu processes ready, %zu of "
                                 "%zu threads done)",
-                                reported, c->np, parked, total);
+                                reported, live, parked, total);
     }
   return 0;
 }
@@ -1793,10 +1891,10 @@ finish_tree(struct rctx *c, crest_error_t *err)
   if (wait_parked(c, err) < 0)
     return -1;
   for (size_t i = 0; i < c->np; i++)
-    if (check_blob_status(c, &c->p[i], err) < 0)
+    if (!c->p[i].zombie && check_blob_status(c, &c->p[i], err) < 0)
       return -1;
   for (size_t i = 0; i < c->np; i++)
-    if (finish_process(c, &c->p[i], err) < 0)
+    if (!c->p[i].zombie && finish_process(c, &c->p[i], err) < 0)
       return -1;
   for (size_t i = 0; i < c->np; i++)
     for (size_t t = 0; t < c->p[i].nth; t++)
@@ -1912,15 +2010,16 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
   if (!c.use_nslp && syscall(SYS_clone3, NULL, 0) < 0 && errno == ENOSYS)
     c.use_nslp = true;
   for (size_t i = 0; i < c.np; i++)
-    for (size_t t = 0; t < c.p[i].nth; t++)
-      if (!(o->as_ns_init && c.p[i].th[t].tid == 1)
-          && (kill(c.p[i].th[t].tid, 0) == 0 || errno != ESRCH))
-        {
-          crest_error_make(err, EEXIST, "restore: PID %d is in use in this PID namespace",
-                           c.p[i].th[t].tid);
-          free_ctx(&c);
-          return -1;
-        }
+    for (size_t t = 0; t < c.p[i].nth + c.p[i].zombie; t++)
+      {
+        pid_t tid = c.p[i].zombie ? c.p[i].pid : c.p[i].th[t].tid;
+        if (!(o->as_ns_init && tid == 1) && (kill(tid, 0) == 0 || errno != ESRCH))
+          {
+            crest_error_make(err, EEXIST, "restore: PID %d is in use in this PID namespace", tid);
+            free_ctx(&c);
+            return -1;
+          }
+      }
   if (open_files(&c, err) < 0)
     goto out;
   if (pipe2(c.report, O_CLOEXEC) < 0)
