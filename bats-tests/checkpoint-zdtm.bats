@@ -49,3 +49,4 @@ zdtm_cycle() {
 @test "zdtm-caps in a container" { zdtm_cycle caps; }
 @test "zdtm-exe-mm in a container" { zdtm_cycle exe-mm; }
 @test "zdtm-regs in a container" { zdtm_cycle regs; }
+@test "zdtm-zombie in a container" { zdtm_cycle zombie; }

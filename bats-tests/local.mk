@@ -65,6 +65,7 @@ ZDTM_PROGS += bats-tests/progs/zdtm-caps
 ZDTM_PROGS += bats-tests/progs/zdtm-exe-mm
 ZDTM_PROGS += bats-tests/progs/zdtm-regs
 ZDTM_PROGS += bats-tests/progs/zdtm-stdio
+ZDTM_PROGS += bats-tests/progs/zdtm-zombie
 # Not restorable on purpose: checkpoint must refuse it (sockets are not v1).
 ZDTM_PROGS += bats-tests/progs/zdtm-socket
 check_PROGRAMS += $(ZDTM_PROGS)
@@ -104,6 +105,8 @@ bats_tests_progs_zdtm_regs_SOURCES = bats-tests/zdtm/regs.c $(ZDTM_COMMON)
 bats_tests_progs_zdtm_regs_LDFLAGS = -static -pthread
 bats_tests_progs_zdtm_stdio_SOURCES = bats-tests/zdtm/stdio.c $(ZDTM_COMMON)
 bats_tests_progs_zdtm_stdio_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_zombie_SOURCES = bats-tests/zdtm/zombie.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_zombie_LDFLAGS = -static -pthread
 bats_tests_progs_zdtm_socket_SOURCES = bats-tests/zdtm/socket.c $(ZDTM_COMMON)
 bats_tests_progs_zdtm_socket_LDFLAGS = -static -pthread
 # --- end of the zdtm block ---------------------------------------------------
