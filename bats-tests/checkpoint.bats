@@ -156,7 +156,11 @@ cycle() {
 	CONTAINERS+=("out-$$")
 	"$CREST" --log "$CR_LOG" restore -d --image-path "$IMAGE" --bundle "$BUNDLE" "out-$$" </dev/null >"$out2" 2>&1 \
 		|| fail "restore failed: $(cat "$CR_LOG")"
-	sleep 0.5
+	local i
+	for ((i = 0; i < 300; i++)); do
+		grep -q '^tick ' "$out2" && break
+		sleep 0.1
+	done
 	first=$(sed -n 's/^tick //p' "$out2" | head -1)
 	[ -n "$last" ] && [ "$first" = $((last + 1)) ] || fail "last tick before checkpoint [$last], first in the restore's stdout [$first]"
 	[ "$(sed -n 's/^tick //p' "$out1" | tail -1)" = "$last" ] || fail "the first file grew after the checkpoint"
