@@ -65,3 +65,27 @@ teardown() {
 	assert_success
 	assert_line --index 1 "TCP_REPAIR ok"
 }
+
+@test "stock PR_CAPBSET_DROP: only CAP_CHECKPOINT_RESTORE in the user's own namespace is EPERM; execve gives it back" {
+	bset_drop userns "$(cap_bit $CAP_CHECKPOINT_RESTORE)" $CAP_CHECKPOINT_RESTORE
+	assert_success
+	assert_line --index 0 --regexp "^CapEff:[[:space:]]+$(cap_bit $CAP_CHECKPOINT_RESTORE)\$"
+	assert_line --index 1 "drop $CAP_CHECKPOINT_RESTORE EPERM"
+	assert_line --index 2 --regexp "^CapBnd:[[:space:]]+$(caps_all_but)\$"
+	assert_line --index 3 --regexp "^exec CapPrm:[[:space:]]+$(caps_all_but)\$"
+}
+
+@test "stock PR_CAPBSET_DROP: root with only CAP_CHECKPOINT_RESTORE in the initial namespace is EPERM" {
+	bset_drop root "$(cap_bit $CAP_CHECKPOINT_RESTORE)" $CAP_CHECKPOINT_RESTORE
+	assert_success
+	assert_line --index 1 "drop $CAP_CHECKPOINT_RESTORE EPERM"
+	assert_line --index 2 --regexp "^CapBnd:[[:space:]]+$(caps_all_but)\$"
+}
+
+@test "stock PR_CAPBSET_DROP control: only CAP_SETPCAP there drops it" {
+	bset_drop userns "$(cap_bit $CAP_SETPCAP)" $CAP_CHECKPOINT_RESTORE
+	assert_success
+	assert_line --index 1 "drop $CAP_CHECKPOINT_RESTORE ok"
+	assert_line --index 2 --regexp "^CapBnd:[[:space:]]+$(caps_all_but $CAP_CHECKPOINT_RESTORE)\$"
+	assert_line --index 3 --regexp "^exec CapPrm:[[:space:]]+$(caps_all_but $CAP_CHECKPOINT_RESTORE)\$"
+}
