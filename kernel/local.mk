@@ -3,6 +3,7 @@
 # (${CREST_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/crest}/kernel/<key>/).
 
 EXTRA_DIST += \
+	kernel/README.md \
 	kernel/build-kernel \
 	kernel/config \
 	kernel/patches \
