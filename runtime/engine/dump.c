@@ -51,6 +51,8 @@ struct dthread
   uint64_t clear_tid;
   uint64_t alt_sp, alt_size;
   int32_t alt_flags;
+  uint64_t sigmask; /* the thread's own, saved before signals were blocked */
+  bool blocked;     /* its signals are blocked by the engine (inject_state) */
 };
 
 struct dproc
@@ -397,10 +399,39 @@ zombie_process(pid_t pid, bool *zombie, int *status, crest_error_t *err)
                           pid);
 }
 
-/* Seize every thread of PID, repeating until the set is stable. */
+/* PID, not the root, was alive when the walk found it and not one of its
+   threads is seized yet, but seizing its first thread failed: it may have
+   exited just now (a short-lived child of a busy parent). Its parent is
+   seized and cannot have waited for it, so it is either a zombie, dumped
+   as one, or, when its parent does not wait for children (SIGCHLD ignored,
+   SA_NOCLDWAIT), gone. Returns 1 then (*GONE tells which) with ERR
+   released, 0 when it is neither (ERR holds the first failure). */
+static int
+exited_meanwhile(struct dctx *c, struct dproc *p, bool *gone, crest_error_t *err)
+{
+  cleanup_free char *path = xasprintf("/proc/%d", p->pid);
+  crest_error_t e2 = NULL;
+  if (p == &c->p[0] || p->nth)
+    return 0;
+  *gone = access(path, F_OK) < 0 && errno == ENOENT;
+  if (!*gone && (zombie_process(p->pid, &p->zombie, &p->exit_status, &e2) < 0 || !p->zombie))
+    {
+      crest_error_release(&e2);
+      return 0;
+    }
+  crest_debug("checkpoint: task %d exited while the tree was seized: %s", p->pid,
+              *gone ? "reaped at once" : "dumped as a zombie");
+  crest_error_release(err);
+  return 1;
+}
+
+/* Seize every thread of PID, repeating until the set is stable. Returns 1
+   when PID exited before any of it was seized and nothing is left of it
+   (see exited_meanwhile). */
 static int
 seize_process(struct dctx *c, struct dproc *p, crest_error_t *err)
 {
+  bool gone = false;
   bool again = true;
   if (zombie_process(p->pid, &p->zombie, &p->exit_status, err) < 0)
     return -1;
@@ -415,7 +446,10 @@ seize_process(struct dctx *c, struct dproc *p, crest_error_t *err)
       struct dirent *de;
       again = false;
       if (!d)
-        return crest_error_errno(err, "task %d: list threads", p->pid);
+        {
+          crest_error_errno(err, "task %d: list threads", p->pid);
+          return exited_meanwhile(c, p, &gone, err) ? gone : -1;
+        }
       while ((de = readdir(d)))
         {
           pid_t tid = atoi(de->d_name);
@@ -433,15 +467,16 @@ seize_process(struct dctx *c, struct dproc *p, crest_error_t *err)
             if (read_proc(p->pid, sp, &st, err) < 0)
               {
                 closedir(d);
-                return -1;
+                return exited_meanwhile(c, p, &gone, err) ? gone : -1;
               }
             s = status_field(st, "State");
             if (s && (*s == 'Z' || *s == 'X'))
               {
                 closedir(d);
-                return crest_error_make(err, ENOTSUP,
-                                        "task %d (thread %d): zombie tasks are not supported",
-                                        p->pid, tid);
+                crest_error_make(err, ENOTSUP,
+                                 "task %d (thread %d): zombie tasks are not supported", p->pid,
+                                 tid);
+                return exited_meanwhile(c, p, &gone, err) ? gone : -1;
               }
             if (s && (*s == 'T' || *s == 't'))
               {
@@ -464,7 +499,7 @@ seize_process(struct dctx *c, struct dproc *p, crest_error_t *err)
           if (pt_seize_interrupt(tid, err) < 0)
             {
               closedir(d);
-              return -1;
+              return exited_meanwhile(c, p, &gone, err) ? gone : -1;
             }
           p->nth++;
           again = true;
@@ -493,8 +528,20 @@ collect_tree(struct dctx *c, crest_error_t *err)
     {
       struct dproc *p = &c->p[i];
       pid_t pid = p->pid;
-      if (seize_process(c, p, err) < 0)
+      int r = seize_process(c, p, err);
+      if (r < 0)
         return -1;
+      if (r > 0)
+        {
+          /* Exited and reaped since the walk found it: as if before. */
+          free(p->th);
+          memmove(p, p + 1, (c->np - i - 1) * sizeof *p);
+          c->np--;
+          i--;
+          continue;
+        }
+      if (p->zombie)
+        continue;
       for (size_t t = 0; t < c->p[i].nth; t++)
         {
           cleanup_free char *kids = NULL;
@@ -630,6 +677,29 @@ free_vmas(struct vma *v, size_t n)
   free(v);
 }
 
+/* Put back the masks inject_state saved. Also on the failure paths (then
+   ERR already holds the first reason and keeps it). */
+static int
+unblock_signals(struct dproc *p, crest_error_t *err)
+{
+  int rc = 0;
+  for (size_t t = 0; t < p->nth; t++)
+    if (p->th[t].blocked)
+      {
+        crest_error_t e2 = NULL;
+        if (pt_restore_signals(p->th[t].tid, p->th[t].sigmask, &e2) < 0)
+          {
+            if (rc == 0 && !*err)
+              *err = e2, e2 = NULL;
+            rc = -1;
+          }
+        else
+          p->th[t].blocked = false;
+        crest_error_release(&e2);
+      }
+  return rc;
+}
+
 /* Syscalls only the task can answer, injected at a syscall instruction of
    its vDSO. The scratch page is mapped and unmapped again before the
    memory layout is read. */
@@ -666,12 +736,24 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
   if (!p->gadget)
     return crest_error_make(err, ENOTSUP, "task %d: no syscall instruction in the vDSO", p->pid);
 
+  /* A signal arriving while the task runs injected syscalls stays pending
+     (and goes into the image with the others); the saved masks are put
+     back below, and are what the image records. */
+  for (size_t t = 0; t < p->nth; t++)
+    {
+      if (pt_block_signals(p->th[t].tid, &p->th[t].sigmask, err) < 0)
+        goto unblock;
+      p->th[t].blocked = true;
+    }
   a[0] = 0, a[1] = 2 * PAGE, a[2] = PROT_READ | PROT_WRITE, a[3] = MAP_PRIVATE | MAP_ANONYMOUS,
   a[4] = -1, a[5] = 0;
   if (pt_inject(m->tid, &m->regs, p->gadget, SYS_mmap, a, &scratch, err) < 0)
-    return -1;
+    goto unblock;
   if (scratch < 0 && scratch > -4096)
-    return crest_error_make(err, -scratch, "task %d: injected mmap", p->pid);
+    {
+      crest_error_make(err, -scratch, "task %d: injected mmap", p->pid);
+      goto unblock;
+    }
 
 #define INJ(tid_, regs_, nr_, ...)                                                                 \
   do                                                                                               \
@@ -699,6 +781,13 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
     INJ(m->tid, &m->regs, SYS_getitimer, w, scratch + 4096 + w * 32);
   if (vm_read(p->pid, scratch + 4096, p->itimer, sizeof p->itimer, err) < 0)
     goto out;
+  /* A periodic ITIMER_REAL that fired while its SIGALRM is still pending
+     (blocked, or the task held here) shows no time left: the kernel re-arms
+     it only when the signal is taken off the queue. It is recorded as due
+     in one interval, which is what it will be once the signal is taken. */
+  for (int w = 0; w < 3; w++)
+    if (!p->itimer[w][2] && !p->itimer[w][3] && (p->itimer[w][0] || p->itimer[w][1]))
+      p->itimer[w][2] = p->itimer[w][0], p->itimer[w][3] = p->itimer[w][1];
   INJ(m->tid, &m->regs, SYS_brk, 0);
   p->brk = ret;
   INJ(m->tid, &m->regs, SYS_prctl, PR_GET_SECUREBITS);
@@ -732,6 +821,9 @@ out:
       }
     crest_error_release(&e2);
   }
+unblock:
+  if (unblock_signals(p, err) < 0 && rc == 0)
+    rc = -1;
   (void)c;
   return rc;
 }
@@ -1669,11 +1761,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       jput_int(g, "tid", th->itid);
       jput_hex(g, "regs", &th->regs, sizeof th->regs);
       jput_hex(g, "xstate", th->xstate, th->xlen);
-      if (ptrace(PTRACE_GETSIGMASK, th->tid, sizeof mask, &mask) < 0)
-        {
-          crest_error_errno(err, "task %d: read signal mask", th->tid);
-          goto out;
-        }
+      mask = th->sigmask; /* read before inject_state blocked signals */
       jput_u64(g, "sigmask", mask);
       memset(&rc_, 0, sizeof rc_);
       if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, th->tid, sizeof rc_, &rc_) < 0)

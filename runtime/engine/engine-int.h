@@ -53,10 +53,22 @@ int
 pt_setxstate(pid_t tid, const uint8_t *buf, size_t len, crest_error_t *err);
 /* Make a stopped thread issue one syscall at GADGET (a "syscall" instruction
    in its address space) and come back to a stop; SAVED are the registers
-   put back afterwards. *ret is the syscall's result. */
+   put back afterwards. *ret is the syscall's result; one interrupted
+   (-EINTR, -ERESTART*) is issued again. */
 int
 pt_inject(pid_t tid, const struct user_regs_struct *saved, uint64_t gadget, long nr,
           const long args[6], long *ret, crest_error_t *err);
+/* While the engine injects syscalls into a stopped thread, a signal that
+   arrives (a child exits, a timer fires) must stay pending: taken off the
+   queue in a signal-delivery stop it could only be suppressed or delivered
+   on top of the injected registers. pt_block_signals saves the thread's
+   mask (the one the image records, PTRACE_GETSIGMASK also sees the real
+   mask of a thread in sigsuspend) and blocks every signal but SIGTRAP;
+   pt_restore_signals puts the saved mask back. */
+int
+pt_block_signals(pid_t tid, uint64_t *saved, crest_error_t *err);
+int
+pt_restore_signals(pid_t tid, uint64_t saved, crest_error_t *err);
 /* Registers a restored thread resumes with: an interrupted restartable
    syscall is rewound so that it restarts, as the kernel would have done. */
 void

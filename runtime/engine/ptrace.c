@@ -123,9 +123,19 @@ pt_setxstate(pid_t tid, const uint8_t *buf, size_t len, crest_error_t *err)
   return 0;
 }
 
-int
-pt_inject(pid_t tid, const struct user_regs_struct *saved, uint64_t gadget, long nr,
-          const long a[6], long *ret, crest_error_t *err)
+/* The kernel's internal restart codes and EINTR: an injected syscall that
+   ends with one of them was interrupted before it did anything and is
+   issued again (every syscall the engine injects can be repeated). */
+static bool
+interrupted_syscall(long ret)
+{
+  return ret == -EINTR || ret == -512 /* ERESTARTSYS */ || ret == -513 /* ERESTARTNOINTR */
+         || ret == -514 /* ERESTARTNOHAND */ || ret == -516 /* ERESTART_RESTARTBLOCK */;
+}
+
+static int
+inject_once(pid_t tid, const struct user_regs_struct *saved, uint64_t gadget, long nr,
+            const long a[6], long *ret, crest_error_t *err)
 {
   struct user_regs_struct r = *saved;
   int st;
@@ -142,18 +152,35 @@ pt_inject(pid_t tid, const struct user_regs_struct *saved, uint64_t gadget, long
     return crest_error_errno(err, "task %d: ptrace single-step", tid);
   for (;;)
     {
+      siginfo_t si;
       if (pt_wait_stop(tid, &st, err) < 0)
         return -1;
       if (WIFSTOPPED(st) && WSTOPSIG(st) == SIGTRAP && (st >> 16) == 0)
-        break;
-      /* Another signal arrived first: put the registers back, keep the
-         signal for the detach, and give up on this dump. */
+        {
+          /* Ours comes from the kernel (TRAP_*); a SIGTRAP sent by
+             kill() or tgkill() (si_code <= 0) is the task's own: it was
+             taken off its queue here, and is handed back on detach. */
+          if (ptrace(PTRACE_GETSIGINFO, tid, 0, &si) == 0 && si.si_code <= 0)
+            {
+              pt_defer_signal(tid, SIGTRAP);
+              pt_setregs(tid, saved, err);
+              return crest_error_make(err, EAGAIN,
+                                      "task %d: signal %d (%s) sent to it during the checkpoint",
+                                      tid, SIGTRAP, strsignal(SIGTRAP));
+            }
+          break;
+        }
+      /* Every other signal is blocked while the engine injects (see
+         pt_block_signals): only SIGSTOP, which cannot be, gets here. It is
+         handed back on detach, so the task stops as it would have, and a
+         stopped task is not checkpointed. */
       if (WIFSTOPPED(st) && (st >> 16) == 0)
         {
           pt_defer_signal(tid, WSTOPSIG(st));
           pt_setregs(tid, saved, err);
-          return crest_error_make(err, EAGAIN, "task %d: signal %d arrived during the checkpoint",
-                                  tid, WSTOPSIG(st));
+          return crest_error_make(err, EAGAIN,
+                                  "task %d: signal %d (%s) arrived during the checkpoint", tid,
+                                  WSTOPSIG(st), strsignal(WSTOPSIG(st)));
         }
       if (ptrace(PTRACE_SINGLESTEP, tid, 0, 0) < 0)
         return crest_error_errno(err, "task %d: ptrace single-step", tid);
@@ -169,6 +196,45 @@ pt_inject(pid_t tid, const struct user_regs_struct *saved, uint64_t gadget, long
     }
   *ret = (long)r.rax;
   return pt_setregs(tid, saved, err);
+}
+
+int
+pt_inject(pid_t tid, const struct user_regs_struct *saved, uint64_t gadget, long nr,
+          const long a[6], long *ret, crest_error_t *err)
+{
+  for (int tries = 0;; tries++)
+    {
+      if (inject_once(tid, saved, gadget, nr, a, ret, err) < 0)
+        return -1;
+      if (!interrupted_syscall(*ret))
+        return 0;
+      if (tries == 100)
+        return crest_error_make(err, EINTR, "task %d: injected syscall %ld interrupted %d times",
+                                tid, nr, tries + 1);
+    }
+}
+
+int
+pt_block_signals(pid_t tid, uint64_t *saved, crest_error_t *err)
+{
+  /* SIGTRAP stays open: the single-step trap is forced on the task, and the
+     kernel forces a blocked or ignored signal by unblocking it and resetting
+     its handler to SIG_DFL, which would change the task. SIGKILL and SIGSTOP
+     cannot be blocked (the kernel drops them from the mask). */
+  uint64_t all = ~(1ULL << (SIGTRAP - 1));
+  if (ptrace(PTRACE_GETSIGMASK, tid, sizeof *saved, saved) < 0)
+    return crest_error_errno(err, "task %d: read signal mask", tid);
+  if (ptrace(PTRACE_SETSIGMASK, tid, sizeof all, &all) < 0)
+    return crest_error_errno(err, "task %d: block signals", tid);
+  return 0;
+}
+
+int
+pt_restore_signals(pid_t tid, uint64_t saved, crest_error_t *err)
+{
+  if (ptrace(PTRACE_SETSIGMASK, tid, sizeof saved, &saved) < 0)
+    return crest_error_errno(err, "task %d: restore signal mask", tid);
+  return 0;
 }
 
 void
