@@ -7,3 +7,7 @@ EXTRA_DIST += tests/host/rootless-env
 TESTS += tests/host/zdtm-process.test tests/host/zdtm-container.test
 EXTRA_DIST += tests/host/zdtm-process.test tests/host/zdtm-container.test
 # --- end of the zdtm block ----------------------------------------------------
+
+# Signals that arrive while the dump works on a task (zdtm-sigstorm).
+TESTS += tests/host/engine-signals.test
+EXTRA_DIST += tests/host/engine-signals.test
