@@ -11,8 +11,9 @@ EXTRA_DIST += \
 	image/run-vm \
 	image/vm-suites
 
-# Every bats suite of bats-tests/, booted in QEMU (one TAP stream).
-TESTS += image/vm-suites
+# Every bats suite of bats-tests/, booted in QEMU (one TAP stream); first in
+# TESTS, so that it starts at once beside the host tests (Makefile.am).
+VM_TESTS += image/vm-suites
 
 # make image: the patched kernel, the root file system and a disk with this
 # build's crest and test programs, at image/crest-vm.img in the build tree
