@@ -1,7 +1,8 @@
 # Build fragment for bench/, included by the top Makefile.am (see docs/hacking.md).
 #
-# `make bench`: the benchmarks of bench/run-bench (not part of make check;
-# figures go in issue notes, never in timed tests).
+# `make bench`: the benchmarks of bench/run-bench on this host; `make bench-vm`:
+# the same inside the crest test VM (image/run-vm). Neither is part of make
+# check; figures go in issue notes, never in timed tests.
 
 EXTRA_PROGRAMS = bench/tree bench/fork-cycle
 bench_tree_SOURCES = bench/tree.c bats-tests/zdtm/zdtm.c bats-tests/zdtm/zdtm.h
@@ -10,7 +11,30 @@ bench_fork_cycle_SOURCES = bench/fork-cycle.c
 CLEANFILES += bench/tree bench/fork-cycle
 EXTRA_DIST += bench/run-bench bench/README.md
 
-bench: runtime/src/crest bats-tests/progs/zdtm-anon-mem bench/tree bench/fork-cycle
+BENCH_PROGS = runtime/src/crest bats-tests/progs/zdtm-anon-mem bench/tree bench/fork-cycle
+
+bench: $(BENCH_PROGS)
 	abs_top_builddir='$(abs_top_builddir)' abs_top_srcdir='$(abs_top_srcdir)' \
 		$(SHELL) $(top_srcdir)/bench/run-bench
-.PHONY: bench
+
+# The VM has 2G of RAM and a /dev/shm of half of it: the image and the
+# restored process of 1 GiB each do not fit, hence a smaller default size.
+# Under TCG one run takes minutes; BENCH_VM_FLAGS passes options to
+# image/run-vm (e.g. --kvm, --kernel stock, --mem 4G).
+BENCH_VM_RUNS = 2
+BENCH_VM_ANON_MIB = 512
+BENCH_VM_TIMEOUT = 5400
+BENCH_VM_FLAGS =
+bench-vm: $(BENCH_PROGS)
+	@set -e; \
+	share=$$(mktemp -d "$${TMPDIR:-/tmp}/crest-bench-vm.XXXXXX"); \
+	trap 'rm -rf "$$share"' EXIT; \
+	mkdir "$$share/bin"; \
+	cp $(BENCH_PROGS) "$$share/bin/"; \
+	cp $(top_srcdir)/bench/run-bench "$$share/"; \
+	chmod -R a+rX "$$share"; \
+	echo "bench-vm: host $$(uname -n), $$(nproc) CPUs,$$(uptime | sed 's/.*,  *load/ load/'); VM: $(BENCH_VM_FLAGS) BENCH_RUNS=$(BENCH_VM_RUNS) BENCH_ANON_MIB=$(BENCH_VM_ANON_MIB)"; \
+	abs_top_builddir='$(abs_top_builddir)' $(top_srcdir)/image/run-vm \
+		--timeout $(BENCH_VM_TIMEOUT) $(BENCH_VM_FLAGS) --share "$$share" -- \
+		'BENCH_BINDIR=$$CREST_SHARE/bin BENCH_RUNS=$(BENCH_VM_RUNS) BENCH_ANON_MIB=$(BENCH_VM_ANON_MIB) bash $$CREST_SHARE/run-bench'
+.PHONY: bench bench-vm
