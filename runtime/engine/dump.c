@@ -409,11 +409,15 @@ zombie_process(pid_t pid, bool *zombie, int *status, crest_error_t *err)
 static int
 exited_meanwhile(struct dctx *c, struct dproc *p, bool *gone, crest_error_t *err)
 {
-  cleanup_free char *path = xasprintf("/proc/%d", p->pid);
+  cleanup_free char *st = NULL;
   crest_error_t e2 = NULL;
+  const char *s;
   if (p == &c->p[0] || p->nth)
     return 0;
-  *gone = access(path, F_OK) < 0 && errno == ENOENT;
+  /* No /proc entry, or one in state X (reaped, being released): gone. */
+  *gone
+      = read_proc(p->pid, "status", &st, &e2) < 0 || !(s = status_field(st, "State")) || *s == 'X';
+  crest_error_release(&e2);
   if (!*gone && (zombie_process(p->pid, &p->zombie, &p->exit_status, &e2) < 0 || !p->zombie))
     {
       crest_error_release(&e2);
@@ -434,7 +438,7 @@ seize_process(struct dctx *c, struct dproc *p, crest_error_t *err)
   bool gone = false;
   bool again = true;
   if (zombie_process(p->pid, &p->zombie, &p->exit_status, err) < 0)
-    return -1;
+    return exited_meanwhile(c, p, &gone, err) ? gone : -1;
   if (p->zombie && p == &c->p[0])
     return crest_error_make(err, ENOTSUP, "task %d: the root of the tree is a zombie", p->pid);
   if (p->zombie)
@@ -505,6 +509,12 @@ seize_process(struct dctx *c, struct dproc *p, crest_error_t *err)
           again = true;
         }
       closedir(d);
+    }
+  /* Its thread list emptied under us: it exited after the checks above. */
+  if (!p->nth)
+    {
+      crest_error_make(err, ESRCH, "task %d: no thread left to seize", p->pid);
+      return exited_meanwhile(c, p, &gone, err) ? gone : -1;
     }
   /* The thread group leader first: restore recreates the others. */
   for (size_t i = 0; i < p->nth; i++)
@@ -2052,6 +2062,11 @@ out:
             || *s == 'Z' || *s == 'X')
           {
             crest_error_release(&e2);
+            if (*err)
+              {
+                cleanup_free char *why = crest_error_text(*err);
+                crest_debug("checkpoint: %s", why);
+              }
             crest_error_release(err);
             crest_error_make(err, ESRCH, "task %d: exited during the checkpoint", c.p[i].pid);
             break;
