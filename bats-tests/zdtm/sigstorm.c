@@ -17,7 +17,12 @@
  *   and is reported, a duplicate makes the count exceed the children;
  * - SIGALRMs kept arriving and the timer is still armed at 1 ms.
  * PROGRESS (optional) gets "children alarms\n" rewritten every 64 children,
- * so that a harness can see the loop go on after a restore. */
+ * so that a harness can see the loop go on after a restore.
+ *
+ * With a fourth argument "nowait", SIGCHLD is ignored instead and a child
+ * that sleeps 0 to 80 us is forked every 50 us without waiting: the kernel reaps each as it exits
+ * (a checkpoint meets children that vanish between the walk and the
+ * seize), and the root checks that wait() never finds one. */
 #define _GNU_SOURCE
 #include "zdtm.h"
 
@@ -87,12 +92,18 @@ main(int argc, char **argv)
   sigset_t block, wait_mask;
   long seq = 0;
   int fd = -1;
+  bool nowait = false;
 
   zdtm_init(argc, argv);
   if (argc > 3 && (fd = open(argv[3], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
     zdtm_error("open %s: %s", argv[3], strerror(errno));
   handler(SIGALRM, on_alrm);
-  handler(SIGCHLD, on_chld);
+  if (argc > 4 && strcmp(argv[4], "nowait") == 0)
+    nowait = true;
+  if (nowait)
+    signal(SIGCHLD, SIG_IGN);
+  else
+    handler(SIGCHLD, on_chld);
   sigemptyset(&block);
   sigaddset(&block, SIGCHLD);
   if (sigprocmask(SIG_BLOCK, &block, &wait_mask) < 0)
@@ -116,9 +127,30 @@ main(int argc, char **argv)
       if (child == 0)
         {
           long until = now_us() + (seq % 8) * 20;
-          while (now_us() < until)
-            ;
+          struct timespec ts = { 0, (seq % 5) * 20000 };
+          if (nowait)
+            nanosleep(&ts, NULL); /* asleep, like most processes */
+          else
+            while (now_us() < until)
+              ;
           _exit(code);
+        }
+      if (nowait)
+        {
+          /* Children overlap (one every 50 us, each living up to 140 us),
+             and the kernel reaps them: wait() never finds one. */
+          struct timespec ts = { 0, 50000 };
+          nanosleep(&ts, NULL);
+          r = waitpid(-1, &st, WNOHANG);
+          if (r > 0)
+            zdtm_fail("child %ld: waitpid found PID %d with SIGCHLD ignored", seq, (int)r);
+          seq++;
+          chld_count = (sig_atomic_t)seq;
+          if (seq % 64 == 0)
+            progress(fd, seq);
+          if (zdtm_failed())
+            break;
+          continue;
         }
       /* The SIGCHLD of this child, and only then reap it. A SIGTERM ends
          the wait but not before the child's signal has come. */
@@ -152,6 +184,12 @@ main(int argc, char **argv)
         break;
     }
 
+  if (nowait)
+    {
+      struct sigaction sa;
+      if (sigaction(SIGCHLD, NULL, &sa) < 0 || sa.sa_handler != SIG_IGN)
+        zdtm_fail("SIGCHLD is no longer ignored");
+    }
   if (getitimer(ITIMER_REAL, &it) < 0)
     zdtm_fail("getitimer: %s", strerror(errno));
   else if (it.it_interval.tv_sec != 0 || it.it_interval.tv_usec != 1000)
