@@ -166,3 +166,40 @@ cycle() {
 	[ "$(sed -n 's/^tick //p' "$out1" | tail -1)" = "$last" ] || fail "the first file grew after the checkpoint"
 	zdtm_verdict "out-$$"
 }
+
+# The counter forking a `sleep` every 10 ms: a checkpoint nearly always meets
+# a child running, exiting, or a zombie whose SIGCHLD is pending in the shell.
+FAST_COUNTER='sleep 100000 & i=0; while :; do i=$((i+1)); echo $i >> /tmp/counts; sleep 0.01; done'
+
+@test "checkpoint --leave-running ten times in a row while the shell forks a sleep every 10 ms; the last image restores" {
+	cr_run "busy-$$" /bin/sh -c "$FAST_COUNTER"
+	next_count 0 >/dev/null
+	local pid_before k c_pre c_ckpt c_final n_now first
+	pid_before=$(cr_init "busy-$$")
+	for ((k = 1; k <= 10; k++)); do
+		rm -rf "$IMAGE"
+		c_pre=$(count)
+		cr_checkpoint "busy-$$" --leave-running
+		[ "$status" = 0 ] || fail "checkpoint $k of 10 failed: $output"
+		[ "$(cr_init "busy-$$")" = "$pid_before" ] || fail "the init changed at checkpoint $k"
+		grep -q '^State:[[:space:]]*[SR]' "/proc/$pid_before/status" \
+			|| fail "init is not running after checkpoint $k: $(grep ^State "/proc/$pid_before/status")"
+		grep -q '^TracerPid:[[:space:]]*0$' "/proc/$pid_before/status" || fail "init is still traced after checkpoint $k"
+	done
+	c_ckpt=$(count)
+	sleep 1
+	c_final=$(next_count "$(count)")
+	[ "$c_final" -gt "$c_ckpt" ] || fail "the container did not run on (count $c_ckpt, then $c_final)"
+	"$CREST" delete --force "busy-$$"
+	cr_gone "busy-$$"
+	cr_restore "busy-$$"
+	[ "$status" = 0 ] || fail "restore failed: $output"
+	n_now=$(lines)
+	first=$(value_after_line "$n_now")
+	# Back to the moment of the last checkpoint: after the count read
+	# before it, before where the original got to a second later.
+	[ "$first" -gt "$c_pre" ] && [ "$first" -lt "$c_final" ] \
+		|| fail "restored count $first is not the last checkpoint's moment (before $c_pre, after $c_ckpt, original reached $c_final)"
+	c_final=$(next_count "$first")
+	[ "$c_final" -gt "$first" ] || fail "the restored container does not count on ($first, then $c_final)"
+}
