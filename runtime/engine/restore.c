@@ -1223,6 +1223,33 @@ static void __attribute__((noreturn)) task_jump(uint64_t entry, uint64_t sp, uin
   __builtin_unreachable();
 }
 
+/* The ns_last_pid fallback: one lock orders every write of ns_last_pid and
+   the fork that follows it, across all restoring tasks. It is a POSIX record
+   lock on the shared descriptor: such a lock belongs to the process (its
+   descriptor table), so tasks that inherited the same open file description
+   still exclude each other, and a child never inherits its parent's lock.
+   flock() would not do: its lock belongs to the open file description,
+   which every task shares, so each task's LOCK_EX succeeded at once. */
+static struct flock
+nslp_lock(short type)
+{
+  struct flock l;
+  memset(&l, 0, sizeof l);
+  l.l_type = type;
+  l.l_whence = SEEK_SET;
+  return l;
+}
+
+static int
+nslp_set(struct rctx *c, short type)
+{
+  struct flock l = nslp_lock(type);
+  while (fcntl(c->nslp_fd, F_SETLKW, &l) < 0)
+    if (errno != EINTR)
+      return -1;
+  return 0;
+}
+
 static pid_t
 create_task(struct rctx *c, int idx);
 
@@ -1517,7 +1544,8 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
         {
           char num[24];
           int len = snprintf(num, sizeof num, "%d", th->tid - 1);
-          OP(&main_ops, SYS_flock, c->nslp_fd, LOCK_EX, 0, 0, 0, 0);
+          struct flock lk = nslp_lock(F_WRLCK);
+          OP(&main_ops, SYS_fcntl, c->nslp_fd, F_SETLKW, bld_alloc(&b, sizeof lk, 8, &lk), 0, 0, 0);
           OPEQ(&main_ops, SYS_pwrite64, len, c->nslp_fd, bld_alloc(&b, len + 1, 8, num), len, 0, 0,
                0);
         }
@@ -1530,7 +1558,10 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
       OPEQ(&main_ops, BLOB_OP_CLONE_THREAD, th->tid, bld_alloc(&b, sizeof ca, 8, &ca), sizeof ca,
            args_addr + sizeof(struct blob_args) + (t - 1) * sizeof(struct blob_ops), 0, 0, 0);
       if (c->use_nslp)
-        OP(&main_ops, SYS_flock, c->nslp_fd, LOCK_UN, 0, 0, 0, 0);
+        {
+          struct flock ul = nslp_lock(F_UNLCK);
+          OP(&main_ops, SYS_fcntl, c->nslp_fd, F_SETLK, bld_alloc(&b, sizeof ul, 8, &ul), 0, 0, 0);
+        }
     }
   /* 8. the main thread's own state, process-wide pending signals, limits,
      and the service descriptors gone. */
@@ -1624,30 +1655,55 @@ create_task(struct rctx *c, int idx)
 
   memset(&ca, 0, sizeof ca);
   ca.exit_signal = SIGCHLD;
-  if (c->use_nslp)
-    {
-      char num[24];
-      int len = snprintf(num, sizeof num, "%d", p->pid - 1);
-      if (flock(c->nslp_fd, LOCK_EX) < 0 || pwrite(c->nslp_fd, num, len, 0) != len)
-        return -1;
-    }
-  else
+  if (!c->use_nslp)
     {
       ca.set_tid = (uint64_t)&tid;
       ca.set_tid_size = 1;
+      r = syscall(SYS_clone3, &ca, sizeof ca);
+      if (r == 0)
+        task_main(c, idx);
+      return r;
     }
-  r = syscall(SYS_clone3, &ca, sizeof ca);
-  if (r == 0)
-    task_main(c, idx);
-  if (c->use_nslp)
-    flock(c->nslp_fd, LOCK_UN);
-  if (r > 0 && r != p->pid)
+  /* Held from the write to the moment the child exists. A fork by anything
+     outside the restore (or another writer of ns_last_pid) can still come
+     in between: the child with the wrong PID exits before doing anything,
+     and the write and fork are tried again while the PID is still free. */
+  for (int attempt = 0; attempt < 8; attempt++)
     {
-      kill(r, SIGKILL);
-      errno = EEXIST;
-      return -1;
+      char num[24];
+      int len = snprintf(num, sizeof num, "%d", p->pid - 1), e;
+      if (nslp_set(c, F_WRLCK) < 0)
+        return -1;
+      if (pwrite(c->nslp_fd, num, len, 0) != len)
+        {
+          e = errno;
+          nslp_set(c, F_UNLCK);
+          errno = e;
+          return -1;
+        }
+      r = syscall(SYS_clone3, &ca, sizeof ca);
+      if (r == 0)
+        {
+          if (getpid() != p->pid)
+            _exit(0);
+          task_main(c, idx);
+        }
+      e = errno;
+      nslp_set(c, F_UNLCK);
+      if (r < 0)
+        {
+          errno = e;
+          return -1;
+        }
+      if (r == p->pid)
+        return r;
+      while (waitpid(r, NULL, 0) < 0 && errno == EINTR)
+        ;
+      if (kill(p->pid, 0) == 0 || errno != ESRCH)
+        break; /* taken meanwhile */
     }
-  return r;
+  errno = EEXIST;
+  return -1;
 }
 
 /* ---------- the engine side ---------- */
