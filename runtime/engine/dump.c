@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1834,35 +1835,95 @@ out:
   return rc;
 }
 
-static void
-release_tree(struct dctx *c, bool kill_it)
+/* Has every thread of process P exited? A pidfd of a process polls
+   readable once its whole thread group has exited (a zombie awaiting its
+   parent's wait() counts as exited); without one, /proc says so. */
+static bool
+proc_dead(pid_t pid, int pfd)
 {
+  cleanup_free char *st = NULL;
+  crest_error_t e = NULL;
+  const char *state;
+  if (pfd >= 0)
+    {
+      struct pollfd p = { .fd = pfd, .events = POLLIN };
+      return poll(&p, 1, 0) > 0;
+    }
+  if (read_proc(pid, "status", &st, &e) < 0)
+    {
+      crest_error_release(&e);
+      return true;
+    }
+  state = status_field(st, "State");
+  return !state || ((*state == 'Z' || *state == 'X') && strstr(st, "\nThreads:\t1\n"));
+}
+
+/* Detach every thread; with KILL_IT, kill the tree first (while every task is
+   still held, so none runs another instruction) and return only once every
+   process of it has exited: a checkpoint without --leave-running ends with
+   the tree gone, its PIDs free for a restore once the zombies are reaped. */
+static int
+release_tree(struct dctx *c, bool kill_it, crest_error_t *err)
+{
+  const int limit_ms = 10000;
+  cleanup_free int *pfd = xmalloc((c->np ? c->np : 1) * sizeof *pfd);
+  struct timespec t0, now;
+
   for (size_t i = 0; i < c->np; i++)
     {
+      pfd[i] = -1;
       if (kill_it)
-        kill(c->p[i].pid, SIGKILL);
+        {
+          pfd[i] = syscall(SYS_pidfd_open, c->p[i].pid, 0);
+          if (pfd[i] < 0 || syscall(SYS_pidfd_send_signal, pfd[i], SIGKILL, NULL, 0) < 0)
+            kill(c->p[i].pid, SIGKILL);
+        }
       for (size_t t = 0; t < c->p[i].nth; t++)
         if (c->p[i].th[t].tid)
           pt_detach(c->p[i].th[t].tid);
     }
-  /* A checkpoint without --leave-running returns once the tree is gone (at
-     most a zombie awaiting its parent), not merely signalled: within 5 s. */
-  for (size_t i = 0; kill_it && i < c->np; i++)
-    for (int tries = 0; tries < 500; tries++)
-      {
-        cleanup_free char *st = NULL;
-        crest_error_t e = NULL;
-        const char *state;
-        if (read_proc(c->p[i].pid, "status", &st, &e) < 0)
-          {
-            crest_error_release(&e);
-            break;
-          }
-        state = status_field(st, "State");
-        if (!state || *state == 'Z' || *state == 'X')
-          break;
-        usleep(10000);
-      }
+  if (!kill_it)
+    return 0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;)
+    {
+      size_t left = 0;
+      pid_t first = 0;
+      for (size_t i = 0; i < c->np; i++)
+        {
+          if (pfd[i] == -2)
+            continue;
+          /* A killed thread the detach missed (SIGKILL had already woken
+             it) is still ours: as its tracer, collect its exit, or it stays
+             in its thread group until crest exits. */
+          for (size_t t = 0; t < c->p[i].nth; t++)
+            if (c->p[i].th[t].tid)
+              waitpid(c->p[i].th[t].tid, NULL, __WALL | WNOHANG);
+          if (proc_dead(c->p[i].pid, pfd[i]))
+            {
+              if (pfd[i] >= 0)
+                close(pfd[i]);
+              pfd[i] = -2;
+              continue;
+            }
+          if (!left++)
+            first = c->p[i].pid;
+        }
+      if (!left)
+        return 0;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 > limit_ms)
+        {
+          for (size_t i = 0; i < c->np; i++)
+            if (pfd[i] >= 0)
+              close(pfd[i]);
+          return crest_error_make(err, ETIMEDOUT,
+                                  "checkpoint written, but task %d still runs %d s after "
+                                  "SIGKILL (%zu process(es) of the tree left)",
+                                  first, limit_ms / 1000, left);
+        }
+      usleep(1000);
+    }
 }
 
 static void
@@ -2072,28 +2133,11 @@ out:
             break;
           }
       }
-  release_tree(&c, rc == 0 && !o->leave_running);
-  if (rc == 0 && !o->leave_running)
-    {
-      /* Wait until the killed tasks are gone, so that their PIDs are free
-         for a restore right after us. */
-      for (size_t i = 0; i < c.np; i++)
-        for (int k = 0; k < 2000 && kill(c.p[i].pid, 0) == 0; k++)
-          {
-            cleanup_free char *st = NULL;
-            crest_error_t e2 = NULL;
-            const char *s;
-            if (read_proc(c.p[i].pid, "status", &st, &e2) < 0)
-              {
-                crest_error_release(&e2);
-                break;
-              }
-            s = status_field(st, "State");
-            if (s && (*s == 'Z' || *s == 'X'))
-              break;
-            usleep(1000);
-          }
-    }
+  {
+    crest_error_t e2 = NULL;
+    if (release_tree(&c, rc == 0 && !o->leave_running, &e2) < 0)
+      *err = e2, rc = -1;
+  }
   if (frozen)
     {
       crest_error_t e2 = NULL;
