@@ -27,7 +27,7 @@ BENCH_VM_TIMEOUT = 5400
 BENCH_VM_FLAGS =
 bench-vm: $(BENCH_PROGS)
 	@set -e; \
-	share=$$(mktemp -d "$${TMPDIR:-/tmp}/crest-bench-vm.XXXXXX"); \
+	share=$$(mktemp -d -t crest-bench-vm.XXXXXX); \
 	trap 'rm -rf "$$share"' EXIT; \
 	mkdir "$$share/bin"; \
 	cp $(BENCH_PROGS) "$$share/bin/"; \
