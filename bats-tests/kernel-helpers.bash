@@ -28,6 +28,14 @@
 #   no_exe_change_record EXE
 #                           after a marker written to the log: no such record
 #   msr_write_back          write MSR $MSR with the value it holds
+#   memfile_checkpoint      as the test user in unshare -Urpf, with no file
+#                           capability on crest: run progs/memfile (a memfd,
+#                           shared anonymous memory, a deleted file mapped),
+#                           checkpoint it and, if that worked, restore it.
+#                           Prints "restored", or "refused: <crest's error>
+#                           (lines: N)" and "untouched" if the tree runs on
+#                           untraced; then "verdict: " and the program's own
+#                           check of its memory after SIGTERM
 #   tcp_repair MASK         as the test user, in a new user and network
 #                           namespace, keep only the capabilities of MASK (hex)
 #                           and try TCP_REPAIR on a connected loopback socket;
@@ -222,3 +230,43 @@ caps_all_but() {
 	for n in "$@"; do mask=$((mask & ~(1 << n))); done
 	printf '%016x\n' "$mask"
 }
+
+memfile_checkpoint() {
+	local d=$KTMP/memfile
+	mkdir -p "$d"
+	chown 1000:1000 "$d"
+	cat >"$KTMP/memfile.sh" <<'EOS'
+# Only stdio goes into the checkpointed tree.
+for fd in /proc/$$/fd/*; do
+	fd=${fd##*/}
+	[ "$fd" -gt 2 ] && [ "$fd" != 255 ] && eval "exec $fd>&-"
+done
+cd "$D" || exit 1
+"$PROG" "$D/ready" "$D/result" </dev/null >"$D/out" 2>&1 &
+prog=$!
+for ((i = 0; i < 600; i++)); do [ -s "$D/ready" ] && break; sleep 0.05; done
+sleep 0.2
+pid=$(cat "$D/ready")
+if crest checkpoint --pid "$pid" --image-path "$D/img" 2>"$D/err"; then
+	wait "$prog" 2>/dev/null  # killed by the checkpoint
+	crest restore --image-path "$D/img" -d 2>"$D/rest.err" || { echo "restore failed: $(cat "$D/rest.err")"; exit 1; }
+	echo restored
+else
+	echo "refused: $(cat "$D/err") (lines: $(wc -l <"$D/err"))"
+	grep -q '^State:[[:space:]]*[SR]' /proc/$pid/status && grep -q '^TracerPid:[[:space:]]*0$' /proc/$pid/status && echo untouched
+fi
+sleep 0.3
+kill -TERM "$pid"
+for ((i = 0; i < 200; i++)); do grep -qE '^(PASS|FAIL|ERROR)' "$D/result" 2>/dev/null && break; sleep 0.05; done
+echo "verdict: $(head -3 "$D/result")"
+EOS
+	chmod a+r "$KTMP/memfile.sh"
+	setpriv --reuid=1000 --regid=1000 --clear-groups \
+		env D="$d" PROG="$CREST_TESTS/progs/memfile" XDG_RUNTIME_DIR="$d" \
+		unshare -Urpf --mount-proc bash "$KTMP/memfile.sh" 2>"$KTMP/memfile.err"
+	local st=$?
+	# The shell's own messages (a job killed by the checkpoint) come last.
+	sed 's/^/stderr: /' "$KTMP/memfile.err"
+	return $st
+}
+

@@ -117,3 +117,11 @@ teardown() {
 	assert_line --index 3 --regexp "^CapBnd:[[:space:]]+$(caps_all_but $CAP_CHECKPOINT_RESTORE)\$"
 	assert_line --index 4 --regexp "^exec CapPrm:[[:space:]]+$(caps_all_but $CAP_CHECKPOINT_RESTORE)\$"
 }
+
+@test "patched map_files in the engine: the test user, no file capability on crest, checkpoints memfd, shared anonymous and deleted-file mappings, and the restore passes" {
+	run memfile_checkpoint
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "${lines[0]}" = restored ]
+	[[ "$output" == *"verdict: PASS"* ]]
+}

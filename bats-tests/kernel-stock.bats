@@ -89,3 +89,11 @@ teardown() {
 	assert_line --index 2 --regexp "^CapBnd:[[:space:]]+$(caps_all_but $CAP_CHECKPOINT_RESTORE)\$"
 	assert_line --index 3 --regexp "^exec CapPrm:[[:space:]]+$(caps_all_but $CAP_CHECKPOINT_RESTORE)\$"
 }
+
+@test "stock map_files in the engine: the same checkpoint is refused in one line naming map_files, and the tree runs on untouched" {
+	run memfile_checkpoint
+	echo "$output"
+	[[ "${lines[0]}" == "refused: crest: "*"map_files"*"(lines: 1)" ]]
+	[[ "$output" == *untouched* ]]
+	[[ "$output" == *"verdict: PASS"* ]]
+}

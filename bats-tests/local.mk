@@ -113,3 +113,9 @@ bats_tests_progs_zdtm_sigstorm_LDFLAGS = -static -pthread
 bats_tests_progs_zdtm_socket_SOURCES = bats-tests/zdtm/socket.c $(ZDTM_COMMON)
 bats_tests_progs_zdtm_socket_LDFLAGS = -static -pthread
 # --- end of the zdtm block ---------------------------------------------------
+
+# runtime/tests/engine-memfile-prog again, for the VM: kernel-patched.bats and
+# kernel-stock.bats check the engine's use of map_files (patch 1) with it.
+check_PROGRAMS += bats-tests/progs/memfile
+bats_tests_progs_memfile_SOURCES = runtime/tests/engine-memfile-prog.c
+bats_tests_progs_memfile_LDFLAGS = -static
