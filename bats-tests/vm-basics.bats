@@ -90,6 +90,14 @@ bats_load_library bats-assert
 	fi
 	run command -v crest
 	assert_success
+	assert_output /usr/local/bin/crest
+	# the restorer beside it, where crest looks for it, and the hooks.d
+	# file naming the installed hook
+	[ -x /usr/local/libexec/crest/crest-restorer ]
+	[ -x /usr/local/libexec/crest/crest-oci-hook ]
+	run grep -F '"path": "/usr/local/libexec/crest/crest-oci-hook"' \
+		/usr/local/share/containers/oci/hooks.d/crest.json
+	assert_success
 }
 
 @test "the 9p share is mounted read-write" {

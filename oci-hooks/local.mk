@@ -6,13 +6,22 @@ oci_hooks_crest_oci_hook_CFLAGS = $(AM_CFLAGS) $(SANITIZER_CFLAGS) $(YAJL_CFLAGS
 oci_hooks_crest_oci_hook_LDFLAGS = $(SANITIZER_LDFLAGS)
 oci_hooks_crest_oci_hook_LDADD = $(YAJL_LIBS)
 
-# The hooks.d file for podman and CRI-O (containers-hooks.json(5)).
+# The hooks.d file for podman and CRI-O (containers-hooks.json(5)). It names
+# the hook by its installed path, so it is written at install time, from the
+# pkglibexecdir of that install (`make install prefix=...` included).
 hooksdir = $(datadir)/containers/oci/hooks.d
-hooks_DATA = oci-hooks/crest.json
-CLEANFILES += oci-hooks/crest.json
 EXTRA_DIST += oci-hooks/crest.json.in oci-hooks/README.md
-oci-hooks/crest.json: oci-hooks/crest.json.in
-	$(AM_V_GEN)$(MKDIR_P) oci-hooks && $(SED) -e 's|@pkglibexecdir[@]|$(pkglibexecdir)|g' $< > $@
+install-data-local: install-oci-hook-json
+uninstall-local: uninstall-oci-hook-json
+install-oci-hook-json:
+	$(MKDIR_P) '$(DESTDIR)$(hooksdir)'
+	$(SED) -e 's|@pkglibexecdir[@]|$(pkglibexecdir)|g' $(srcdir)/oci-hooks/crest.json.in \
+		> '$(DESTDIR)$(hooksdir)/crest.json.tmp'
+	chmod 644 '$(DESTDIR)$(hooksdir)/crest.json.tmp'
+	mv -f '$(DESTDIR)$(hooksdir)/crest.json.tmp' '$(DESTDIR)$(hooksdir)/crest.json'
+uninstall-oci-hook-json:
+	rm -f '$(DESTDIR)$(hooksdir)/crest.json'
+.PHONY: install-oci-hook-json uninstall-oci-hook-json
 
 TESTS += tests/host/oci-hook.test
 EXTRA_DIST += tests/host/oci-hook.test
