@@ -20,10 +20,12 @@
 #include <sys/ptrace.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 #include <linux/openat2.h>
 #include "engine.h"
@@ -74,7 +76,7 @@ struct dproc
 struct dfile
 {
   int id;
-  const char *type; /* reg, dir, dev, pipe, inherited */
+  const char *type; /* reg, dir, dev, pipe, fifo, inherited, tty */
   char *path;
   int flags;
   int64_t pos;
@@ -143,6 +145,19 @@ struct dctx
     ino_t ino;
   } * mf; /* memory files already saved, named memfile-<index>.img */
   size_t nmf;
+  /* Container mode: the container's terminal, the pty slave that
+     /dev/console names inside the container and that is its init's
+     controlling terminal (what crun sets up for process.terminal). */
+  struct
+  {
+    bool found;
+    dev_t dev, rdev;
+    ino_t ino;
+    pid_t fg;   /* its foreground process group, as /proc shows it (0: none) */
+    bool saved; /* termios and ws read through a descriptor of the tree */
+    struct termios tio;
+    struct winsize ws;
+  } term;
 };
 
 /* SIGINT, SIGTERM, SIGHUP and SIGQUIT are held off during a dump (dying with
@@ -887,6 +902,84 @@ same_in_root(pid_t pid, const char *path, const struct stat *st)
   return pst.st_dev == st->st_dev && pst.st_ino == st->st_ino;
 }
 
+/* Container mode: find the container's terminal (c->term), if it has one:
+   /dev/console inside the root's root, a character device that is also the
+   root's controlling terminal. crun makes both the pty whose master it
+   hands to --console-socket. No terminal is no error: a descriptor on any
+   terminal is then refused (dump_fd). */
+static void
+find_terminal(struct dctx *c)
+{
+  cleanup_free char *statb = NULL;
+  crest_error_t e = NULL;
+  cleanup_close int fd = -1;
+  struct stat st;
+  long tty_nr = 0, tpgid = 0;
+  char *q;
+
+  if (read_proc(c->root, "stat", &statb, &e) < 0)
+    {
+      crest_error_release(&e);
+      return;
+    }
+  q = strrchr(statb, ')');
+  if (!q || sscanf(q + 2, "%*c %*d %*d %*d %ld %ld", &tty_nr, &tpgid) != 2 || tty_nr == 0)
+    return;
+  fd = open_in_root(c->root, "/dev/console", O_PATH, &e);
+  crest_error_release(&e);
+  if (fd < 0 || fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode) || st.st_rdev != (dev_t)tty_nr)
+    {
+      crest_debug("checkpoint: task %d: its controlling terminal %lu:%lu is not /dev/console",
+                  c->root, (unsigned long)major((dev_t)tty_nr),
+                  (unsigned long)minor((dev_t)tty_nr));
+      return;
+    }
+  c->term.found = true;
+  c->term.dev = st.st_dev;
+  c->term.ino = st.st_ino;
+  c->term.rdev = st.st_rdev;
+  c->term.fg = tpgid > 0 ? (pid_t)tpgid : 0;
+}
+
+/* Is this character device a terminal, and which? 1: the container's
+   terminal (c->term; its settings are read the first time), 0: no terminal,
+   -1 with *what set: another terminal or a pty master, which restore could
+   not give back. -2: error. */
+static int
+terminal_kind(struct dctx *c, struct dproc *p, int fd, const struct stat *st, const char **what,
+              crest_error_t *err)
+{
+  cleanup_close int dup = -1;
+  unsigned int real = 0;
+
+  if (st->st_rdev == makedev(5, 2))
+    {
+      *what = "pty master";
+      return -1;
+    }
+  if ((dup = getfd(p->pid, fd, err)) < 0)
+    return -2;
+  if (ioctl(dup, TIOCGDEV, &real) < 0)
+    return 0;
+  /* The pty slave itself (/dev/pts/N, /dev/console), or /dev/tty opened by
+     a task whose controlling terminal it is. */
+  if (!c->term.found
+      || !((st->st_dev == c->term.dev && st->st_ino == c->term.ino)
+           || (st->st_rdev == makedev(5, 0) && (dev_t)real == c->term.rdev)))
+    {
+      *what = c->o->root_is_ns_init ? "a terminal that is not the container's console"
+                                    : "a terminal above descriptor 2 (process mode)";
+      return -1;
+    }
+  if (!c->term.saved)
+    {
+      if (tcgetattr(dup, &c->term.tio) < 0 || ioctl(dup, TIOCGWINSZ, &c->term.ws) < 0)
+        return crest_error_errno(err, "task %d: fd %d: read the terminal's settings", p->pid, fd);
+      c->term.saved = true;
+    }
+  return 1;
+}
+
 static struct dpipe *
 find_pipe(struct dctx *c, uint64_t ino)
 {
@@ -907,7 +1000,8 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
   struct stat st;
   ssize_t n;
   int64_t pos;
-  int flags, id = -1;
+  int flags, id = -1, tk;
+  const char *what = NULL;
   struct dfile nf;
 
   snprintf(lpath, sizeof lpath, "/proc/%d/fd/%d", p->pid, fd);
@@ -993,6 +1087,19 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
                    || strcmp(link, "/dev/urandom") == 0 || strcmp(link, "/dev/random") == 0
                    || strcmp(link, "/dev/full") == 0))
         nf.type = "dev";
+      else if (S_ISCHR(st.st_mode) && (tk = terminal_kind(c, p, fd, &st, &what, err)) != 0)
+        {
+          if (tk == -2)
+            return -1;
+          if (tk == 1)
+            /* On restore, the new container's terminal takes its place. */
+            nf.type = "tty";
+          else if (fd <= 2 && !c->o->root_is_ns_init)
+            nf.type = "inherited"; /* process mode: the caller's terminal, as before */
+          else
+            return crest_error_make(err, ENOTSUP, "task %d: fd %d (%s): %s, cannot checkpoint it",
+                                    p->pid, fd, link, what);
+        }
       else if (S_ISFIFO(st.st_mode) && strncmp(link, "pipe:[", 6) == 0)
         {
           struct dpipe *pp = find_pipe(c, st.st_ino);
@@ -1984,6 +2091,8 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
   crest_debug("checkpoint: %zu processes seized", c.np);
   if (ns_ids(&c, err) < 0 || user_ns(&c, err) < 0)
     goto out;
+  if (o->root_is_ns_init)
+    find_terminal(&c);
 
   for (size_t i = 0; i < c.np; i++)
     {
@@ -2070,6 +2179,32 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
         yajl_gen_map_close(g);
       }
   yajl_gen_array_close(g);
+  if (c.term.saved)
+    {
+      /* The container's terminal: its settings, and its foreground process
+         group when that is one of the tree's. */
+      jput_key(g, "terminal");
+      yajl_gen_map_open(g);
+      jput_int(g, "iflag", c.term.tio.c_iflag);
+      jput_int(g, "oflag", c.term.tio.c_oflag);
+      jput_int(g, "cflag", c.term.tio.c_cflag);
+      jput_int(g, "lflag", c.term.tio.c_lflag);
+      jput_int(g, "ispeed", c.term.tio.c_ispeed);
+      jput_int(g, "ospeed", c.term.tio.c_ospeed);
+      jput_int(g, "line", c.term.tio.c_line);
+      jput_hex(g, "cc", c.term.tio.c_cc, sizeof c.term.tio.c_cc);
+      jput_int(g, "rows", c.term.ws.ws_row);
+      jput_int(g, "cols", c.term.ws.ws_col);
+      jput_int(g, "xpixel", c.term.ws.ws_xpixel);
+      jput_int(g, "ypixel", c.term.ws.ws_ypixel);
+      for (size_t i = 0; i < c.np && c.term.fg; i++)
+        if (c.p[i].pgid == c.term.fg)
+          {
+            jput_int(g, "fg_pgid", c.p[i].ipgid);
+            break;
+          }
+      yajl_gen_map_close(g);
+    }
   yajl_gen_map_close(g);
   if (img_write_json(c.w, "tree.json", g, err) < 0)
     goto out;

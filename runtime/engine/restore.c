@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
@@ -29,6 +30,7 @@
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <asm/prctl.h>
+#include <termios.h>
 #include <unistd.h>
 #include "engine.h"
 #include "engine-int.h"
@@ -143,6 +145,7 @@ struct rfile
   uint64_t pipe;
   bool read_end;
   int svc;
+  int stdio; /* tty: the lowest descriptor 0-2 on it in the image, or -1 */
 };
 
 struct rpipe
@@ -166,6 +169,13 @@ struct rctx
   size_t npp;
   int svc_base, svc_next;
   int stdio_svc[3];
+  /* The container's terminal (tree.json "terminal"): its settings, and the
+     restore's own terminal (/dev/tty) to give them to. */
+  bool has_term;
+  struct termios tio;
+  struct winsize ws;
+  pid_t term_fg; /* foreground process group to set, 0: none */
+  int term_svc;
   int nslp_fd;
   bool use_nslp;
   int report[2];
@@ -547,6 +557,46 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
   return 0;
 }
 
+/* The optional "terminal" object: the container's terminal's settings. */
+static int
+parse_terminal(struct rctx *c, crest_error_t *err)
+{
+  const char *path[] = { "terminal", NULL };
+  yajl_val t = yajl_tree_get(c->tree, path, yajl_t_any);
+  int64_t v[11], fg = 0;
+  static const char *const keys[] = { "iflag", "oflag", "cflag", "lflag",  "ispeed", "ospeed",
+                                      "line",  "rows",  "cols",  "xpixel", "ypixel" };
+  crest_error_t e2 = NULL;
+
+  if (!t)
+    return 0;
+  if (!YAJL_IS_OBJECT(t))
+    return crest_error_make(err, EINVAL, "image %s: tree.json: terminal is not an object",
+                            c->o->image_dir);
+  for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+    {
+      /* flags and speeds are 32 bits, the line discipline 8, sizes 16. */
+      int64_t max = i < 6 ? (int64_t)UINT32_MAX : i == 6 ? 255 : 65535;
+      if (jget_i64(t, keys[i], &v[i], err) < 0)
+        return crest_error_wrap(err, "image %s: tree.json: terminal", c->o->image_dir);
+      CHECK(v[i] >= 0 && v[i] <= max, "image %s: tree.json: terminal: %s %lld out of range",
+            c->o->image_dir, keys[i], (long long)v[i]);
+    }
+  if (jget_hex(t, "cc", c->tio.c_cc, sizeof c->tio.c_cc, err) < 0)
+    return crest_error_wrap(err, "image %s: tree.json: terminal", c->o->image_dir);
+  if (jget_i64(t, "fg_pgid", &fg, &e2) < 0)
+    fg = 0;
+  crest_error_release(&e2);
+  CHECK(fg >= 0 && fg < (1 << 22), "image %s: tree.json: terminal: bad fg_pgid %lld",
+        c->o->image_dir, (long long)fg);
+  c->tio.c_iflag = v[0], c->tio.c_oflag = v[1], c->tio.c_cflag = v[2], c->tio.c_lflag = v[3];
+  c->tio.c_ispeed = v[4], c->tio.c_ospeed = v[5], c->tio.c_line = v[6];
+  c->ws.ws_row = v[7], c->ws.ws_col = v[8], c->ws.ws_xpixel = v[9], c->ws.ws_ypixel = v[10];
+  c->term_fg = fg;
+  c->has_term = true;
+  return 0;
+}
+
 static int
 parse_tree(struct rctx *c, crest_error_t *err)
 {
@@ -632,18 +682,27 @@ parse_tree(struct rctx *c, crest_error_t *err)
           f->data = d;
         crest_error_release(&e2);
       }
+      f->stdio = -1;
       if (strcmp(f->type, "reg") && strcmp(f->type, "dir") && strcmp(f->type, "dev")
-          && strcmp(f->type, "pipe") && strcmp(f->type, "fifo") && strcmp(f->type, "inherited"))
+          && strcmp(f->type, "pipe") && strcmp(f->type, "fifo") && strcmp(f->type, "inherited")
+          && strcmp(f->type, "tty"))
         return crest_error_make(err, EINVAL, "image %s: tree.json: file %ld has unknown type %s",
                                 c->o->image_dir, i, f->type);
     }
   c->nf = n;
   for (size_t i = 0; i < c->np; i++)
     for (size_t k = 0; k < c->p[i].nfds; k++)
-      if ((size_t)c->p[i].fds[k].file >= c->nf)
-        return crest_error_make(
-            err, EINVAL, "image %s: tree.json: process %d fd %d names file %d of %zu",
-            c->o->image_dir, c->p[i].pid, c->p[i].fds[k].fd, c->p[i].fds[k].file, c->nf);
+      {
+        const struct rfd *d = &c->p[i].fds[k];
+        if ((size_t)d->file >= c->nf)
+          return crest_error_make(err, EINVAL,
+                                  "image %s: tree.json: process %d fd %d names file %d of %zu",
+                                  c->o->image_dir, c->p[i].pid, d->fd, d->file, c->nf);
+        if (d->fd <= 2 && (c->f[d->file].stdio < 0 || d->fd < c->f[d->file].stdio))
+          c->f[d->file].stdio = d->fd;
+      }
+  if (parse_terminal(c, err) < 0)
+    return -1;
   n = jget_array(c->tree, "pipes", &items, err);
   if (n < 0 || n > (1 << 20))
     return crest_error_make(err, EINVAL, "image %s: tree.json: bad pipe list", c->o->image_dir);
@@ -735,6 +794,63 @@ memfile_svc(struct rctx *c, const struct rvma *m, crest_error_t *err)
   return fd;
 }
 
+/* The container's terminal. Descriptors on it (type "tty") get the
+   restore's own terminal: those at 0-2 the restorer's descriptor of the same
+   number, like "inherited" ones; one above 2 the description of a stdio
+   descriptor it shared in the image, or else a new open of /dev/tty, the
+   restorer's controlling terminal (crun, with process.terminal, makes the
+   pty it creates that). In container mode the terminal also gets the
+   checkpointed settings, and the window size unless the holder of its
+   master set one already. This runs before any other task exists, so the
+   SIGWINCH a new size sends to the foreground group reaches this process
+   alone, which takes it off its queue. */
+static int
+open_terminal(struct rctx *c, crest_error_t *err)
+{
+  bool need = c->has_term && c->o->as_ns_init;
+  const char *why = NULL;
+  int fd;
+
+  for (size_t i = 0; i < c->nf; i++)
+    if (strcmp(c->f[i].type, "tty") == 0 && c->f[i].stdio < 0)
+      need = true, why = c->f[i].path;
+  if (!need)
+    return 0;
+  fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0)
+    return crest_error_errno(err,
+                             "restore: the checkpointed tree used its container's terminal%s%s%s, "
+                             "but this restore has no controlling terminal (open /dev/tty)",
+                             why ? " (" : "", why ? why : "", why ? ")" : "");
+  if ((c->term_svc = svc_place(c, fd, err)) < 0)
+    return -1;
+  if (c->has_term && c->o->as_ns_init)
+    {
+      struct winsize now;
+      sigset_t winch, old;
+      const struct timespec zero = { 0, 0 };
+      int r = 0;
+      if (tcsetattr(c->term_svc, TCSANOW, &c->tio) < 0)
+        return crest_error_errno(err, "restore: give the terminal its checkpointed settings");
+      if (ioctl(c->term_svc, TIOCGWINSZ, &now) < 0)
+        return crest_error_errno(err, "restore: read the terminal's window size");
+      if (now.ws_row == 0 && now.ws_col == 0)
+        {
+          sigemptyset(&winch);
+          sigaddset(&winch, SIGWINCH);
+          sigprocmask(SIG_BLOCK, &winch, &old);
+          r = ioctl(c->term_svc, TIOCSWINSZ, &c->ws);
+          while (sigtimedwait(&winch, NULL, &zero) == SIGWINCH)
+            ;
+          sigprocmask(SIG_SETMASK, &old, NULL);
+        }
+      if (r < 0)
+        return crest_error_errno(err, "restore: set the terminal's window size to %ux%u",
+                                 c->ws.ws_row, c->ws.ws_col);
+    }
+  return 0;
+}
+
 static int
 open_files(struct rctx *c, crest_error_t *err)
 {
@@ -758,6 +874,8 @@ open_files(struct rctx *c, crest_error_t *err)
       int d = fcntl(src, F_DUPFD_CLOEXEC, 0);
       c->stdio_svc[i] = d < 0 ? -1 : svc_place(c, d, err);
     }
+  if (open_terminal(c, err) < 0)
+    return -1;
   for (size_t i = 0; i < c->npp; i++)
     {
       struct rpipe *pp = &c->pp[i];
@@ -815,6 +933,20 @@ open_files(struct rctx *c, crest_error_t *err)
       int flags = (f->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY)) | O_CLOEXEC | O_NOCTTY;
       if (strcmp(f->type, "inherited") == 0)
         continue;
+      if (strcmp(f->type, "tty") == 0)
+        {
+          /* Its own open file description (see open_terminal). */
+          if (f->stdio >= 0)
+            continue;
+          fd = open("/dev/tty",
+                    (f->flags & (O_ACCMODE | O_NONBLOCK | O_APPEND)) | O_NOCTTY | O_CLOEXEC);
+          if (fd < 0)
+            return crest_error_errno(err, "restore: open the terminal /dev/tty in place of %s",
+                                     f->path);
+          if ((f->svc = svc_place(c, fd, err)) < 0)
+            return -1;
+          continue;
+        }
       if (strcmp(f->type, "pipe") == 0)
         {
           struct rpipe *pp = NULL;
@@ -1402,7 +1534,11 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
           continue;
         }
       struct rfile *f = &c->f[want->file];
-      int src = strcmp(f->type, "inherited") == 0 ? (fd <= 2 ? c->stdio_svc[fd] : -1) : f->svc;
+      int src = f->svc;
+      if (strcmp(f->type, "inherited") == 0)
+        src = fd <= 2 ? c->stdio_svc[fd] : -1;
+      else if (strcmp(f->type, "tty") == 0)
+        src = fd <= 2 ? c->stdio_svc[fd] : f->stdio >= 0 ? c->stdio_svc[f->stdio] : f->svc;
       if (src < 0 || dup2(src, fd) < 0)
         task_fail(c, idx, "process %d: install fd %d (%s): %s", p->pid, fd, f->path,
                   strerror(errno));
@@ -1949,6 +2085,12 @@ finish_tree(struct rctx *c, crest_error_t *err)
   for (size_t i = 0; i < c->np; i++)
     if (!c->p[i].zombie && check_blob_status(c, &c->p[i], err) < 0)
       return -1;
+  /* Every process group exists now, and no task runs yet: the terminal's
+     foreground group goes back to the one the checkpoint saw. */
+  if (c->term_fg > 0 && c->term_svc >= 0 && c->o->as_ns_init
+      && tcsetpgrp(c->term_svc, c->term_fg) < 0)
+    return crest_error_errno(err, "restore: make process group %d the terminal's foreground group",
+                             (int)c->term_fg);
   for (size_t i = 0; i < c->np; i++)
     if (!c->p[i].zombie && finish_process(c, &c->p[i], err) < 0)
       return -1;
@@ -2016,6 +2158,7 @@ crest_engine_check_image(const char *image_dir, crest_error_t *err)
   memset(&o, 0, sizeof o);
   o.image_dir = image_dir;
   c.o = &o;
+  c.term_svc = -1;
   if (img_reader_open(image_dir, false, true, &c.img, err) < 0)
     return -1;
   rc = parse_tree(&c, err);
@@ -2035,6 +2178,7 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
   c.o = o;
   c.report[0] = c.report[1] = -1;
   c.nslp_fd = -1;
+  c.term_svc = -1;
   clock_gettime(CLOCK_MONOTONIC, &c.t0);
   if (o->as_ns_init && getpid() != 1)
     return crest_error_make(err, EINVAL,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 #include "engine.h"
 #include "image.h"
@@ -81,6 +82,10 @@ put(const char *dir, const char *name, const char *text)
 #define PAGES_OK "{\"vaddr\": \"0x10000\", \"len\": \"0x2000\", \"off\": \"0x0\"}"
 #define FDS_OK "{\"fd\": 0, \"cloexec\": false, \"file\": 0}"
 
+/* When set, check_tree gives the tree's one file this type, and adds this
+   "terminal" object to the tree. */
+static const char *tree_file_type, *tree_terminal;
+
 /* Write an image whose tree.json is built from the slots, with a page file
    of PAGES bytes; return crest_engine_check_image's verdict and message. */
 static int
@@ -104,6 +109,21 @@ check_tree(const char *name, const char *vmas, const char *pages, const char *fd
   memset(regs, '0', sizeof regs - 1);
   regs[sizeof regs - 1] = 0;
   tree = xasprintf(TREE_FMT, rl, it, vmas, pages, fds, regs);
+  if (tree_file_type)
+    {
+      char *t = strstr(tree, "\"type\": \"dev\"");
+      char *edited = xasprintf("%.*s\"type\": \"%s\"%s", (int)(t - tree), tree, tree_file_type,
+                               t + strlen("\"type\": \"dev\""));
+      free(tree);
+      tree = edited;
+    }
+  if (tree_terminal)
+    {
+      char *edited
+          = xasprintf("%.*s, \"terminal\": %s}", (int)strlen(tree) - 1, tree, tree_terminal);
+      free(tree);
+      tree = edited;
+    }
   snprintf(dir, sizeof dir, "%s/%s", base, name);
   if (img_writer_open(dir, &w, &err) < 0
       || img_write_file(w, "tree.json", tree, strlen(tree), &err) < 0
@@ -347,6 +367,47 @@ main(void)
              < 0,
          "a shared anonymous mapping is refused: %s", msg);
   free(msg);
+
+  /* The container's terminal: a "tty" file and the "terminal" object. */
+  {
+    static const char cc[] = "\"0300000000000000000000000000000000000000000000000000000000000000\"";
+#define TERM_FMT                                                                                   \
+  "{\"iflag\": 1280, \"oflag\": 5, \"cflag\": 191, \"lflag\": %s, \"ispeed\": 15, "                \
+  "\"ospeed\": 15, \"line\": 0, \"cc\": %s, \"rows\": %s, \"cols\": 101, \"xpixel\": 0, "          \
+  "\"ypixel\": 0, \"fg_pgid\": 10}"
+    cleanup_free char *good = xasprintf(TERM_FMT, "35378", cc, "33");
+    cleanup_free char *big = xasprintf(TERM_FMT, "35378", cc, "70000");
+    cleanup_free char *short_cc = xasprintf(TERM_FMT, "35378", "\"03\"", "33");
+    cleanup_free char *no_lflag = xasprintf(TERM_FMT, "\"x\"", cc, "33");
+#undef TERM_FMT
+    tree_file_type = "tty";
+    tree_terminal = good;
+    tap_ok(check_tree("t-tty", VMA_OK, PAGES_OK, FDS_OK, 0x2000, &msg) == 0,
+           "a tty file and a terminal object pass: %s", msg);
+    free(msg);
+    tree_terminal = big;
+    tap_ok(check_tree("t-tty-rows", VMA_OK, PAGES_OK, FDS_OK, 0x2000, &msg) < 0
+               && strstr(msg, "rows 70000 out of range"),
+           "a terminal with 70000 rows is refused: %s", msg);
+    free(msg);
+    tree_terminal = short_cc;
+    tap_ok(check_tree("t-tty-cc", VMA_OK, PAGES_OK, FDS_OK, 0x2000, &msg) < 0 && strstr(msg, "cc"),
+           "a terminal whose cc is not %zu bytes is refused: %s",
+           sizeof(((struct termios *)0)->c_cc), msg);
+    free(msg);
+    tree_terminal = no_lflag;
+    tap_ok(check_tree("t-tty-lflag", VMA_OK, PAGES_OK, FDS_OK, 0x2000, &msg) < 0
+               && strstr(msg, "lflag"),
+           "a terminal whose lflag is not a number is refused: %s", msg);
+    free(msg);
+    tree_terminal = NULL;
+    tree_file_type = "console";
+    tap_ok(check_tree("t-type", VMA_OK, PAGES_OK, FDS_OK, 0x2000, &msg) < 0
+               && strstr(msg, "unknown type console"),
+           "a file of an unknown type is refused: %s", msg);
+    free(msg);
+    tree_file_type = NULL;
+  }
 
   {
     crest_error_t e2 = NULL;
