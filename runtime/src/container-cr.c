@@ -902,6 +902,20 @@ crest_container_restore(struct crest_global *g, const char *id,
             id);
       }
   }
+  {
+    /* crun would refuse it too, after crest has written its state. */
+    const char *tp[] = { "process", "terminal", NULL };
+    yajl_val t = yajl_tree_get(config, tp, yajl_t_any);
+    if (t && YAJL_IS_TRUE(t) && opts->detach && !opts->console_socket)
+      {
+        yajl_tree_free(config);
+        return crest_error_make(err, EINVAL,
+                                "container `%s`: restore: the checkpointed config has "
+                                "process.terminal: --detach needs --console-socket for the new "
+                                "terminal",
+                                id);
+      }
+  }
   restorer = find_restorer();
   if (!restorer)
     {
