@@ -114,6 +114,18 @@ bats_tests_progs_zdtm_socket_SOURCES = bats-tests/zdtm/socket.c $(ZDTM_COMMON)
 bats_tests_progs_zdtm_socket_LDFLAGS = -static -pthread
 # --- end of the zdtm block ---------------------------------------------------
 
+# The other end of --console-socket: receives the pty master, records what
+# the container writes, types what a test writes into a FIFO. Used by
+# tests/host/checkpoint-console.test and bats-tests/checkpoint-console.bats.
+check_PROGRAMS += bats-tests/progs/console-recv
+bats_tests_progs_console_recv_SOURCES = bats-tests/progs/console-recv.c
+bats_tests_progs_console_recv_LDFLAGS = -static
+# A command on a pty of its own inside a container: a terminal that is not
+# the container's console, which checkpoint must refuse.
+check_PROGRAMS += bats-tests/progs/pty-child
+bats_tests_progs_pty_child_SOURCES = bats-tests/progs/pty-child.c
+bats_tests_progs_pty_child_LDFLAGS = -static
+
 # runtime/tests/engine-memfile-prog again, for the VM: kernel-patched.bats and
 # kernel-stock.bats check the engine's use of map_files (patch 1) with it.
 check_PROGRAMS += bats-tests/progs/memfile

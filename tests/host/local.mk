@@ -11,3 +11,8 @@ EXTRA_DIST += tests/host/zdtm-process.test tests/host/zdtm-container.test
 # Signals that arrive while the dump works on a task (zdtm-sigstorm).
 TESTS += tests/host/engine-signals.test
 EXTRA_DIST += tests/host/engine-signals.test
+
+# A terminal container (process.terminal, --console-socket) through
+# checkpoint and restore on a new pty (console-recv, pty-child).
+TESTS += tests/host/checkpoint-console.test
+EXTRA_DIST += tests/host/checkpoint-console.test
