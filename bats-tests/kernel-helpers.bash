@@ -253,7 +253,7 @@ if crest checkpoint --pid "$pid" --image-path "$D/img" 2>"$D/err"; then
 	echo restored
 else
 	echo "refused: $(cat "$D/err") (lines: $(wc -l <"$D/err"))"
-	grep -q '^State:[[:space:]]*[SR]' /proc/$pid/status && grep -q '^TracerPid:[[:space:]]*0$' /proc/$pid/status && echo untouched
+	grep -q '^State:[[:space:]]*[SRD]' /proc/$pid/status && grep -q '^TracerPid:[[:space:]]*0$' /proc/$pid/status && echo untouched
 fi
 sleep 0.3
 kill -TERM "$pid"
