@@ -19,6 +19,8 @@
 #   cr_caps ID                "NSPID CapInh CapPrm CapEff CapBnd CapAmb" of each
 #   cr_gone ID                assert: no crun container, no crest state, no task
 #   image_sum DIR             one SHA-256 over every file of DIR (name and bytes)
+#   image_stamp DIR           one SHA-256 over every file's name, size, inode,
+#                             mtime and ctime (cheap: reads no contents)
 #   in_rootfs PATH            the host path of PATH inside the container
 #   wait_file FILE SECS       wait until FILE exists
 #   zdtm_run ID PROG          run zdtm-PROG as the container's init, wait for
@@ -40,16 +42,30 @@ cr_setup() {
 	CR_LOG=$BATS_TEST_TMPDIR/crest.log
 }
 
-_args_json() {
-	local a out="["
-	for a in "$@"; do out+="$(jq -Rn --arg a "$a" '$a'),"; done
-	echo "${out%,}]"
+# _json_array VAR ARGS...: VAR = the JSON array of the strings ARGS (in
+# bash: jq's --args would take an argument such as -c for its own option).
+_json_array() {
+	local -n _out=$1
+	local a sep=
+	shift
+	_out='['
+	for a in "$@"; do
+		a=${a//\\/\\\\}
+		a=${a//\"/\\\"}
+		a=${a//$'\n'/\\n}
+		a=${a//$'\t'/\\t}
+		[[ $a != *[$'\001'-$'\037']* ]] || fail "_json_array: a control character in '$a'"
+		_out+="$sep\"$a\""
+		sep=,
+	done
+	_out+=']'
 }
 
 cr_run() {
-	local id=$1
+	local id=$1 args
 	shift
-	update_config ".process.args = $(_args_json "$@")"
+	_json_array args "$@"
+	update_config ".process.args = $args"
 	CONTAINERS+=("$id")
 	"$CREST" --log "$CR_LOG" run -d --bundle "$BUNDLE" "$id" </dev/null >/dev/null 2>&1 \
 		|| fail "crest run -d $id failed: $(tail -3 "$CR_LOG" 2>/dev/null)"
@@ -73,37 +89,45 @@ cr_restore() {
 }
 
 cr_init() {
-	"$CREST" state "$1" | jq -r .pid
+	local st
+	st=$("$CREST" state "$1") || return 1
+	json_str "$st" pid
 }
 
-cr_tasks() {
-	local init ns p
+# _task_table ID: "PID<TAB>NSPID<TAB>CAPS<TAB>NAME" for every live (not
+# zombie) task in the PID namespace of container ID's init: host PID, the
+# innermost PID, "CapInh CapPrm CapEff CapBnd CapAmb " and the name. Three
+# processes in all (pgrep, cat, awk), whatever the number of tasks: under TCG
+# each one started costs tens of milliseconds.
+_task_table() {
+	local init p files=()
 	init=$(cr_init "$1") || return 1
-	ns=$(readlink "/proc/$init/ns/pid") || return 1
-	# Zombies are not tasks of the tree (the engine's finishing helper stays
-	# one until the restored init reaps it, which a program may never do).
-	for p in /proc/[0-9]*; do
-		[ "$(readlink "$p/ns/pid" 2>/dev/null)" = "$ns" ] || continue
-		grep -q '^State:[[:space:]]*Z' "$p/status" 2>/dev/null || echo "${p#/proc/}"
-	done
+	[ -n "$init" ] || return 1
+	for p in $(pgrep --ns "$init" --nslist pid); do files+=("/proc/$p/status"); done
+	[ ${#files[@]} -gt 0 ] || return 0
+	# A task may exit between pgrep and cat: its file is skipped.
+	cat "${files[@]}" 2>/dev/null | awk -F'\t' '
+		function flush() { if (pid != "" && st !~ /^Z/) printf "%s\t%s\t%s\t%s\n", pid, ns, caps, name }
+		/^Name:/ { flush(); name = $2; st = ""; pid = ""; ns = ""; caps = "" }
+		/^State:/ { st = $2 }
+		/^Pid:/ { pid = $2 }
+		/^NSpid:/ { ns = $NF }
+		/^Cap(Inh|Prm|Eff|Bnd|Amb):/ { caps = caps $2 " " }
+		END { flush() }'
 }
 
-_nspid() {
-	awk '$1 == "NSpid:" { print $NF }' "/proc/$1/status"
+# Zombies are not tasks of the tree (the engine's finishing helper stays one
+# until the restored init reaps it, which a program may never do).
+cr_tasks() {
+	_task_table "$1" | cut -f1
 }
 
 cr_ns_pids() {
-	local p
-	for p in $(cr_tasks "$1"); do
-		echo "$(_nspid "$p") $(cat "/proc/$p/comm")"
-	done | sort -n
+	_task_table "$1" | awk -F'\t' '{ print $2 " " $4 }' | sort -n
 }
 
 cr_caps() {
-	local p
-	for p in $(cr_tasks "$1"); do
-		echo "$(_nspid "$p") $(awk '/^Cap(Inh|Prm|Eff|Bnd|Amb):/ { printf "%s ", $2 }' "/proc/$p/status")"
-	done | sort -n
+	_task_table "$1" | awk -F'\t' '{ print $2 " " $3 }' | sort -n
 }
 
 cr_gone() {
@@ -114,9 +138,17 @@ cr_gone() {
 	# A zombie waiting for init to reap it is not a process left running.
 	local p
 	for p in $(pgrep -u "$(id -u)" -x crest-restoring); do
-		grep -q '^State:[[:space:]]*Z' "/proc/$p/status" 2>/dev/null \
-			|| fail "a crest-restoring process is left behind: PID $p"
+		[ -e "/proc/$p" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$p/status" 2>/dev/null \
+			&& fail "a crest-restoring process is left behind: PID $p"
 	done
+	return 0
+}
+
+# image_stamp DIR: one SHA-256 over the name, size, inode, mtime and ctime
+# of every file of DIR: any write, truncation, replacement or removal
+# changes it, without reading the (large) memory images.
+image_stamp() {
+	(cd "$1" && find . -type f -printf '%p %s %i %T@ %C@\n' | sort | sha256sum | cut -c1-64)
 }
 
 image_sum() {
@@ -144,6 +176,18 @@ zdtm_run() {
 		|| fail "zdtm-$prog never became ready: $(cat "$(in_rootfs /tmp/result)" 2>/dev/null)"
 }
 
+# _has_verdict FILE: a line of FILE starts with PASS, FAIL or ERROR (bash's
+# read only: this is polled).
+_has_verdict() {
+	local l
+	{
+		while IFS= read -r l; do
+			case "$l" in PASS* | FAIL* | ERROR*) return 0 ;; esac
+		done <"$1"
+	} 2>/dev/null
+	return 1
+}
+
 zdtm_verdict() {
 	local id=$1 result
 	result=$(in_rootfs /tmp/result)
@@ -151,7 +195,7 @@ zdtm_verdict() {
 	kill -TERM "$(cr_init "$id")"
 	local i
 	for ((i = 0; i < 1200; i++)); do
-		grep -qE '^(PASS|FAIL|ERROR)' "$result" 2>/dev/null && break
+		_has_verdict "$result" && break
 		sleep 0.1
 	done
 	sleep 0.3

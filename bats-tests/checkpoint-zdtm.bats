@@ -24,10 +24,10 @@ zdtm_cycle() {
 	[ "$status" = 0 ] || fail "checkpoint of zdtm-$prog failed: $output"
 	cr_gone "$id"
 	local sum
-	sum=$(image_sum "$IMAGE")
+	sum=$(image_stamp "$IMAGE")
 	cr_restore "$id"
 	[ "$status" = 0 ] || fail "restore of zdtm-$prog failed: $output"
-	[ "$(image_sum "$IMAGE")" = "$sum" ] || fail "restore changed the image"
+	[ "$(image_stamp "$IMAGE")" = "$sum" ] || fail "restore changed the image"
 	after=$(cr_ns_pids "$id")
 	[ "$after" = "$before" ] || fail "PIDs and names differ: before [$before] after [$after]"
 	zdtm_verdict "$id"
