@@ -129,11 +129,13 @@ cycle() {
 	c_final=$(next_count "$c_now")
 	"$CREST" delete --force "lr-$$"
 	cr_gone "lr-$$"
+	# Counted before the restore: the file grows again only once the
+	# restored loop writes, and its first line is the one after these.
+	local n_dead first
+	n_dead=$(lines)
 	cr_restore "lr-$$"
 	[ "$status" = 0 ] || fail "restore failed: $output"
-	local n_now first
-	n_now=$(lines)
-	first=$(value_after_line "$n_now")
+	first=$(value_after_line "$n_dead")
 	# Back in time: the restored loop counts on from the moment of the dump,
 	# which lies between the count read before the checkpoint and the one
 	# read after it returned (the loop may have been frozen between its
@@ -193,9 +195,9 @@ FAST_COUNTER='sleep 100000 & i=0; while :; do i=$((i+1)); echo $i >> /tmp/counts
 	[ "$c_final" -gt "$c_ckpt" ] || fail "the container did not run on (count $c_ckpt, then $c_final)"
 	"$CREST" delete --force "busy-$$"
 	cr_gone "busy-$$"
+	n_now=$(lines)
 	cr_restore "busy-$$"
 	[ "$status" = 0 ] || fail "restore failed: $output"
-	n_now=$(lines)
 	first=$(value_after_line "$n_now")
 	# Back to the moment of the last checkpoint: after the count read
 	# before it, before where the original got to a second later.
