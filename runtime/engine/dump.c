@@ -71,6 +71,11 @@ struct dproc
   long securebits;
   bool zombie;     /* exited, waiting for its parent's wait() */
   int exit_status; /* then: the status wait() will report */
+  /* In a group stop (kill -STOP, ^Z): the stop signal, else 0. */
+  int stop_sig;
+  /* Its parent, seized with it, has already collected that stop with
+     waitpid(WUNTRACED) (so another would report nothing). */
+  bool stop_reported;
 };
 
 struct dfile
@@ -445,6 +450,27 @@ exited_meanwhile(struct dctx *c, struct dproc *p, bool *gone, crest_error_t *err
   return 1;
 }
 
+/* TID, a thread of PID whose /proc status is STATUS: refused when it is
+   traced by another process, or in a tracing stop (t) without a tracer
+   (one that has just detached). */
+static int
+traced_by_other(pid_t pid, pid_t tid, const char *status, crest_error_t *err)
+{
+  const char *s = status_field(status, "TracerPid");
+  if (s && atoi(s) != 0)
+    return crest_error_make(err, 0,
+                            "task %d (thread %d): traced by another process (TracerPid %d): "
+                            "cannot checkpoint a task another tracer holds",
+                            pid, tid, atoi(s));
+  s = status_field(status, "State");
+  if (s && *s == 't')
+    return crest_error_make(err, 0,
+                            "task %d (thread %d): in a tracing stop (t): cannot checkpoint a "
+                            "traced task",
+                            pid, tid);
+  return 0;
+}
+
 /* Seize every thread of PID, repeating until the set is stable. Returns 1
    when PID exited before any of it was seized and nothing is left of it
    (see exited_meanwhile). */
@@ -453,6 +479,7 @@ seize_process(struct dctx *c, struct dproc *p, crest_error_t *err)
 {
   bool gone = false;
   bool again = true;
+  int stopsig = 0;
   if (zombie_process(p->pid, &p->zombie, &p->exit_status, err) < 0)
     return exited_meanwhile(c, p, &gone, err) ? gone : -1;
   if (p->zombie && p == &c->p[0])
@@ -498,29 +525,48 @@ seize_process(struct dctx *c, struct dproc *p, crest_error_t *err)
                                  tid);
                 return exited_meanwhile(c, p, &gone, err) ? gone : -1;
               }
-            if (s && (*s == 'T' || *s == 't'))
+            /* Another tracer (a debugger, strace) owns it: taking it over
+               is impossible, and even a failed attempt must not disturb
+               it. A task stopped by a signal (T) is checkpointed. */
+            if (traced_by_other(p->pid, tid, st, err) < 0)
               {
                 closedir(d);
-                return crest_error_make(
-                    err, ENOTSUP, "task %d (thread %d): stopped or traced tasks are not supported",
-                    p->pid, tid);
-              }
-            s = status_field(st, "TracerPid");
-            if (s && atoi(s) != 0)
-              {
-                closedir(d);
-                return crest_error_make(err, ENOTSUP, "task %d (thread %d): already traced by %d",
-                                        p->pid, tid, atoi(s));
+                return -1;
               }
           }
           p->th = xrealloc(p->th, (p->nth + 1) * sizeof *p->th);
           memset(&p->th[p->nth], 0, sizeof *p->th);
           p->th[p->nth].tid = tid;
-          if (pt_seize_interrupt(tid, err) < 0)
+          if (pt_seize_interrupt(tid, &stopsig, err) < 0)
             {
+              cleanup_free char *st = NULL;
+              cleanup_free char *sp = xasprintf("task/%d/status", tid);
+              crest_error_t e2 = NULL;
               closedir(d);
+              /* A tracer that came in between the check and the seize. */
+              if (*err && (*err)->status == EPERM && read_proc(p->pid, sp, &st, &e2) == 0
+                  && traced_by_other(p->pid, tid, st, &e2) < 0)
+                {
+                  crest_error_release(err);
+                  *err = e2;
+                  return -1;
+                }
+              crest_error_release(&e2);
               return exited_meanwhile(c, p, &gone, err) ? gone : -1;
             }
+          /* Every thread of a process in a group stop reports its stop
+             signal, every thread of a running one SIGTRAP; a mix means
+             the group began to stop while its threads were being seized. */
+          if (p->nth && (stopsig == SIGTRAP) != (p->stop_sig == 0))
+            {
+              closedir(d);
+              p->nth++;
+              return crest_error_make(err, EAGAIN,
+                                      "task %d (thread %d): began to stop (group stop) while it "
+                                      "was being seized; try again",
+                                      p->pid, tid);
+            }
+          p->stop_sig = stopsig == SIGTRAP ? 0 : stopsig;
           p->nth++;
           again = true;
         }
@@ -762,6 +808,7 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
   if (!p->gadget)
     return crest_error_make(err, ENOTSUP, "task %d: no syscall instruction in the vDSO", p->pid);
 
+  pt_drop_stop_signals(p->stop_sig != 0);
   /* A signal arriving while the task runs injected syscalls stays pending
      (and goes into the image with the others); the saved masks are put
      back below, and are what the image records. */
@@ -829,6 +876,24 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
         goto out;
       th->alt_sp = v[0], th->alt_flags = (int32_t)v[1], th->alt_size = v[2];
     }
+  /* A child of this process in a group stop: has this process collected
+     that stop with waitpid(WUNTRACED) already, or is it still to be
+     reported? Asked with WNOWAIT, which leaves it as it is. */
+  for (size_t k = 1; k < c->np; k++)
+    {
+      struct dproc *ch = &c->p[k];
+      int32_t si[8];
+      if (ch->zombie || !ch->stop_sig || ch->ppid != p->pid)
+        continue;
+      INJ(m->tid, &m->regs, SYS_waitid, P_PID, ch->ipid, scratch + 4096 + 512,
+          WSTOPPED | WNOHANG | WNOWAIT, 0);
+      if (vm_read(p->pid, scratch + 4096 + 512, si, sizeof si, err) < 0)
+        goto out;
+      ch->stop_reported = si[4] == 0; /* si_pid: 0 when there was nothing to report */
+      crest_debug("checkpoint: task %d stopped by signal %d, its stop %s by its parent %d", ch->pid,
+                  ch->stop_sig, ch->stop_reported ? "already collected" : "not yet collected",
+                  p->pid);
+    }
   rc = 0;
 out:
   {
@@ -850,6 +915,7 @@ out:
 unblock:
   if (unblock_signals(p, err) < 0 && rc == 0)
     rc = -1;
+  pt_drop_stop_signals(false);
   (void)c;
   return rc;
 }
@@ -1546,6 +1612,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   long ids[4];
   char *q;
   int rc = -1;
+  bool cont_pending = false;
 
   if (p->zombie)
     {
@@ -1771,7 +1838,12 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
     jput_key(g, "shared_pending");
     yajl_gen_array_open(g);
     for (long i = 0; i < n; i++)
-      jput_hex(g, NULL, si + 128 * i, 128);
+      {
+        int32_t sig;
+        memcpy(&sig, si + 128 * i, 4);
+        cont_pending |= sig == SIGCONT;
+        jput_hex(g, NULL, si + 128 * i, 128);
+      }
     yajl_gen_array_close(g);
   }
 
@@ -1926,11 +1998,32 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       jput_key(g, "pending");
       yajl_gen_array_open(g);
       for (long i = 0; i < n; i++)
-        jput_hex(g, NULL, si + 128 * i, 128);
+        {
+          int32_t sig;
+          memcpy(&sig, si + 128 * i, 4);
+          cont_pending |= sig == SIGCONT;
+          jput_hex(g, NULL, si + 128 * i, 128);
+        }
       yajl_gen_array_close(g);
       yajl_gen_map_close(g);
     }
   yajl_gen_array_close(g);
+  /* A SIGCONT that came while the engine held a stopped task ended its
+     group stop at once (and the SIGCONT stays queued, as for any traced
+     task): detached, it runs on and takes it. The image says the same, so
+     that the restored task does too. */
+  if (p->stop_sig && cont_pending)
+    {
+      crest_debug("checkpoint: task %d was continued (SIGCONT) during the checkpoint", p->pid);
+      p->stop_sig = 0;
+    }
+  if (p->stop_sig)
+    {
+      jput_int(g, "stop_signal", p->stop_sig);
+      if (p != &c->p[0] && find_proc(c, p->ppid))
+        jput_bool(g, "stop_reported", p->stop_reported);
+      c->w->format = 2;
+    }
   yajl_gen_map_close(g);
   rc = 0;
   goto out;

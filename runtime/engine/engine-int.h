@@ -36,11 +36,18 @@ struct ksigaction
    detach. */
 void
 pt_defer_signal(pid_t tid, int sig);
+/* While on, a stop signal a thread takes during an injected syscall is
+   dropped instead of failing it: set while the engine works on a process
+   that is in a group stop (docs/engine.md). */
+void
+pt_drop_stop_signals(bool on);
 /* Detach, handing back a deferred signal if any. */
 int
 pt_detach(pid_t tid);
+/* Seize a thread and wait for it to stop; *STOPSIG is the signal of that
+   stop: SIGTRAP, or the stop signal when its process is in a group stop. */
 int
-pt_seize_interrupt(pid_t tid, crest_error_t *err);
+pt_seize_interrupt(pid_t tid, int *stopsig, crest_error_t *err);
 int
 pt_wait_stop(pid_t tid, int *status, crest_error_t *err);
 int

@@ -78,6 +78,7 @@ img_writer_open(const char *final_dir, struct img_writer **out, crest_error_t *e
   w->final_dir = xstrdup(final_dir);
   w->tmp_dir = xasprintf("%s.tmp-%d", final_dir, (int)getpid());
   w->dirfd = -1;
+  w->format = 1;
   if (mkdir(w->tmp_dir, 0700) < 0)
     {
       crest_error_errno(err, "image %s: create temporary directory %s", final_dir, w->tmp_dir);
@@ -190,7 +191,7 @@ img_writer_commit(struct img_writer *w, const char *config_digest, crest_error_t
   g = yajl_gen_alloc(NULL);
   yajl_gen_config(g, yajl_gen_beautify, 1);
   yajl_gen_map_open(g);
-  jput_int(g, "format", 1);
+  jput_int(g, "format", w->format ? w->format : 1);
   jput_str(g, "crest_version", PACKAGE_VERSION);
   jput_key(g, "kernel");
   yajl_gen_map_open(g);
@@ -565,8 +566,8 @@ img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_read
     FAIL("image %s: %s: not valid JSON", dir, IMG_MANIFEST);
   if (jget_i64(root, "format", &fmt, err) < 0)
     FAIL("%s", "");
-  if (fmt != 1)
-    FAIL("image %s: %s: format version %lld, this crest reads version 1", dir, IMG_MANIFEST,
+  if (fmt != 1 && fmt != 2)
+    FAIL("image %s: %s: format version %lld, this crest reads versions 1 and 2", dir, IMG_MANIFEST,
          (long long)fmt);
   r->format = fmt;
   if (jget_str(root, "crest_version", &s, err) < 0)

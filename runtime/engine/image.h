@@ -28,6 +28,9 @@ struct img_writer
   int dirfd;
   struct img_file *files;
   size_t nfiles;
+  /* The manifest's format: 1, or 2 when tree.json uses a field an older
+     crest would ignore and restore wrongly (docs/image-format.md). */
+  int format;
 };
 
 struct img_out

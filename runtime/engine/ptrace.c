@@ -16,6 +16,14 @@ static struct
   int sig;
 } deferred[64];
 
+static bool drop_stop_signals;
+
+void
+pt_drop_stop_signals(bool on)
+{
+  drop_stop_signals = on;
+}
+
 void
 pt_defer_signal(pid_t tid, int sig)
 {
@@ -59,7 +67,7 @@ pt_wait_stop(pid_t tid, int *status, crest_error_t *err)
 }
 
 int
-pt_seize_interrupt(pid_t tid, crest_error_t *err)
+pt_seize_interrupt(pid_t tid, int *stopsig, crest_error_t *err)
 {
   int st;
 
@@ -71,8 +79,17 @@ pt_seize_interrupt(pid_t tid, crest_error_t *err)
     {
       if (pt_wait_stop(tid, &st, err) < 0)
         return -1;
+      /* The stop's signal is SIGTRAP for a running task; for one in a
+         group stop (stopped by SIGSTOP, SIGTSTP, SIGTTIN or SIGTTOU, or
+         in the middle of stopping) it is that stop signal. The interrupt
+         asked for above may show up once more as a second stop of the
+         same kind when the task is next resumed: every caller resumes
+         through a loop that takes such stops in its stride. */
       if (WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP)
-        return 0;
+        {
+          *stopsig = WSTOPSIG(st);
+          return 0;
+        }
       /* A signal was being delivered: let it go (it was on its way anyway)
          and wait for the interrupt stop that is still pending. */
       if (WIFSTOPPED(st))
@@ -171,9 +188,22 @@ inject_once(pid_t tid, const struct user_regs_struct *saved, uint64_t gadget, lo
           break;
         }
       /* Every other signal is blocked while the engine injects (see
-         pt_block_signals): only SIGSTOP, which cannot be, gets here. It is
-         handed back on detach, so the task stops as it would have, and a
-         stopped task is not checkpointed. */
+         pt_block_signals): only SIGSTOP, which cannot be, gets here.
+         Queued for a process already in a group stop (kill -STOP sent
+         twice) it can do nothing: the SIGCONT that ends the stop takes it
+         off the queue unseen. Taken here, it is dropped and the step goes
+         on. */
+      if (WIFSTOPPED(st) && (st >> 16) == 0 && drop_stop_signals
+          && (WSTOPSIG(st) == SIGSTOP || WSTOPSIG(st) == SIGTSTP || WSTOPSIG(st) == SIGTTIN
+              || WSTOPSIG(st) == SIGTTOU))
+        {
+          if (ptrace(PTRACE_SINGLESTEP, tid, 0, 0) < 0)
+            return crest_error_errno(err, "task %d: ptrace single-step", tid);
+          continue;
+        }
+      /* For a running task it is handed back on detach, so the task stops
+         as it would have, and the checkpoint fails: it began to stop in
+         the middle of it. */
       if (WIFSTOPPED(st) && (st >> 16) == 0)
         {
           pt_defer_signal(tid, WSTOPSIG(st));

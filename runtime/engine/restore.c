@@ -130,6 +130,10 @@ struct rproc
   bool zombie;      /* exited before the checkpoint, not yet waited for */
   int exit_status;  /* then: the status its parent's wait() gets */
   const char *comm; /* and its name */
+  /* In a group stop at checkpoint: its stop signal (else 0), and whether
+     its parent had already collected that stop with waitpid(WUNTRACED). */
+  int stop_sig;
+  bool stop_reported;
   /* at restore time */
   pid_t real;
   uint64_t base, size;
@@ -305,6 +309,15 @@ parse_siginfos(yajl_val v, const char *key, uint8_t (**out)[128], size_t *nout, 
   return 0;
 }
 
+static bool
+has_key(yajl_val v, const char *key)
+{
+  for (size_t i = 0; YAJL_IS_OBJECT(v) && i < YAJL_GET_OBJECT(v)->len; i++)
+    if (strcmp(v->u.object.keys[i], key) == 0)
+      return true;
+  return false;
+}
+
 static int
 parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
 {
@@ -436,6 +449,21 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
       return -1;
   if (parse_siginfos(v, "shared_pending", &p->shared_pending, &p->nshared_pending, err) < 0)
     return -1;
+  if (has_key(v, "stop_signal"))
+    {
+      int64_t sg;
+      if (jget_i64(v, "stop_signal", &sg, err) < 0)
+        return -1;
+      CHECK(sg == SIGSTOP || sg == SIGTSTP || sg == SIGTTIN || sg == SIGTTOU,
+            "process %d: stop_signal %lld is not a stop signal", p->pid, (long long)sg);
+      p->stop_sig = (int)sg;
+    }
+  if (has_key(v, "stop_reported"))
+    {
+      CHECK(p->stop_sig, "process %d: stop_reported without stop_signal", p->pid);
+      if (jget_bool(v, "stop_reported", &p->stop_reported, err) < 0)
+        return -1;
+    }
 
   /* VMAs: page aligned, ordered, inside the user address space. */
   n = jget_array(v, "vmas", &items, err);
@@ -2075,6 +2103,171 @@ finish_process(struct rctx *c, struct rproc *p, crest_error_t *err)
   return 0;
 }
 
+static bool
+sig_in(const uint8_t (*si)[128], size_t n, int sig)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      int32_t s;
+      memcpy(&s, si[i], 4);
+      if (s == sig)
+        return true;
+    }
+  return false;
+}
+
+/* P, still parked in the blob, after every child of it that was in a group
+   stop has been stopped again (stop_process): that stop was reported to P
+   anew, as a SIGCHLD (unless P ignores it or set SA_NOCLDSTOP) and as a
+   stop its waitpid(WUNTRACED) would collect. P had seen the original one:
+   the collection is repeated where P had made it (stop_reported), and the
+   SIGCHLD is taken back unless one was pending at checkpoint, so that P
+   sees neither twice. P makes the calls itself, from the blob's syscall
+   instruction, with a scratch area far below its stack pointer on the
+   blob's own stack. */
+static int
+fixup_parent(struct rctx *c, struct rproc *p, crest_error_t *err)
+{
+  struct rthread *m = &p->th[0];
+  struct user_regs_struct r;
+  uint64_t gadget = p->base + BLOB_OFF_SYSCALL, scratch;
+  bool any = false;
+  long ret;
+
+  for (size_t k = 1; k < c->np; k++)
+    any |= c->p[k].ppid == p->pid && c->p[k].stop_sig && !c->p[k].zombie;
+  if (!any)
+    return 0;
+  if (pt_getregs(m->tid, &r, err) < 0)
+    return -1;
+  scratch = (r.rsp - 4096) & ~63UL; /* the blob's stack is MAIN_STACK deep */
+  for (size_t k = 1; k < c->np; k++)
+    {
+      struct rproc *ch = &c->p[k];
+      int32_t si[8] = { 0 };
+      long a[6] = { P_PID, ch->pid, (long)scratch, WSTOPPED | WNOHANG, 0, 0 };
+      struct iovec l = { si, sizeof si }, rv = { (void *)scratch, sizeof si };
+      if (ch->ppid != p->pid || !ch->stop_sig || ch->zombie || !ch->stop_reported)
+        continue;
+      if (pt_inject(m->tid, &r, gadget, SYS_waitid, a, &ret, err) < 0)
+        return crest_error_wrap(err, "restore: process %d: collect the stop of %d", p->pid,
+                                ch->pid);
+      if (ret < 0)
+        return crest_error_make(err, (int)-ret, "restore: process %d: collect the stop of %d",
+                                p->pid, ch->pid);
+      if (process_vm_readv(p->pid, &l, 1, &rv, 1, 0) != sizeof si)
+        return crest_error_errno(err, "restore: process %d: read waitid's answer", p->pid);
+      if (si[4] != ch->pid)
+        return crest_error_make(err, EPROTO,
+                                "restore: process %d: no stop of %d to collect (waitid found %d)",
+                                p->pid, ch->pid, si[4]);
+    }
+  if (!sig_in(p->shared_pending, p->nshared_pending, SIGCHLD)
+      && !sig_in(m->pending, m->npending, SIGCHLD))
+    {
+      uint64_t set = 1ULL << (SIGCHLD - 1), zero[2] = { 0, 0 };
+      struct iovec l[2] = { { &set, 8 }, { zero, 16 } }, rv = { (void *)scratch, 24 };
+      long a[6] = { (long)scratch, 0, (long)scratch + 8, 8, 0, 0 };
+      if (process_vm_writev(p->pid, l, 2, &rv, 1, 0) != 24)
+        return crest_error_errno(err, "restore: process %d: write its scratch area", p->pid);
+      if (pt_inject(m->tid, &r, gadget, SYS_rt_sigtimedwait, a, &ret, err) < 0)
+        return crest_error_wrap(err, "restore: process %d: take back SIGCHLD", p->pid);
+      if (ret != SIGCHLD && ret != -EAGAIN)
+        return crest_error_make(err, ret < 0 ? (int)-ret : EPROTO,
+                                "restore: process %d: take back SIGCHLD (got %ld)", p->pid, ret);
+    }
+  return 0;
+}
+
+/* A process that was in a group stop at checkpoint goes back into one
+   before it runs a single instruction of its own: finished (registers,
+   masks), every thread still held, it is sent its stop signal; the main
+   thread, resumed with every other signal blocked, takes it off the queue
+   and is held in its delivery stop; it is let go with an interrupt asked
+   first, so that whatever the kernel does with the signal the next stop
+   comes before the task's own code: a group stop (PTRACE_EVENT_STOP with
+   the stop signal) or, when the kernel discarded a SIGTSTP, SIGTTIN or
+   SIGTTOU (a process group with no parent outside it in the session),
+   a plain interrupt, and SIGSTOP is sent instead. The other threads join
+   the group stop; every one is then held in it until the detach, which
+   leaves the process stopped (the kernel stops a detached task again when
+   its group stop is in effect). The parent sees the stop reported: see
+   fixup_parent. */
+static int
+stop_process(struct rctx *c, struct rproc *p, crest_error_t *err)
+{
+  struct rthread *m = &p->th[0];
+  struct user_regs_struct want, now;
+  uint64_t all = ~0ULL;
+  int sig = p->stop_sig, st;
+
+  if (pt_getregs(m->tid, &want, err) < 0)
+    return -1;
+  for (int attempt = 0;; attempt++)
+    {
+      uint64_t mask = ~(1ULL << (sig - 1));
+      if (ptrace(PTRACE_SETSIGMASK, m->tid, sizeof mask, &mask) < 0)
+        return crest_error_errno(err, "restore: task %d: set signal mask", m->tid);
+      if (kill(p->pid, sig) < 0)
+        return crest_error_errno(err, "restore: process %d: send signal %d", p->pid, sig);
+      if (ptrace(PTRACE_CONT, m->tid, 0, 0) < 0)
+        return crest_error_errno(err, "restore: task %d: ptrace cont", m->tid);
+      if (pt_wait_stop(m->tid, &st, err) < 0)
+        return -1;
+      if (!WIFSTOPPED(st) || (st >> 16) != 0 || WSTOPSIG(st) != sig)
+        return crest_error_make(err, EPROTO,
+                                "restore: task %d: unexpected stop %#x waiting for signal %d to "
+                                "stop it",
+                                m->tid, st, sig);
+      if (ptrace(PTRACE_INTERRUPT, m->tid, 0, 0) < 0)
+        return crest_error_errno(err, "restore: task %d: ptrace interrupt", m->tid);
+      if (ptrace(PTRACE_CONT, m->tid, 0, sig) < 0)
+        return crest_error_errno(err, "restore: task %d: ptrace cont", m->tid);
+      if (pt_wait_stop(m->tid, &st, err) < 0)
+        return -1;
+      if (WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP && WSTOPSIG(st) == sig)
+        break;
+      if (WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP && WSTOPSIG(st) == SIGTRAP
+          && sig != SIGSTOP && attempt == 0)
+        {
+          crest_debug("restore: process %d: signal %d did not stop it (orphaned process group): "
+                      "stopped with SIGSTOP",
+                      p->pid, sig);
+          sig = SIGSTOP;
+          continue;
+        }
+      return crest_error_make(err, EPROTO,
+                              "restore: task %d: unexpected stop %#x stopping it with signal %d",
+                              m->tid, st, sig);
+    }
+  for (size_t t = 1; t < p->nth; t++)
+    {
+      pid_t tid = p->th[t].tid;
+      if (ptrace(PTRACE_SETSIGMASK, tid, sizeof all, &all) < 0)
+        return crest_error_errno(err, "restore: task %d: set signal mask", tid);
+      if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0 || ptrace(PTRACE_CONT, tid, 0, 0) < 0)
+        return crest_error_errno(err, "restore: task %d: ptrace interrupt and cont", tid);
+      if (pt_wait_stop(tid, &st, err) < 0)
+        return -1;
+      if (!WIFSTOPPED(st) || (st >> 16) != PTRACE_EVENT_STOP || WSTOPSIG(st) != sig)
+        return crest_error_make(
+            err, EPROTO, "restore: task %d: unexpected stop %#x joining the group stop", tid, st);
+    }
+  /* Nothing ran: the main thread is where it was set to resume. */
+  if (pt_getregs(m->tid, &now, err) < 0)
+    return -1;
+  if (now.rip != want.rip || now.rsp != want.rsp)
+    return crest_error_make(err, EPROTO,
+                            "restore: task %d: moved (rip %#llx, was %#llx) while "
+                            "being stopped",
+                            m->tid, (unsigned long long)now.rip, (unsigned long long)want.rip);
+  for (size_t t = 0; t < p->nth; t++)
+    if (ptrace(PTRACE_SETSIGMASK, p->th[t].tid, sizeof p->th[t].sigmask, &p->th[t].sigmask) < 0)
+      return crest_error_errno(err, "restore: task %d: set signal mask", p->th[t].tid);
+  (void)c;
+  return 0;
+}
+
 /* Seize every task as it reports, wait for every thread to park in the
    blob, check the blob's verdicts, set the registers, unmap the blob, let go. */
 static int
@@ -2091,9 +2284,19 @@ finish_tree(struct rctx *c, crest_error_t *err)
       && tcsetpgrp(c->term_svc, c->term_fg) < 0)
     return crest_error_errno(err, "restore: make process group %d the terminal's foreground group",
                              (int)c->term_fg);
-  for (size_t i = 0; i < c->np; i++)
-    if (!c->p[i].zombie && finish_process(c, &c->p[i], err) < 0)
-      return -1;
+  /* Children before their parents (the image lists parents first): a
+     stopped child is stopped again before its parent, still in the blob,
+     has its view of that stop put back. */
+  for (size_t i = c->np; i-- > 0;)
+    {
+      struct rproc *p = &c->p[i];
+      if (p->zombie)
+        continue;
+      if (fixup_parent(c, p, err) < 0 || finish_process(c, p, err) < 0)
+        return -1;
+      if (p->stop_sig && stop_process(c, p, err) < 0)
+        return -1;
+    }
   for (size_t i = 0; i < c->np; i++)
     for (size_t t = 0; t < c->p[i].nth; t++)
       pt_detach(c->p[i].th[t].tid);

@@ -82,9 +82,9 @@ put(const char *dir, const char *name, const char *text)
 #define PAGES_OK "{\"vaddr\": \"0x10000\", \"len\": \"0x2000\", \"off\": \"0x0\"}"
 #define FDS_OK "{\"fd\": 0, \"cloexec\": false, \"file\": 0}"
 
-/* When set, check_tree gives the tree's one file this type, and adds this
-   "terminal" object to the tree. */
-static const char *tree_file_type, *tree_terminal;
+/* When set, check_tree gives the tree's one file this type, adds this
+   "terminal" object to the tree, and these keys to its process. */
+static const char *tree_file_type, *tree_terminal, *tree_process_extra;
 
 /* Write an image whose tree.json is built from the slots, with a page file
    of PAGES bytes; return crest_engine_check_image's verdict and message. */
@@ -114,6 +114,13 @@ check_tree(const char *name, const char *vmas, const char *pages, const char *fd
       char *t = strstr(tree, "\"type\": \"dev\"");
       char *edited = xasprintf("%.*s\"type\": \"%s\"%s", (int)(t - tree), tree, tree_file_type,
                                t + strlen("\"type\": \"dev\""));
+      free(tree);
+      tree = edited;
+    }
+  if (tree_process_extra)
+    {
+      char *t = strstr(tree, "\"pid\": 10, ");
+      char *edited = xasprintf("%.*s%s, %s", (int)(t - tree), tree, tree_process_extra, t);
       free(tree);
       tree = edited;
     }
@@ -240,8 +247,28 @@ main(void)
       const struct img_file *f = img_reader_find(r, "a.img");
       tap_ok(f && f->size == 5 && r->config_digest && strcmp(r->config_digest, "abc123") == 0,
              "manifest lists a.img with its size, and the config digest");
+      tap_ok(r->format == 1, "an image without a stopped task is format 1 (got %d)", r->format);
       img_reader_free(r);
     }
+  /* Format 2 (a stopped task in the tree): written when asked, read back. */
+  snprintf(path, sizeof path, "%s/img-f2", base);
+  {
+    struct img_reader *r2 = NULL;
+    int ok_ = img_writer_open(path, &w, &err) == 0;
+    if (ok_)
+      {
+        w->format = 2;
+        ok_ = img_write_file(w, "a.img", "x", 1, &err) == 0
+              && img_writer_commit(w, NULL, &err) == 0;
+        img_writer_free(w);
+      }
+    tap_ok(ok_ && img_reader_open(path, true, true, &r2, &err) == 0 && r2->format == 2,
+           "a format 2 image is written and read back as format 2%s%s", err ? ": " : "",
+           err ? err->msg : "");
+    crest_error_release(&err);
+    if (r2)
+      img_reader_free(r2);
+  }
   snprintf(path, sizeof path, "%s/a.img", dir);
   {
     FILE *f = fopen(path, "r+");
@@ -268,8 +295,10 @@ main(void)
       const char *what, *manifest, *expect;
     } bad[] = {
       { "not JSON", "{\"format\": 1,", "JSON" },
-      { "format 2", "{\"format\": 2, \"crest_version\": \"x\", \"kernel\": {}, \"files\": []}",
-        "format version 2" },
+      { "format 3", "{\"format\": 3, \"crest_version\": \"x\", \"kernel\": {}, \"files\": []}",
+        "format version 3" },
+      { "format 0", "{\"format\": 0, \"crest_version\": \"x\", \"kernel\": {}, \"files\": []}",
+        "format version 0" },
       { "no kernel identity", "{\"format\": 1, \"crest_version\": \"x\", \"files\": []}",
         "kernel" },
       { "a path outside the image",
@@ -407,6 +436,40 @@ main(void)
            "a file of an unknown type is refused: %s", msg);
     free(msg);
     tree_file_type = NULL;
+  }
+
+  /* A process in a group stop: its stop signal, and what its parent had
+     collected. */
+  {
+    static const struct
+    {
+      const char *what, *extra, *expect; /* expect NULL: it passes */
+    } stop[] = {
+      { "stopped by SIGSTOP, its stop collected", "\"stop_signal\": 19, \"stop_reported\": true",
+        NULL },
+      { "stopped by SIGTTOU, without stop_reported", "\"stop_signal\": 22", NULL },
+      { "stop_signal 9 (SIGKILL)", "\"stop_signal\": 9", "stop_signal 9 is not a stop signal" },
+      { "stop_signal as a string", "\"stop_signal\": \"19\"", "stop_signal" },
+      { "stop_reported without stop_signal", "\"stop_reported\": false",
+        "stop_reported without stop_signal" },
+      { "stop_reported not a boolean", "\"stop_signal\": 20, \"stop_reported\": 1",
+        "stop_reported" },
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(stop); i++)
+      {
+        char name[32];
+        int rc;
+        snprintf(name, sizeof name, "t-stop%zu", i);
+        tree_process_extra = stop[i].extra;
+        rc = check_tree(name, VMA_OK, PAGES_OK, FDS_OK, 0x2000, &msg);
+        if (stop[i].expect)
+          tap_ok(rc < 0 && strstr(msg, stop[i].expect), "a process with %s is refused: %s",
+                 stop[i].what, msg);
+        else
+          tap_ok(rc == 0, "a process %s passes: %s", stop[i].what, msg);
+        free(msg);
+      }
+    tree_process_extra = NULL;
   }
 
   {
