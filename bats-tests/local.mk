@@ -67,6 +67,7 @@ ZDTM_PROGS += bats-tests/progs/zdtm-regs
 ZDTM_PROGS += bats-tests/progs/zdtm-stdio
 ZDTM_PROGS += bats-tests/progs/zdtm-zombie
 ZDTM_PROGS += bats-tests/progs/zdtm-sigstorm
+ZDTM_PROGS += bats-tests/progs/zdtm-chroot
 # Not restorable on purpose: checkpoint must refuse it (sockets are not v1).
 ZDTM_PROGS += bats-tests/progs/zdtm-socket
 check_PROGRAMS += $(ZDTM_PROGS)
@@ -110,6 +111,8 @@ bats_tests_progs_zdtm_zombie_SOURCES = bats-tests/zdtm/zombie.c $(ZDTM_COMMON)
 bats_tests_progs_zdtm_zombie_LDFLAGS = -static -pthread
 bats_tests_progs_zdtm_sigstorm_SOURCES = bats-tests/zdtm/sigstorm.c $(ZDTM_COMMON)
 bats_tests_progs_zdtm_sigstorm_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_chroot_SOURCES = bats-tests/zdtm/chroot.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_chroot_LDFLAGS = -static -pthread
 bats_tests_progs_zdtm_socket_SOURCES = bats-tests/zdtm/socket.c $(ZDTM_COMMON)
 bats_tests_progs_zdtm_socket_LDFLAGS = -static -pthread
 # --- end of the zdtm block ---------------------------------------------------
