@@ -349,6 +349,38 @@ user_ns(struct dctx *c, crest_error_t *err)
   return 0;
 }
 
+/* Do status lines KEY of A and B say the same? */
+static bool
+same_status_line(const char *a, const char *b, const char *key)
+{
+  const char *x = status_field(a, key), *y = status_field(b, key);
+  size_t nx, ny;
+  if (!x || !y)
+    return x == y;
+  nx = strcspn(x, "\n");
+  ny = strcspn(y, "\n");
+  return nx == ny && memcmp(x, y, nx) == 0;
+}
+
+/* Credentials are restored per process: every thread gets the main
+   thread's. A thread that changed its own (a raw setresuid or capset, which
+   glibc's wrappers would have applied to all threads) cannot be restored
+   as it is, so it is refused. */
+static int
+check_thread_creds(const struct dproc *p, pid_t tid, const char *main_st, const char *st,
+                   crest_error_t *err)
+{
+  static const char *const keys[]
+      = { "Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs" };
+  for (size_t k = 0; k < ARRAY_SIZE(keys); k++)
+    if (!same_status_line(main_st, st, keys[k]))
+      return crest_error_make(err, ENOTSUP,
+                              "task %d: thread %d has credentials of its own (%s differs from the "
+                              "main thread's), which crest cannot restore",
+                              p->pid, tid, keys[k]);
+  return 0;
+}
+
 static int
 ns_ids(struct dctx *c, crest_error_t *err)
 {
@@ -380,6 +412,8 @@ ns_ids(struct dctx *c, crest_error_t *err)
           if (read_proc(p->pid, what, &ts, err) < 0)
             return -1;
           p->th[t].itid = ns_field(ts, "NSpid", inner, p->th[t].tid);
+          if (p->th[t].tid != p->pid && check_thread_creds(p, p->th[t].tid, st, ts, err) < 0)
+            return -1;
         }
     }
   return 0;
