@@ -321,6 +321,41 @@ inner_id(const struct dctx *c, const struct idmap *m, long id)
   return 65534;
 }
 
+/* Every task must share the root task's namespaces: restore makes each
+   task in the namespaces its restorer runs in, so a task that unshared one
+   (a mount, UTS, IPC, network, PID, cgroup or time namespace of its own,
+   including one only for its future children) would come back in the wrong
+   one. Namespace types this kernel lacks are skipped. */
+static int
+same_namespaces(struct dctx *c, crest_error_t *err)
+{
+  static const struct
+  {
+    const char *name, *like; /* LIKE: the root's namespace it must equal */
+  } ns[] = { { "mnt", "mnt" },       { "uts", "uts" },   { "ipc", "ipc" },
+             { "net", "net" },       { "pid", "pid" },   { "pid_for_children", "pid" },
+             { "cgroup", "cgroup" }, { "time", "time" }, { "time_for_children", "time" } };
+  for (size_t k = 0; k < ARRAY_SIZE(ns); k++)
+    {
+      struct stat r, t;
+      cleanup_free char *rp = xasprintf("/proc/%d/ns/%s", c->root, ns[k].like);
+      if (stat(rp, &r) < 0)
+        continue;
+      for (size_t i = 0; i < c->np; i++)
+        {
+          cleanup_free char *tp = xasprintf("/proc/%d/ns/%s", c->p[i].pid, ns[k].name);
+          if (c->p[i].zombie)
+            continue;
+          if (stat(tp, &t) < 0 || t.st_dev != r.st_dev || t.st_ino != r.st_ino)
+            return crest_error_make(err, ENOTSUP,
+                                    "task %d: a %s namespace of its own (nested), cannot "
+                                    "checkpoint it",
+                                    c->p[i].pid, ns[k].name);
+        }
+    }
+  return 0;
+}
+
 static int
 user_ns(struct dctx *c, crest_error_t *err)
 {
@@ -2261,7 +2296,8 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
   if (collect_tree(&c, err) < 0)
     goto out;
   crest_debug("checkpoint: %zu processes seized", c.np);
-  if (ns_ids(&c, err) < 0 || user_ns(&c, err) < 0 || dump_roots(&c, err) < 0)
+  if (ns_ids(&c, err) < 0 || user_ns(&c, err) < 0 || same_namespaces(&c, err) < 0
+      || dump_roots(&c, err) < 0)
     goto out;
   if (o->root_is_ns_init)
     find_terminal(&c);
