@@ -68,8 +68,11 @@ ZDTM_PROGS += bats-tests/progs/zdtm-stdio
 ZDTM_PROGS += bats-tests/progs/zdtm-zombie
 ZDTM_PROGS += bats-tests/progs/zdtm-sigstorm
 ZDTM_PROGS += bats-tests/progs/zdtm-stopped
+ZDTM_PROGS += bats-tests/progs/zdtm-chroot
 # Not restorable on purpose: checkpoint must refuse it (sockets are not v1).
 ZDTM_PROGS += bats-tests/progs/zdtm-socket
+ZDTM_PROGS += bats-tests/progs/zdtm-thread-creds
+ZDTM_PROGS += bats-tests/progs/zdtm-nested-ns
 check_PROGRAMS += $(ZDTM_PROGS)
 ZDTM_COMMON = bats-tests/zdtm/zdtm.c bats-tests/zdtm/zdtm.h
 EXTRA_DIST += bats-tests/zdtm/README.md bats-tests/checkpoint-helpers.bash
@@ -113,8 +116,14 @@ bats_tests_progs_zdtm_sigstorm_SOURCES = bats-tests/zdtm/sigstorm.c $(ZDTM_COMMO
 bats_tests_progs_zdtm_sigstorm_LDFLAGS = -static -pthread
 bats_tests_progs_zdtm_stopped_SOURCES = bats-tests/zdtm/stopped.c $(ZDTM_COMMON)
 bats_tests_progs_zdtm_stopped_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_chroot_SOURCES = bats-tests/zdtm/chroot.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_chroot_LDFLAGS = -static -pthread
 bats_tests_progs_zdtm_socket_SOURCES = bats-tests/zdtm/socket.c $(ZDTM_COMMON)
 bats_tests_progs_zdtm_socket_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_thread_creds_SOURCES = bats-tests/zdtm/thread-creds.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_thread_creds_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_nested_ns_SOURCES = bats-tests/zdtm/nested-ns.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_nested_ns_LDFLAGS = -static -pthread
 # --- end of the zdtm block ---------------------------------------------------
 
 # The other end of --console-socket: receives the pty master, records what

@@ -14,6 +14,7 @@
 
 static const char *ready_path;
 static const char *result_path;
+static int paths_fd = AT_FDCWD; /* what absolute READY and RESULT paths start from */
 volatile sig_atomic_t zdtm_stop_flag;
 static bool failed;
 
@@ -57,6 +58,23 @@ zdtm_init(int argc, char **argv)
 }
 
 void
+zdtm_paths_from(int dirfd)
+{
+  paths_fd = dirfd;
+}
+
+/* PATH as openat() takes it from paths_fd: without its leading slashes once
+   that is a directory of its own. */
+static const char *
+at_path(const char *path)
+{
+  if (paths_fd != AT_FDCWD)
+    while (*path == '/')
+      path++;
+  return path;
+}
+
+void
 zdtm_ready(void)
 {
   char tmp[4096], buf[32];
@@ -69,13 +87,13 @@ zdtm_ready(void)
       return;
     }
   snprintf(tmp, sizeof(tmp), "%s.tmp", ready_path);
-  fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  fd = openat(paths_fd, at_path(tmp), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     zdtm_error("create %s: %s", tmp, strerror(errno));
   n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
   if (write(fd, buf, n) != n || close(fd) < 0)
     zdtm_error("write %s: %s", tmp, strerror(errno));
-  if (rename(tmp, ready_path) < 0)
+  if (renameat(paths_fd, at_path(tmp), paths_fd, at_path(ready_path)) < 0)
     zdtm_error("rename %s: %s", tmp, strerror(errno));
 }
 
@@ -113,7 +131,7 @@ out_line(const char *prefix, const char *fmt, va_list ap)
         _exit(3);
       return;
     }
-  fd = open(result_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  fd = openat(paths_fd, at_path(result_path), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0 || write(fd, line, n) != n)
     {
       fprintf(stderr, "zdtm: cannot write %s: %s\n", result_path, strerror(errno));

@@ -30,6 +30,11 @@ void
 zdtm_init(int argc, char **argv);
 void
 zdtm_ready(void);
+/* For a test that changes its root directory (chroot): DIRFD is a
+   descriptor of the root it started in, kept open; READY and RESULT are
+   reached from it from now on (they are absolute paths in that root). */
+void
+zdtm_paths_from(int dirfd);
 void
 zdtm_wait(void);
 /* Set by the SIGTERM handler (for waits written in assembly). */

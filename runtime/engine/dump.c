@@ -76,6 +76,8 @@ struct dproc
   /* Its parent, seized with it, has already collected that stop with
      waitpid(WUNTRACED) (so another would report nothing). */
   bool stop_reported;
+  char *root_dir; /* its root directory when it is not the tree's top (a
+                     chroot), as a path from the top; NULL: the top */
 };
 
 struct dfile
@@ -132,6 +134,7 @@ struct dctx
   bool foreign_userns; /* the tree lives in another user namespace than crest */
   struct idmap uidmap, gidmap;
   pid_t root;
+  int topfd; /* the directory the paths /proc shows are relative to (open_top) */
   struct dproc *p;
   size_t np;
   struct dfile *f;
@@ -211,20 +214,28 @@ read_proc(pid_t pid, const char *what, char **out, crest_error_t *err)
   return 0;
 }
 
-/* Open PATH as task PID sees it. The dump runs outside the tree's mount
-   namespace (a container's paths mean nothing on the host), so the path is
-   resolved under the task's root directory, where absolute symlinks and ".."
-   stay inside it and no magic link (a /proc/self/... of the container's
-   /proc would be crest's own) is followed: nothing in the task's file system
-   can make crest open a file of its own. */
+/* Open PATH, a path /proc showed for task PID. The dump runs outside the
+   tree's mount namespace (a container's paths mean nothing on the host), so
+   the path is resolved under the task's root directory, where absolute
+   symlinks and ".." stay inside it and no magic link (a /proc/self/... of
+   the container's /proc would be crest's own) is followed: nothing in the
+   task's file system can make crest open a file of its own. /proc shows a
+   chroot'd task's paths from the tree's top, not from its root (open_top):
+   for such a task the top is where they are resolved. */
 static int
-open_in_root(pid_t pid, const char *path, int flags, crest_error_t *err)
+open_in_root(const struct dctx *c, pid_t pid, const char *path, int flags, crest_error_t *err)
 {
   cleanup_free char *rp = xasprintf("/proc/%d/root", pid);
-  cleanup_close int root = open(rp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  cleanup_close int own = -1;
+  const struct dproc *p = NULL;
   struct open_how how;
-  int fd;
-  if (root < 0)
+  int fd, root;
+  for (size_t i = 0; i < c->np && !p; i++)
+    if (c->p[i].pid == pid)
+      p = &c->p[i];
+  if (p && p->root_dir)
+    root = c->topfd;
+  else if ((root = own = open(rp, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
     return crest_error_errno(err, "open the task's root directory");
   memset(&how, 0, sizeof how);
   how.flags = flags | O_CLOEXEC
@@ -315,6 +326,41 @@ inner_id(const struct dctx *c, const struct idmap *m, long id)
   return 65534;
 }
 
+/* Every task must share the root task's namespaces: restore makes each
+   task in the namespaces its restorer runs in, so a task that unshared one
+   (a mount, UTS, IPC, network, PID, cgroup or time namespace of its own,
+   including one only for its future children) would come back in the wrong
+   one. Namespace types this kernel lacks are skipped. */
+static int
+same_namespaces(struct dctx *c, crest_error_t *err)
+{
+  static const struct
+  {
+    const char *name, *like; /* LIKE: the root's namespace it must equal */
+  } ns[] = { { "mnt", "mnt" },       { "uts", "uts" },   { "ipc", "ipc" },
+             { "net", "net" },       { "pid", "pid" },   { "pid_for_children", "pid" },
+             { "cgroup", "cgroup" }, { "time", "time" }, { "time_for_children", "time" } };
+  for (size_t k = 0; k < ARRAY_SIZE(ns); k++)
+    {
+      struct stat r, t;
+      cleanup_free char *rp = xasprintf("/proc/%d/ns/%s", c->root, ns[k].like);
+      if (stat(rp, &r) < 0)
+        continue;
+      for (size_t i = 0; i < c->np; i++)
+        {
+          cleanup_free char *tp = xasprintf("/proc/%d/ns/%s", c->p[i].pid, ns[k].name);
+          if (c->p[i].zombie)
+            continue;
+          if (stat(tp, &t) < 0 || t.st_dev != r.st_dev || t.st_ino != r.st_ino)
+            return crest_error_make(err, ENOTSUP,
+                                    "task %d: a %s namespace of its own (nested), cannot "
+                                    "checkpoint it",
+                                    c->p[i].pid, ns[k].name);
+        }
+    }
+  return 0;
+}
+
 static int
 user_ns(struct dctx *c, crest_error_t *err)
 {
@@ -340,6 +386,38 @@ user_ns(struct dctx *c, crest_error_t *err)
             err, ENOTSUP, "task %d: a user namespace of its own (nested), cannot checkpoint it",
             c->p[i].pid);
     }
+  return 0;
+}
+
+/* Do status lines KEY of A and B say the same? */
+static bool
+same_status_line(const char *a, const char *b, const char *key)
+{
+  const char *x = status_field(a, key), *y = status_field(b, key);
+  size_t nx, ny;
+  if (!x || !y)
+    return x == y;
+  nx = strcspn(x, "\n");
+  ny = strcspn(y, "\n");
+  return nx == ny && memcmp(x, y, nx) == 0;
+}
+
+/* Credentials are restored per process: every thread gets the main
+   thread's. A thread that changed its own (a raw setresuid or capset, which
+   glibc's wrappers would have applied to all threads) cannot be restored
+   as it is, so it is refused. */
+static int
+check_thread_creds(const struct dproc *p, pid_t tid, const char *main_st, const char *st,
+                   crest_error_t *err)
+{
+  static const char *const keys[]
+      = { "Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs" };
+  for (size_t k = 0; k < ARRAY_SIZE(keys); k++)
+    if (!same_status_line(main_st, st, keys[k]))
+      return crest_error_make(err, ENOTSUP,
+                              "task %d: thread %d has credentials of its own (%s differs from the "
+                              "main thread's), which crest cannot restore",
+                              p->pid, tid, keys[k]);
   return 0;
 }
 
@@ -374,6 +452,8 @@ ns_ids(struct dctx *c, crest_error_t *err)
           if (read_proc(p->pid, what, &ts, err) < 0)
             return -1;
           p->th[t].itid = ns_field(ts, "NSpid", inner, p->th[t].tid);
+          if (p->th[t].tid != p->pid && check_thread_creds(p, p->th[t].tid, st, ts, err) < 0)
+            return -1;
         }
     }
   return 0;
@@ -953,11 +1033,11 @@ getfd(pid_t pid, int fd, crest_error_t *err)
 /* Does PATH, resolved inside the task's root as the task would resolve it,
    name the file ST describes? 1 yes, 0 no (absent there, or another file). */
 static int
-same_in_root(pid_t pid, const char *path, const struct stat *st)
+same_in_root(const struct dctx *c, pid_t pid, const char *path, const struct stat *st)
 {
   crest_error_t e = NULL;
   struct stat pst;
-  cleanup_close int pf = open_in_root(pid, path, O_PATH, &e);
+  cleanup_close int pf = open_in_root(c, pid, path, O_PATH, &e);
   if (pf < 0)
     {
       crest_error_release(&e);
@@ -966,6 +1046,134 @@ same_in_root(pid_t pid, const char *path, const struct stat *st)
   if (fstat(pf, &pst) < 0)
     return 0;
   return pst.st_dev == st->st_dev && pst.st_ino == st->st_ino;
+}
+
+/* A directory's identity: device, inode and mount. Two mounts of one
+   directory show different things below them; only all three together say
+   that two paths lead to the same place. */
+static int
+dir_id(int fd, uint64_t id[3])
+{
+  struct statx sx;
+  if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_INO | STATX_MNT_ID, &sx) < 0)
+    return -1;
+  id[0] = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+  id[1] = sx.stx_ino;
+  id[2] = sx.stx_mask & STATX_MNT_ID ? sx.stx_mnt_id : 0;
+  return 0;
+}
+
+/* The tree's top: the directory every path /proc shows crest for the tree
+   (readlink of fd, cwd, exe, root; maps) is relative to. The kernel writes
+   those paths as seen from the reader's root directory, or, for a task in
+   another mount namespace, from the top of that namespace; never from the
+   task's own root. So they are relative to crest's root when the tree shares
+   crest's mount namespace, and to the container's root file system for a
+   container (the restore, in the new container, sees the same). A task's
+   "..", taken from the root task's root directory, climbs to exactly that
+   place: it stops at crest's root and at the top of a mount namespace.
+   Needed only when some task is chroot'd; a root task whose root /proc
+   shows as "/" is at the top already. */
+static int
+open_top(struct dctx *c, crest_error_t *err)
+{
+  cleanup_free char *rp = xasprintf("/proc/%d/root", c->root);
+  char link[3];
+  ssize_t n = readlink(rp, link, sizeof link);
+  int fd = open(rp, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return crest_error_errno(err, "task %d: open its root directory", c->root);
+  if (n == 1 && link[0] == '/')
+    {
+      c->topfd = fd;
+      return 0;
+    }
+  for (int depth = 0; depth < PATH_MAX / 2; depth++)
+    {
+      uint64_t here[3], up_id[3];
+      int up = openat(fd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
+      if (up < 0 || dir_id(fd, here) < 0 || dir_id(up, up_id) < 0)
+        {
+          crest_error_errno(err, "task %d: the top of its root directory", c->root);
+          if (up >= 0)
+            close(up);
+          close(fd);
+          return -1;
+        }
+      if (memcmp(here, up_id, sizeof here) == 0)
+        {
+          close(up);
+          c->topfd = fd;
+          return 0;
+        }
+      close(fd);
+      fd = up;
+    }
+  close(fd);
+  return crest_error_make(err, ELOOP, "task %d: its root directory lies too deep", c->root);
+}
+
+/* Each task's root directory. The tree's top is a task's root as it is; any
+   other (a chroot) is recorded as the path /proc shows, which leads to it
+   from the top, and restored with chroot(2) once everything else the task
+   opens by path is open. Refused, leaving the tree running: a root directory
+   that was deleted, or that the path does not lead to from the top (outside
+   the tree's root, or on another mount than the one the path reaches), which
+   the restore could not find again; and any chroot when the restore will
+   not hold CAP_SYS_CHROOT (opts->no_chroot_cap). */
+static int
+dump_roots(struct dctx *c, crest_error_t *err)
+{
+  for (size_t i = 0; i < c->np; i++)
+    {
+      struct dproc *p = &c->p[i];
+      cleanup_free char *link = xasprintf("/proc/%d/root", p->pid);
+      cleanup_close int own = -1, byp = -1;
+      char root[PATH_MAX + 1];
+      uint64_t want[3], got[3];
+      ssize_t n;
+      size_t l;
+      if (p->zombie)
+        continue;
+      if ((n = readlink(link, root, PATH_MAX)) < 0)
+        return crest_error_errno(err, "task %d: readlink its root directory", p->pid);
+      root[n] = 0;
+      if (strcmp(root, "/") == 0)
+        continue;
+      l = strlen(root);
+      if (l > 10 && strcmp(root + l - 10, " (deleted)") == 0)
+        return crest_error_make(err, ENOTSUP,
+                                "task %d: root directory %.*s (chroot): deleted, cannot checkpoint "
+                                "it",
+                                p->pid, (int)(l - 10), root);
+      if (root[0] != '/')
+        return crest_error_make(err, ENOTSUP,
+                                "task %d: root directory %s (chroot): not a path from the tree's "
+                                "root, cannot checkpoint it",
+                                p->pid, root);
+      if ((own = open(link, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 || dir_id(own, want) < 0)
+        return crest_error_errno(err, "task %d: root directory %s (chroot): stat", p->pid, root);
+      if (c->topfd < 0 && open_top(c, err) < 0)
+        return crest_error_wrap(err, "task %d: root directory %s (chroot)", p->pid, root);
+      {
+        struct open_how how;
+        memset(&how, 0, sizeof how);
+        how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+        how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+        byp = syscall(SYS_openat2, c->topfd, root, &how, sizeof how);
+      }
+      if (byp < 0 || dir_id(byp, got) < 0 || memcmp(want, got, sizeof want) != 0)
+        return crest_error_make(err, ENOTSUP,
+                                "task %d: root directory %s (chroot): the path does not lead to it "
+                                "from the tree's root (another directory or mount, or none), "
+                                "cannot checkpoint it",
+                                p->pid, root);
+      if (c->o->no_chroot_cap)
+        return crest_error_make(err, ENOTSUP, "task %d: root directory %s (chroot): %s", p->pid,
+                                root, c->o->no_chroot_cap);
+      p->root_dir = xstrdup(root);
+    }
+  return 0;
 }
 
 /* Container mode: find the container's terminal (c->term), if it has one:
@@ -991,7 +1199,7 @@ find_terminal(struct dctx *c)
   q = strrchr(statb, ')');
   if (!q || sscanf(q + 2, "%*c %*d %*d %*d %ld %ld", &tty_nr, &tpgid) != 2 || tty_nr == 0)
     return;
-  fd = open_in_root(c->root, "/dev/console", O_PATH, &e);
+  fd = open_in_root(c, c->root, "/dev/console", O_PATH, &e);
   crest_error_release(&e);
   if (fd < 0 || fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode) || st.st_rdev != (dev_t)tty_nr)
     {
@@ -1109,7 +1317,7 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
       nf.fd = fd;
       if (fd <= 2 && (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)) && link[0] == '/'
           && st.st_nlink > 0 && strncmp(link, "/memfd:", 7) != 0
-          && !same_in_root(p->pid, link, &st))
+          && !same_in_root(c, p->pid, link, &st))
         /* Stdio that is a file or device outside the task's root (a log
            file of the caller, the host's /dev/null): the restorer's own
            stdio takes its place, as crun's inherited descriptors. */
@@ -1206,7 +1414,7 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
           /* Restore opens it again by this path, inside the container: it
              must name this very file there. */
           struct stat pst;
-          cleanup_close int pf = open_in_root(p->pid, link, O_PATH, err);
+          cleanup_close int pf = open_in_root(c, p->pid, link, O_PATH, err);
           if (pf < 0)
             return crest_error_wrap(err, "task %d: fd %d (%s)", p->pid, fd, link);
           if (fstat(pf, &pst) < 0)
@@ -1604,7 +1812,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
 {
   cleanup_free char *statb = NULL, *status = NULL, *auxv = NULL, *pers = NULL, *oom = NULL,
                     *comm = NULL;
-  char exe[PATH_MAX + 1], cwd[PATH_MAX + 1], root[PATH_MAX + 1];
+  char exe[PATH_MAX + 1], cwd[PATH_MAX + 1];
   unsigned long long f[64] = { 0 };
   struct vma *v = NULL;
   size_t nv = 0, auxlen = 0;
@@ -1658,15 +1866,8 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
     if ((n = readlink(path, cwd, PATH_MAX)) < 0)
       return crest_error_errno(err, "task %d: readlink cwd", p->pid);
     cwd[n] = 0;
-    free(path);
-    path = xasprintf("/proc/%d/root", p->pid);
-    if ((n = readlink(path, root, PATH_MAX)) < 0)
-      return crest_error_errno(err, "task %d: readlink root", p->pid);
-    root[n] = 0;
-    if (strcmp(root, "/") != 0)
-      return crest_error_make(err, ENOTSUP, "task %d: root directory %s (chroot) is not supported",
-                              p->pid, root);
-    /* Restore opens both again by path inside the task's root. */
+    /* Restore opens both again by path inside the tree's root, before a
+       chroot'd task's chroot (dump_roots checked its root directory). */
     {
       const char *what[2] = { "exe", "cwd" }, *val[2] = { exe, cwd };
       for (int k = 0; k < 2; k++)
@@ -1680,7 +1881,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
                                     p->pid, what[k], val[k]);
           if (stat(link, &want) < 0)
             return crest_error_errno(err, "task %d: stat its %s", p->pid, what[k]);
-          if ((fd = open_in_root(p->pid, val[k], O_PATH, err)) < 0)
+          if ((fd = open_in_root(c, p->pid, val[k], O_PATH, err)) < 0)
             return crest_error_wrap(err, "task %d: %s %s", p->pid, what[k], val[k]);
           if (fstat(fd, &got) < 0)
             return crest_error_errno(err, "task %d: %s %s: stat by path", p->pid, what[k], val[k]);
@@ -1708,6 +1909,8 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   jput_int(g, "sid", p->isid);
   jput_str(g, "exe", exe);
   jput_str(g, "cwd", cwd);
+  if (p->root_dir)
+    jput_str(g, "root_dir", p->root_dir);
   s = status_field(status, "Umask");
   jput_int(g, "umask", s ? strtol(s, NULL, 8) : 022);
   jput_u64(g, "personality", strtoull(pers, NULL, 16));
@@ -1867,7 +2070,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       else if (v[i].path)
         {
           struct stat st;
-          cleanup_close int mf = open_in_root(p->pid, v[i].path, O_PATH, err);
+          cleanup_close int mf = open_in_root(c, p->pid, v[i].path, O_PATH, err);
           if (mf < 0)
             {
               crest_error_wrap(err, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s", p->pid,
@@ -2022,7 +2225,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       jput_int(g, "stop_signal", p->stop_sig);
       if (p != &c->p[0] && find_proc(c, p->ppid))
         jput_bool(g, "stop_reported", p->stop_reported);
-      c->w->format = 2;
+      c->w->format = CREST_IMAGE_FORMAT_STOP;
     }
   yajl_gen_map_close(g);
   rc = 0;
@@ -2134,7 +2337,10 @@ free_ctx(struct dctx *c)
       for (size_t t = 0; t < c->p[i].nth; t++)
         free(c->p[i].th[t].xstate);
       free(c->p[i].th);
+      free(c->p[i].root_dir);
     }
+  if (c->topfd >= 0)
+    close(c->topfd);
   free(c->p);
   for (size_t i = 0; i < c->nf; i++)
     free(c->f[i].path), free(c->f[i].data);
@@ -2160,6 +2366,7 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
   memset(&c, 0, sizeof c);
   c.o = o;
   c.root = root;
+  c.topfd = -1;
   clock_gettime(CLOCK_MONOTONIC, &c.t0);
   if (root <= 0)
     return crest_error_make(err, EINVAL, "checkpoint: bad PID %d", root);
@@ -2182,7 +2389,8 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
   if (collect_tree(&c, err) < 0)
     goto out;
   crest_debug("checkpoint: %zu processes seized", c.np);
-  if (ns_ids(&c, err) < 0 || user_ns(&c, err) < 0)
+  if (ns_ids(&c, err) < 0 || user_ns(&c, err) < 0 || same_namespaces(&c, err) < 0
+      || dump_roots(&c, err) < 0)
     goto out;
   if (o->root_is_ns_init)
     find_terminal(&c);
@@ -2325,8 +2533,14 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
           goto out;
         }
     }
-  if (interrupted(err) < 0 || img_writer_commit(c.w, o->config_digest, err) < 0)
-    goto out;
+  {
+    int format = 1;
+    for (size_t i = 0; i < c.np; i++)
+      if (c.p[i].root_dir)
+        format = CREST_IMAGE_FORMAT_CHROOT;
+    if (interrupted(err) < 0 || img_writer_commit(c.w, o->config_digest, format, err) < 0)
+      goto out;
+  }
   crest_debug("checkpoint: %" PRIu64 " bytes of memory in %" PRIu64 " process_vm_readv calls",
               c.pages_bytes, c.readv_calls);
   if (getenv("CREST_STATS"))

@@ -17,8 +17,15 @@
 #include <sys/types.h>
 #include "error.h"
 
-/* Image format version written into the manifest; a reader refuses others. */
-#define CREST_IMAGE_FORMAT 1
+/* Image format versions (the manifest's "format"). A reader refuses a version
+   it does not know. The writer writes the oldest one that describes the
+   image: 1, or 2 when a process is in a group stop ("stop_signal") or has a
+   root directory of its own ("root_dir"): a reader of version 1 would ignore
+   the key and restore the process running, or without its chroot, so such
+   an image must not look like version 1 to it. */
+#define CREST_IMAGE_FORMAT 2
+#define CREST_IMAGE_FORMAT_STOP 2
+#define CREST_IMAGE_FORMAT_CHROOT 2
 
 /* Freeze callback: called once, before any task is seized, with the tree's
    root PID. Return < 0 (filling err) to abort the dump; the engine then calls
@@ -50,6 +57,13 @@ struct crest_dump_opts
   /* Optional: SHA-256 hex digest of the container's config.json; recorded in
      the manifest ("config_digest"), NULL in process mode. */
   const char *config_digest;
+  /* Optional (container mode): set when the restore will not hold
+     CAP_SYS_CHROOT, which giving a task its root directory back (chroot)
+     needs; the reason, e.g. that the container's config does not give it.
+     A task with a root directory of its own is then refused at once, with
+     this reason. NULL: not known here (process mode); the restore checks
+     its own capabilities before it creates anything. */
+  const char *no_chroot_cap;
 };
 
 /* Checkpoint the tree rooted at ROOT (ROOT and all its descendants, every

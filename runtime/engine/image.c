@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
+#include "engine.h"
 #include "image.h"
 #include "util.h"
 
@@ -177,7 +178,7 @@ img_write_json(struct img_writer *w, const char *name, yajl_gen g, crest_error_t
 }
 
 int
-img_writer_commit(struct img_writer *w, const char *config_digest, crest_error_t *err)
+img_writer_commit(struct img_writer *w, const char *config_digest, int format, crest_error_t *err)
 {
   struct img_kernel k;
   yajl_gen g;
@@ -191,7 +192,9 @@ img_writer_commit(struct img_writer *w, const char *config_digest, crest_error_t
   g = yajl_gen_alloc(NULL);
   yajl_gen_config(g, yajl_gen_beautify, 1);
   yajl_gen_map_open(g);
-  jput_int(g, "format", w->format ? w->format : 1);
+  /* The oldest version that describes the image: what the caller asks
+     for, or more if the writer was told of a field that needs it. */
+  jput_int(g, "format", w->format > format ? w->format : format);
   jput_str(g, "crest_version", PACKAGE_VERSION);
   jput_key(g, "kernel");
   yajl_gen_map_open(g);
@@ -566,9 +569,9 @@ img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_read
     FAIL("image %s: %s: not valid JSON", dir, IMG_MANIFEST);
   if (jget_i64(root, "format", &fmt, err) < 0)
     FAIL("%s", "");
-  if (fmt != 1 && fmt != 2)
-    FAIL("image %s: %s: format version %lld, this crest reads versions 1 and 2", dir, IMG_MANIFEST,
-         (long long)fmt);
+  if (fmt < 1 || fmt > CREST_IMAGE_FORMAT)
+    FAIL("image %s: %s: format version %lld, this crest reads versions 1 to %d", dir, IMG_MANIFEST,
+         (long long)fmt, CREST_IMAGE_FORMAT);
   r->format = fmt;
   if (jget_str(root, "crest_version", &s, err) < 0)
     FAIL("%s", "");

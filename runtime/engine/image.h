@@ -66,9 +66,10 @@ img_write_file(struct img_writer *w, const char *name, const void *buf, size_t l
                crest_error_t *err);
 int
 img_write_json(struct img_writer *w, const char *name, yajl_gen g, crest_error_t *err);
-/* Write the manifest, fsync, rename the temporary directory into place. */
+/* Write the manifest with format version FORMAT (see CREST_IMAGE_FORMAT),
+   fsync, rename the temporary directory into place. */
 int
-img_writer_commit(struct img_writer *w, const char *config_digest, crest_error_t *err);
+img_writer_commit(struct img_writer *w, const char *config_digest, int format, crest_error_t *err);
 /* Remove the temporary directory and free. Safe after commit (frees only). */
 void
 img_writer_free(struct img_writer *w);

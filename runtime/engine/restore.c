@@ -101,6 +101,7 @@ struct rproc
 {
   pid_t pid, ppid, pgid, sid;
   const char *exe, *cwd;
+  const char *root_dir; /* its chroot, a path in the tree's root; NULL: none */
   int64_t umask, oom;
   uint64_t personality;
   int64_t uids[4], gids[4];
@@ -369,6 +370,16 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
         cr = v->u.object.values[i];
       if (strcmp(v->u.object.keys[i], "mm") == 0)
         mm = v->u.object.values[i];
+      if (strcmp(v->u.object.keys[i], "root_dir") == 0)
+        {
+          yajl_val rd = v->u.object.values[i];
+          CHECK(YAJL_IS_STRING(rd) && rd->u.string[0] == '/' && strlen(rd->u.string) < PATH_MAX,
+                "process %d: root_dir is not an absolute path", p->pid);
+          CHECK(c->img->format >= CREST_IMAGE_FORMAT_CHROOT,
+                "process %d: root_dir in an image of format %d (it needs format %d)", p->pid,
+                c->img->format, CREST_IMAGE_FORMAT_CHROOT);
+          p->root_dir = rd->u.string;
+        }
     }
   CHECK(cr && mm, "process %d: missing creds or mm", p->pid);
   {
@@ -1768,6 +1779,15 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
         memcpy(region + (args_addr - base) + sizeof a + (t - 1) * sizeof h, &h, sizeof h);
       }
   }
+  /* The root directory last of everything opened by path (files, exe and
+     mapped files are open in the service range, the cwd and /proc/self are
+     done): the image's paths are all in the tree's root, and a chroot'd
+     task's cwd may lie outside its root, as it did. Its children already
+     exist (they chroot themselves if they were). Still with the restorer's
+     capabilities; the blob lowers them to the task's own at its end. */
+  if (p->root_dir && chroot(p->root_dir) < 0)
+    task_fail(c, idx, "process %d: chroot %s: %s%s", p->pid, p->root_dir, strerror(errno),
+              errno == EPERM ? " (it needs CAP_SYS_CHROOT)" : "");
   {
     uint64_t stack_lo = bld_alloc(&b, MAIN_STACK, 64, NULL);
 
@@ -2399,6 +2419,25 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
       free_ctx(&c);
       return -1;
     }
+  /* Every task starts with the restorer's capabilities: a chroot'd one
+     needs CAP_SYS_CHROOT among them. Known now, before anything exists. */
+  for (size_t i = 0; i < c.np; i++)
+    if (c.p[i].root_dir)
+      {
+        struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+        struct __user_cap_data_struct d[2];
+        if (syscall(SYS_capget, &h, d) < 0)
+          crest_error_errno(err, "restore: capget");
+        else if (!(d[0].effective & (1U << CAP_SYS_CHROOT)))
+          crest_error_make(err, EPERM,
+                           "restore: process %d has a root directory of its own (chroot to %s): "
+                           "giving it back needs CAP_SYS_CHROOT, which this restore does not hold",
+                           c.p[i].pid, c.p[i].root_dir);
+        else
+          break;
+        free_ctx(&c);
+        return -1;
+      }
   {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);

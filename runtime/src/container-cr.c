@@ -422,6 +422,20 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
   d.leave_running = opts->leave_running;
   d.root_is_ns_init = true;
   d.config_digest = digest;
+  {
+    /* The restorer runs with the config's capabilities (restore-config.json
+       only adds CAP_CHECKPOINT_RESTORE): a task's chroot can only come back
+       if the config gives CAP_SYS_CHROOT. */
+    yajl_val cfg = NULL;
+    crest_error_t e = NULL;
+    if (crest_config_parse(config_text, &cfg, &e) == 0
+        && crest_config_process_holds_cap(cfg, "CAP_SYS_CHROOT") == 0)
+      d.no_chroot_cap = "restoring it needs CAP_SYS_CHROOT, which the container's config does not "
+                        "give its processes";
+    crest_error_release(&e);
+    if (cfg)
+      yajl_tree_free(cfg);
+  }
   if (freezer_setup(init, &fz))
     {
       d.freeze = cg_freeze;

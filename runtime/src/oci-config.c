@@ -88,6 +88,56 @@ crest_config_annotation_grant(yajl_val root, enum crest_grant *out, crest_error_
   return 0;
 }
 
+/* 1: the capability list at process.capabilities.SET has CAP, 0: it has
+   not, -1: there is no such list. */
+static int
+caps_list_has(yajl_val root, const char *set, const char *cap)
+{
+  const char *path[] = { "process", "capabilities", set, NULL };
+  yajl_val v = yajl_tree_get(root, path, yajl_t_array);
+  if (!v)
+    return -1;
+  for (size_t i = 0; i < v->u.array.len; i++)
+    if (YAJL_IS_STRING(v->u.array.values[i]) && strcmp(v->u.array.values[i]->u.string, cap) == 0)
+      return 1;
+  return 0;
+}
+
+/* crun sets the config's sets and then executes the program, and that
+   execve decides what the program holds: the kernel treats a program run by
+   uid 0 as if it carried every file capability, so its permitted and
+   effective sets become the bounding and inheritable sets, cut down to the
+   permitted set it had when no_new_privs is set; a program run by another
+   user keeps only its ambient set. The config's effective list itself
+   counts for nothing (seen with crun 1.8: a rootless root process with
+   CAP_SYS_CHROOT in bounding and permitted but not in effective holds it,
+   with noNewPrivileges). */
+int
+crest_config_process_holds_cap(yajl_val root, const char *cap)
+{
+  const char *uid_path[] = { "process", "user", "uid", NULL };
+  const char *nnp_path[] = { "process", "noNewPrivileges", NULL };
+  yajl_val uid = yajl_tree_get(root, uid_path, yajl_t_number);
+  yajl_val nnp = yajl_tree_get(root, nnp_path, yajl_t_any);
+  int bnd, inh, prm, amb;
+
+  if (uid && YAJL_IS_INTEGER(uid) && YAJL_GET_INTEGER(uid) != 0)
+    return caps_list_has(root, "ambient", cap) == 1 ? 1 : 0;
+  bnd = caps_list_has(root, "bounding", cap);
+  inh = caps_list_has(root, "inheritable", cap);
+  if (bnd < 0)
+    return -1;
+  if (bnd == 0 && inh != 1)
+    return 0;
+  if (nnp && YAJL_IS_TRUE(nnp))
+    {
+      prm = caps_list_has(root, "permitted", cap);
+      amb = caps_list_has(root, "ambient", cap);
+      return prm < 0 ? -1 : prm == 1 || amb == 1;
+    }
+  return 1;
+}
+
 /* Where the copy currently is, so that the capability sets can be found. */
 enum ctx
 {

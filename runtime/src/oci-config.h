@@ -33,6 +33,13 @@ crest_config_get_string(yajl_val root, const char *const *path);
 int
 crest_config_annotation_grant(yajl_val root, enum crest_grant *out, crest_error_t *err);
 
+/* Does the process crun starts from ROOT hold capability CAP (e.g.
+   "CAP_SYS_CHROOT") in its effective set once its program runs? 1 yes, 0 no,
+   -1 when the config does not say (no process.capabilities, or a set that
+   decides is missing). */
+int
+crest_config_process_holds_cap(yajl_val root, const char *cap);
+
 /* Serialise ROOT to JSON, applying GRANT to process.capabilities on the way
    (every other value is copied unchanged). PROCESS_UID is process.user.uid,
    which decides whether the ambient set is touched. *out is malloc'ed. */

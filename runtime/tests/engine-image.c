@@ -83,8 +83,11 @@ put(const char *dir, const char *name, const char *text)
 #define FDS_OK "{\"fd\": 0, \"cloexec\": false, \"file\": 0}"
 
 /* When set, check_tree gives the tree's one file this type, adds this
-   "terminal" object to the tree, and these keys to its process. */
-static const char *tree_file_type, *tree_terminal, *tree_process_extra;
+   "terminal" object to the tree, these keys (tree_process_extra) and this
+   "root_dir" member (JSON text: a key and its value) to its process;
+   tree_format is the manifest's format. */
+static const char *tree_file_type, *tree_terminal, *tree_process_extra, *tree_root_dir;
+static int tree_format = 1;
 
 /* Write an image whose tree.json is built from the slots, with a page file
    of PAGES bytes; return crest_engine_check_image's verdict and message. */
@@ -124,6 +127,13 @@ check_tree(const char *name, const char *vmas, const char *pages, const char *fd
       free(tree);
       tree = edited;
     }
+  if (tree_root_dir)
+    {
+      char *t = strstr(tree, "\"cwd\": \"/\",") + strlen("\"cwd\": \"/\",");
+      char *edited = xasprintf("%.*s %s,%s", (int)(t - tree), tree, tree_root_dir, t);
+      free(tree);
+      tree = edited;
+    }
   if (tree_terminal)
     {
       char *edited
@@ -135,7 +145,7 @@ check_tree(const char *name, const char *vmas, const char *pages, const char *fd
   if (img_writer_open(dir, &w, &err) < 0
       || img_write_file(w, "tree.json", tree, strlen(tree), &err) < 0
       || img_write_file(w, "pages-10.img", zeros, page_bytes, &err) < 0
-      || img_writer_commit(w, NULL, &err) < 0)
+      || img_writer_commit(w, NULL, tree_format, &err) < 0)
     {
       *msg = crest_error_text(err);
       crest_error_release(&err);
@@ -226,7 +236,8 @@ main(void)
   tap_ok(img_write_file(w, "../evil", "x", 1, &err) < 0,
          "a file name leaving the image is refused");
   crest_error_release(&err);
-  tap_ok(img_writer_commit(w, "abc123", &err) == 0 && exists(dir), "commit renames it into place");
+  tap_ok(img_writer_commit(w, "abc123", 1, &err) == 0 && exists(dir),
+         "commit renames it into place");
   img_writer_free(w);
   tap_ok(exists(dir), "freeing a committed writer keeps the image");
   snprintf(path, sizeof path, "%s/img2", base);
@@ -259,7 +270,7 @@ main(void)
       {
         w->format = 2;
         ok_ = img_write_file(w, "a.img", "x", 1, &err) == 0
-              && img_writer_commit(w, NULL, &err) == 0;
+              && img_writer_commit(w, NULL, 1, &err) == 0;
         img_writer_free(w);
       }
     tap_ok(ok_ && img_reader_open(path, true, true, &r2, &err) == 0 && r2->format == 2,
@@ -470,6 +481,69 @@ main(void)
         free(msg);
       }
     tree_process_extra = NULL;
+  }
+
+  /* A process's root directory (chroot): written by the dump's own JSON
+     writer, checked by the restore's parser, read back byte for byte. */
+  {
+    static const char odd[] = "/srv/a dir/\"q\"\\b/\xc3\xbcn\xc3\xaf\tx";
+    yajl_gen g = yajl_gen_alloc(NULL);
+    const unsigned char *gb;
+    size_t gl;
+    cleanup_free char *member = NULL;
+    yajl_gen_map_open(g);
+    jput_str(g, "root_dir", odd);
+    yajl_gen_map_close(g);
+    yajl_gen_get_buf(g, &gb, &gl);
+    member = xasprintf("%.*s", (int)gl - 2, (const char *)gb + 1); /* without the braces */
+    yajl_gen_free(g);
+
+    tree_root_dir = member;
+    tree_format = CREST_IMAGE_FORMAT_CHROOT;
+    tap_ok(check_tree("t-root", VMA_OK, PAGES_OK, FDS_OK, 0x2000, &msg) == 0,
+           "a process with root_dir in a format %d image passes: %s", CREST_IMAGE_FORMAT_CHROOT,
+           msg);
+    free(msg);
+    {
+      yajl_val tree = NULL, *procs = NULL;
+      const char *got = NULL;
+      snprintf(dir, sizeof dir, "%s/t-root", base);
+      if (img_reader_open(dir, false, true, &r, &err) == 0)
+        {
+          if (img_reader_json(r, "tree.json", &tree, &err) == 0
+              && jget_array(tree, "processes", &procs, &err) == 1)
+            jget_str(procs[0], "root_dir", &got, &err);
+          tap_ok(r->format == CREST_IMAGE_FORMAT_CHROOT, "the manifest says format %d, got %d",
+                 CREST_IMAGE_FORMAT_CHROOT, r->format);
+          img_reader_free(r);
+        }
+      tap_is_str(got, odd,
+                 "root_dir reads back as written (spaces, quotes, backslash, UTF-8, tab)");
+      crest_error_release(&err);
+      if (tree)
+        yajl_tree_free(tree);
+    }
+    tree_format = 1;
+    tap_ok(check_tree("t-root-fmt1", VMA_OK, PAGES_OK, FDS_OK, 0x2000, &msg) < 0
+               && strstr(msg, "root_dir in an image of format 1"),
+           "root_dir in a format 1 image is refused (a reader of format 1 would drop it): %s", msg);
+    free(msg);
+    tree_format = CREST_IMAGE_FORMAT_CHROOT;
+    tree_root_dir = "\"root_dir\": \"srv/x\"";
+    tap_ok(check_tree("t-root-rel", VMA_OK, PAGES_OK, FDS_OK, 0x2000, &msg) < 0
+               && strstr(msg, "not an absolute path"),
+           "a relative root_dir is refused: %s", msg);
+    free(msg);
+    tree_root_dir = "\"root_dir\": 42";
+    tap_ok(check_tree("t-root-num", VMA_OK, PAGES_OK, FDS_OK, 0x2000, &msg) < 0
+               && strstr(msg, "not an absolute path"),
+           "a root_dir that is not a string is refused: %s", msg);
+    free(msg);
+    tree_root_dir = NULL;
+    tap_ok(check_tree("t-fmt2", VMA_OK, PAGES_OK, FDS_OK, 0x2000, &msg) == 0,
+           "a format %d image without root_dir passes: %s", CREST_IMAGE_FORMAT_CHROOT, msg);
+    free(msg);
+    tree_format = 1;
   }
 
   {

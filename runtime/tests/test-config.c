@@ -219,6 +219,53 @@ main(void)
   if (v)
     yajl_tree_free(v);
 
+  /* Which capabilities the process crun starts holds once its program runs
+     (what the restorer of a checkpointed container will hold). The cases
+     of uid 0 are the ones measured with crun 1.8 (oci-config.c). */
+  {
+    static const struct
+    {
+      const char *process, *what;
+      int want;
+    } holds[] = {
+      { "\"noNewPrivileges\": true, \"capabilities\": {\"bounding\": [\"CAP_KILL\"], "
+        "\"permitted\": [\"CAP_KILL\"], \"effective\": [\"CAP_KILL\"]}",
+        "uid 0, in no set", 0 },
+      { "\"noNewPrivileges\": true, \"capabilities\": {\"bounding\": [\"CAP_SYS_CHROOT\"], "
+        "\"permitted\": [\"CAP_SYS_CHROOT\"], \"effective\": []}",
+        "uid 0, no_new_privs, in bounding and permitted but not effective", 1 },
+      { "\"noNewPrivileges\": true, \"capabilities\": {\"bounding\": [\"CAP_SYS_CHROOT\"], "
+        "\"permitted\": [], \"effective\": []}",
+        "uid 0, no_new_privs, in bounding only", 0 },
+      { "\"noNewPrivileges\": false, \"capabilities\": {\"bounding\": [\"CAP_SYS_CHROOT\"], "
+        "\"permitted\": [], \"effective\": []}",
+        "uid 0, without no_new_privs, in bounding only", 1 },
+      { "\"user\": {\"uid\": 1000, \"gid\": 1000}, \"capabilities\": {\"bounding\": "
+        "[\"CAP_SYS_CHROOT\"], \"permitted\": [\"CAP_SYS_CHROOT\"], \"effective\": "
+        "[\"CAP_SYS_CHROOT\"]}",
+        "uid 1000, not ambient", 0 },
+      { "\"user\": {\"uid\": 1000, \"gid\": 1000}, \"capabilities\": {\"bounding\": "
+        "[\"CAP_SYS_CHROOT\"], \"permitted\": [\"CAP_SYS_CHROOT\"], \"inheritable\": "
+        "[\"CAP_SYS_CHROOT\"], \"ambient\": [\"CAP_SYS_CHROOT\"]}",
+        "uid 1000, ambient", 1 },
+      { "\"args\": [\"sh\"]", "no capabilities object: cannot tell", -1 },
+      { "\"noNewPrivileges\": true, \"capabilities\": {\"effective\": [\"CAP_SYS_CHROOT\"]}",
+        "no bounding list: cannot tell", -1 },
+    };
+    for (size_t i = 0; i < sizeof holds / sizeof holds[0]; i++)
+      {
+        cleanup_free char *text = xasprintf("{\"process\": {%s}}", holds[i].process);
+        int got = -2;
+        v = parse(text);
+        if (v)
+          got = crest_config_process_holds_cap(v, "CAP_SYS_CHROOT");
+        tap_ok(got == holds[i].want, "CAP_SYS_CHROOT held, %s: expected %d, got %d", holds[i].what,
+               holds[i].want, got);
+        if (v)
+          yajl_tree_free(v);
+      }
+  }
+
   /* The kernel check, against files standing in for cap_last_cap. */
   {
     char path[] = "/tmp/crest-test-cap-XXXXXX";
