@@ -50,6 +50,7 @@ zdtm_cycle() {
 @test "zdtm-exe-mm in a container" { zdtm_cycle exe-mm; }
 @test "zdtm-regs in a container" { zdtm_cycle regs; }
 @test "zdtm-zombie in a container" { zdtm_cycle zombie; }
+@test "zdtm-stopped in a container (children in a group stop stay stopped)" { zdtm_cycle stopped; }
 @test "zdtm-chroot in a container (its config gives CAP_SYS_CHROOT)" {
 	update_config '.process.capabilities |= with_entries(if .key == "bounding" or .key == "permitted" or .key == "effective" then .value += ["CAP_SYS_CHROOT"] else . end)'
 	zdtm_cycle chroot

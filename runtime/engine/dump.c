@@ -2266,7 +2266,8 @@ proc_dead(pid_t pid, int pfd)
    process of it has exited: a checkpoint without --leave-running ends with
    the tree gone, its PIDs free for a restore once the zombies are reaped. */
 static int
-release_tree(struct dctx *c, bool kill_it, crest_error_t *err)
+release_tree(struct dctx *c, bool kill_it, bool *frozen, crest_error_t *thaw_err,
+             crest_error_t *err)
 {
   const int limit_ms = 10000;
   cleanup_free int *pfd = xmalloc((c->np ? c->np : 1) * sizeof *pfd);
@@ -2285,6 +2286,15 @@ release_tree(struct dctx *c, bool kill_it, crest_error_t *err)
         if (c->p[i].th[t].tid)
           pt_detach(c->p[i].th[t].tid);
     }
+  /* Thawed now, before waiting for the killed tree to go: SIGKILL is
+     already pending for every task, so none runs its own code again, and a
+     task of a frozen cgroup (one in a group stop was seen to) need not
+     leave the freezer on its own to die. */
+  if (*frozen)
+    {
+      *frozen = false;
+      c->o->freeze(c->o->freeze_data, c->root, false, thaw_err);
+    }
   if (!kill_it)
     return 0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -2294,14 +2304,23 @@ release_tree(struct dctx *c, bool kill_it, crest_error_t *err)
       pid_t first = 0;
       for (size_t i = 0; i < c->np; i++)
         {
-          if (pfd[i] == -2)
-            continue;
           /* A killed thread the detach missed (SIGKILL had already woken
              it) is still ours: as its tracer, collect its exit, or it stays
-             in its thread group until crest exits. */
+             in its thread group, and its parent's wait() (the PID
+             namespace's init waits for every task before it can exit)
+             cannot have it, until crest exits. Asked of every process,
+             dead or not: a process can be counted dead (its pidfd readable)
+             before its tracer collected it. A thread is asked until its
+             exit is collected or it is not ours. */
           for (size_t t = 0; t < c->p[i].nth; t++)
             if (c->p[i].th[t].tid)
-              waitpid(c->p[i].th[t].tid, NULL, __WALL | WNOHANG);
+              {
+                pid_t r = waitpid(c->p[i].th[t].tid, NULL, __WALL | WNOHANG);
+                if (r == c->p[i].th[t].tid || (r < 0 && errno == ECHILD))
+                  c->p[i].th[t].tid = 0;
+              }
+          if (pfd[i] == -2)
+            continue;
           if (proc_dead(c->p[i].pid, pfd[i]))
             {
               if (pfd[i] >= 0)
@@ -2576,9 +2595,21 @@ out:
           }
       }
   {
-    crest_error_t e2 = NULL;
-    if (release_tree(&c, rc == 0 && !o->leave_running, &e2) < 0)
-      *err = e2, rc = -1;
+    crest_error_t e2 = NULL, thaw = NULL;
+    if (release_tree(&c, rc == 0 && !o->leave_running, &frozen, &thaw, &e2) < 0)
+      {
+        if (rc == 0)
+          *err = e2, rc = -1;
+        else
+          crest_error_release(&e2);
+      }
+    if (thaw)
+      {
+        if (rc == 0)
+          *err = thaw, rc = -1;
+        else
+          crest_error_release(&thaw);
+      }
   }
   if (frozen)
     {
