@@ -73,6 +73,7 @@ ZDTM_PROGS += bats-tests/progs/zdtm-chroot
 ZDTM_PROGS += bats-tests/progs/zdtm-socket
 ZDTM_PROGS += bats-tests/progs/zdtm-thread-creds
 ZDTM_PROGS += bats-tests/progs/zdtm-nested-ns
+ZDTM_PROGS += bats-tests/progs/zdtm-trap-ignored
 check_PROGRAMS += $(ZDTM_PROGS)
 ZDTM_COMMON = bats-tests/zdtm/zdtm.c bats-tests/zdtm/zdtm.h
 EXTRA_DIST += bats-tests/zdtm/README.md bats-tests/checkpoint-helpers.bash
@@ -124,6 +125,8 @@ bats_tests_progs_zdtm_thread_creds_SOURCES = bats-tests/zdtm/thread-creds.c $(ZD
 bats_tests_progs_zdtm_thread_creds_LDFLAGS = -static -pthread
 bats_tests_progs_zdtm_nested_ns_SOURCES = bats-tests/zdtm/nested-ns.c $(ZDTM_COMMON)
 bats_tests_progs_zdtm_nested_ns_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_trap_ignored_SOURCES = bats-tests/zdtm/trap-ignored.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_trap_ignored_LDFLAGS = -static -pthread
 # --- end of the zdtm block ---------------------------------------------------
 
 # The other end of --console-socket: receives the pty master, records what

@@ -2,7 +2,7 @@
  *
  * - SIGUSR1: handler h_info, SA_SIGINFO|SA_ONSTACK|SA_RESTART, mask {SIGUSR2}
  * - SIGHUP: handler h_plain, SA_NODEFER|SA_RESETHAND
- * - SIGINT: ignored; SIGQUIT: default
+ * - SIGINT: ignored; SIGQUIT: default; SIGTRAP: handler h_plain, SA_RESTART
  * - each handler's sa_restorer as glibc set it (read back before checkpoint)
  * - blocked: SIGUSR2 and SIGRTMIN+3
  * - pending: SIGUSR2 sent to the thread (tgkill), SIGRTMIN+3 queued twice to
@@ -56,13 +56,14 @@ kget(int sig, struct ksa *k)
   return syscall(SYS_rt_sigaction, sig, NULL, k, 8);
 }
 
-static const int sigs[] = { SIGUSR1, SIGHUP, SIGINT, SIGQUIT, SIGUSR2 };
+static const int sigs[] = { SIGUSR1, SIGHUP, SIGINT, SIGQUIT, SIGUSR2, SIGTRAP };
+#define NSIGS ((int)(sizeof sigs / sizeof sigs[0]))
 
 int
 main(int argc, char **argv)
 {
   struct sigaction sa;
-  struct ksa before[5], after;
+  struct ksa before[NSIGS], after;
   sigset_t blk, cur, pend;
   stack_t ss, ss_now;
   union sigval v;
@@ -83,7 +84,13 @@ main(int argc, char **argv)
   memset(&sa, 0, sizeof(sa));
   sa.sa_handler = h_plain;
   sigaction(SIGUSR2, &sa, NULL);
-  for (int i = 0; i < 5; i++)
+  /* The engine stops each task at an int3 (SIGTRAP) at the end of its
+     restore: the handler must survive that. */
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = h_plain;
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGTRAP, &sa, NULL);
+  for (int i = 0; i < NSIGS; i++)
     if (kget(sigs[i], &before[i]) < 0)
       zdtm_error("rt_sigaction %d: %s", sigs[i], strerror(errno));
 
@@ -106,7 +113,7 @@ main(int argc, char **argv)
   zdtm_ready();
   zdtm_wait();
 
-  for (int i = 0; i < 5; i++)
+  for (int i = 0; i < NSIGS; i++)
     {
       if (kget(sigs[i], &after) < 0)
         {

@@ -438,6 +438,17 @@ ns_ids(struct dctx *c, crest_error_t *err)
       if (!q || sscanf(q + 2, "%*c %ld %ld %ld", &ppid, &pgid, &sid) != 3)
         return crest_error_make(err, EINVAL, "task %d: cannot parse /proc stat", p->pid);
       p->ppid = ppid, p->pgid = pgid, p->sid = sid;
+      /* The dump stops threads at int3 breakpoints it injects: a SIGTRAP
+         the kernel forces while the task ignores it resets the task's
+         disposition to the default, which would change the tree. */
+      {
+        const char *ign = status_field(st, "SigIgn");
+        if (ign && strtoull(ign, NULL, 16) & (1ULL << (SIGTRAP - 1)))
+          return crest_error_make(err, ENOTSUP,
+                                  "task %d: ignores SIGTRAP, which crest's breakpoints would reset "
+                                  "to the default action: cannot checkpoint it",
+                                  p->pid);
+      }
       p->ipid = ns_field(st, "NSpid", inner, p->pid);
       p->ipgid = ns_field(st, "NSpgid", inner, p->pgid);
       p->isid = ns_field(st, "NSsid", inner, p->sid);

@@ -1285,6 +1285,25 @@ thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplis
       memcpy(&sig, t->pending[i], 4);
       OP(l, SYS_rt_tgsigqueueinfo, p->pid, t->tid, sig, bld_alloc(b, 128, 8, t->pending[i]), 0, 0);
     }
+  /* The thread ends its operations at an int3. A SIGTRAP the kernel forces
+     while it is blocked resets its disposition to the default, and the
+     process's handler would be lost: SIGTRAP is unblocked for that moment
+     (crest, the tracer, takes the stop; the thread's mask is set afterwards
+     with ptrace). Not when a SIGTRAP of the image is pending: it would be
+     taken at once. */
+  {
+    bool trap_pending = false;
+    int32_t sig;
+    for (size_t i = 0; i < t->npending; i++)
+      memcpy(&sig, t->pending[i], 4), trap_pending |= sig == SIGTRAP;
+    for (size_t i = 0; i < p->nshared_pending; i++)
+      memcpy(&sig, p->shared_pending[i], 4), trap_pending |= sig == SIGTRAP;
+    if (!trap_pending)
+      {
+        uint64_t trap = 1ULL << (SIGTRAP - 1);
+        OP(l, SYS_rt_sigprocmask, SIG_UNBLOCK, bld_alloc(b, sizeof trap, 8, &trap), 0, 8, 0, 0);
+      }
+  }
   /* Capabilities last: after them the thread may hold less than it needs
      for anything above (set_tid, exe link). */
   {
