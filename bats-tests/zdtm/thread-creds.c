@@ -66,7 +66,8 @@ main(int argc, char **argv)
   zdtm_init(argc, argv);
   main_before = cap_eff((pid_t)syscall(SYS_gettid));
   if (main_before == 0 || main_before == ~0ULL)
-    zdtm_error("the main thread needs some effective capability to lower (CapEff %llx)", main_before);
+    zdtm_error("the main thread needs some effective capability to lower (CapEff %llx)",
+               main_before);
   r = pthread_create(&th, NULL, lowering, NULL);
   if (r)
     zdtm_error("pthread_create: %s", strerror(r));
