@@ -32,8 +32,7 @@ teardown() {
 	assert_success
 	[ "$(echo "$output" | jq -r .status)" = running ] || fail "container status after the refusal: $output"
 	[ "$(cr_init "sock-$$")" = "$init" ] || fail "the init changed"
-	grep -q '^State:[[:space:]]*[SRD]' "/proc/$init/status" || fail "init left stopped: $(grep ^State "/proc/$init/status")"
-	grep -q '^TracerPid:[[:space:]]*0$' "/proc/$init/status" || fail "init still traced: $(grep ^TracerPid "/proc/$init/status")"
+	task_untouched "$init" >/dev/null || fail "init left stopped or traced: $(task_untouched "$init")"
 	[ "$(cr_ns_pids "sock-$$")" = "$before" ] || fail "tasks changed"
 	zdtm_verdict "sock-$$"
 }

@@ -18,6 +18,9 @@
 #                             container sees
 #   cr_caps ID                "NSPID CapInh CapPrm CapEff CapBnd CapAmb" of each
 #   cr_gone ID                assert: no crun container, no crest state, no task
+#   task_untouched PID        the task runs (R, S or D: not stopped, not in a
+#                             tracing stop) with no tracer; else fails and
+#                             prints "state X, tracer Y"
 #   image_sum DIR             one SHA-256 over every file of DIR (name and bytes)
 #   image_stamp DIR           one SHA-256 over every file's name, size, inode,
 #                             mtime and ctime (cheap: reads no contents)
@@ -128,6 +131,14 @@ cr_ns_pids() {
 
 cr_caps() {
 	_task_table "$1" | awk -F'\t' '{ print $2 " " $3 }' | sort -n
+}
+
+task_untouched() {
+	local st
+	st=$(awk '/^State:/ { s = $2 } /^TracerPid:/ { t = $2 } END { print s " " t }' "/proc/$1/status" 2>/dev/null)
+	case "$st" in [RSD]" 0") return 0 ;; esac
+	echo "state ${st% *}, tracer ${st#* }"
+	return 1
 }
 
 cr_gone() {

@@ -122,8 +122,7 @@ cycle() {
 	local c_now
 	c_now=$(count)
 	[ "$c_now" -gt "$c_ckpt" ] || fail "the container did not run on (count $c_ckpt, then $c_now)"
-	# (D is running too: a shell that forks is now and then uninterruptible.)
-	grep -q '^State:[[:space:]]*[SRD]' "/proc/$pid_before/status" || fail "init is not running: $(grep ^State "/proc/$pid_before/status")"
+	task_untouched "$pid_before" >/dev/null || fail "init is not running untraced: $(task_untouched "$pid_before")"
 
 	local c_final
 	c_final=$(next_count "$c_now")
@@ -185,9 +184,8 @@ FAST_COUNTER='sleep 100000 & i=0; while :; do i=$((i+1)); echo $i >> /tmp/counts
 		cr_checkpoint "busy-$$" --leave-running
 		[ "$status" = 0 ] || fail "checkpoint $k of 10 failed: $output"
 		[ "$(cr_init "busy-$$")" = "$pid_before" ] || fail "the init changed at checkpoint $k"
-		grep -q '^State:[[:space:]]*[SRD]' "/proc/$pid_before/status" \
-			|| fail "init is not running after checkpoint $k: $(grep ^State "/proc/$pid_before/status")"
-		grep -q '^TracerPid:[[:space:]]*0$' "/proc/$pid_before/status" || fail "init is still traced after checkpoint $k"
+		task_untouched "$pid_before" >/dev/null \
+			|| fail "init is not running untraced after checkpoint $k: $(task_untouched "$pid_before")"
 	done
 	c_ckpt=$(count)
 	sleep 1
