@@ -214,7 +214,7 @@ read_proc(pid_t pid, const char *what, char **out, crest_error_t *err)
   return 0;
 }
 
-/* Open PATH, a path /proc showed for task PID. The dump runs outside the
+/* Open PATH, a path /proc showed for task P. The dump runs outside the
    tree's mount namespace (a container's paths mean nothing on the host), so
    the path is resolved under the task's root directory, where absolute
    symlinks and ".." stay inside it and no magic link (a /proc/self/... of
@@ -223,17 +223,14 @@ read_proc(pid_t pid, const char *what, char **out, crest_error_t *err)
    chroot'd task's paths from the tree's top, not from its root (open_top):
    for such a task the top is where they are resolved. */
 static int
-open_in_root(const struct dctx *c, pid_t pid, const char *path, int flags, crest_error_t *err)
+open_in_root(const struct dctx *c, const struct dproc *p, const char *path, int flags,
+             crest_error_t *err)
 {
-  cleanup_free char *rp = xasprintf("/proc/%d/root", pid);
+  cleanup_free char *rp = xasprintf("/proc/%d/root", p->pid);
   cleanup_close int own = -1;
-  const struct dproc *p = NULL;
   struct open_how how;
   int fd, root;
-  for (size_t i = 0; i < c->np && !p; i++)
-    if (c->p[i].pid == pid)
-      p = &c->p[i];
-  if (p && p->root_dir)
+  if (p->root_dir)
     root = c->topfd;
   else if ((root = own = open(rp, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
     return crest_error_errno(err, "open the task's root directory");
@@ -1044,11 +1041,11 @@ getfd(pid_t pid, int fd, crest_error_t *err)
 /* Does PATH, resolved inside the task's root as the task would resolve it,
    name the file ST describes? 1 yes, 0 no (absent there, or another file). */
 static int
-same_in_root(const struct dctx *c, pid_t pid, const char *path, const struct stat *st)
+same_in_root(const struct dctx *c, const struct dproc *p, const char *path, const struct stat *st)
 {
   crest_error_t e = NULL;
   struct stat pst;
-  cleanup_close int pf = open_in_root(c, pid, path, O_PATH, &e);
+  cleanup_close int pf = open_in_root(c, p, path, O_PATH, &e);
   if (pf < 0)
     {
       crest_error_release(&e);
@@ -1210,7 +1207,7 @@ find_terminal(struct dctx *c)
   q = strrchr(statb, ')');
   if (!q || sscanf(q + 2, "%*c %*d %*d %*d %ld %ld", &tty_nr, &tpgid) != 2 || tty_nr == 0)
     return;
-  fd = open_in_root(c, c->root, "/dev/console", O_PATH, &e);
+  fd = open_in_root(c, &c->p[0], "/dev/console", O_PATH, &e);
   crest_error_release(&e);
   if (fd < 0 || fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode) || st.st_rdev != (dev_t)tty_nr)
     {
@@ -1327,8 +1324,7 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
       nf.pid = p->pid;
       nf.fd = fd;
       if (fd <= 2 && (S_ISREG(st.st_mode) || S_ISCHR(st.st_mode)) && link[0] == '/'
-          && st.st_nlink > 0 && strncmp(link, "/memfd:", 7) != 0
-          && !same_in_root(c, p->pid, link, &st))
+          && st.st_nlink > 0 && strncmp(link, "/memfd:", 7) != 0 && !same_in_root(c, p, link, &st))
         /* Stdio that is a file or device outside the task's root (a log
            file of the caller, the host's /dev/null): the restorer's own
            stdio takes its place, as crun's inherited descriptors. */
@@ -1425,7 +1421,7 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
           /* Restore opens it again by this path, inside the container: it
              must name this very file there. */
           struct stat pst;
-          cleanup_close int pf = open_in_root(c, p->pid, link, O_PATH, err);
+          cleanup_close int pf = open_in_root(c, p, link, O_PATH, err);
           if (pf < 0)
             return crest_error_wrap(err, "task %d: fd %d (%s)", p->pid, fd, link);
           if (fstat(pf, &pst) < 0)
@@ -1818,6 +1814,25 @@ parse_ids(const char *s, long out[4])
   return s && sscanf(s, "%ld %ld %ld %ld", &out[0], &out[1], &out[2], &out[3]) == 4 ? 0 : -1;
 }
 
+/* Write KEY: the N siginfos (128 bytes each, as PTRACE_PEEKSIGINFO gives
+   them) in SI. Is a SIGCONT among them? */
+static bool
+put_pending(yajl_gen g, const char *key, const uint8_t *si, long n)
+{
+  bool cont = false;
+  jput_key(g, key);
+  yajl_gen_array_open(g);
+  for (long i = 0; i < n; i++)
+    {
+      int32_t sig;
+      memcpy(&sig, si + 128 * i, sizeof sig);
+      cont |= sig == SIGCONT;
+      jput_hex(g, NULL, si + 128 * i, 128);
+    }
+  yajl_gen_array_close(g);
+  return cont;
+}
+
 static int
 dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
 {
@@ -1892,7 +1907,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
                                     p->pid, what[k], val[k]);
           if (stat(link, &want) < 0)
             return crest_error_errno(err, "task %d: stat its %s", p->pid, what[k]);
-          if ((fd = open_in_root(c, p->pid, val[k], O_PATH, err)) < 0)
+          if ((fd = open_in_root(c, p, val[k], O_PATH, err)) < 0)
             return crest_error_wrap(err, "task %d: %s %s", p->pid, what[k], val[k]);
           if (fstat(fd, &got) < 0)
             return crest_error_errno(err, "task %d: %s %s: stat by path", p->pid, what[k], val[k]);
@@ -2049,16 +2064,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
         crest_error_errno(err, "task %d: read shared pending signals", p->pid);
         goto out;
       }
-    jput_key(g, "shared_pending");
-    yajl_gen_array_open(g);
-    for (long i = 0; i < n; i++)
-      {
-        int32_t sig;
-        memcpy(&sig, si + 128 * i, 4);
-        cont_pending |= sig == SIGCONT;
-        jput_hex(g, NULL, si + 128 * i, 128);
-      }
-    yajl_gen_array_close(g);
+    cont_pending |= put_pending(g, "shared_pending", si, n);
   }
 
   if (parse_maps(p->pid, &v, &nv, err) < 0)
@@ -2081,7 +2087,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       else if (v[i].path)
         {
           struct stat st;
-          cleanup_close int mf = open_in_root(c, p->pid, v[i].path, O_PATH, err);
+          cleanup_close int mf = open_in_root(c, p, v[i].path, O_PATH, err);
           if (mf < 0)
             {
               crest_error_wrap(err, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s", p->pid,
@@ -2209,16 +2215,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
           crest_error_errno(err, "task %d: read pending signals", th->tid);
           goto out;
         }
-      jput_key(g, "pending");
-      yajl_gen_array_open(g);
-      for (long i = 0; i < n; i++)
-        {
-          int32_t sig;
-          memcpy(&sig, si + 128 * i, 4);
-          cont_pending |= sig == SIGCONT;
-          jput_hex(g, NULL, si + 128 * i, 128);
-        }
-      yajl_gen_array_close(g);
+      cont_pending |= put_pending(g, "pending", si, n);
       yajl_gen_map_close(g);
     }
   yajl_gen_array_close(g);

@@ -1226,6 +1226,21 @@ find_gap(struct rproc *p, uint64_t lay[][2], size_t nlay, uint64_t size)
   return 0;
 }
 
+/* Is signal SIG among the N siginfos in SI (128 bytes each, as the image
+   holds them)? */
+static bool
+sig_in(const uint8_t (*si)[128], size_t n, int sig)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      int32_t s;
+      memcpy(&s, si[i], 4);
+      if (s == sig)
+        return true;
+    }
+  return false;
+}
+
 static void
 thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplist *l, struct bld *b)
 {
@@ -1291,19 +1306,12 @@ thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplis
      (crest, the tracer, takes the stop; the thread's mask is set afterwards
      with ptrace). Not when a SIGTRAP of the image is pending: it would be
      taken at once. */
-  {
-    bool trap_pending = false;
-    int32_t sig;
-    for (size_t i = 0; i < t->npending; i++)
-      memcpy(&sig, t->pending[i], 4), trap_pending |= sig == SIGTRAP;
-    for (size_t i = 0; i < p->nshared_pending; i++)
-      memcpy(&sig, p->shared_pending[i], 4), trap_pending |= sig == SIGTRAP;
-    if (!trap_pending)
-      {
-        uint64_t trap = 1ULL << (SIGTRAP - 1);
-        OP(l, SYS_rt_sigprocmask, SIG_UNBLOCK, bld_alloc(b, sizeof trap, 8, &trap), 0, 8, 0, 0);
-      }
-  }
+  if (!sig_in(t->pending, t->npending, SIGTRAP)
+      && !sig_in(p->shared_pending, p->nshared_pending, SIGTRAP))
+    {
+      uint64_t trap = 1ULL << (SIGTRAP - 1);
+      OP(l, SYS_rt_sigprocmask, SIG_UNBLOCK, bld_alloc(b, sizeof trap, 8, &trap), 0, 8, 0, 0);
+    }
   /* Capabilities last: after them the thread may hold less than it needs
      for anything above (set_tid, exe link). */
   {
@@ -2140,19 +2148,6 @@ finish_process(struct rctx *c, struct rproc *p, crest_error_t *err)
     }
   (void)c;
   return 0;
-}
-
-static bool
-sig_in(const uint8_t (*si)[128], size_t n, int sig)
-{
-  for (size_t i = 0; i < n; i++)
-    {
-      int32_t s;
-      memcpy(&s, si[i], 4);
-      if (s == sig)
-        return true;
-    }
-  return false;
 }
 
 /* P, still parked in the blob, after every child of it that was in a group
