@@ -32,6 +32,7 @@
 #include "engine-int.h"
 #include "image.h"
 #include "log.h"
+#include "testhook.h"
 #include "util.h"
 
 #ifndef PTRACE_PEEKSIGINFO
@@ -2386,7 +2387,7 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
   yajl_gen g = NULL;
   int rc = -1;
   bool frozen = false;
-  const char *fault = getenv("CREST_FAULT");
+  const char *fault = crest_test_knob("CREST_FAULT");
 
   sigset_t hold, old_mask;
 
@@ -2570,7 +2571,7 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
   }
   crest_debug("checkpoint: %" PRIu64 " bytes of memory in %" PRIu64 " process_vm_readv calls",
               c.pages_bytes, c.readv_calls);
-  if (getenv("CREST_STATS"))
+  if (crest_test_knob("CREST_STATS"))
     fprintf(stderr,
             "crest: checkpoint stats: processes %zu, memory bytes %" PRIu64
             ", process_vm_readv calls %" PRIu64 "\n",

@@ -110,7 +110,7 @@ struct crest_restore_opts
      once the tree runs. */
   const char *pid_file;
   /* Force the ns_last_pid fallback instead of clone3() + set_tid (tests).
-     The environment variable CREST_FORCE_NS_LAST_PID=1 does the same. */
+     In a test build (testhook.h), CREST_FORCE_NS_LAST_PID=1 does the same. */
   bool force_ns_last_pid;
   /* Out, may be NULL: with detach false, the wait status of the root task. */
   int *root_status;

@@ -16,7 +16,8 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/ptrace.c \
 	runtime/engine/dump.c \
 	runtime/engine/restore.c \
-	runtime/engine/blob/blob-abi.h
+	runtime/engine/blob/blob-abi.h \
+	runtime/lib/testhook.c runtime/lib/testhook.h
 nodist_runtime_engine_libcrest_engine_a_SOURCES = runtime/engine/restorer-blob.c
 runtime_engine_libcrest_engine_a_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS)
 

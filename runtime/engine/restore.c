@@ -36,6 +36,7 @@
 #include "engine-int.h"
 #include "image.h"
 #include "log.h"
+#include "testhook.h"
 #include "util.h"
 #include "blob/blob-abi.h"
 
@@ -1781,7 +1782,7 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   {
     /* Test hook: the last process's restorer fails here, after every task
        exists, to prove that a late failure leaves nothing behind. */
-    const char *fault = getenv("CREST_FAULT");
+    const char *fault = crest_test_knob("CREST_FAULT");
     if (fault && strcmp(fault, "restore-blob") == 0 && (size_t)idx == c->np - 1)
       OP(&main_ops, SYS_close, (uint64_t)-1, 0, 0, 0, 0, 0);
   }
@@ -2409,7 +2410,7 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
   struct rctx c;
   sigset_t all, old;
   volatile int rc = -1; /* sigsetjmp below */
-  const char *force = getenv("CREST_FORCE_NS_LAST_PID");
+  const char *force = crest_test_knob("CREST_FORCE_NS_LAST_PID");
 
   memset(&c, 0, sizeof c);
   c.o = o;

@@ -2,15 +2,18 @@
  * the x86 SHA extensions (a 1 GiB page file is hashed twice per
  * checkpoint/restore cycle: the portable code runs at about 0.1-0.2 GB/s,
  * the SHA instructions at well over 1 GB/s). */
+#include <config.h>
 #include <stdlib.h>
 #include <string.h>
 #include "sha256.h"
+#include "testhook.h"
 
-/* CREST_SHA256_PORTABLE=1 forces the portable code (tests compare both). */
+/* In a test build, CREST_SHA256_PORTABLE=1 forces the portable code, so that
+   one machine can compare both paths. */
 static int
-getenv_off(void)
+portable_forced(void)
 {
-  const char *e = getenv("CREST_SHA256_PORTABLE");
+  const char *e = crest_test_knob("CREST_SHA256_PORTABLE");
   return e && *e == '1';
 }
 #if defined(__x86_64__)
@@ -108,7 +111,8 @@ have_ni(void)
   unsigned a, b, c, d;
   if (cached < 0)
     cached = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 29))
-             && __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 19)) /* SSE4.1 */ && !getenv_off();
+             && __get_cpuid(1, &a, &b, &c, &d)
+             && (c & (1u << 19)) /* SSE4.1 */ && !portable_forced();
   return cached;
 }
 #endif

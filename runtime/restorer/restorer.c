@@ -28,6 +28,7 @@
 
 #include "engine.h"
 #include "error.h"
+#include "testhook.h"
 
 #define SYNC_FD 3
 
@@ -73,10 +74,10 @@ main(int argc, char **argv)
       return 2;
     }
   {
-    /* Test hook (docs/restore.md): `crest restore` passes the variable on
-       when it has it, so that a suite can read this process's capabilities
-       while it works. Bounded to ten seconds. */
-    const char *p = getenv("CREST_RESTORER_PAUSE_MS");
+    /* Test knob (testhook.h, docs/restore.md): `crest restore` passes it
+       on when it has it, so that a suite can read this process's
+       capabilities while it works. Bounded to ten seconds. */
+    const char *p = crest_test_knob("CREST_RESTORER_PAUSE_MS");
     long ms = p ? strtol(p, NULL, 10) : 0;
     if (ms > 0)
       usleep((useconds_t)(ms > 10000 ? 10000 : ms) * 1000);

@@ -35,6 +35,7 @@
 #include "oci-config.h"
 #include "sha256.h"
 #include "state.h"
+#include "testhook.h"
 #include "util.h"
 
 /* The file the image carries beside the engine's: the exact config the
@@ -638,7 +639,7 @@ make_restore_config(yajl_val config, const char *restorer, const char *image, ch
   const unsigned char *buf;
   size_t i, blen;
   bool seen_mounts = false;
-  const char *pause_ms = getenv("CREST_RESTORER_PAUSE_MS");
+  const char *pause_ms = crest_test_knob("CREST_RESTORER_PAUSE_MS");
 
   if (!process || !YAJL_IS_OBJECT(process))
     {

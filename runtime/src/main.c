@@ -16,6 +16,7 @@
 #include "oci-config.h"
 #include "log.h"
 #include "state.h"
+#include "testhook.h"
 #include "util.h"
 #include "verbs.h"
 
@@ -116,6 +117,9 @@ print_version(struct crest_global *g)
       printf("kernel: CAP_CHECKPOINT_RESTORE %s (cap_last_cap %s)\n", has ? "known" : "NOT known",
              last);
     }
+  /* Said only by a test build, which tests look for before using a knob. */
+  if (crest_test_hooks_built())
+    printf("test hooks: on (CREST_FAULT and the other knobs of testhook.h are honoured)\n");
   return 0;
 }
 

@@ -1,0 +1,48 @@
+/* crest: the test knobs of a build configured with --enable-test-hooks (see
+ * testhook.h). This table is the complete list: a knob read anywhere else
+ * must be added here, with what it does. */
+#include <config.h>
+#include "testhook.h"
+
+#ifdef CREST_TEST_HOOKS
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const knobs[] = {
+  /* A fault at a named point: dump-task-exit (the engine kills the tree's
+     last task in the middle of a dump), dump-signal (it sends itself SIGTERM
+     there), restore-blob (the last process's restorer fails after every task
+     exists). */
+  "CREST_FAULT",
+  /* Set: a checkpoint prints its counters (processes, bytes, readv calls). */
+  "CREST_STATS",
+  /* 1: restore takes the ns_last_pid path instead of clone3() + set_tid. */
+  "CREST_FORCE_NS_LAST_PID",
+  /* N: the container restorer sleeps N ms (at most 10 s) before it works,
+     so that a suite can look at it; `crest restore` passes it on. */
+  "CREST_RESTORER_PAUSE_MS",
+  /* 1: SHA-256 uses the portable code even where the CPU has SHA-NI. */
+  "CREST_SHA256_PORTABLE",
+};
+
+const char *
+crest_test_knob(const char *name)
+{
+  for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++)
+    if (strcmp(knobs[i], name) == 0)
+      return getenv(name);
+  fprintf(stderr, "crest: internal error: `%s` is not a test knob listed in testhook.c\n", name);
+  abort();
+}
+
+bool
+crest_fault_at(const char *point)
+{
+  const char *f = crest_test_knob("CREST_FAULT");
+  return f && strcmp(f, point) == 0;
+}
+#else
+/* ISO C wants at least one declaration in a translation unit. */
+typedef int crest_no_test_hooks;
+#endif
