@@ -141,8 +141,8 @@ check_PROGRAMS += bats-tests/progs/pty-child
 bats_tests_progs_pty_child_SOURCES = bats-tests/progs/pty-child.c
 bats_tests_progs_pty_child_LDFLAGS = -static
 
-# runtime/tests/engine-memfile-prog again, for the VM: kernel-patched.bats and
+# tests/progs/engine-memfile-prog again, for the VM: kernel-patched.bats and
 # kernel-stock.bats check the engine's use of map_files (patch 1) with it.
 check_PROGRAMS += bats-tests/progs/memfile
-bats_tests_progs_memfile_SOURCES = runtime/tests/engine-memfile-prog.c
+bats_tests_progs_memfile_SOURCES = tests/progs/engine-memfile-prog.c
 bats_tests_progs_memfile_LDFLAGS = -static

@@ -6,7 +6,7 @@
  *   crest-oci-hook [--root DIR] [--crun-root DIR] createRuntime|poststart|poststop
  *
  * createRuntime/poststart record the container in crest's state under --root
- * (default: as crest's); poststop forgets it. The hook changes nothing in the
+ * (default: crest's, state-root.h); poststop forgets it. The hook changes nothing in the
  * container and never needs a capability. */
 #include <config.h>
 #include <errno.h>
@@ -20,29 +20,8 @@
 #include "crest.h"
 #include "oci-config.h"
 #include "state.h"
+#include "state-root.h"
 #include "util.h"
-
-static char *
-default_root(void)
-{
-  const char *xdg = getenv("XDG_RUNTIME_DIR");
-  if (geteuid() == 0 && (xdg == NULL || *xdg == '\0'))
-    return xstrdup("/run/crest");
-  if (xdg && *xdg)
-    return xasprintf("%s/crest", xdg);
-  return xasprintf("/run/user/%u/crest", (unsigned)geteuid());
-}
-
-static char *
-default_crun_root(void)
-{
-  const char *xdg = getenv("XDG_RUNTIME_DIR");
-  if (geteuid() == 0 && (xdg == NULL || *xdg == '\0'))
-    return xstrdup("/run/crun");
-  if (xdg && *xdg)
-    return xasprintf("%s/crun", xdg);
-  return xasprintf("/run/user/%u/crun", (unsigned)geteuid());
-}
 
 static int
 fail(crest_error_t *err, const char *stage)
@@ -105,8 +84,8 @@ main(int argc, char **argv)
           stage);
       return 2;
     }
-  g.root = root ? root : default_root();
-  g.crun_root = crun_root ? crun_root : default_crun_root();
+  g.root = root ? root : crest_default_state_root(crest_rootless_detect());
+  g.crun_root = crun_root ? crun_root : crest_default_crun_root();
 
   if (read_file("/dev/stdin", &input, NULL, 4u << 20, &err) < 0)
     return fail(&err, stage);
@@ -152,7 +131,7 @@ main(int argc, char **argv)
     st.bundle = (char *)bundle;
     st.crun_root = (char *)g.crun_root;
     st.config = bundle_config;
-    st.rootless = geteuid() != 0 || getenv("XDG_RUNTIME_DIR") != NULL;
+    st.rootless = crest_rootless_detect();
     st.grant = (char *)crest_grant_name(grant);
     if (crest_state_write(&g, &st, &err) < 0)
       goto out;

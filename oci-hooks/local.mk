@@ -1,10 +1,11 @@
 # OCI hooks that let other front ends (podman, CRI-O, plain crun) use crest.
 pkglibexec_PROGRAMS += oci-hooks/crest-oci-hook
 oci_hooks_crest_oci_hook_SOURCES = oci-hooks/crest-oci-hook.c \
-	runtime/src/state.c runtime/src/oci-config.c runtime/src/error.c runtime/src/log.c runtime/src/util.c
+	runtime/src/state.c runtime/src/oci-config.c
+oci_hooks_crest_oci_hook_CPPFLAGS = $(CREST_FRONTEND_CPPFLAGS)
 oci_hooks_crest_oci_hook_CFLAGS = $(AM_CFLAGS) $(SANITIZER_CFLAGS) $(YAJL_CFLAGS)
 oci_hooks_crest_oci_hook_LDFLAGS = $(SANITIZER_LDFLAGS)
-oci_hooks_crest_oci_hook_LDADD = $(YAJL_LIBS)
+oci_hooks_crest_oci_hook_LDADD = $(CREST_LIB) $(YAJL_LIBS)
 
 # The hooks.d file for podman and CRI-O (containers-hooks.json(5)). It names
 # the hook by its installed path, so it is written at install time, from the

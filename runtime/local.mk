@@ -1,43 +1,28 @@
-# The crest front end. Other parts hook in through:
-#   CREST_EXTRA_SOURCES  more sources compiled into crest (e.g. container C/R glue)
-#   CREST_ENGINE_LIBS    static libraries linked into crest (the engine)
-CREST_EXTRA_SOURCES =
-CREST_ENGINE_LIBS =
+# Build fragment for runtime/src/ (the crest command), included by the top
+# Makefile.am (see docs/hacking.md). The command links the engine
+# (runtime/engine/) and the base library (runtime/lib/); headers of all
+# three are on its include path.
 
 bin_PROGRAMS += runtime/src/crest
 
+# The command's include path; the engine's and the library's have no runtime/src.
+CREST_FRONTEND_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/src -I$(top_srcdir)/runtime/engine
+
 CREST_FRONTEND_SOURCES = \
 	runtime/src/crest.h \
-	runtime/src/error.c runtime/src/error.h \
-	runtime/src/log.c runtime/src/log.h \
-	runtime/src/util.c runtime/src/util.h \
 	runtime/src/oci-config.c runtime/src/oci-config.h \
 	runtime/src/state.c runtime/src/state.h \
 	runtime/src/crun.c \
 	runtime/src/lifecycle.c runtime/src/lifecycle.h \
 	runtime/src/verbs.h
 
-runtime_src_crest_SOURCES = runtime/src/main.c $(CREST_FRONTEND_SOURCES) $(CREST_EXTRA_SOURCES)
+runtime_src_crest_SOURCES = runtime/src/main.c $(CREST_FRONTEND_SOURCES) \
+	runtime/src/verb-checkpoint.c runtime/src/verb-restore.c \
+	runtime/src/container-cr.c runtime/src/container-cr.h
+runtime_src_crest_CPPFLAGS = $(CREST_FRONTEND_CPPFLAGS)
 runtime_src_crest_CFLAGS = $(AM_CFLAGS) $(SANITIZER_CFLAGS) $(YAJL_CFLAGS) $(SECCOMP_CFLAGS) $(LIBCAP_CFLAGS)
 runtime_src_crest_LDFLAGS = $(SANITIZER_LDFLAGS)
-runtime_src_crest_LDADD = $(CREST_ENGINE_LIBS) $(YAJL_LIBS) $(SECCOMP_LIBS) $(LIBCAP_LIBS)
-
-# Unit tests (TAP).
-CREST_UNIT_CFLAGS = $(AM_CFLAGS) $(SANITIZER_CFLAGS) $(YAJL_CFLAGS) -I$(top_srcdir)/runtime/tests
-CREST_UNIT_LIBS = $(YAJL_LIBS)
-check_PROGRAMS += runtime/tests/test-config runtime/tests/test-args
-TESTS += $(UNIT_TESTS)
-runtime_tests_test_config_SOURCES = runtime/tests/test-config.c runtime/tests/tap.h \
-	runtime/src/oci-config.c runtime/src/error.c runtime/src/log.c runtime/src/util.c
-runtime_tests_test_config_CFLAGS = $(CREST_UNIT_CFLAGS)
-runtime_tests_test_config_LDFLAGS = $(SANITIZER_LDFLAGS)
-runtime_tests_test_config_LDADD = $(CREST_UNIT_LIBS)
-runtime_tests_test_args_SOURCES = runtime/tests/test-args.c runtime/tests/tap.h \
-	runtime/src/lifecycle.c runtime/src/state.c runtime/src/oci-config.c runtime/src/crun.c \
-	runtime/src/error.c runtime/src/log.c runtime/src/util.c
-runtime_tests_test_args_CFLAGS = $(CREST_UNIT_CFLAGS)
-runtime_tests_test_args_LDFLAGS = $(SANITIZER_LDFLAGS)
-runtime_tests_test_args_LDADD = $(CREST_UNIT_LIBS)
+runtime_src_crest_LDADD = $(CREST_ENGINE_LIB) $(CREST_LIB) $(YAJL_LIBS) $(SECCOMP_LIBS) $(LIBCAP_LIBS)
 
 # The man page, from markdown (go-md2man, as crun does).
 man1_MANS += runtime/man/crest.1
@@ -45,9 +30,3 @@ EXTRA_DIST += runtime/man/crest.1.md
 CLEANFILES += runtime/man/crest.1
 runtime/man/crest.1: runtime/man/crest.1.md
 	$(AM_V_GEN)$(MKDIR_P) runtime/man && $(GO_MD2MAN) -in $< -out $@
-
-# `make check-unit`: only the C unit tests (CI runs them under the sanitizers).
-UNIT_TESTS = runtime/tests/test-config runtime/tests/test-args
-check-unit:
-	@$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(UNIT_TESTS)"
-.PHONY: check-unit

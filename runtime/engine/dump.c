@@ -31,6 +31,7 @@
 #include "engine.h"
 #include "engine-int.h"
 #include "image.h"
+#include "kernel-abi.h"
 #include "log.h"
 #include "testhook.h"
 #include "util.h"
@@ -2148,15 +2149,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       struct rseq_conf rc_;
       uint64_t head = 0;
       size_t hlen = 0;
-      struct
-      {
-        uint32_t size, policy;
-        uint64_t flags;
-        int32_t nice;
-        uint32_t prio;
-        uint64_t rt[3];
-        uint32_t umin, umax;
-      } sa;
+      struct crest_sched_attr sa;
       struct
       {
         uint64_t off;

@@ -300,12 +300,8 @@ jput_bool(yajl_gen g, const char *k, bool v)
 void
 jput_hex(yajl_gen g, const char *k, const void *buf, size_t len)
 {
-  static const char x[] = "0123456789abcdef";
-  const uint8_t *p = buf;
   cleanup_free char *s = xmalloc(2 * len + 1);
-  for (size_t i = 0; i < len; i++)
-    s[2 * i] = x[p[i] >> 4], s[2 * i + 1] = x[p[i] & 15];
-  s[2 * len] = 0;
+  crest_hex(buf, len, s);
   jput_str(g, k, s);
 }
 

@@ -1,24 +1,23 @@
 # Build fragment for runtime/engine/, included by the top Makefile.am (see docs/hacking.md).
 #
-# The engine is a static library linked into crest. The restorer blob is a
-# freestanding, position-independent piece of code built with its own flags,
-# turned into a flat binary and embedded as a byte array.
+# The engine is a static library linked into crest and the restorer; it
+# depends on runtime/lib/ only (its include path has no runtime/src). The
+# restorer blob is a freestanding, position-independent piece of code built
+# with its own flags, turned into a flat binary and embedded as a byte array.
 
 noinst_LIBRARIES += runtime/engine/libcrest-engine.a
-CREST_ENGINE_LIBS += runtime/engine/libcrest-engine.a
-CREST_EXTRA_SOURCES += runtime/src/checkpoint.c runtime/src/restore.c
+CREST_ENGINE_LIB = runtime/engine/libcrest-engine.a
 
 runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/engine.h \
 	runtime/engine/engine-int.h \
-	runtime/engine/sha256.c runtime/engine/sha256.h \
 	runtime/engine/image.c runtime/engine/image.h \
 	runtime/engine/ptrace.c \
 	runtime/engine/dump.c \
 	runtime/engine/restore.c \
-	runtime/engine/blob/blob-abi.h \
-	runtime/lib/testhook.c runtime/lib/testhook.h
+	runtime/engine/blob/blob-abi.h
 nodist_runtime_engine_libcrest_engine_a_SOURCES = runtime/engine/restorer-blob.c
+runtime_engine_libcrest_engine_a_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/engine
 runtime_engine_libcrest_engine_a_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS)
 
 EXTRA_DIST += \
@@ -63,19 +62,13 @@ EXTRA_DIST += tests/host/engine-privilege.test
 TESTS += tests/host/engine-failures.test
 EXTRA_DIST += tests/host/engine-failures.test
 
-# Unit tests of the image layer (TAP).
-check_PROGRAMS += runtime/tests/engine-image
-TESTS += runtime/tests/engine-image
-runtime_tests_engine_image_SOURCES = runtime/tests/engine-image.c runtime/tests/tap.h \
-	runtime/src/error.c runtime/src/log.c runtime/src/util.c
-runtime_tests_engine_image_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS) -I$(top_srcdir)/runtime/tests
-runtime_tests_engine_image_LDADD = runtime/engine/libcrest-engine.a $(YAJL_LIBS)
+# The unit tests of the image layer: tests/unit/local.mk.
 TESTS += tests/host/engine-nsinit.test
 EXTRA_DIST += tests/host/engine-nsinit.test
 TESTS += tests/host/engine-mountns.test
 EXTRA_DIST += tests/host/engine-mountns.test
 # Mappings read through map_files (memfd, shared anonymous, deleted files).
-check_PROGRAMS += runtime/tests/engine-memfile-prog
-runtime_tests_engine_memfile_prog_SOURCES = runtime/tests/engine-memfile-prog.c
+check_PROGRAMS += tests/progs/engine-memfile-prog
+tests_progs_engine_memfile_prog_SOURCES = tests/progs/engine-memfile-prog.c
 TESTS += tests/host/engine-memfile.test
 EXTRA_DIST += tests/host/engine-memfile.test

@@ -35,6 +35,7 @@
 #include "engine.h"
 #include "engine-int.h"
 #include "image.h"
+#include "kernel-abi.h"
 #include "log.h"
 #include "testhook.h"
 #include "util.h"
@@ -1262,15 +1263,7 @@ thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplis
   bool uclamp = t->umin != 0 || (t->umax != 0 && t->umax != 1024); /* 0: kernel without uclamp */
   if (t->policy != 0 || t->nice != 0 || uclamp)
     {
-      struct
-      {
-        uint32_t size, policy;
-        uint64_t flags;
-        int32_t nice;
-        uint32_t prio;
-        uint64_t rt[3];
-        uint32_t umin, umax;
-      } sa;
+      struct crest_sched_attr sa;
       memset(&sa, 0, sizeof sa);
       sa.size = sizeof sa;
       sa.policy = t->policy;

@@ -64,17 +64,6 @@ abs_path(const char *p)
   return xasprintf("%s/%s", cwd, p);
 }
 
-static void
-sha256_buf_hex(const void *buf, size_t len, char out[65])
-{
-  struct sha256 s;
-  uint8_t d[32];
-  sha256_init(&s);
-  sha256_update(&s, buf, len);
-  sha256_final(&s, d);
-  sha256_hex(d, out);
-}
-
 /* crun with crest's global options, VERB and ARGV. KEEP_FD (or -1) becomes
    descriptor 3 of crun; OUT_FD (or -1) its stdout, QUIET_FD (or -1) its
    stderr. Returns the PID. */
@@ -406,7 +395,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
       crest_error_wrap(err, "container `%s`: checkpoint: read its config", id);
       goto fail_state;
     }
-  sha256_buf_hex(config_text, config_len, digest);
+  sha256_hex_of(config_text, config_len, digest);
 
   /* Written before the dump, renamed into the image after it: once the
      tree is dumped nothing can fail for lack of space. */
@@ -891,7 +880,7 @@ crest_container_restore(struct crest_global *g, const char *id,
           "made with `crest checkpoint --pid`?)",
           id);
     }
-  sha256_buf_hex(config_text, config_len, digest);
+  sha256_hex_of(config_text, config_len, digest);
   if (!rd->config_digest || strcmp(rd->config_digest, digest) != 0)
     {
       crest_error_make(

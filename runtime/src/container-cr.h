@@ -1,5 +1,5 @@
 /* crest: checkpoint and restore of a container (as opposed to --pid process
- * mode). The verbs in checkpoint.c and restore.c parse crun's flags and call
+ * mode). The verbs in verb-checkpoint.c and verb-restore.c parse crun's flags and call
  * these when they are given a container ID.
  *
  * Checkpoint: crest's state for ID and `crun state` give the init PID; the

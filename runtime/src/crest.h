@@ -13,7 +13,7 @@ struct crest_global
   const char *log_format; /* "text" or "json" */
   bool debug;
   int rootless;     /* --rootless: 1 true, 0 false, -1 auto */
-  bool is_rootless; /* resolved: euid != 0 or --rootless true */
+  bool is_rootless; /* resolved: --rootless, else crest_rootless_detect() */
   /* crest's global options translated for crun, NULL-terminated, ready to be
      placed between "crun" and the verb. */
   char **crun_global_argv;

@@ -16,6 +16,7 @@
 #include "oci-config.h"
 #include "log.h"
 #include "state.h"
+#include "state-root.h"
 #include "testhook.h"
 #include "util.h"
 #include "verbs.h"
@@ -121,17 +122,6 @@ print_version(struct crest_global *g)
   if (crest_test_hooks_built())
     printf("test hooks: on (CREST_FAULT and the other knobs of testhook.h are honoured)\n");
   return 0;
-}
-
-static char *
-default_root(bool rootless)
-{
-  const char *xdg = getenv("XDG_RUNTIME_DIR");
-  if (!rootless)
-    return xstrdup("/run/crest");
-  if (xdg && *xdg)
-    return xasprintf("%s/crest", xdg);
-  return xasprintf("/run/user/%u/crest", (unsigned)geteuid());
 }
 
 static void
@@ -250,8 +240,8 @@ main(int argc, char **argv)
               rootless_arg);
       return 1;
     }
-  g.is_rootless = g.rootless == 1 || (g.rootless == -1 && geteuid() != 0);
-  g.root = root_arg ? xstrdup(root_arg) : default_root(g.is_rootless);
+  g.is_rootless = g.rootless == 1 || (g.rootless == -1 && crest_rootless_detect());
+  g.root = root_arg ? xstrdup(root_arg) : crest_default_state_root(g.is_rootless);
   if (g.root[0] != '/')
     {
       char cwd[PATH_MAX];

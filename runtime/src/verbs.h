@@ -19,7 +19,7 @@ crest_verb_delete(struct crest_global *g, int argc, char **argv);
 int
 crest_verb_list(struct crest_global *g, int argc, char **argv);
 
-/* crest's own: checkpoint and restore (runtime/src/checkpoint.c, restore.c). */
+/* crest's own: checkpoint and restore (verb-checkpoint.c, verb-restore.c). */
 int
 crest_verb_checkpoint(struct crest_global *g, int argc, char **argv);
 int

@@ -19,7 +19,7 @@ EXTRA_DIST += tests/host/checkpoint-console.test
 
 # Tasks in a group stop (kill -STOP, ^Z) through checkpoint and restore
 # (zdtm-stopped), and tasks another tracer holds (engine-tracer), refused.
-check_PROGRAMS += runtime/tests/engine-tracer
-runtime_tests_engine_tracer_SOURCES = runtime/tests/engine-tracer.c
+check_PROGRAMS += tests/progs/engine-tracer
+tests_progs_engine_tracer_SOURCES = tests/progs/engine-tracer.c
 TESTS += tests/host/engine-stopped.test
 EXTRA_DIST += tests/host/engine-stopped.test

@@ -29,5 +29,8 @@ sha256_set_portable(int on);
 /* out: 65 bytes, lower-case hex, NUL-terminated. */
 void
 sha256_hex(const uint8_t digest[32], char out[65]);
+/* The digest of BUF, in hex as above. */
+void
+sha256_hex_of(const void *buf, size_t len, char out[65]);
 
 #endif

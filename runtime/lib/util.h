@@ -37,6 +37,10 @@ xstrdup(const char *s);
 char *
 xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* LEN bytes as lower-case hex into OUT (2 * LEN + 1 bytes, NUL-terminated). */
+void
+crest_hex(const void *buf, size_t len, char *out);
+
 /* Read a whole file (at most max bytes; 0 = 64 MiB) into a NUL-terminated
  * buffer. */
 int

@@ -13,6 +13,19 @@
 #include "util.h"
 
 void
+crest_hex(const void *buf, size_t len, char *out)
+{
+  static const char digits[] = "0123456789abcdef";
+  const unsigned char *p = buf;
+  for (size_t i = 0; i < len; i++)
+    {
+      out[2 * i] = digits[p[i] >> 4];
+      out[2 * i + 1] = digits[p[i] & 15];
+    }
+  out[2 * len] = '\0';
+}
+
+void
 cleanup_freep(void *p)
 {
   free(*(void **)p);

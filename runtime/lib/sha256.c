@@ -7,6 +7,7 @@
 #include <string.h>
 #include "sha256.h"
 #include "testhook.h"
+#include "util.h"
 
 /* In a test build, CREST_SHA256_PORTABLE=1 forces the portable code, so that
    one machine can compare both paths. */
@@ -215,8 +216,16 @@ sha256_final(struct sha256 *s, uint8_t out[32])
 void
 sha256_hex(const uint8_t d[32], char out[65])
 {
-  static const char x[] = "0123456789abcdef";
-  for (int i = 0; i < 32; i++)
-    out[2 * i] = x[d[i] >> 4], out[2 * i + 1] = x[d[i] & 15];
-  out[64] = 0;
+  crest_hex(d, 32, out);
+}
+
+void
+sha256_hex_of(const void *buf, size_t len, char out[65])
+{
+  struct sha256 s;
+  uint8_t d[32];
+  sha256_init(&s);
+  sha256_update(&s, buf, len);
+  sha256_final(&s, d);
+  crest_hex(d, 32, out);
 }

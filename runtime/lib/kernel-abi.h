@@ -1,0 +1,23 @@
+/* crest: kernel structures that glibc does not declare (or not in the
+ * version Debian 12 ships), written from the kernel's UAPI headers. One
+ * definition, shared by the dump and the restore. */
+#ifndef CREST_KERNEL_ABI_H
+#define CREST_KERNEL_ABI_H
+
+#include <stdint.h>
+
+/* sched_getattr(2)/sched_setattr(2): struct sched_attr of
+   include/uapi/linux/sched/types.h, up to the utilization clamps
+   (SCHED_ATTR_SIZE_VER1). Named apart from the kernel's so that a libc
+   that declares struct sched_attr itself does not clash with it. */
+struct crest_sched_attr
+{
+  uint32_t size, policy;
+  uint64_t flags;
+  int32_t nice;
+  uint32_t prio;
+  uint64_t rt[3]; /* sched_runtime, sched_deadline, sched_period */
+  uint32_t umin, umax;
+};
+
+#endif

@@ -1,0 +1,36 @@
+# Build fragment for tests/unit/ (C unit tests, TAP), included by the top
+# Makefile.am (see docs/hacking.md and tests/README.md).
+
+CREST_UNIT_CPPFLAGS = $(CREST_FRONTEND_CPPFLAGS) -I$(top_srcdir)/tests/unit
+CREST_UNIT_CFLAGS = $(AM_CFLAGS) $(SANITIZER_CFLAGS) $(YAJL_CFLAGS)
+CREST_UNIT_LIBS = $(CREST_LIB) $(YAJL_LIBS)
+
+# Front end: config rewriting and the create/run argument handling.
+check_PROGRAMS += tests/unit/test-config tests/unit/test-args
+tests_unit_test_config_SOURCES = tests/unit/test-config.c tests/unit/tap.h runtime/src/oci-config.c
+tests_unit_test_config_CPPFLAGS = $(CREST_UNIT_CPPFLAGS)
+tests_unit_test_config_CFLAGS = $(CREST_UNIT_CFLAGS)
+tests_unit_test_config_LDFLAGS = $(SANITIZER_LDFLAGS)
+tests_unit_test_config_LDADD = $(CREST_UNIT_LIBS)
+tests_unit_test_args_SOURCES = tests/unit/test-args.c tests/unit/tap.h \
+	runtime/src/lifecycle.c runtime/src/state.c runtime/src/oci-config.c runtime/src/crun.c
+tests_unit_test_args_CPPFLAGS = $(CREST_UNIT_CPPFLAGS)
+tests_unit_test_args_CFLAGS = $(CREST_UNIT_CFLAGS)
+tests_unit_test_args_LDFLAGS = $(SANITIZER_LDFLAGS)
+tests_unit_test_args_LDADD = $(CREST_UNIT_LIBS)
+
+# Engine: the image layer (and SHA-256, both code paths).
+check_PROGRAMS += tests/unit/engine-image
+tests_unit_engine_image_SOURCES = tests/unit/engine-image.c tests/unit/tap.h
+tests_unit_engine_image_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/engine -I$(top_srcdir)/tests/unit
+tests_unit_engine_image_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS)
+tests_unit_engine_image_LDFLAGS = $(SANITIZER_LDFLAGS)
+tests_unit_engine_image_LDADD = $(CREST_ENGINE_LIB) $(CREST_LIB) $(YAJL_LIBS)
+
+UNIT_TESTS = tests/unit/test-config tests/unit/test-args tests/unit/engine-image
+TESTS += $(UNIT_TESTS)
+
+# `make check-unit`: only the C unit tests (CI runs them under the sanitizers).
+check-unit:
+	@$(MAKE) $(AM_MAKEFLAGS) check TESTS="$(UNIT_TESTS)"
+.PHONY: check-unit
