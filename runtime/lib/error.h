@@ -2,7 +2,9 @@
  *
  * A function that can fail takes a crest_error_t *err, returns a negative
  * value and fills *err with an errno and a message. Callers add context with
- * crest_error_wrap() and pass it up; main() prints the final line once. */
+ * crest_error_wrap() and pass it up. A verb returns it to main(), which
+ * prints the final line once with crest_error_report(): on stderr, and in
+ * the --log file in the --log-format asked for. */
 #ifndef CREST_ERROR_H
 #define CREST_ERROR_H
 

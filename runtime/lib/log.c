@@ -75,7 +75,9 @@ crest_log(enum crest_log_level level, const char *fmt, ...)
           struct tm tm;
           clock_gettime(CLOCK_REALTIME, &now);
           gmtime_r(&now.tv_sec, &tm);
-          strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+          /* crun's shape: seconds with nanoseconds, UTC. */
+          strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%S", &tm);
+          snprintf(ts + strlen(ts), sizeof ts - strlen(ts), ".%09ldZ", (long)now.tv_nsec);
           fprintf(log_file, "{\"msg\":\"");
           json_escape(log_file, msg);
           fprintf(log_file, "\",\"level\":\"%s\",\"time\":\"%s\"}\n", names[level], ts);

@@ -49,7 +49,6 @@
 #define IN_ROOT_IMAGE "/.crest-image"
 /* The restorer's comm while it works (see runtime/restorer/restorer.c). */
 #define RESTORER_COMM "crest-restoring"
-#define CAP_CR_NAME "CAP_CHECKPOINT_RESTORE"
 /* How long a restore may take before crest gives up and undoes it. */
 #define RESTORE_TIMEOUT_S 300
 
@@ -64,77 +63,13 @@ abs_path(const char *p)
   return xasprintf("%s/%s", cwd, p);
 }
 
-/* crun with crest's global options, VERB and ARGV. KEEP_FD (or -1) becomes
-   descriptor 3 of crun; OUT_FD (or -1) its stdout, QUIET_FD (or -1) its
-   stderr. Returns the PID. */
-static pid_t
-spawn_crun_fds(struct crest_global *g, const char *verb, char *const *argv, int keep_fd, int out_fd,
-               int quiet_fd, crest_error_t *err)
-{
-  size_t n = 0, i;
-  char **full;
-  pid_t pid;
-
-  while (argv[n])
-    n++;
-  full = xmalloc(sizeof(char *) * (n + (size_t)g->crun_global_argc + 3));
-  full[0] = (char *)g->runtime;
-  for (i = 0; i < (size_t)g->crun_global_argc; i++)
-    full[1 + i] = g->crun_global_argv[i];
-  full[1 + i] = (char *)verb;
-  for (size_t k = 0; k < n; k++)
-    full[2 + i + k] = argv[k];
-  full[2 + i + n] = NULL;
-  fflush(NULL);
-  pid = fork();
-  if (pid < 0)
-    {
-      free(full);
-      return crest_error_errno(err, "fork crun");
-    }
-  if (pid == 0)
-    {
-      if (out_fd >= 0 && dup2(out_fd, 1) < 0)
-        _exit(127);
-      if (quiet_fd >= 0 && dup2(quiet_fd, 2) < 0)
-        _exit(127);
-      if (keep_fd >= 0 && (keep_fd == 3 ? fcntl(3, F_SETFD, 0) : dup2(keep_fd, 3)) < 0)
-        _exit(127);
-      execv(g->runtime, full);
-      fprintf(stderr, "crest: cannot run crun `%s`: %s\n", g->runtime, strerror(errno));
-      _exit(127);
-    }
-  free(full);
-  return pid;
-}
-
-static pid_t
-spawn_crun(struct crest_global *g, const char *verb, char *const *argv, int keep_fd, int out_fd,
-           crest_error_t *err)
-{
-  return spawn_crun_fds(g, verb, argv, keep_fd, out_fd, -1, err);
-}
-
-static int
-wait_status(pid_t pid)
-{
-  int st, r;
-  do
-    r = waitpid(pid, &st, 0);
-  while (r < 0 && errno == EINTR);
-  if (r < 0)
-    return 125;
-  if (WIFEXITED(st))
-    return WEXITSTATUS(st);
-  return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : 125;
-}
-
 static int
 run_crun_quiet(struct crest_global *g, const char *verb, char *const *argv)
 {
   crest_error_t e = NULL;
   int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
-  pid_t pid = spawn_crun_fds(g, verb, argv, -1, devnull, devnull, &e);
+  struct crest_crun_fds fds = { -1, devnull, devnull };
+  pid_t pid = crest_crun_spawn(g, verb, argv, &fds, &e);
   if (devnull >= 0)
     close(devnull);
   if (pid < 0)
@@ -142,7 +77,7 @@ run_crun_quiet(struct crest_global *g, const char *verb, char *const *argv)
       crest_error_release(&e);
       return 125;
     }
-  return wait_status(pid);
+  return crest_crun_wait(pid, false);
 }
 
 /* `crun state ID`: the init's PID (as the host sees it) and the status. */
@@ -159,7 +94,10 @@ crun_state(struct crest_global *g, const char *id, pid_t *pid, char **status, cr
 
   if (pipe2(p, O_CLOEXEC) < 0)
     return crest_error_errno(err, "pipe");
-  child = spawn_crun(g, "state", args, -1, p[1], err);
+  {
+    struct crest_crun_fds fds = { -1, p[1], -1 };
+    child = crest_crun_spawn(g, "state", args, &fds, err);
+  }
   close(p[1]);
   if (child < 0)
     {
@@ -185,7 +123,7 @@ crun_state(struct crest_global *g, const char *id, pid_t *pid, char **status, cr
     }
   close(p[0]);
   out[used] = '\0';
-  st = wait_status(child);
+  st = crest_crun_wait(child, false);
   if (st != 0)
     return crest_error_make(err, 0, "container `%s`: `crun state` failed with status %d", id, st);
   root = yajl_tree_parse(out, ebuf, sizeof ebuf);
@@ -476,46 +414,6 @@ fail_state:
 
 /* ---- the restore config ---- */
 
-static void
-gen_string(yajl_gen gen, const char *s)
-{
-  yajl_gen_string(gen, (const unsigned char *)s, strlen(s));
-}
-
-static void
-gen_value(yajl_gen gen, yajl_val v)
-{
-  size_t i;
-
-  if (!v || YAJL_IS_NULL(v))
-    yajl_gen_null(gen);
-  else if (YAJL_IS_STRING(v))
-    gen_string(gen, (v)->u.string);
-  else if (YAJL_IS_NUMBER(v))
-    yajl_gen_number(gen, v->u.number.r, strlen(v->u.number.r));
-  else if (YAJL_IS_TRUE(v))
-    yajl_gen_bool(gen, 1);
-  else if (YAJL_IS_FALSE(v))
-    yajl_gen_bool(gen, 0);
-  else if (YAJL_IS_ARRAY(v))
-    {
-      yajl_gen_array_open(gen);
-      for (i = 0; i < v->u.array.len; i++)
-        gen_value(gen, v->u.array.values[i]);
-      yajl_gen_array_close(gen);
-    }
-  else if (YAJL_IS_OBJECT(v))
-    {
-      yajl_gen_map_open(gen);
-      for (i = 0; i < v->u.object.len; i++)
-        {
-          gen_string(gen, v->u.object.keys[i]);
-          gen_value(gen, v->u.object.values[i]);
-        }
-      yajl_gen_map_close(gen);
-    }
-}
-
 static yajl_val
 obj_get(yajl_val obj, const char *key)
 {
@@ -526,77 +424,6 @@ obj_get(yajl_val obj, const char *key)
     if (strcmp(obj->u.object.keys[i], key) == 0)
       return obj->u.object.values[i];
   return NULL;
-}
-
-/* A capability list with CAP_CHECKPOINT_RESTORE added when absent. */
-static void
-gen_caps_plus_cr(yajl_gen gen, yajl_val list)
-{
-  bool has = false;
-  size_t i;
-  yajl_gen_array_open(gen);
-  if (list && YAJL_IS_ARRAY(list))
-    for (i = 0; i < list->u.array.len; i++)
-      {
-        yajl_val c = list->u.array.values[i];
-        if (YAJL_IS_STRING(c) && strcmp((c)->u.string, CAP_CR_NAME) == 0)
-          has = true;
-        gen_value(gen, c);
-      }
-  if (!has)
-    gen_string(gen, CAP_CR_NAME);
-  yajl_gen_array_close(gen);
-}
-
-/* The checkpointed capabilities plus CAP_CHECKPOINT_RESTORE in bounding,
-   permitted and effective: what the restorer needs and nothing else. The
-   inheritable and ambient sets stay as they were. */
-static void
-gen_restore_caps(yajl_gen gen, yajl_val caps)
-{
-  static const char *const grant[] = { "bounding", "permitted", "effective" };
-  size_t i, k;
-
-  yajl_gen_map_open(gen);
-  if (caps && YAJL_IS_OBJECT(caps))
-    for (i = 0; i < caps->u.object.len; i++)
-      {
-        bool granted = false;
-        for (k = 0; k < ARRAY_SIZE(grant); k++)
-          granted |= strcmp(caps->u.object.keys[i], grant[k]) == 0;
-        gen_string(gen, caps->u.object.keys[i]);
-        if (granted)
-          gen_caps_plus_cr(gen, caps->u.object.values[i]);
-        else
-          gen_value(gen, caps->u.object.values[i]);
-      }
-  for (k = 0; k < ARRAY_SIZE(grant); k++)
-    if (!obj_get(caps, grant[k]))
-      {
-        gen_string(gen, grant[k]);
-        gen_caps_plus_cr(gen, NULL);
-      }
-  yajl_gen_map_close(gen);
-}
-
-static void
-gen_bind(yajl_gen gen, const char *src, const char *dst)
-{
-  static const char *const options[] = { "bind", "ro", "nosuid", "nodev" };
-  size_t i;
-  yajl_gen_map_open(gen);
-  gen_string(gen, "destination");
-  gen_string(gen, dst);
-  gen_string(gen, "type");
-  gen_string(gen, "bind");
-  gen_string(gen, "source");
-  gen_string(gen, src);
-  gen_string(gen, "options");
-  yajl_gen_array_open(gen);
-  for (i = 0; i < ARRAY_SIZE(options); i++)
-    gen_string(gen, options[i]);
-  yajl_gen_array_close(gen);
-  yajl_gen_map_close(gen);
 }
 
 /* Does the config mount a tmpfs on /dev (crun's default)? */
@@ -616,108 +443,30 @@ has_dev_tmpfs(yajl_val mounts)
   return false;
 }
 
+/* The checkpointed config with the restorer as its process (its args: the
+   restorer and the image, both bind-mounted read-only) and
+   CAP_CHECKPOINT_RESTORE granted as `--cap-checkpoint-restore=add` grants it
+   (oci-config.c): the checkpointed capabilities plus that one, which each
+   restored task drops again unless it held it. */
 static int
 make_restore_config(yajl_val config, const char *restorer, const char *image, char **out,
                     size_t *len, crest_error_t *err)
 {
-  yajl_gen gen = yajl_gen_alloc(NULL);
-  yajl_val mounts = obj_get(config, "mounts"), process = obj_get(config, "process");
-  bool in_dev = has_dev_tmpfs(mounts);
+  bool in_dev = has_dev_tmpfs(obj_get(config, "mounts"));
   const char *in_restorer = in_dev ? IN_DEV_RESTORER : IN_ROOT_RESTORER;
   const char *in_image = in_dev ? IN_DEV_IMAGE : IN_ROOT_IMAGE;
-  const unsigned char *buf;
-  size_t i, blen;
-  bool seen_mounts = false;
+  const char *args[] = { in_restorer, in_image, NULL };
+  const struct crest_config_bind binds[] = { { restorer, in_restorer }, { image, in_image } };
   const char *pause_ms = crest_test_knob("CREST_RESTORER_PAUSE_MS");
+  cleanup_free char *pause = pause_ms ? xasprintf("CREST_RESTORER_PAUSE_MS=%s", pause_ms) : NULL;
+  struct crest_config_edit e
+      = { .grant = CREST_GRANT_ADD, .args = args, .env_add = pause, .binds = binds, .nbinds = 2 };
+  yajl_val process = obj_get(config, "process");
 
   if (!process || !YAJL_IS_OBJECT(process))
-    {
-      yajl_gen_free(gen);
-      return crest_error_make(err, EINVAL, "the checkpointed config has no process object");
-    }
-  yajl_gen_config(gen, yajl_gen_beautify, 1);
-  yajl_gen_map_open(gen);
-  for (i = 0; i < config->u.object.len; i++)
-    {
-      const char *key = config->u.object.keys[i];
-      yajl_val v = config->u.object.values[i];
-      gen_string(gen, key);
-      if (strcmp(key, "process") == 0)
-        {
-          size_t k;
-          bool seen_caps = false;
-          yajl_gen_map_open(gen);
-          for (k = 0; k < v->u.object.len; k++)
-            {
-              const char *pk = v->u.object.keys[k];
-              gen_string(gen, pk);
-              if (strcmp(pk, "args") == 0)
-                {
-                  yajl_gen_array_open(gen);
-                  gen_string(gen, in_restorer);
-                  gen_string(gen, in_image);
-                  yajl_gen_array_close(gen);
-                }
-              else if (strcmp(pk, "env") == 0 && YAJL_IS_ARRAY(v->u.object.values[k]) && pause_ms)
-                {
-                  /* Test hook: the restorer waits before it starts, so that
-                     a test can read its capabilities while it works. */
-                  yajl_val env = v->u.object.values[k];
-                  char *e = xasprintf("CREST_RESTORER_PAUSE_MS=%s", pause_ms);
-                  yajl_gen_array_open(gen);
-                  for (size_t j = 0; j < env->u.array.len; j++)
-                    gen_value(gen, env->u.array.values[j]);
-                  gen_string(gen, e);
-                  yajl_gen_array_close(gen);
-                  free(e);
-                }
-              else if (strcmp(pk, "capabilities") == 0)
-                {
-                  seen_caps = true;
-                  gen_restore_caps(gen, v->u.object.values[k]);
-                }
-              else
-                gen_value(gen, v->u.object.values[k]);
-            }
-          if (!seen_caps)
-            {
-              gen_string(gen, "capabilities");
-              gen_restore_caps(gen, NULL);
-            }
-          yajl_gen_map_close(gen);
-        }
-      else if (strcmp(key, "mounts") == 0 && YAJL_IS_ARRAY(v))
-        {
-          seen_mounts = true;
-          yajl_gen_array_open(gen);
-          for (size_t k = 0; k < v->u.array.len; k++)
-            gen_value(gen, v->u.array.values[k]);
-          gen_bind(gen, restorer, in_restorer);
-          gen_bind(gen, image, in_image);
-          yajl_gen_array_close(gen);
-        }
-      else
-        gen_value(gen, v);
-    }
-  if (!seen_mounts)
-    {
-      gen_string(gen, "mounts");
-      yajl_gen_array_open(gen);
-      gen_bind(gen, restorer, in_restorer);
-      gen_bind(gen, image, in_image);
-      yajl_gen_array_close(gen);
-    }
-  yajl_gen_map_close(gen);
-  if (yajl_gen_get_buf(gen, &buf, &blen) != yajl_gen_status_ok)
-    {
-      yajl_gen_free(gen);
-      return crest_error_make(err, EINVAL, "cannot generate the restore config");
-    }
-  *out = xmalloc(blen + 1);
-  memcpy(*out, buf, blen);
-  (*out)[blen] = '\0';
-  *len = blen;
-  yajl_gen_free(gen);
+    return crest_error_make(err, EINVAL, "the checkpointed config has no process object");
+  if (crest_config_edit(config, &e, out, len, err) < 0)
+    return crest_error_wrap(err, "write the restore config");
   return 0;
 }
 
@@ -996,7 +745,8 @@ crest_container_restore(struct crest_global *g, const char *id,
       args[n++] = (char *)"--detach";
     args[n++] = (char *)id;
     args[n] = NULL;
-    crun = spawn_crun(g, "run", args, sync[1], -1, err);
+    struct crest_crun_fds fds = { sync[1], -1, -1 };
+    crun = crest_crun_spawn(g, "run", args, &fds, err);
   }
   close(sync[1]);
   sync[1] = -1;
@@ -1082,13 +832,13 @@ crest_container_restore(struct crest_global *g, const char *id,
   if (opts->detach)
     {
       if (!crun_done)
-        status = wait_status(crun);
+        status = crest_crun_wait(crun, false);
       return 0;
     }
   /* Foreground: the container runs until its init exits. crun deletes it
      then; crest's state goes with it. */
   if (!crun_done)
-    status = wait_status(crun);
+    status = crest_crun_wait(crun, false);
   crest_state_remove(g, id, NULL);
   return status;
 
@@ -1099,7 +849,7 @@ undo:
     close(sync[1]);
   undo_restore(g, id);
   if (crun > 0 && !crun_done)
-    wait_status(crun);
+    crest_crun_wait(crun, false);
   if (!opts->pid_file)
     unlink(pid_file);
   return -1;

@@ -3,6 +3,8 @@
 #define CREST_H
 
 #include <stdbool.h>
+#include <sys/types.h>
+#include "error.h"
 
 struct crest_global
 {
@@ -20,15 +22,37 @@ struct crest_global
   int crun_global_argc;
 };
 
-/* A verb: argv[0] is the verb name; returns the process exit status. */
-typedef int (*crest_verb_fn)(struct crest_global *g, int argc, char **argv);
+/* A verb: argv[0] is the verb name. Returns the process exit status (>= 0),
+   or a negative value with ERR filled: main() then prints ERR once, to
+   stderr and to --log in the --log-format asked for, and exits 1. */
+typedef int (*crest_verb_fn)(struct crest_global *g, int argc, char **argv, crest_error_t *err);
 
-/* Run crun with the global options, VERB and ARGV (NULL-terminated), wait for
-   it and return its exit status (128+signal when it was killed). */
+/* crun (runtime/src/crun.c), the one way crest starts it: the global
+   options, then VERB and ARGV (NULL-terminated). */
+
+/* Descriptors crun gets in place of crest's own; -1 leaves crest's. */
+struct crest_crun_fds
+{
+  int fd3; /* becomes crun's descriptor 3 (passed on with --preserve-fds) */
+  int out; /* crun's stdout */
+  int err; /* crun's stderr */
+};
+/* Start crun (FDS may be NULL) and return its PID. */
+pid_t
+crest_crun_spawn(struct crest_global *g, const char *verb, char *const *argv,
+                 const struct crest_crun_fds *fds, crest_error_t *err);
+/* Wait for crun: its exit status, 128+signal when it was killed, 125 when it
+   cannot be waited for. FORWARD: signals crest receives meanwhile go to crun
+   (a foreground container's terminal signals are meant for it). */
 int
-crest_crun_run(struct crest_global *g, const char *verb, char *const *argv);
-/* Replace this process with crun (for verbs whose whole job is crun's). */
+crest_crun_wait(pid_t pid, bool forward);
+/* Spawn and wait, forwarding signals: crun's exit status, or negative with
+   ERR when it could not be started. */
 int
-crest_crun_exec(struct crest_global *g, const char *verb, char *const *argv);
+crest_crun_run(struct crest_global *g, const char *verb, char *const *argv, crest_error_t *err);
+/* Replace this process with crun (for verbs whose whole job is crun's);
+   returns (negative, with ERR) only when crun cannot be run. */
+int
+crest_crun_exec(struct crest_global *g, const char *verb, char *const *argv, crest_error_t *err);
 
 #endif

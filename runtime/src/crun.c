@@ -1,6 +1,7 @@
-/* crest: running crun. */
+/* crest: running crun, the one place that starts it. */
 #include <config.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,13 +45,39 @@ debug_argv(char **a)
 }
 
 int
-crest_crun_exec(struct crest_global *g, const char *verb, char *const *argv)
+crest_crun_exec(struct crest_global *g, const char *verb, char *const *argv, crest_error_t *err)
 {
   cleanup_free char **full = build_argv(g, verb, argv);
   debug_argv(full);
+  fflush(NULL);
   execv(g->runtime, full);
-  fprintf(stderr, "crest: cannot run crun `%s`: %s\n", g->runtime, strerror(errno));
-  return 127;
+  return crest_error_errno(err, "cannot run crun `%s`", g->runtime);
+}
+
+pid_t
+crest_crun_spawn(struct crest_global *g, const char *verb, char *const *argv,
+                 const struct crest_crun_fds *fds, crest_error_t *err)
+{
+  cleanup_free char **full = build_argv(g, verb, argv);
+  pid_t pid;
+
+  debug_argv(full);
+  fflush(NULL);
+  pid = fork();
+  if (pid < 0)
+    return crest_error_errno(err, "fork to run crun `%s`", g->runtime);
+  if (pid > 0)
+    return pid;
+  if (fds && fds->out >= 0 && dup2(fds->out, 1) < 0)
+    _exit(127);
+  if (fds && fds->err >= 0 && dup2(fds->err, 2) < 0)
+    _exit(127);
+  if (fds && fds->fd3 >= 0 && (fds->fd3 == 3 ? fcntl(3, F_SETFD, 0) : dup2(fds->fd3, 3)) < 0)
+    _exit(127);
+  execv(g->runtime, full);
+  /* The child can only say it here; its parent sees status 127. */
+  crest_log(CREST_LOG_ERROR, "cannot run crun `%s`: %s", g->runtime, strerror(errno));
+  _exit(127);
 }
 
 static volatile pid_t forward_to;
@@ -63,47 +90,35 @@ forward_signal(int sig)
 }
 
 int
-crest_crun_run(struct crest_global *g, const char *verb, char *const *argv)
+crest_crun_wait(pid_t pid, bool forward)
 {
   static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
-  cleanup_free char **full = build_argv(g, verb, argv);
   struct sigaction sa, old[ARRAY_SIZE(forwarded)];
   int status, r;
   size_t i;
-  pid_t pid;
 
-  debug_argv(full);
-  fflush(NULL);
-  pid = fork();
-  if (pid < 0)
+  if (forward)
     {
-      fprintf(stderr, "crest: fork: %s\n", strerror(errno));
-      return 125;
+      forward_to = pid;
+      memset(&sa, 0, sizeof sa);
+      sa.sa_handler = forward_signal;
+      sa.sa_flags = SA_RESTART;
+      sigemptyset(&sa.sa_mask);
+      for (i = 0; i < ARRAY_SIZE(forwarded); i++)
+        sigaction(forwarded[i], &sa, &old[i]);
     }
-  if (pid == 0)
-    {
-      execv(g->runtime, full);
-      fprintf(stderr, "crest: cannot run crun `%s`: %s\n", g->runtime, strerror(errno));
-      _exit(127);
-    }
-  /* crun may run the container in the foreground: whatever signal reaches
-     crest is meant for it. */
-  forward_to = pid;
-  memset(&sa, 0, sizeof sa);
-  sa.sa_handler = forward_signal;
-  sa.sa_flags = SA_RESTART;
-  sigemptyset(&sa.sa_mask);
-  for (i = 0; i < ARRAY_SIZE(forwarded); i++)
-    sigaction(forwarded[i], &sa, &old[i]);
   do
     r = waitpid(pid, &status, 0);
   while (r < 0 && errno == EINTR);
-  for (i = 0; i < ARRAY_SIZE(forwarded); i++)
-    sigaction(forwarded[i], &old[i], NULL);
-  forward_to = 0;
+  if (forward)
+    {
+      for (i = 0; i < ARRAY_SIZE(forwarded); i++)
+        sigaction(forwarded[i], &old[i], NULL);
+      forward_to = 0;
+    }
   if (r < 0)
     {
-      fprintf(stderr, "crest: waitpid crun: %s\n", strerror(errno));
+      crest_debug("waitpid crun %d: %s", (int)pid, strerror(errno));
       return 125;
     }
   if (WIFEXITED(status))
@@ -111,4 +126,13 @@ crest_crun_run(struct crest_global *g, const char *verb, char *const *argv)
   if (WIFSIGNALED(status))
     return 128 + WTERMSIG(status);
   return 125;
+}
+
+int
+crest_crun_run(struct crest_global *g, const char *verb, char *const *argv, crest_error_t *err)
+{
+  pid_t pid = crest_crun_spawn(g, verb, argv, NULL, err);
+  if (pid < 0)
+    return -1;
+  return crest_crun_wait(pid, true);
 }

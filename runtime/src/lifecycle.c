@@ -177,7 +177,7 @@ absolute(const char *base, const char *p)
 }
 
 static int
-create_or_run(struct crest_global *g, int argc, char **argv, bool is_run)
+create_or_run(struct crest_global *g, int argc, char **argv, bool is_run, crest_error_t *errp)
 {
   cleanup_error crest_error_t err = NULL;
   cleanup_free char *bundle = NULL, *user_config = NULL, *text = NULL, *private_config = NULL;
@@ -190,12 +190,8 @@ create_or_run(struct crest_global *g, int argc, char **argv, bool is_run)
   bool keep_state;
   int status;
 
-  if (crest_parse_create_args(argc, argv, &a, &err) < 0)
-    {
-      crest_error_wrap(&err, "%s", argv[0]);
-      crest_error_report(&err);
-      return 1;
-    }
+  if (crest_parse_create_args(argc, argv, &a, errp) < 0)
+    return crest_error_wrap(errp, "%s", argv[0]);
   if (crest_validate_id(a.id, &err) < 0)
     goto fail;
 
@@ -291,9 +287,14 @@ create_or_run(struct crest_global *g, int argc, char **argv, bool is_run)
       args[n++] = a.crun_argv[i];
     args[n++] = (char *)a.id;
     args[n] = NULL;
-    status = crest_crun_run(g, is_run ? "run" : "create", args);
+    status = crest_crun_run(g, is_run ? "run" : "create", args, &err);
     free(args);
   }
+  if (status < 0)
+    {
+      crest_state_remove(g, a.id, NULL);
+      goto fail;
+    }
 
   /* A foreground run is over, and crun has deleted the container; a failed
      create or run leaves nothing for crest to remember either. */
@@ -305,63 +306,64 @@ create_or_run(struct crest_global *g, int argc, char **argv, bool is_run)
   return status;
 
 fail:
-  crest_error_report(&err);
+  /* main() reports it. */
+  *errp = err;
+  err = NULL;
   if (config)
     yajl_tree_free(config);
   crest_create_args_free(&a);
-  return 1;
+  return -1;
 }
 
 int
-crest_verb_create(struct crest_global *g, int argc, char **argv)
+crest_verb_create(struct crest_global *g, int argc, char **argv, crest_error_t *err)
 {
-  return create_or_run(g, argc, argv, false);
+  return create_or_run(g, argc, argv, false, err);
 }
 
 int
-crest_verb_run(struct crest_global *g, int argc, char **argv)
+crest_verb_run(struct crest_global *g, int argc, char **argv, crest_error_t *err)
 {
-  return create_or_run(g, argc, argv, true);
+  return create_or_run(g, argc, argv, true, err);
 }
 
 int
-crest_verb_delegate(struct crest_global *g, int argc, char **argv)
+crest_verb_delegate(struct crest_global *g, int argc, char **argv, crest_error_t *err)
 {
-  return crest_crun_exec(g, argv[0], argv + 1);
+  return crest_crun_exec(g, argv[0], argv + 1, err);
 }
 
 int
-crest_verb_delete(struct crest_global *g, int argc, char **argv)
+crest_verb_delete(struct crest_global *g, int argc, char **argv, crest_error_t *err)
 {
-  cleanup_error crest_error_t err = NULL;
   const char *id = NULL;
   int i, status;
 
   for (i = 1; i < argc; i++)
     if (argv[i][0] != '-')
       id = argv[i];
-  status = crest_crun_run(g, "delete", argv + 1);
+  status = crest_crun_run(g, "delete", argv + 1, err);
+  if (status < 0)
+    return -1;
   /* Whatever crun answered, crest's state must not outlive crun's. */
-  if (id && crest_validate_id(id, &err) == 0 && !crest_crun_has(g, NULL, id))
-    {
-      if (crest_state_remove(g, id, &err) < 0)
-        {
-          crest_error_report(&err);
-          return status ? status : 1;
-        }
-    }
-  crest_error_release(&err);
+  if (id && crest_validate_id(id, NULL) == 0 && !crest_crun_has(g, NULL, id)
+      && crest_state_remove(g, id, err) < 0)
+    return -1;
   return status;
 }
 
 int
-crest_verb_list(struct crest_global *g, int argc, char **argv)
+crest_verb_list(struct crest_global *g, int argc, char **argv, crest_error_t *err)
 {
-  cleanup_error crest_error_t err = NULL;
-  int removed = crest_state_gc(g, &err);
+  cleanup_error crest_error_t gc_err = NULL;
+  int removed = crest_state_gc(g, &gc_err);
+  /* Stale state that cannot be removed does not stop the listing. */
   if (removed < 0)
-    crest_error_report(&err);
+    {
+      cleanup_free char *text = crest_error_text(gc_err);
+      crest_warn("%s", text);
+    }
   else if (removed > 0)
     crest_debug("removed %d stale container state%s", removed, removed == 1 ? "" : "s");
-  return crest_crun_exec(g, "list", argv + 1);
+  return crest_crun_exec(g, "list", argv + 1, err);
 }

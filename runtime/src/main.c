@@ -172,6 +172,7 @@ main(int argc, char **argv)
     { NULL, 0, NULL, 0 },
   };
   struct crest_global g = { .runtime = CRUN_PATH, .log_format = "text", .rootless = -1 };
+  cleanup_error crest_error_t err = NULL;
   const char *rootless_arg = NULL, *cgroup_manager = NULL;
   bool want_version = false, systemd_cgroup = false;
   char *root_arg = NULL;
@@ -225,6 +226,8 @@ main(int argc, char **argv)
         }
     }
 
+  /* From here on every error reaches stderr and --log: through ERR, which
+     the end of main() prints once. */
   if (crest_log_init(g.log, g.log_format, g.debug) < 0)
     return 1;
 
@@ -236,8 +239,9 @@ main(int argc, char **argv)
     g.rootless = 0;
   else
     {
-      fprintf(stderr, "crest: invalid --rootless value `%s` (expected true, false or auto)\n",
-              rootless_arg);
+      crest_error_make(&err, 0, "invalid --rootless value `%s` (expected true, false or auto)",
+                       rootless_arg);
+      crest_error_report(&err);
       return 1;
     }
   g.is_rootless = g.rootless == 1 || (g.rootless == -1 && crest_rootless_detect());
@@ -247,7 +251,8 @@ main(int argc, char **argv)
       char cwd[PATH_MAX];
       if (getcwd(cwd, sizeof cwd) == NULL)
         {
-          fprintf(stderr, "crest: getcwd: %s\n", strerror(errno));
+          crest_error_errno(&err, "--root `%s`: getcwd", g.root);
+          crest_error_report(&err);
           return 1;
         }
       char *abs = xasprintf("%s/%s", cwd, g.root);
@@ -286,12 +291,15 @@ main(int argc, char **argv)
         if (strcmp(verbs[i].name, verb) == 0)
           break;
       if (i < ARRAY_SIZE(verbs))
-        status = verbs[i].fn(&g, argc - optind, argv + optind);
+        status = verbs[i].fn(&g, argc - optind, argv + optind, &err);
       else
-        {
-          fprintf(stderr, "crest: unknown command `%s` (see crest --help)\n", verb);
-          status = 1;
-        }
+        status = crest_error_make(&err, 0, "unknown command `%s` (see crest --help)", verb);
+    }
+  if (status < 0)
+    {
+      /* The one place a verb's error is printed. */
+      crest_error_report(&err);
+      status = 1;
     }
   global_free(&g);
   return status;

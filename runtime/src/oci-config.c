@@ -152,6 +152,7 @@ struct gen_state
   yajl_gen g;
   enum crest_grant grant;
   bool process_uid_zero;
+  const struct crest_config_edit *edit;
 };
 
 static int
@@ -240,18 +241,78 @@ gen_caps_object(struct gen_state *st, yajl_val caps)
   yajl_gen_map_close(st->g);
 }
 
+static void
+gen_binds(struct gen_state *st)
+{
+  static const char *const options[] = { "bind", "ro", "nosuid", "nodev" };
+  for (size_t i = 0; i < st->edit->nbinds; i++)
+    {
+      yajl_gen_map_open(st->g);
+      gen_str(st->g, "destination");
+      gen_str(st->g, st->edit->binds[i].destination);
+      gen_str(st->g, "type");
+      gen_str(st->g, "bind");
+      gen_str(st->g, "source");
+      gen_str(st->g, st->edit->binds[i].source);
+      gen_str(st->g, "options");
+      yajl_gen_array_open(st->g);
+      for (size_t k = 0; k < ARRAY_SIZE(options); k++)
+        gen_str(st->g, options[k]);
+      yajl_gen_array_close(st->g);
+      yajl_gen_map_close(st->g);
+    }
+}
+
+/* An array (or nothing) with EXTRA strings or binds appended; 1 when KEY of
+   CTX is one the edit extends or replaces and it has been written. */
+static int
+gen_edited(struct gen_state *st, const char *key, yajl_val v, enum ctx ctx)
+{
+  const struct crest_config_edit *e = st->edit;
+  bool mounts = ctx == CTX_ROOT && strcmp(key, "mounts") == 0 && e->nbinds;
+  bool env = ctx == CTX_PROCESS && strcmp(key, "env") == 0 && e->env_add;
+  bool args = ctx == CTX_PROCESS && strcmp(key, "args") == 0 && e->args;
+
+  if (!mounts && !env && !args)
+    return 0;
+  if (v && !YAJL_IS_ARRAY(v) && !args)
+    return -1;
+  yajl_gen_array_open(st->g);
+  if (args)
+    for (size_t i = 0; e->args[i]; i++)
+      gen_str(st->g, e->args[i]);
+  else
+    for (size_t i = 0; v && i < v->u.array.len; i++)
+      if (gen_value(st, v->u.array.values[i], CTX_OTHER) < 0)
+        return -1;
+  if (env)
+    gen_str(st->g, e->env_add);
+  if (mounts)
+    gen_binds(st);
+  yajl_gen_array_close(st->g);
+  return 1;
+}
+
 static int
 gen_object(struct gen_state *st, yajl_val v, enum ctx ctx)
 {
   size_t i;
-  bool saw_caps = false;
+  bool saw_caps = false, saw_mounts = false, saw_env = false;
   yajl_gen_map_open(st->g);
   for (i = 0; i < v->u.object.len; i++)
     {
       const char *key = v->u.object.keys[i];
       yajl_val child = v->u.object.values[i];
       enum ctx next = CTX_OTHER;
+      int r;
       gen_str(st->g, key);
+      saw_mounts |= ctx == CTX_ROOT && strcmp(key, "mounts") == 0;
+      saw_env |= ctx == CTX_PROCESS && strcmp(key, "env") == 0;
+      r = gen_edited(st, key, child, ctx);
+      if (r < 0)
+        return -1;
+      if (r > 0)
+        continue;
       if (ctx == CTX_ROOT && strcmp(key, "process") == 0)
         next = CTX_PROCESS;
       else if (ctx == CTX_PROCESS && strcmp(key, "capabilities") == 0)
@@ -272,6 +333,16 @@ gen_object(struct gen_state *st, yajl_val v, enum ctx ctx)
     {
       gen_str(st->g, "capabilities");
       gen_caps_object(st, NULL);
+    }
+  if (ctx == CTX_PROCESS && !saw_env && st->edit->env_add)
+    {
+      gen_str(st->g, "env");
+      gen_edited(st, "env", NULL, ctx);
+    }
+  if (ctx == CTX_ROOT && !saw_mounts && st->edit->nbinds)
+    {
+      gen_str(st->g, "mounts");
+      gen_edited(st, "mounts", NULL, ctx);
     }
   yajl_gen_map_close(st->g);
   return 0;
@@ -316,7 +387,16 @@ int
 crest_config_generate(yajl_val root, enum crest_grant grant, char **out, size_t *len,
                       crest_error_t *err)
 {
-  struct gen_state st = { .grant = grant, .process_uid_zero = true };
+  struct crest_config_edit e = { .grant = grant };
+  return crest_config_edit(root, &e, out, len, err);
+}
+
+int
+crest_config_edit(yajl_val root, const struct crest_config_edit *edit, char **out, size_t *len,
+                  crest_error_t *err)
+{
+  enum crest_grant grant = edit->grant;
+  struct gen_state st = { .grant = grant, .process_uid_zero = true, .edit = edit };
   const char *proc_path[] = { "process", NULL };
   const char *uid_path[] = { "process", "user", "uid", NULL };
   const char *caps_path[] = { "process", "capabilities", NULL };

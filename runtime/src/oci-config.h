@@ -40,9 +40,36 @@ crest_config_annotation_grant(yajl_val root, enum crest_grant *out, crest_error_
 int
 crest_config_process_holds_cap(yajl_val root, const char *cap);
 
-/* Serialise ROOT to JSON, applying GRANT to process.capabilities on the way
-   (every other value is copied unchanged). PROCESS_UID is process.user.uid,
-   which decides whether the ambient set is touched. *out is malloc'ed. */
+/* A read-only bind mount added to the config's mounts. */
+struct crest_config_bind
+{
+  const char *source, *destination;
+};
+
+/* What crest changes in a config on its way to crun (create and run apply a
+   grant; restore also replaces the process with the restorer). */
+struct crest_config_edit
+{
+  /* Applied to process.capabilities: with ADD, CAP_CHECKPOINT_RESTORE goes
+     into the bounding, permitted and effective sets, and, for a process
+     whose process.user.uid is not 0, into inheritable and ambient too
+     (execve keeps only ambient capabilities of such a process). */
+  enum crest_grant grant;
+  /* When not NULL, replaces process.args (NULL-terminated). */
+  const char *const *args;
+  /* When not NULL, one more process.env entry ("NAME=VALUE"). */
+  const char *env_add;
+  /* Appended to mounts. */
+  const struct crest_config_bind *binds;
+  size_t nbinds;
+};
+
+/* Serialise ROOT to JSON with EDIT applied on the way (every other value is
+   copied unchanged). *out is malloc'ed. */
+int
+crest_config_edit(yajl_val root, const struct crest_config_edit *edit, char **out, size_t *len,
+                  crest_error_t *err);
+/* crest_config_edit with GRANT only. */
 int
 crest_config_generate(yajl_val root, enum crest_grant grant, char **out, size_t *len,
                       crest_error_t *err);

@@ -11,12 +11,7 @@
 #include "engine.h"
 #include "log.h"
 #include "util.h"
-
-int
-crest_verb_checkpoint(struct crest_global *g, int argc, char **argv);
-
-/* The container glue may be left out of a build: then only process mode. */
-#pragma weak crest_container_checkpoint
+#include "verbs.h"
 
 enum
 {
@@ -43,7 +38,7 @@ usage(FILE *f)
 }
 
 int
-crest_verb_checkpoint(struct crest_global *g, int argc, char **argv)
+crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error_t *err)
 {
   static const struct option opts[] = {
     { "image-path", required_argument, NULL, OPT_IMAGE_PATH },
@@ -64,7 +59,6 @@ crest_verb_checkpoint(struct crest_global *g, int argc, char **argv)
   bool leave = false, ns_init = false;
   long pid = 0;
   int c;
-  crest_error_t err = NULL;
 
   optind = 1;
   opterr = 0;
@@ -86,8 +80,7 @@ crest_verb_checkpoint(struct crest_global *g, int argc, char **argv)
           pid = strtol(optarg, &end, 10);
           if (*end || pid <= 0 || pid > (1 << 22))
             {
-              fprintf(stderr, "crest: checkpoint: bad PID `%s`\n", optarg);
-              return 1;
+              return crest_error_make(err, 0, "checkpoint: bad PID `%s`", optarg);
             }
         }
         break;
@@ -100,40 +93,20 @@ crest_verb_checkpoint(struct crest_global *g, int argc, char **argv)
         usage(stdout);
         return 0;
       default:
-        fprintf(stderr, "crest: checkpoint: unknown option `%s`\n", argv[optind - 1]);
-        return 1;
+        return crest_error_make(err, 0, "checkpoint: unknown option `%s`", argv[optind - 1]);
       }
   if (pid && optind < argc)
-    {
-      fprintf(stderr, "crest: checkpoint: give either --pid or a container ID, not both\n");
-      return 1;
-    }
+    return crest_error_make(err, 0, "checkpoint: give either --pid or a container ID, not both");
   if (!pid)
     {
       struct crest_container_checkpoint_opts co;
       if (optind + 1 != argc)
-        {
-          fprintf(stderr, "crest: checkpoint: expected one container ID (or --pid PID)\n");
-          return 1;
-        }
-      if (!crest_container_checkpoint)
-        {
-          fprintf(stderr,
-                  "crest: checkpoint %s: container checkpoint is not yet supported by this build\n",
-                  argv[optind]);
-          return 1;
-        }
+        return crest_error_make(err, 0, "checkpoint: expected one container ID (or --pid PID)");
       memset(&co, 0, sizeof co);
       co.image_path = image;
       co.work_path = work;
       co.leave_running = leave;
-      c = crest_container_checkpoint(g, argv[optind], &co, &err);
-      if (c < 0)
-        {
-          crest_error_report(&err);
-          return 1;
-        }
-      return c;
+      return crest_container_checkpoint(g, argv[optind], &co, err);
     }
   {
     struct crest_dump_opts o;
@@ -142,11 +115,8 @@ crest_verb_checkpoint(struct crest_global *g, int argc, char **argv)
     o.work_dir = work;
     o.leave_running = leave;
     o.root_is_ns_init = ns_init;
-    if (crest_engine_dump((pid_t)pid, &o, &err) < 0)
-      {
-        crest_error_report(&err);
-        return 1;
-      }
+    if (crest_engine_dump((pid_t)pid, &o, err) < 0)
+      return -1;
   }
   return 0;
 }

@@ -12,11 +12,7 @@
 #include "engine.h"
 #include "log.h"
 #include "util.h"
-
-int
-crest_verb_restore(struct crest_global *g, int argc, char **argv);
-
-#pragma weak crest_container_restore
+#include "verbs.h"
 
 enum
 {
@@ -48,7 +44,7 @@ usage(FILE *f)
 }
 
 int
-crest_verb_restore(struct crest_global *g, int argc, char **argv)
+crest_verb_restore(struct crest_global *g, int argc, char **argv, crest_error_t *err)
 {
   static const struct option opts[] = {
     { "image-path", required_argument, NULL, OPT_IMAGE_PATH },
@@ -69,7 +65,6 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv)
   const char *image = "checkpoint", *work = NULL, *bundle = NULL, *pid_file = NULL, *console = NULL;
   bool detach = false, ns_init = false;
   int c;
-  crest_error_t err = NULL;
 
   optind = 1;
   opterr = 0;
@@ -103,24 +98,13 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv)
         usage(stdout);
         return 0;
       default:
-        fprintf(stderr, "crest: restore: unknown option `%s`\n", argv[optind - 1]);
-        return 1;
+        return crest_error_make(err, 0, "restore: unknown option `%s`", argv[optind - 1]);
       }
   if (optind < argc)
     {
       struct crest_container_restore_opts co;
       if (optind + 1 != argc)
-        {
-          fprintf(stderr, "crest: restore: expected at most one container ID\n");
-          return 1;
-        }
-      if (!crest_container_restore)
-        {
-          fprintf(stderr,
-                  "crest: restore %s: container restore is not yet supported by this build\n",
-                  argv[optind]);
-          return 1;
-        }
+        return crest_error_make(err, 0, "restore: expected at most one container ID");
       memset(&co, 0, sizeof co);
       co.image_path = image;
       co.work_path = work;
@@ -128,19 +112,10 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv)
       co.detach = detach;
       co.pid_file = pid_file;
       co.console_socket = console;
-      c = crest_container_restore(g, argv[optind], &co, &err);
-      if (c < 0)
-        {
-          crest_error_report(&err);
-          return 1;
-        }
-      return c;
+      return crest_container_restore(g, argv[optind], &co, err);
     }
   if (bundle || console)
-    {
-      fprintf(stderr, "crest: restore: --bundle and --console-socket need a container ID\n");
-      return 1;
-    }
+    return crest_error_make(err, 0, "restore: --bundle and --console-socket need a container ID");
   {
     struct crest_restore_opts o;
     pid_t root = 0;
@@ -153,11 +128,8 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv)
     o.pid_file = pid_file;
     o.stdio_fds[0] = o.stdio_fds[1] = o.stdio_fds[2] = -1;
     o.root_status = &status;
-    if (crest_engine_restore(&o, &root, &err) < 0)
-      {
-        crest_error_report(&err);
-        return 1;
-      }
+    if (crest_engine_restore(&o, &root, err) < 0)
+      return -1;
     if (detach)
       return 0;
     if (WIFEXITED(status))

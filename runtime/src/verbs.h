@@ -1,4 +1,5 @@
-/* crest: the verbs. Each is `int fn (g, argc, argv)`, argv[0] the verb. */
+/* crest: the verbs. Each is a crest_verb_fn (crest.h): argv[0] the verb;
+   errors go back to main() in ERR, which prints them once. */
 #ifndef CREST_VERBS_H
 #define CREST_VERBS_H
 
@@ -6,23 +7,23 @@
 
 /* Delegated to crun unchanged. */
 int
-crest_verb_delegate(struct crest_global *g, int argc, char **argv);
+crest_verb_delegate(struct crest_global *g, int argc, char **argv, crest_error_t *err);
 /* crun's create/run plus the grant and crest's state. */
 int
-crest_verb_create(struct crest_global *g, int argc, char **argv);
+crest_verb_create(struct crest_global *g, int argc, char **argv, crest_error_t *err);
 int
-crest_verb_run(struct crest_global *g, int argc, char **argv);
+crest_verb_run(struct crest_global *g, int argc, char **argv, crest_error_t *err);
 /* crun's delete plus removal of crest's state. */
 int
-crest_verb_delete(struct crest_global *g, int argc, char **argv);
+crest_verb_delete(struct crest_global *g, int argc, char **argv, crest_error_t *err);
 /* crun's list, after dropping stale crest state. */
 int
-crest_verb_list(struct crest_global *g, int argc, char **argv);
+crest_verb_list(struct crest_global *g, int argc, char **argv, crest_error_t *err);
 
 /* crest's own: checkpoint and restore (verb-checkpoint.c, verb-restore.c). */
 int
-crest_verb_checkpoint(struct crest_global *g, int argc, char **argv);
+crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error_t *err);
 int
-crest_verb_restore(struct crest_global *g, int argc, char **argv);
+crest_verb_restore(struct crest_global *g, int argc, char **argv, crest_error_t *err);
 
 #endif

@@ -1,6 +1,9 @@
 # Host tests that need a rootless user (TAP shell scripts); see docs/hacking.md.
 TESTS += tests/host/cli.test tests/host/grant.test
 EXTRA_DIST += tests/host/cli.test tests/host/grant.test
+# A verb's error, once on stderr and once in --log (text and crun's JSON).
+TESTS += tests/host/error-log.test
+EXTRA_DIST += tests/host/error-log.test
 EXTRA_DIST += tests/host/rootless-env
 
 # --- zdtm programs in process mode (issue 4) --------------------------------
