@@ -46,12 +46,7 @@ crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error
     { "leave-running", no_argument, NULL, OPT_LEAVE_RUNNING },
     { "pid", required_argument, NULL, OPT_PID },
     { "ns-init", no_argument, NULL, OPT_NS_INIT },
-    /* crun flags crest accepts and has nothing to do for. */
-    { "tcp-established", no_argument, NULL, OPT_IGNORED },
-    { "ext-unix-sk", no_argument, NULL, OPT_IGNORED },
-    { "shell-job", no_argument, NULL, OPT_IGNORED },
-    { "file-locks", no_argument, NULL, OPT_IGNORED },
-    { "manage-cgroups-mode", required_argument, NULL, OPT_IGNORED },
+    CREST_CR_IGNORED_OPTIONS(OPT_IGNORED),
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };

@@ -54,11 +54,7 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv, crest_error_t 
     { "pid-file", required_argument, NULL, OPT_PID_FILE },
     { "console-socket", required_argument, NULL, OPT_CONSOLE_SOCKET },
     { "ns-init", no_argument, NULL, OPT_NS_INIT },
-    { "tcp-established", no_argument, NULL, OPT_IGNORED },
-    { "ext-unix-sk", no_argument, NULL, OPT_IGNORED },
-    { "shell-job", no_argument, NULL, OPT_IGNORED },
-    { "file-locks", no_argument, NULL, OPT_IGNORED },
-    { "manage-cgroups-mode", required_argument, NULL, OPT_IGNORED },
+    CREST_CR_IGNORED_OPTIONS(OPT_IGNORED),
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };

@@ -20,6 +20,17 @@ crest_verb_delete(struct crest_global *g, int argc, char **argv, crest_error_t *
 int
 crest_verb_list(struct crest_global *g, int argc, char **argv, crest_error_t *err);
 
+/* crun's checkpoint and restore flags (CRIU's) that crest accepts and has
+   nothing to do for: entries of a getopt_long table returning ID. */
+/* clang-format off */
+#define CREST_CR_IGNORED_OPTIONS(id)                       \
+  { "tcp-established", no_argument, NULL, (id) },          \
+  { "ext-unix-sk", no_argument, NULL, (id) },              \
+  { "shell-job", no_argument, NULL, (id) },                \
+  { "file-locks", no_argument, NULL, (id) },               \
+  { "manage-cgroups-mode", required_argument, NULL, (id) }
+/* clang-format on */
+
 /* crest's own: checkpoint and restore (verb-checkpoint.c, verb-restore.c). */
 int
 crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error_t *err);
