@@ -65,15 +65,22 @@ pt_setxstate(pid_t tid, const uint8_t *buf, size_t len, crest_error_t *err);
 int
 pt_inject(pid_t tid, const struct user_regs_struct *saved, uint64_t gadget, long nr,
           const long args[6], long *ret, crest_error_t *err);
-/* While the engine injects syscalls into a stopped thread, a signal that
-   arrives (a child exits, a timer fires) must stay pending: taken off the
-   queue in a signal-delivery stop it could only be suppressed or delivered
-   on top of the injected registers. pt_block_signals saves the thread's
-   mask (the one the image records, PTRACE_GETSIGMASK also sees the real
-   mask of a thread in sigsuspend) and blocks every signal but SIGTRAP;
-   pt_restore_signals puts the saved mask back. */
+/* The same as pt_inject without single-stepping (docs/engine.md, "A
+   checkpoint never harms the tree"): the call runs between PTRACE_SYSCALL's
+   entry and exit stops with every signal blocked (a signal that arrives,
+   a child's exit, a timer, stays pending: taken off the queue it could
+   only be suppressed or delivered on top of the injected registers), and
+   the thread is brought back to an interrupt stop (PTRACE_EVENT_STOP) with
+   SAVED and its own MASK, where the kernel restarts a syscall the thread
+   was in as it would have. The thread must be in such a stop. */
 int
-pt_block_signals(pid_t tid, uint64_t *saved, crest_error_t *err);
+pt_inject_nostep(pid_t tid, const struct user_regs_struct *saved, uint64_t mask, uint64_t gadget,
+                 long nr, const long args[6], long *ret, crest_error_t *err);
+/* The thread's signal mask (the one the image records: PTRACE_GETSIGMASK
+   also sees the real mask of a thread in sigsuspend or ppoll). */
+int
+pt_get_sigmask(pid_t tid, uint64_t *mask, crest_error_t *err);
+/* Set the mask back (keeps an error already in ERR). */
 int
 pt_restore_signals(pid_t tid, uint64_t saved, crest_error_t *err);
 /* Registers a restored thread resumes with: an interrupted restartable
