@@ -537,6 +537,20 @@ exited_meanwhile(struct dctx *c, struct dproc *p, bool *gone, crest_error_t *err
   return 1;
 }
 
+/* Is TRACER another crest (a checkpoint of the same tree under way)? */
+static bool
+tracer_is_crest(pid_t tracer)
+{
+  cleanup_free char *comm = NULL;
+  crest_error_t e = NULL;
+  if (read_proc(tracer, "comm", &comm, &e) < 0)
+    {
+      crest_error_release(&e);
+      return false;
+    }
+  return strcmp(comm, "crest\n") == 0;
+}
+
 /* TID, a thread of PID whose /proc status is STATUS: refused when it is
    traced by another process, or in a tracing stop (t) without a tracer
    (one that has just detached). */
@@ -544,6 +558,11 @@ static int
 traced_by_other(pid_t pid, pid_t tid, const char *status, crest_error_t *err)
 {
   const char *s = status_field(status, "TracerPid");
+  if (s && atoi(s) != 0 && tracer_is_crest(atoi(s)))
+    return crest_error_make(err, 0,
+                            "task %d (thread %d): already being checkpointed by crest (PID %d); "
+                            "one checkpoint at a time",
+                            pid, tid, atoi(s));
   if (s && atoi(s) != 0)
     return crest_error_make(err, 0,
                             "task %d (thread %d): traced by another process (TracerPid %d): "
@@ -988,7 +1007,7 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
         continue;
       INJ(m, SYS_rt_sigaction, s, 0, scratch + s * 32, 8);
     }
-  if (vm_read(p->pid, scratch, p->sa, sizeof p->sa, err) < 0)
+  if (vm_read(p->pid, scratch, p->sa, sizeof p->sa, err) < 0 || dump_fault("inject", err) < 0)
     goto out;
   for (int w = 0; w < 3; w++)
     INJ(m, SYS_getitimer, w, scratch + 4096 + w * 32);
@@ -2414,8 +2433,10 @@ free_ctx(struct dctx *c)
   free(c->fds);
 }
 
+/* The dump itself, in the tracer (crest_engine_dump runs it in a worker
+   process: dump-guard.c). */
 int
-crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
+dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
 {
   struct dctx c;
   yajl_gen g = NULL;
@@ -2448,7 +2469,7 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
     }
   if (img_writer_open(o->image_dir, &c.w, err) < 0)
     goto out;
-  if (collect_tree(&c, err) < 0)
+  if (collect_tree(&c, err) < 0 || dump_fault("seize", err) < 0)
     goto out;
   crest_debug("checkpoint: %zu processes seized", c.np);
   if (ns_ids(&c, err) < 0 || user_ns(&c, err) < 0 || same_namespaces(&c, err) < 0
@@ -2474,7 +2495,7 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
       if (dump_fds(&c, p, err) < 0)
         goto out;
     }
-  if (dump_pipes(&c, err) < 0)
+  if (dump_fault("files", err) < 0 || dump_pipes(&c, err) < 0)
     goto out;
   if (fault && strcmp(fault, "dump-signal") == 0)
     kill(getpid(), SIGTERM); /* test hook: crest is told to stop mid-dump */

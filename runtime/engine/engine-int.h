@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/user.h>
+#include "engine.h"
 #include "error.h"
 
 #define XSTATE_MAX 16384
@@ -87,6 +88,24 @@ pt_restore_signals(pid_t tid, uint64_t saved, crest_error_t *err);
    syscall is rewound so that it restarts, as the kernel would have done. */
 void
 pt_normalize_restart(struct user_regs_struct *r);
+
+/* dump.c: the dump, run by crest_engine_dump in its worker process. */
+int
+dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err);
+
+/* dump-guard.c */
+/* Test hook CREST_FAULT=ACTION@POINT at POINT (seize, inject, memory,
+   files, commit): ACTION kill-crest kills the caller's process, kill-worker
+   the tracer, eio fails here with EIO. */
+int
+dump_fault(const char *point, crest_error_t *err);
+/* A signal that stops a checkpoint (SIGINT, SIGTERM, SIGHUP, SIGQUIT, held
+   blocked during the dump) is pending: -1 with ERR saying which. */
+int
+dump_interrupted(crest_error_t *err);
+/* Remove FINAL_DIR.tmp-PID directories whose PID no longer exists. */
+void
+dump_remove_stale_tmp(const char *final_dir);
 
 extern const unsigned char crest_restorer_blob[];
 extern const size_t crest_restorer_blob_size;

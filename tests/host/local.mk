@@ -23,3 +23,8 @@ check_PROGRAMS += runtime/tests/engine-tracer
 runtime_tests_engine_tracer_SOURCES = runtime/tests/engine-tracer.c
 TESTS += tests/host/engine-stopped.test
 EXTRA_DIST += tests/host/engine-stopped.test
+
+# A checkpoint never harms the tree: SIGKILL of crest at many moments of a
+# checkpoint of a 200 MiB tree (zdtm-busy-tree), the checkpoint fault matrix.
+TESTS += tests/host/checkpoint-safety.test
+EXTRA_DIST += tests/host/checkpoint-safety.test
