@@ -56,8 +56,7 @@ struct dthread
   uint64_t clear_tid;
   uint64_t alt_sp, alt_size;
   int32_t alt_flags;
-  uint64_t sigmask; /* the thread's own, saved before signals were blocked */
-  bool blocked;     /* its signals are blocked by the engine (inject_state) */
+  uint64_t sigmask; /* the thread's own (blocked only within an injected call) */
 };
 
 struct dproc
@@ -437,9 +436,9 @@ ns_ids(struct dctx *c, crest_error_t *err)
       if (!q || sscanf(q + 2, "%*c %ld %ld %ld", &ppid, &pgid, &sid) != 3)
         return crest_error_make(err, EINVAL, "task %d: cannot parse /proc stat", p->pid);
       p->ppid = ppid, p->pgid = pgid, p->sid = sid;
-      /* The dump stops threads at int3 breakpoints it injects: a SIGTRAP
-         the kernel forces while the task ignores it resets the task's
-         disposition to the default, which would change the tree. */
+      /* The restore stops threads at the int3 breakpoints of its blob: a
+         SIGTRAP the kernel forces while the task ignores it resets the
+         task's disposition to the default, which would change the tree. */
       {
         const char *ign = status_field(st, "SigIgn");
         if (ign && strtoull(ign, NULL, 16) & (1ULL << (SIGTRAP - 1)))
@@ -540,6 +539,20 @@ exited_meanwhile(struct dctx *c, struct dproc *p, bool *gone, crest_error_t *err
   return 1;
 }
 
+/* Is TRACER another crest (a checkpoint of the same tree under way)? */
+static bool
+tracer_is_crest(pid_t tracer)
+{
+  cleanup_free char *comm = NULL;
+  crest_error_t e = NULL;
+  if (read_proc(tracer, "comm", &comm, &e) < 0)
+    {
+      crest_error_release(&e);
+      return false;
+    }
+  return strcmp(comm, "crest\n") == 0;
+}
+
 /* TID, a thread of PID whose /proc status is STATUS: refused when it is
    traced by another process, or in a tracing stop (t) without a tracer
    (one that has just detached). */
@@ -547,6 +560,11 @@ static int
 traced_by_other(pid_t pid, pid_t tid, const char *status, crest_error_t *err)
 {
   const char *s = status_field(status, "TracerPid");
+  if (s && atoi(s) != 0 && tracer_is_crest(atoi(s)))
+    return crest_error_make(err, 0,
+                            "task %d (thread %d): already being checkpointed by crest (PID %d); "
+                            "one checkpoint at a time",
+                            pid, tid, atoi(s));
   if (s && atoi(s) != 0)
     return crest_error_make(err, 0,
                             "task %d (thread %d): traced by another process (TracerPid %d): "
@@ -839,37 +857,97 @@ free_vmas(struct vma *v, size_t n)
   free(v);
 }
 
-/* Put back the masks inject_state saved. Also on the failure paths (then
-   ERR already holds the first reason and keeps it). */
-static int
-unblock_signals(struct dproc *p, crest_error_t *err)
+#define SCRATCH_LEN (2 * PAGE)
+
+/* Where the injected calls write their answers (SCRATCH_LEN bytes). When
+   the main thread's stack pointer is in the process's [stack] mapping, the
+   area is taken from that stack, pages below the stack pointer and its red
+   zone: memory that exists already and that the ABI leaves dead (every
+   signal delivered there overwrites it). Its bytes are saved here and
+   written back; if crest dies meanwhile, what is left is dead bytes below
+   a stack pointer, and no mapping. Otherwise (a main thread on an
+   alternate or a user-made stack) a private mapping is made and removed
+   again by injected calls, before the memory layout is read. */
+struct scratch
 {
-  int rc = 0;
-  for (size_t t = 0; t < p->nth; t++)
-    if (p->th[t].blocked)
+  uint64_t addr;
+  bool mapped;
+  uint8_t *saved;
+};
+
+static int
+scratch_get(struct dproc *p, const struct vma *vv, size_t nv, struct scratch *s, crest_error_t *err)
+{
+  struct dthread *m = &p->th[0];
+  uint64_t sp = m->regs.rsp;
+  long a[6] = { 0, SCRATCH_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0 };
+  long ret;
+
+  memset(s, 0, sizeof *s);
+  for (size_t i = 0; i < nv; i++)
+    if (strcmp(vv[i].kind, "stack") == 0 && sp > vv[i].start && sp <= vv[i].end)
       {
-        crest_error_t e2 = NULL;
-        if (pt_restore_signals(p->th[t].tid, p->th[t].sigmask, &e2) < 0)
+        uint64_t at = (sp - 128 - 2 * PAGE - SCRATCH_LEN) & ~(PAGE - 1);
+        if (at < vv[i].start + PAGE || at > sp)
+          break;
+        s->saved = xmalloc(SCRATCH_LEN);
+        if (vm_read(p->pid, at, s->saved, SCRATCH_LEN, err) < 0)
           {
-            if (rc == 0 && !*err)
-              *err = e2, e2 = NULL;
-            rc = -1;
+            free(s->saved);
+            s->saved = NULL;
+            return -1;
           }
-        else
-          p->th[t].blocked = false;
-        crest_error_release(&e2);
+        s->addr = at;
+        return 0;
       }
+  if (pt_inject_nostep(m->tid, &m->regs, m->sigmask, p->gadget, SYS_mmap, a, &ret, err) < 0)
+    return -1;
+  if (ret < 0 && ret > -4096)
+    return crest_error_make(err, -ret, "task %d: injected mmap", p->pid);
+  s->addr = ret;
+  s->mapped = true;
+  return 0;
+}
+
+/* Give the scratch area back; on a failure ERR keeps the first reason. */
+static int
+scratch_put(struct dproc *p, struct scratch *s, crest_error_t *err)
+{
+  struct dthread *m = &p->th[0];
+  crest_error_t e2 = NULL;
+  long a[6] = { (long)s->addr, SCRATCH_LEN }, ret = 0;
+  int rc = 0;
+
+  if (s->saved)
+    {
+      struct iovec l = { s->saved, SCRATCH_LEN }, r = { (void *)s->addr, SCRATCH_LEN };
+      if (process_vm_writev(p->pid, &l, 1, &r, 1, 0) != (ssize_t)SCRATCH_LEN)
+        rc = crest_error_errno(&e2, "task %d: write back its stack at %#" PRIx64, p->pid, s->addr);
+      free(s->saved);
+      s->saved = NULL;
+    }
+  else if (s->mapped)
+    {
+      if (pt_inject_nostep(m->tid, &m->regs, m->sigmask, p->gadget, SYS_munmap, a, &ret, &e2) < 0)
+        rc = -1;
+      else if (ret != 0)
+        rc = crest_error_make(&e2, -ret, "task %d: injected munmap", p->pid);
+      s->mapped = false;
+    }
+  if (rc < 0 && !*err)
+    *err = e2, e2 = NULL;
+  crest_error_release(&e2);
   return rc;
 }
 
 /* Syscalls only the task can answer, injected at a syscall instruction of
-   its vDSO. The scratch page is mapped and unmapped again before the
-   memory layout is read. */
+   its vDSO, with a scratch area for their answers (scratch_get). */
 static int
 inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
 {
   struct dthread *m = &p->th[0];
-  long ret, scratch, a[6] = { 0 };
+  long ret, scratch;
+  struct scratch sc;
   cleanup_free struct vma *vv = NULL;
   size_t nv = 0;
   uint64_t vdso = 0, vdso_end = 0;
@@ -898,35 +976,28 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
   if (!p->gadget)
     return crest_error_make(err, ENOTSUP, "task %d: no syscall instruction in the vDSO", p->pid);
 
-  pt_drop_stop_signals(p->stop_sig != 0);
-  /* A signal arriving while the task runs injected syscalls stays pending
-     (and goes into the image with the others); the saved masks are put
-     back below, and are what the image records. */
+  /* Each injected call blocks every signal while it runs and puts the
+     thread's own mask back (pt_inject_nostep): a signal arriving meanwhile
+     stays pending, and goes into the image with the others. */
   for (size_t t = 0; t < p->nth; t++)
-    {
-      if (pt_block_signals(p->th[t].tid, &p->th[t].sigmask, err) < 0)
-        goto unblock;
-      p->th[t].blocked = true;
-    }
-  a[0] = 0, a[1] = 2 * PAGE, a[2] = PROT_READ | PROT_WRITE, a[3] = MAP_PRIVATE | MAP_ANONYMOUS,
-  a[4] = -1, a[5] = 0;
-  if (pt_inject(m->tid, &m->regs, p->gadget, SYS_mmap, a, &scratch, err) < 0)
-    goto unblock;
-  if (scratch < 0 && scratch > -4096)
-    {
-      crest_error_make(err, -scratch, "task %d: injected mmap", p->pid);
-      goto unblock;
-    }
+    if (pt_get_sigmask(p->th[t].tid, &p->th[t].sigmask, err) < 0)
+      return -1;
+  pt_drop_stop_signals(p->stop_sig != 0);
+  if (scratch_get(p, vv, nv, &sc, err) < 0)
+    goto done;
+  scratch = (long)sc.addr;
 
-#define INJ(tid_, regs_, nr_, ...)                                                                 \
+#define INJ(th_, nr_, ...)                                                                         \
   do                                                                                               \
     {                                                                                              \
       long aa[6] = { __VA_ARGS__ };                                                                \
-      if (pt_inject((tid_), (regs_), p->gadget, (nr_), aa, &ret, err) < 0)                         \
+      if (pt_inject_nostep((th_)->tid, &(th_)->regs, (th_)->sigmask, p->gadget, (nr_), aa, &ret,   \
+                           err)                                                                    \
+          < 0)                                                                                     \
         goto out;                                                                                  \
       if (ret < 0 && ret > -4096)                                                                  \
         {                                                                                          \
-          crest_error_make(err, -ret, "task %d: injected syscall %d", (tid_), (int)(nr_));         \
+          crest_error_make(err, -ret, "task %d: injected syscall %d", (th_)->tid, (int)(nr_));     \
           goto out;                                                                                \
         }                                                                                          \
     }                                                                                              \
@@ -936,12 +1007,12 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
     {
       if (s == SIGKILL || s == SIGSTOP)
         continue;
-      INJ(m->tid, &m->regs, SYS_rt_sigaction, s, 0, scratch + s * 32, 8);
+      INJ(m, SYS_rt_sigaction, s, 0, scratch + s * 32, 8);
     }
-  if (vm_read(p->pid, scratch, p->sa, sizeof p->sa, err) < 0)
+  if (vm_read(p->pid, scratch, p->sa, sizeof p->sa, err) < 0 || dump_fault("inject", err) < 0)
     goto out;
   for (int w = 0; w < 3; w++)
-    INJ(m->tid, &m->regs, SYS_getitimer, w, scratch + 4096 + w * 32);
+    INJ(m, SYS_getitimer, w, scratch + 4096 + w * 32);
   if (vm_read(p->pid, scratch + 4096, p->itimer, sizeof p->itimer, err) < 0)
     goto out;
   /* A periodic ITIMER_REAL that fired while its SIGALRM is still pending
@@ -951,16 +1022,16 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
   for (int w = 0; w < 3; w++)
     if (!p->itimer[w][2] && !p->itimer[w][3] && (p->itimer[w][0] || p->itimer[w][1]))
       p->itimer[w][2] = p->itimer[w][0], p->itimer[w][3] = p->itimer[w][1];
-  INJ(m->tid, &m->regs, SYS_brk, 0);
+  INJ(m, SYS_brk, 0);
   p->brk = ret;
-  INJ(m->tid, &m->regs, SYS_prctl, PR_GET_SECUREBITS);
+  INJ(m, SYS_prctl, PR_GET_SECUREBITS);
   p->securebits = ret;
   for (size_t t = 0; t < p->nth; t++)
     {
       struct dthread *th = &p->th[t];
       uint64_t v[3];
-      INJ(th->tid, &th->regs, SYS_prctl, 40 /* PR_GET_TID_ADDRESS */, scratch + 4096 + 128);
-      INJ(th->tid, &th->regs, SYS_sigaltstack, 0, scratch + 4096 + 256);
+      INJ(th, SYS_prctl, 40 /* PR_GET_TID_ADDRESS */, scratch + 4096 + 128);
+      INJ(th, SYS_sigaltstack, 0, scratch + 4096 + 256);
       if (vm_read(p->pid, scratch + 4096 + 128, &th->clear_tid, 8, err) < 0
           || vm_read(p->pid, scratch + 4096 + 256, v, 24, err) < 0)
         goto out;
@@ -975,8 +1046,7 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
       int32_t si[8];
       if (ch->zombie || !ch->stop_sig || ch->ppid != p->pid)
         continue;
-      INJ(m->tid, &m->regs, SYS_waitid, P_PID, ch->ipid, scratch + 4096 + 512,
-          WSTOPPED | WNOHANG | WNOWAIT, 0);
+      INJ(m, SYS_waitid, P_PID, ch->ipid, scratch + 4096 + 512, WSTOPPED | WNOHANG | WNOWAIT, 0);
       if (vm_read(p->pid, scratch + 4096 + 512, si, sizeof si, err) < 0)
         goto out;
       ch->stop_reported = si[4] == 0; /* si_pid: 0 when there was nothing to report */
@@ -986,25 +1056,9 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
     }
   rc = 0;
 out:
-  {
-    crest_error_t e2 = NULL;
-    long aa[6] = { scratch, 2 * PAGE };
-    if (pt_inject(m->tid, &m->regs, p->gadget, SYS_munmap, aa, &ret, &e2) < 0 || ret != 0)
-      {
-        if (rc == 0)
-          {
-            if (e2)
-              *err = e2, e2 = NULL;
-            else
-              crest_error_make(err, -ret, "task %d: injected munmap", p->pid);
-            rc = -1;
-          }
-      }
-    crest_error_release(&e2);
-  }
-unblock:
-  if (unblock_signals(p, err) < 0 && rc == 0)
+  if (scratch_put(p, &sc, err) < 0)
     rc = -1;
+done:
   pt_drop_stop_signals(false);
   (void)c;
   return rc;
@@ -2165,7 +2219,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       jput_int(g, "tid", th->itid);
       jput_hex(g, "regs", &th->regs, sizeof th->regs);
       jput_hex(g, "xstate", th->xstate, th->xlen);
-      mask = th->sigmask; /* read before inject_state blocked signals */
+      mask = th->sigmask; /* read by inject_state */
       jput_u64(g, "sigmask", mask);
       memset(&rc_, 0, sizeof rc_);
       if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, th->tid, sizeof rc_, &rc_) < 0)
@@ -2373,8 +2427,10 @@ free_ctx(struct dctx *c)
   free(c->fds);
 }
 
+/* The dump itself, in the tracer (crest_engine_dump runs it in a worker
+   process: dump-guard.c). */
 int
-crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
+dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
 {
   struct dctx c;
   yajl_gen g = NULL;
@@ -2407,7 +2463,7 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
     }
   if (img_writer_open(o->image_dir, &c.w, err) < 0)
     goto out;
-  if (collect_tree(&c, err) < 0)
+  if (collect_tree(&c, err) < 0 || dump_fault("seize", err) < 0)
     goto out;
   crest_debug("checkpoint: %zu processes seized", c.np);
   if (ns_ids(&c, err) < 0 || user_ns(&c, err) < 0 || same_namespaces(&c, err) < 0
@@ -2433,7 +2489,7 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
       if (dump_fds(&c, p, err) < 0)
         goto out;
     }
-  if (dump_pipes(&c, err) < 0)
+  if (dump_fault("files", err) < 0 || dump_pipes(&c, err) < 0)
     goto out;
   if (fault && strcmp(fault, "dump-signal") == 0)
     kill(getpid(), SIGTERM); /* test hook: crest is told to stop mid-dump */

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/user.h>
+#include "engine.h"
 #include "error.h"
 
 #define XSTATE_MAX 16384
@@ -65,21 +66,46 @@ pt_setxstate(pid_t tid, const uint8_t *buf, size_t len, crest_error_t *err);
 int
 pt_inject(pid_t tid, const struct user_regs_struct *saved, uint64_t gadget, long nr,
           const long args[6], long *ret, crest_error_t *err);
-/* While the engine injects syscalls into a stopped thread, a signal that
-   arrives (a child exits, a timer fires) must stay pending: taken off the
-   queue in a signal-delivery stop it could only be suppressed or delivered
-   on top of the injected registers. pt_block_signals saves the thread's
-   mask (the one the image records, PTRACE_GETSIGMASK also sees the real
-   mask of a thread in sigsuspend) and blocks every signal but SIGTRAP;
-   pt_restore_signals puts the saved mask back. */
+/* The same as pt_inject without single-stepping (docs/engine.md, "A
+   checkpoint never harms the tree"): the call runs between PTRACE_SYSCALL's
+   entry and exit stops with every signal blocked (a signal that arrives,
+   a child's exit, a timer, stays pending: taken off the queue it could
+   only be suppressed or delivered on top of the injected registers), and
+   the thread is brought back to an interrupt stop (PTRACE_EVENT_STOP) with
+   SAVED and its own MASK, where the kernel restarts a syscall the thread
+   was in as it would have. The thread must be in such a stop. */
 int
-pt_block_signals(pid_t tid, uint64_t *saved, crest_error_t *err);
+pt_inject_nostep(pid_t tid, const struct user_regs_struct *saved, uint64_t mask, uint64_t gadget,
+                 long nr, const long args[6], long *ret, crest_error_t *err);
+/* The thread's signal mask (the one the image records: PTRACE_GETSIGMASK
+   also sees the real mask of a thread in sigsuspend or ppoll). */
+int
+pt_get_sigmask(pid_t tid, uint64_t *mask, crest_error_t *err);
+/* Set the mask back (keeps an error already in ERR). */
 int
 pt_restore_signals(pid_t tid, uint64_t saved, crest_error_t *err);
 /* Registers a restored thread resumes with: an interrupted restartable
    syscall is rewound so that it restarts, as the kernel would have done. */
 void
 pt_normalize_restart(struct user_regs_struct *r);
+
+/* dump.c: the dump, run by crest_engine_dump in its worker process. */
+int
+dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err);
+
+/* dump-guard.c */
+/* Test hook CREST_FAULT=ACTION@POINT at POINT (seize, inject, memory,
+   files, commit): ACTION kill-crest kills the caller's process, kill-worker
+   the tracer, eio fails here with EIO. */
+int
+dump_fault(const char *point, crest_error_t *err);
+/* A signal that stops a checkpoint (SIGINT, SIGTERM, SIGHUP, SIGQUIT, held
+   blocked during the dump) is pending: -1 with ERR saying which. */
+int
+dump_interrupted(crest_error_t *err);
+/* Remove FINAL_DIR.tmp-PID directories whose PID no longer exists. */
+void
+dump_remove_stale_tmp(const char *final_dir);
 
 extern const unsigned char crest_restorer_blob[];
 extern const size_t crest_restorer_blob_size;

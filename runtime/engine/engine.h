@@ -78,7 +78,13 @@ struct crest_dump_opts
    task...), a task that vanished, an I/O error. On failure every seized task
    is detached with its registers exactly as they were, the tree is thawed and
    keeps running untouched (also when leave_running is false), and neither
-   the temporary nor the final image directory is left behind. */
+   the temporary nor the final image directory is left behind.
+
+   The dump runs in a worker process forked here (the tracer, in a session
+   of its own); the calling process waits for it. If the calling process
+   dies, the worker fails the dump as above; if the worker dies, the caller
+   thaws and removes the temporary image (docs/engine.md, "A checkpoint
+   never harms the tree"). The freeze callback runs in the worker. */
 int
 crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *err);
 

@@ -10,6 +10,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 #include "engine.h"
+#include "engine-int.h"
 #include "image.h"
 #include "util.h"
 
@@ -118,6 +119,13 @@ img_out_open(struct img_writer *w, const char *name, struct img_out *o, crest_er
 int
 img_out_write(struct img_out *o, const void *buf, size_t len, crest_error_t *err)
 {
+  /* Every byte of a checkpoint goes through here: a caller gone or a
+     signal to stop fails the dump within one write, not at its end. */
+  if (dump_interrupted(err) < 0)
+    return -1;
+  if (strncmp(o->name, "pages-", 6) == 0 && o->size < (1 << 20) && o->size + len >= (1 << 20)
+      && dump_fault("memory", err) < 0)
+    return -1;
   if (write_all(o->fd, buf, len) < 0)
     return crest_error_errno(err, "image %s: write %s", o->w->final_dir, o->name);
   sha256_update(&o->sha, buf, len);
@@ -133,7 +141,11 @@ img_out_close(struct img_out *o, crest_error_t *err)
   uint8_t d[32];
   int ret = 0;
 
-  if (o->fd >= 0 && close(o->fd) < 0)
+  /* A full disk or an I/O error may only show at writeback: each file is
+     on disk, or the checkpoint fails, before the manifest names it. */
+  if (o->fd >= 0 && fsync(o->fd) < 0)
+    ret = crest_error_errno(err, "image %s: write %s", w->final_dir, o->name);
+  if (o->fd >= 0 && close(o->fd) < 0 && ret == 0)
     ret = crest_error_errno(err, "image %s: close %s", w->final_dir, o->name);
   o->fd = -1;
   if (ret == 0)
@@ -231,6 +243,8 @@ img_writer_commit(struct img_writer *w, const char *config_digest, int format, c
   yajl_gen_free(g);
   if (fsync(w->dirfd) < 0)
     return crest_error_errno(err, "image %s: fsync", w->final_dir);
+  if (dump_fault("commit", err) < 0 || dump_interrupted(err) < 0)
+    return -1;
   if (rename(w->tmp_dir, w->final_dir) < 0)
     return crest_error_errno(err, "image %s: rename %s into place", w->final_dir, w->tmp_dir);
   free(w->tmp_dir);

@@ -14,6 +14,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/image.c runtime/engine/image.h \
 	runtime/engine/ptrace.c \
 	runtime/engine/dump.c \
+	runtime/engine/dump-guard.c \
 	runtime/engine/restore.c \
 	runtime/engine/blob/blob-abi.h
 nodist_runtime_engine_libcrest_engine_a_SOURCES = runtime/engine/restorer-blob.c

@@ -244,18 +244,155 @@ pt_inject(pid_t tid, const struct user_regs_struct *saved, uint64_t gadget, long
     }
 }
 
-int
-pt_block_signals(pid_t tid, uint64_t *saved, crest_error_t *err)
+/* A stop signal (or any signal: only those that cannot be blocked get here
+   while the engine holds the thread with every other signal blocked) was
+   taken off the queue in the middle of an injected syscall. Returns 1 when
+   it is dropped (a process already in a group stop: the SIGCONT that ends
+   the stop would discard it unseen), or -1 with the thread's registers put
+   back and the signal kept for the detach (a running task began to stop:
+   the checkpoint fails, the task stops as it would have). */
+static int
+signal_during_injection(pid_t tid, const struct user_regs_struct *saved, int sig,
+                        crest_error_t *err)
 {
-  /* SIGTRAP stays open: the single-step trap is forced on the task, and the
-     kernel forces a blocked or ignored signal by unblocking it and resetting
-     its handler to SIG_DFL, which would change the task. SIGKILL and SIGSTOP
-     cannot be blocked (the kernel drops them from the mask). */
-  uint64_t all = ~(1ULL << (SIGTRAP - 1));
-  if (ptrace(PTRACE_GETSIGMASK, tid, sizeof *saved, saved) < 0)
-    return crest_error_errno(err, "task %d: read signal mask", tid);
+  if (drop_stop_signals && (sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU))
+    return 1;
+  pt_defer_signal(tid, sig);
+  pt_setregs(tid, saved, err);
+  return crest_error_make(err, EAGAIN, "task %d: signal %d (%s) arrived during the checkpoint", tid,
+                          sig, strsignal(sig));
+}
+
+/* From the syscall-exit stop of an injected call, back to a stop inside the
+   kernel's signal handling with the thread's own registers: asked for with
+   PTRACE_INTERRUPT, which also marks a signal as due, so that the way back
+   to user space goes through the place where the kernel restarts an
+   interrupted syscall. The order matters if crest dies in between: once
+   the registers are the thread's own, the kernel's implicit detach lets it
+   run on from exactly there, through that same restart logic. */
+static int
+back_to_interrupt_stop(pid_t tid, const struct user_regs_struct *saved, crest_error_t *err)
+{
+  int st;
+  if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0)
+    return crest_error_errno(err, "task %d: ptrace interrupt", tid);
+  if (pt_setregs(tid, saved, err) < 0)
+    return -1;
+  if (ptrace(PTRACE_CONT, tid, 0, 0) < 0)
+    return crest_error_errno(err, "task %d: ptrace cont", tid);
+  for (;;)
+    {
+      if (pt_wait_stop(tid, &st, err) < 0)
+        return -1;
+      if (WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP)
+        return 0;
+      if (WIFSTOPPED(st) && (st >> 16) == 0 && WSTOPSIG(st) != (SIGTRAP | 0x80))
+        {
+          int r = signal_during_injection(tid, saved, WSTOPSIG(st), err);
+          if (r < 0)
+            return -1;
+        }
+      if (ptrace(PTRACE_CONT, tid, 0, 0) < 0)
+        return crest_error_errno(err, "task %d: ptrace cont", tid);
+    }
+}
+
+/* One injected syscall without single-stepping: run to the syscall-entry
+   stop and on to the syscall-exit stop (PTRACE_SYSCALL). The trap flag is
+   never set and no SIGTRAP is ever forced on the task, so if crest dies at
+   any moment the kernel's implicit detach (which neither clears a trap flag
+   nor takes back a stop's pending signal) has nothing to undo but the
+   registers of the call in flight. */
+static int
+run_injected(pid_t tid, const struct user_regs_struct *saved, uint64_t mask, crest_error_t *err)
+{
+  int st, syscall_stops = 0;
+
+  if (ptrace(PTRACE_SYSCALL, tid, 0, 0) < 0)
+    return crest_error_errno(err, "task %d: ptrace syscall", tid);
+  while (syscall_stops < 2)
+    {
+      if (pt_wait_stop(tid, &st, err) < 0)
+        return -1;
+      if (WIFSTOPPED(st) && WSTOPSIG(st) == (SIGTRAP | 0x80))
+        syscall_stops++;
+      else if (WIFSTOPPED(st) && (st >> 16) == 0)
+        {
+          /* A signal-delivery stop, before the call: dropped, or the end. */
+          if (signal_during_injection(tid, saved, WSTOPSIG(st), err) < 0)
+            {
+              pt_restore_signals(tid, mask, err);
+              back_to_interrupt_stop(tid, saved, err);
+              return -1;
+            }
+        }
+      /* Other stops (the seize's interrupt, asked for once and reported
+         again when the thread is first resumed) are stepped over. */
+      if (syscall_stops < 2 && ptrace(PTRACE_SYSCALL, tid, 0, 0) < 0)
+        return crest_error_errno(err, "task %d: ptrace syscall", tid);
+    }
+  return 0;
+}
+
+static int
+inject_nostep_once(pid_t tid, const struct user_regs_struct *saved, uint64_t mask, uint64_t gadget,
+                   long nr, const long a[6], long *ret, crest_error_t *err)
+{
+  struct user_regs_struct r = *saved;
+  uint64_t all = ~0ULL;
+
+  r.rip = gadget;
+  r.rax = nr;
+  r.orig_rax = (unsigned long)-1; /* no syscall restart on the way out */
+  r.rdi = a[0], r.rsi = a[1], r.rdx = a[2], r.r10 = a[3], r.r8 = a[4], r.r9 = a[5];
+  /* Registers first, then the mask, and back in the reverse order: the
+     thread's mask is its own whenever its registers are. A signal that
+     arrives meanwhile stays pending, SIGTRAP included (nothing here forces
+     one); SIGKILL and SIGSTOP cannot be blocked. */
+  if (pt_setregs(tid, &r, err) < 0)
+    return -1;
   if (ptrace(PTRACE_SETSIGMASK, tid, sizeof all, &all) < 0)
-    return crest_error_errno(err, "task %d: block signals", tid);
+    {
+      crest_error_errno(err, "task %d: block signals", tid);
+      pt_setregs(tid, saved, err);
+      return -1;
+    }
+  if (run_injected(tid, saved, mask, err) < 0)
+    return -1;
+  if (pt_getregs(tid, &r, err) < 0 || pt_restore_signals(tid, mask, err) < 0)
+    return -1;
+  if (r.rip != gadget + 2 || (long)r.orig_rax != nr)
+    {
+      back_to_interrupt_stop(tid, saved, err);
+      return crest_error_make(err, EFAULT,
+                              "task %d: injected syscall %ld did not complete (rip %#llx)", tid, nr,
+                              (unsigned long long)r.rip);
+    }
+  *ret = (long)r.rax;
+  return back_to_interrupt_stop(tid, saved, err);
+}
+
+int
+pt_inject_nostep(pid_t tid, const struct user_regs_struct *saved, uint64_t mask, uint64_t gadget,
+                 long nr, const long a[6], long *ret, crest_error_t *err)
+{
+  for (int tries = 0;; tries++)
+    {
+      if (inject_nostep_once(tid, saved, mask, gadget, nr, a, ret, err) < 0)
+        return -1;
+      if (!interrupted_syscall(*ret))
+        return 0;
+      if (tries == 100)
+        return crest_error_make(err, EINTR, "task %d: injected syscall %ld interrupted %d times",
+                                tid, nr, tries + 1);
+    }
+}
+
+int
+pt_get_sigmask(pid_t tid, uint64_t *mask, crest_error_t *err)
+{
+  if (ptrace(PTRACE_GETSIGMASK, tid, sizeof *mask, mask) < 0)
+    return crest_error_errno(err, "task %d: read signal mask", tid);
   return 0;
 }
 
@@ -263,7 +400,7 @@ int
 pt_restore_signals(pid_t tid, uint64_t saved, crest_error_t *err)
 {
   if (ptrace(PTRACE_SETSIGMASK, tid, sizeof saved, &saved) < 0)
-    return crest_error_errno(err, "task %d: restore signal mask", tid);
+    return *err ? -1 : crest_error_errno(err, "task %d: restore signal mask", tid);
   return 0;
 }
 

@@ -26,3 +26,8 @@ check_PROGRAMS += tests/progs/engine-tracer
 tests_progs_engine_tracer_SOURCES = tests/progs/engine-tracer.c
 TESTS += tests/host/engine-stopped.test
 EXTRA_DIST += tests/host/engine-stopped.test
+
+# A checkpoint never harms the tree: SIGKILL of crest at many moments of a
+# checkpoint of a 200 MiB tree (zdtm-busy-tree), the checkpoint fault matrix.
+TESTS += tests/host/checkpoint-safety.test
+EXTRA_DIST += tests/host/checkpoint-safety.test

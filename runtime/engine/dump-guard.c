@@ -1,0 +1,320 @@
+/* crest: what keeps a checkpoint from harming the tree when crest itself
+ * dies (docs/engine.md, "A checkpoint never harms the tree"). The dump runs
+ * in a worker process, the tracer, in a session of its own; the process the
+ * caller started only waits for it. If the caller's process dies (SIGKILL,
+ * the OOM killer, a kill of its process group, a lost terminal), the worker
+ * is told (PR_SET_PDEATHSIG) and fails the dump at its next safe point like
+ * any interrupted checkpoint: registers, masks and mappings put back, every
+ * thread detached, cgroup thawed, temporary image removed. If the worker
+ * dies instead, the caller's process thaws the cgroup and removes the
+ * temporary image; the kernel's own detach lets the threads go, in a state
+ * the injection keeps sound at every moment but one syscall's (ptrace.c). */
+#include <config.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "engine.h"
+#include "engine-int.h"
+#include "log.h"
+#include "util.h"
+
+static const int held_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+
+/* CREST_FAULT=ACTION@POINT (test hooks, docs/engine.md "Test hooks"): the
+   action asked for at POINT, or NULL. */
+static const char *
+fault_at(const char *point)
+{
+  static char action[32];
+  const char *f = getenv("CREST_FAULT"), *at;
+  if (!f || !(at = strchr(f, '@')) || strcmp(at + 1, point) != 0
+      || (size_t)(at - f) >= sizeof action)
+    return NULL;
+  memcpy(action, f, at - f);
+  action[at - f] = 0;
+  return action;
+}
+
+int
+dump_fault(const char *point, crest_error_t *err)
+{
+  const char *a = fault_at(point);
+  if (!a)
+    return 0;
+  crest_debug("checkpoint: test hook %s at %s", a, point);
+  if (strcmp(a, "kill-crest") == 0)
+    {
+      /* The caller's process, as an OOM kill would; dead, and the worker
+         told (PR_SET_PDEATHSIG comes with the reparenting), before the
+         dump goes on. */
+      pid_t parent = getppid();
+      kill(parent, SIGKILL);
+      for (int i = 0; i < 10000 && getppid() == parent; i++)
+        usleep(1000);
+    }
+  else if (strcmp(a, "kill-worker") == 0)
+    kill(getpid(), SIGKILL);
+  else if (strcmp(a, "eio") == 0)
+    return crest_error_make(err, EIO, "image: write at %s", point);
+  return 0;
+}
+
+int
+dump_interrupted(crest_error_t *err)
+{
+  sigset_t set;
+  sigpending(&set);
+  for (size_t i = 0; i < ARRAY_SIZE(held_signals); i++)
+    if (sigismember(&set, held_signals[i]))
+      return crest_error_make(err, EINTR, "checkpoint interrupted by signal %d (%s)",
+                              held_signals[i], strsignal(held_signals[i]));
+  return 0;
+}
+
+/* The temporary directories of checkpoints to FINAL_DIR whose crest is
+   gone ("FINAL_DIR.tmp-PID" with no process PID): removed. A directory of a
+   crest that still runs (another checkpoint to the same place) is left. */
+void
+dump_remove_stale_tmp(const char *final_dir)
+{
+  cleanup_free char *copy = xstrdup(final_dir);
+  char *slash = strrchr(copy, '/');
+  const char *dir = ".", *base = copy;
+  cleanup_free char *prefix = NULL;
+  size_t plen;
+  DIR *d;
+  struct dirent *de;
+
+  while (slash && slash > copy && slash[1] == 0) /* trailing slashes */
+    *slash = 0, slash = strrchr(copy, '/');
+  if (slash)
+    {
+      *slash = 0;
+      dir = slash == copy ? "/" : copy;
+      base = slash + 1;
+    }
+  prefix = xasprintf("%s.tmp-", base);
+  plen = strlen(prefix);
+  if (!(d = opendir(dir)))
+    return;
+  while ((de = readdir(d)))
+    {
+      char *end;
+      long pid;
+      if (strncmp(de->d_name, prefix, plen) != 0)
+        continue;
+      errno = 0;
+      pid = strtol(de->d_name + plen, &end, 10);
+      if (errno || *end || end == de->d_name + plen || pid <= 0 || pid > INT_MAX || pid == getpid())
+        continue;
+      if (kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+        continue;
+      {
+        cleanup_free char *path = xasprintf("%s/%s", dir, de->d_name);
+        crest_error_t e = NULL;
+        crest_debug("checkpoint: removing %s, left by a crest that is gone", path);
+        if (remove_tree(path, &e) < 0)
+          crest_error_release(&e);
+      }
+    }
+  closedir(d);
+}
+
+/* In the worker: the dump itself, its result sent to the caller's process
+   through FD (status, then the message), and _exit. */
+static void __attribute__((noreturn))
+worker(pid_t parent, int fd, pid_t root, const struct crest_dump_opts *o)
+{
+  crest_error_t err = NULL;
+  struct sigaction ign = { .sa_handler = SIG_IGN };
+  int rc;
+
+  /* Out of the caller's session and process group: a signal for the
+     group (Ctrl-C, `timeout -s KILL`, a hangup) reaches the caller only. */
+  setsid();
+  /* The held signals are blocked (the caller blocked them before the
+     fork) and ignored: still queued, because blocked, and seen by
+     dump_interrupted, but never acted upon. */
+  for (size_t i = 0; i < ARRAY_SIZE(held_signals); i++)
+    sigaction(held_signals[i], &ign, NULL);
+  sigaction(SIGPIPE, &ign, NULL); /* the caller's terminal or pipe may be gone */
+  prctl(PR_SET_PDEATHSIG, SIGHUP);
+  if (getppid() != parent)
+    kill(getpid(), SIGHUP); /* died before the prctl */
+  rc = dump_tree_here(root, o, &err);
+  if (rc < 0)
+    {
+      char *msg = err && err->msg ? err->msg : "checkpoint failed";
+      dprintf(fd, "%d\n%s", err ? err->status : 0, msg);
+    }
+  fflush(NULL);
+  _exit(rc < 0 ? 1 : 0);
+}
+
+/* Forward a held signal the caller's process got to the worker, once: it
+   fails the dump at its next safe point. */
+static void
+forward_held(pid_t w, bool *sent)
+{
+  sigset_t set;
+  if (*sent)
+    return;
+  sigpending(&set);
+  for (size_t i = 0; i < ARRAY_SIZE(held_signals); i++)
+    if (sigismember(&set, held_signals[i]))
+      {
+        kill(w, held_signals[i]);
+        *sent = true;
+        return;
+      }
+}
+
+/* The worker died without a word (killed, crashed): what the kernel did not
+   undo is undone here, and said in one line. */
+static int
+worker_died(pid_t w, int st, const struct crest_dump_opts *o, pid_t root, crest_error_t *err)
+{
+  cleanup_free char *tmp = xasprintf("%s.tmp-%d", o->image_dir, (int)w);
+  crest_error_t e = NULL;
+  if (o->freeze && o->freeze(o->freeze_data, root, false, &e) < 0)
+    crest_error_release(&e);
+  if (remove_tree(tmp, &e) < 0)
+    crest_error_release(&e);
+  if (WIFSIGNALED(st))
+    return crest_error_make(err, 0,
+                            "checkpoint of %d: the engine's worker (PID %d) was killed by "
+                            "signal %d (%s); the tree was let go, no image written",
+                            root, (int)w, WTERMSIG(st), strsignal(WTERMSIG(st)));
+  return crest_error_make(err, 0,
+                          "checkpoint of %d: the engine's worker (PID %d) ended with status %d "
+                          "and no reason",
+                          root, (int)w, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+/* Wait for the worker W, forwarding held signals, and read its answer. */
+static int
+supervise(pid_t w, int fd, pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
+{
+  char buf[4096];
+  size_t len = 0;
+  bool sent = false;
+  int st = 0;
+
+  for (;;)
+    {
+      struct pollfd p = { .fd = fd, .events = POLLIN };
+      ssize_t n;
+      forward_held(w, &sent);
+      if (poll(&p, 1, 100) <= 0)
+        continue;
+      n = read(fd, buf + len, sizeof buf - 1 - len);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      len += n;
+      if (len == sizeof buf - 1)
+        break;
+    }
+  buf[len] = 0;
+  while (waitpid(w, &st, 0) < 0 && errno == EINTR)
+    ;
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+    return 0;
+  if (WIFEXITED(st) && len)
+    {
+      char *nl = strchr(buf, '\n');
+      return crest_error_make(err, atoi(buf), "%s", nl ? nl + 1 : buf);
+    }
+  return worker_died(w, st, o, root, err);
+}
+
+/* oom_score_adj of the caller's process while it waits: the highest, so
+   that under memory pressure the kernel kills it, which the worker survives
+   and turns into a clean failure, rather than the worker. Raising it needs
+   no privilege; putting back a value no lower than where it started does
+   not either. */
+static int
+oom_adj(int value)
+{
+  int old = 0;
+  FILE *f = fopen("/proc/self/oom_score_adj", "r+e");
+  if (!f)
+    return INT_MIN;
+  if (fscanf(f, "%d", &old) != 1)
+    old = INT_MIN;
+  else if (fseek(f, 0, SEEK_SET) != 0 || fprintf(f, "%d\n", value) < 0)
+    old = INT_MIN;
+  fclose(f);
+  return old;
+}
+
+int
+crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
+{
+  sigset_t hold, old_mask;
+  int pfd[2], rc, old_oom;
+  pid_t w;
+
+  if (o->image_dir)
+    dump_remove_stale_tmp(o->image_dir);
+  sigemptyset(&hold);
+  for (size_t i = 0; i < ARRAY_SIZE(held_signals); i++)
+    sigaddset(&hold, held_signals[i]);
+  sigprocmask(SIG_BLOCK, &hold, &old_mask);
+  if (pipe2(pfd, O_CLOEXEC) < 0)
+    {
+      sigprocmask(SIG_SETMASK, &old_mask, NULL);
+      return crest_error_errno(err, "checkpoint: pipe");
+    }
+  fflush(NULL);
+  w = fork();
+  if (w < 0)
+    {
+      close(pfd[0]), close(pfd[1]);
+      sigprocmask(SIG_SETMASK, &old_mask, NULL);
+      return crest_error_errno(err, "checkpoint: fork the engine's worker");
+    }
+  if (w == 0)
+    {
+      close(pfd[0]);
+      worker(getppid(), pfd[1], root, o);
+    }
+  close(pfd[1]);
+  old_oom = oom_adj(1000);
+  rc = supervise(w, pfd[0], root, o, err);
+  close(pfd[0]);
+  if (old_oom != INT_MIN)
+    oom_adj(old_oom);
+  if (rc < 0)
+    {
+      /* A held signal may now do what it was sent for (the worker has let
+         the tree go): its default action ends crest, so the reason is
+         said first. */
+      sigset_t pend;
+      sigpending(&pend);
+      for (size_t i = 0; i < ARRAY_SIZE(held_signals); i++)
+        if (sigismember(&pend, held_signals[i]))
+          {
+            struct sigaction sa;
+            if (sigaction(held_signals[i], NULL, &sa) == 0 && sa.sa_handler == SIG_DFL && *err)
+              {
+                crest_error_report(err);
+                crest_error_make(err, EINTR, "checkpoint interrupted");
+              }
+            break;
+          }
+    }
+  sigprocmask(SIG_SETMASK, &old_mask, NULL);
+  return rc;
+}
