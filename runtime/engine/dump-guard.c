@@ -26,6 +26,7 @@
 #include "engine.h"
 #include "engine-int.h"
 #include "log.h"
+#include "testhook.h"
 #include "util.h"
 
 static const int held_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
@@ -36,7 +37,7 @@ static const char *
 fault_at(const char *point)
 {
   static char action[32];
-  const char *f = getenv("CREST_FAULT"), *at;
+  const char *f = crest_test_knob("CREST_FAULT"), *at;
   if (!f || !(at = strchr(f, '@')) || strcmp(at + 1, point) != 0
       || (size_t)(at - f) >= sizeof action)
     return NULL;

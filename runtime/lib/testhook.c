@@ -13,7 +13,10 @@ static const char *const knobs[] = {
   /* A fault at a named point: dump-task-exit (the engine kills the tree's
      last task in the middle of a dump), dump-signal (it sends itself SIGTERM
      there), restore-blob (the last process's restorer fails after every task
-     exists). */
+     exists); ACTION@PHASE for a checkpoint (dump-guard.c), ACTION one of
+     kill-crest (the crest the caller started is killed), kill-worker (the
+     engine's tracing worker is killed), eio (the phase fails with EIO),
+     PHASE one of seize, inject, memory, files, commit. */
   "CREST_FAULT",
   /* Set: a checkpoint prints its counters (processes, bytes, readv calls). */
   "CREST_STATS",
