@@ -26,3 +26,8 @@ check_PROGRAMS += tests/progs/engine-tracer
 tests_progs_engine_tracer_SOURCES = tests/progs/engine-tracer.c
 TESTS += tests/host/engine-stopped.test
 EXTRA_DIST += tests/host/engine-stopped.test
+
+# Migration: checkpoint --export / restore --import, and the command lines
+# podman, conmon and CRI-O give an OCI runtime (issue 14).
+TESTS += tests/host/migrate-archive.test
+EXTRA_DIST += tests/host/migrate-archive.test
