@@ -13,7 +13,7 @@
  * crest writes no rootfs-diff.tar: a crun bundle's root file system is a
  * plain directory with no lower layer to diff against, so crest cannot know
  * what changed; the files the tree uses are checked on the target instead
- * (docs/migration.md). Only the crest command links libarchive. */
+ * (README, "Migrating a container"). Only the crest command links libarchive. */
 #ifndef CREST_CR_ARCHIVE_H
 #define CREST_CR_ARCHIVE_H
 
