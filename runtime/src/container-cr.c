@@ -337,11 +337,38 @@ no_chroot_cap(const char *config_text)
   return why;
 }
 
+/* The PID as the task's own PID namespace shows it (NSpid's last field). */
+static long
+ns_pid_of(int pid)
+{
+  cleanup_free char *path = xasprintf("/proc/%d/status", pid), *text = NULL;
+  crest_error_t e = NULL;
+  char *l, *end;
+  long v = pid;
+  if (read_file(path, &text, NULL, 1 << 16, &e) < 0)
+    {
+      crest_error_release(&e);
+      return pid;
+    }
+  l = strstr(text, "\nNSpid:");
+  if (l)
+    {
+      end = strchr(l + 1, '\n');
+      if (end)
+        *end = '\0';
+      l = strrchr(l, '\t');
+      if (l)
+        v = strtol(l + 1, NULL, 10);
+    }
+  return v;
+}
+
 /* Does a task in INIT's PID namespace hold a file lock? /proc/locks names
    the owner's PID for POSIX and flock locks (OFD locks show -1 and are not
-   attributed here). One line naming the first. */
+   attributed here). crest cannot restore locks yet, so such a tree is
+   refused with or without --file-locks: one line naming the first. */
 static int
-check_file_locks(const char *id, pid_t init, bool file_locks, crest_error_t *err)
+check_file_locks(const char *id, pid_t init, crest_error_t *err)
 {
   cleanup_free char *text = NULL, *nslink = xasprintf("/proc/%d/ns/pid", (int)init);
   char ns[128], *line, *save = NULL;
@@ -367,11 +394,10 @@ check_file_locks(const char *id, pid_t init, bool file_locks, crest_error_t *err
       m = readlink(link, other, sizeof other - 1);
       if (m <= 0 || (other[m] = '\0', strcmp(other, ns) != 0))
         continue;
-      return crest_error_make(err, ENOTSUP,
-                              "container `%s`: checkpoint: task %d holds a file lock (%s %s on "
-                              "inode %s), which crest cannot restore yet%s",
-                              id, pid, kind, rw, dev,
-                              file_locks ? "" : " (--file-locks would not change that)");
+      return crest_error_make(err, 0,
+                              "container `%s`: checkpoint: task %ld holds a file lock (%s %s on "
+                              "inode %s), which crest cannot restore yet",
+                              id, ns_pid_of(pid), kind, rw, dev);
     }
   return 0;
 }
@@ -458,7 +484,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
                        status);
       goto fail_state;
     }
-  if (check_file_locks(id, init, opts->file_locks, err) < 0)
+  if (check_file_locks(id, init, err) < 0)
     goto fail_state;
   if (read_file(st.config, &config_text, &config_len, 16u << 20, err) < 0)
     {

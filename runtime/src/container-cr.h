@@ -25,9 +25,6 @@ struct crest_container_checkpoint_opts
   const char *image_path; /* default "./checkpoint" when NULL */
   const char *work_path;  /* logs and temporaries; NULL: beside the image */
   bool leave_running;
-  /* --file-locks: changes only the refusal's wording; a tree holding a file
-     lock is refused either way (crest cannot restore locks yet). */
-  bool file_locks;
   /* Out, may be NULL: the bundle, times and sizes (for --export); the
      caller frees it with crest_checkpoint_info_free after a success. */
   struct crest_checkpoint_info *info;

@@ -1,4 +1,4 @@
-/* crest: a checkpoint as one archive (see cr-archive.h and docs/migration.md). */
+/* crest: a checkpoint as one archive (see cr-archive.h). */
 #include <config.h>
 
 #include <archive.h>

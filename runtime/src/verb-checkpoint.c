@@ -34,7 +34,7 @@ enum
 struct ckpt_args
 {
   const char *image, *work, *export, *compress;
-  bool leave, ns_init, file_locks, image_given;
+  bool leave, ns_init, image_given;
   long pid;
 };
 
@@ -135,7 +135,7 @@ parse(int argc, char **argv, struct ckpt_args *a, crest_error_t *err)
         a->compress = optarg;
         break;
       case OPT_FILE_LOCKS:
-        a->file_locks = true;
+        /* A tree holding a lock is refused either way (container-cr.c). */
         break;
       case OPT_CGROUPS_MODE:
         if (crest_check_cgroups_mode("checkpoint", optarg, err) < 0)
@@ -220,7 +220,6 @@ crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error
       co.image_path = a.image;
       co.work_path = a.work;
       co.leave_running = a.leave;
-      co.file_locks = a.file_locks;
       crest_debug("checkpoint of container `%s` starts", argv[optind]);
       if (a.export)
         r = checkpoint_export(g, argv[optind], &a, &co, err);

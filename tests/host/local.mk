@@ -29,5 +29,8 @@ EXTRA_DIST += tests/host/engine-stopped.test
 
 # Migration: checkpoint --export / restore --import, and the command lines
 # podman, conmon and CRI-O give an OCI runtime (issue 14).
+check_PROGRAMS += tests/progs/flock-hold
+tests_progs_flock_hold_SOURCES = tests/progs/flock-hold.c
+tests_progs_flock_hold_LDFLAGS = -static
 TESTS += tests/host/migrate-archive.test
 EXTRA_DIST += tests/host/migrate-archive.test
