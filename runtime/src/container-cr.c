@@ -476,9 +476,19 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
   if (crun_state(g, id, &init, &status, &info->created, err) < 0)
     goto fail_state;
   info->bundle = xstrdup(st.bundle);
-  /* A paused container (CRI-O pauses before it checkpoints) is
-     checkpointed as it is, and stays paused with --leave-running. */
-  if (strcmp(status, "running") != 0 && strcmp(status, "paused") != 0)
+  /* A paused container (CRI-O pauses before it checkpoints) would need the
+     engine to seize tasks a cgroup v2 freezer holds; today its wait for
+     their ptrace stop never ends. Refused, so it stays paused, untouched;
+     the freezer hook already leaves a freeze it did not make (was_frozen). */
+  if (strcmp(status, "paused") == 0)
+    {
+      crest_error_make(err, 0,
+                       "container `%s`: checkpoint: the container is paused, which crest cannot "
+                       "checkpoint yet (`crest resume` it first)",
+                       id);
+      goto fail_state;
+    }
+  if (strcmp(status, "running") != 0)
     {
       crest_error_make(err, 0, "container `%s`: checkpoint: the container is %s, not running", id,
                        status);
