@@ -11,6 +11,29 @@
 static FILE *log_file;
 static int log_json;
 static int log_debug;
+/* --work-path's dump.log or restore.log: every message, debug included, as
+   CRIU's logs there hold everything an engine shows a user after a failure. */
+static FILE *work_file;
+
+int
+crest_log_work_file(const char *path, crest_error_t *err)
+{
+  if (work_file)
+    fclose(work_file);
+  work_file = fopen(path, "we");
+  if (work_file == NULL)
+    return crest_error_errno(err, "open the log `%s`", path);
+  return 0;
+}
+
+static void
+work_log(const char *level, const char *msg)
+{
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  fprintf(work_file, "(%5ld.%06ld) %s: %s\n", (long)now.tv_sec, now.tv_nsec / 1000, level, msg);
+  fflush(work_file);
+}
 
 int
 crest_log_init(const char *path, const char *format, int debug)
@@ -57,13 +80,17 @@ crest_log(enum crest_log_level level, const char *fmt, ...)
   cleanup_free char *msg = NULL;
   va_list ap;
 
-  if (level == CREST_LOG_DEBUG && !log_debug)
+  if (level == CREST_LOG_DEBUG && !log_debug && !work_file)
     return;
   va_start(ap, fmt);
   if (vasprintf(&msg, fmt, ap) < 0)
     msg = NULL;
   va_end(ap);
   if (msg == NULL)
+    return;
+  if (work_file)
+    work_log(names[level], msg);
+  if (level == CREST_LOG_DEBUG && !log_debug)
     return;
 
   if (log_file)

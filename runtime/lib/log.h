@@ -2,6 +2,8 @@
 #ifndef CREST_LOG_H
 #define CREST_LOG_H
 
+#include "error.h"
+
 enum crest_log_level
 {
   CREST_LOG_ERROR,
@@ -13,6 +15,9 @@ enum crest_log_level
 /* path NULL: stderr. json: one JSON object per line, as crun writes them. */
 int
 crest_log_init(const char *path, const char *format, int debug);
+/* Also write every message, debug ones included, to PATH (truncated). */
+int
+crest_log_work_file(const char *path, crest_error_t *err);
 void
 crest_log(enum crest_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Progress for long work, always on stderr; callers decide when to speak. */

@@ -28,6 +28,7 @@
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
+#include "cr-archive.h"
 #include "container-cr.h"
 #include "engine.h"
 #include "image.h"
@@ -82,7 +83,8 @@ run_crun_quiet(struct crest_global *g, const char *verb, char *const *argv)
 
 /* `crun state ID`: the init's PID (as the host sees it) and the status. */
 static int
-crun_state(struct crest_global *g, const char *id, pid_t *pid, char **status, crest_error_t *err)
+crun_state(struct crest_global *g, const char *id, pid_t *pid, char **status, char **created,
+           crest_error_t *err)
 {
   char *args[] = { (char *)id, NULL };
   cleanup_free char *out = NULL;
@@ -130,17 +132,20 @@ crun_state(struct crest_global *g, const char *id, pid_t *pid, char **status, cr
   if (!root)
     return crest_error_make(err, 0, "container `%s`: cannot parse `crun state`: %s", id, ebuf);
   {
-    const char *pp[] = { "pid", NULL }, *sp[] = { "status", NULL };
+    const char *pp[] = { "pid", NULL }, *sp[] = { "status", NULL }, *cp[] = { "created", NULL };
     v = yajl_tree_get(root, pp, yajl_t_number);
     *pid = v && YAJL_IS_INTEGER(v) ? (pid_t)YAJL_GET_INTEGER(v) : 0;
     v = yajl_tree_get(root, sp, yajl_t_string);
     *status = xstrdup(v ? (v)->u.string : "unknown");
+    v = yajl_tree_get(root, cp, yajl_t_string);
+    *created = v ? xstrdup(v->u.string) : NULL;
   }
   yajl_tree_free(root);
   if (*pid <= 0)
     {
       free(*status);
-      *status = NULL;
+      free(*created);
+      *status = *created = NULL;
       return crest_error_make(err, 0, "container `%s`: `crun state` shows no init PID", id);
     }
   return 0;
@@ -150,8 +155,18 @@ crun_state(struct crest_global *g, const char *id, pid_t *pid, char **status, cr
 
 struct freezer
 {
-  char *dir; /* /sys/fs/cgroup/... of the container */
+  char *dir;            /* /sys/fs/cgroup/... of the container */
+  bool was_frozen;      /* frozen before crest came (`crun pause`, CRI-O): stays so */
+  uint64_t freezing_us; /* from asking to freeze until the cgroup reports frozen */
 };
+
+static uint64_t
+now_us(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
+}
 
 static char *
 cgroup_dir_of(pid_t pid)
@@ -182,9 +197,13 @@ cg_freeze(void *data, pid_t root, bool freeze, crest_error_t *err)
   struct freezer *f = data;
   cleanup_free char *ctl = xasprintf("%s/cgroup.freeze", f->dir);
   cleanup_free char *events = xasprintf("%s/cgroup.events", f->dir);
+  uint64_t t0 = now_us();
   int i;
 
   (void)root;
+  /* Only a freeze crest made is undone: a paused container stays paused. */
+  if (!freeze && f->was_frozen)
+    return 0;
   {
     cleanup_close int fd = open(ctl, O_WRONLY | O_CLOEXEC);
     if (fd < 0 || write(fd, freeze ? "1" : "0", 1) != 1)
@@ -203,7 +222,10 @@ cg_freeze(void *data, pid_t root, bool freeze, crest_error_t *err)
           break;
         }
       if (strstr(text, "frozen 1"))
-        return 0;
+        {
+          f->freezing_us = now_us() - t0;
+          return 0;
+        }
       usleep(1000);
     }
   return crest_error_make(err, ETIMEDOUT,
@@ -284,10 +306,138 @@ freezer_setup(pid_t pid, struct freezer *f)
       f->dir = NULL;
       return false;
     }
+  {
+    cleanup_free char *text = NULL;
+    crest_error_t e = NULL;
+    if (read_file(ctl, &text, NULL, 64, &e) == 0 && text[0] == '1')
+      f->was_frozen = true;
+    crest_error_release(&e);
+  }
   return true;
 }
 
 /* ---- checkpoint ---- */
+
+/* The restorer runs with the config's capabilities (restore-config.json only
+   adds CAP_CHECKPOINT_RESTORE): a task's chroot can only come back if the
+   config gives CAP_SYS_CHROOT. */
+static const char *
+no_chroot_cap(const char *config_text)
+{
+  yajl_val cfg = NULL;
+  crest_error_t e = NULL;
+  const char *why = NULL;
+  if (crest_config_parse(config_text, &cfg, &e) == 0
+      && crest_config_process_holds_cap(cfg, "CAP_SYS_CHROOT") == 0)
+    why = "restoring it needs CAP_SYS_CHROOT, which the container's config does not give its "
+          "processes";
+  crest_error_release(&e);
+  if (cfg)
+    yajl_tree_free(cfg);
+  return why;
+}
+
+/* The PID as the task's own PID namespace shows it (NSpid's last field). */
+static long
+ns_pid_of(int pid)
+{
+  cleanup_free char *path = xasprintf("/proc/%d/status", pid), *text = NULL;
+  crest_error_t e = NULL;
+  char *l, *end;
+  long v = pid;
+  if (read_file(path, &text, NULL, 1 << 16, &e) < 0)
+    {
+      crest_error_release(&e);
+      return pid;
+    }
+  l = strstr(text, "\nNSpid:");
+  if (l)
+    {
+      end = strchr(l + 1, '\n');
+      if (end)
+        *end = '\0';
+      l = strrchr(l, '\t');
+      if (l)
+        v = strtol(l + 1, NULL, 10);
+    }
+  return v;
+}
+
+/* Does a task in INIT's PID namespace hold a file lock? /proc/locks names
+   the owner's PID for POSIX and flock locks (OFD locks show -1 and are not
+   attributed here). crest cannot restore locks yet, so such a tree is
+   refused with or without --file-locks: one line naming the first. */
+static int
+check_file_locks(const char *id, pid_t init, crest_error_t *err)
+{
+  cleanup_free char *text = NULL, *nslink = xasprintf("/proc/%d/ns/pid", (int)init);
+  char ns[128], *line, *save = NULL;
+  crest_error_t e = NULL;
+  ssize_t n = readlink(nslink, ns, sizeof ns - 1);
+
+  if (n <= 0 || read_file("/proc/locks", &text, NULL, 16u << 20, &e) < 0)
+    {
+      crest_error_release(&e);
+      return 0;
+    }
+  ns[n] = '\0';
+  for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+    {
+      char kind[16], mode[16], rw[16], dev[64], link[64], other[128];
+      int pid;
+      ssize_t m;
+      if (strstr(line, "->")
+          || sscanf(line, "%*d: %15s %15s %15s %d %63s", kind, mode, rw, &pid, dev) != 5
+          || pid <= 0)
+        continue;
+      snprintf(link, sizeof link, "/proc/%d/ns/pid", pid);
+      m = readlink(link, other, sizeof other - 1);
+      if (m <= 0 || (other[m] = '\0', strcmp(other, ns) != 0))
+        continue;
+      return crest_error_make(err, 0,
+                              "container `%s`: checkpoint: task %ld holds a file lock (%s %s on "
+                              "inode %s), which crest cannot restore yet",
+                              id, ns_pid_of(pid), kind, rw, dev);
+    }
+  return 0;
+}
+
+/* The pages the image holds, for stats-dump. */
+static uint64_t
+image_pages(const char *image)
+{
+  DIR *d = opendir(image);
+  struct dirent *de;
+  uint64_t bytes = 0;
+  struct stat st;
+  while (d && (de = readdir(d)))
+    if (strncmp(de->d_name, "pages-", 6) == 0 && fstatat(dirfd(d), de->d_name, &st, 0) == 0)
+      bytes += (uint64_t)st.st_size;
+  if (d)
+    closedir(d);
+  return bytes / 4096;
+}
+
+/* What engines look for in a checkpoint directory (stats-dump,
+   inventory.img), and what --export needs. The image itself is complete
+   already: a failure here is a warning. */
+static void
+finish_info(const char *id, const char *image, struct crest_checkpoint_info *info,
+            const struct freezer *fz, uint64_t t0)
+{
+  crest_error_t e = NULL;
+  info->dump_us = now_us() - t0;
+  info->freezing_us = fz->freezing_us;
+  info->frozen_us = info->dump_us;
+  info->pages_written = image_pages(image);
+  clock_gettime(CLOCK_REALTIME, &info->checkpointed);
+  if (crest_image_write_engine_files(image, info, &e) < 0)
+    {
+      cleanup_free char *why = crest_error_text(e);
+      crest_warn("container `%s`: checkpoint: stats-dump/inventory.img not written: %s", id, why);
+      crest_error_release(&e);
+    }
+}
 
 int
 crest_container_checkpoint(struct crest_global *g, const char *id,
@@ -296,14 +446,17 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
   cleanup_free char *image = NULL, *config_text = NULL, *status = NULL, *tmp_config = NULL,
                     *final_config = NULL;
   cleanup_free char *work = NULL;
+  struct crest_checkpoint_info own, *info = opts->info ? opts->info : &own;
   struct crest_state st;
   struct crest_dump_opts d;
-  struct freezer fz = { NULL };
+  struct freezer fz = { NULL, false, 0 };
   char digest[65];
   size_t config_len = 0;
   pid_t init = 0;
+  uint64_t t0;
   int r;
 
+  memset(info, 0, sizeof *info);
   if (crest_validate_id(id, err) < 0)
     return -1;
   image = abs_path(opts->image_path ? opts->image_path : "checkpoint");
@@ -320,14 +473,29 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
         "container `%s`: checkpoint: crest knows no such container (it checkpoints "
         "containers started with `crest create` or `crest run`)",
         id);
-  if (crun_state(g, id, &init, &status, err) < 0)
+  if (crun_state(g, id, &init, &status, &info->created, err) < 0)
     goto fail_state;
+  info->bundle = xstrdup(st.bundle);
+  /* A paused container (CRI-O pauses before it checkpoints) would need the
+     engine to seize tasks a cgroup v2 freezer holds; today its wait for
+     their ptrace stop never ends. Refused, so it stays paused, untouched;
+     the freezer hook already leaves a freeze it did not make (was_frozen). */
+  if (strcmp(status, "paused") == 0)
+    {
+      crest_error_make(err, 0,
+                       "container `%s`: checkpoint: the container is paused, which crest cannot "
+                       "checkpoint yet (`crest resume` it first)",
+                       id);
+      goto fail_state;
+    }
   if (strcmp(status, "running") != 0)
     {
       crest_error_make(err, 0, "container `%s`: checkpoint: the container is %s, not running", id,
                        status);
       goto fail_state;
     }
+  if (check_file_locks(id, init, err) < 0)
+    goto fail_state;
   if (read_file(st.config, &config_text, &config_len, 16u << 20, err) < 0)
     {
       crest_error_wrap(err, "container `%s`: checkpoint: read its config", id);
@@ -350,20 +518,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
   d.leave_running = opts->leave_running;
   d.root_is_ns_init = true;
   d.config_digest = digest;
-  {
-    /* The restorer runs with the config's capabilities (restore-config.json
-       only adds CAP_CHECKPOINT_RESTORE): a task's chroot can only come back
-       if the config gives CAP_SYS_CHROOT. */
-    yajl_val cfg = NULL;
-    crest_error_t e = NULL;
-    if (crest_config_parse(config_text, &cfg, &e) == 0
-        && crest_config_process_holds_cap(cfg, "CAP_SYS_CHROOT") == 0)
-      d.no_chroot_cap = "restoring it needs CAP_SYS_CHROOT, which the container's config does not "
-                        "give its processes";
-    crest_error_release(&e);
-    if (cfg)
-      yajl_tree_free(cfg);
-  }
+  d.no_chroot_cap = no_chroot_cap(config_text);
   if (freezer_setup(init, &fz))
     {
       d.freeze = cg_freeze;
@@ -372,6 +527,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
     }
   crest_debug("container `%s`: dumping init PID %d into `%s`%s", id, (int)init, image,
               fz.dir ? " (frozen through its cgroup)" : "");
+  t0 = now_us();
   if (crest_engine_dump(init, &d, err) < 0)
     {
       unlink(tmp_config);
@@ -392,6 +548,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
         }
       goto fail_state;
     }
+  finish_info(id, image, info, &fz, t0);
 
   if (!opts->leave_running)
     {
@@ -404,11 +561,14 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
     }
   free(fz.dir);
   crest_state_free(&st);
+  if (info == &own)
+    crest_checkpoint_info_free(&own);
   return 0;
 
 fail_state:
   free(fz.dir);
   crest_state_free(&st);
+  crest_checkpoint_info_free(info);
   return -1;
 }
 
@@ -586,6 +746,98 @@ undo_restore(struct crest_global *g, const char *id)
   crest_state_remove(g, id, NULL);
 }
 
+/* Is the LSM of an --lsm-profile TYPE:VALUE active here? */
+static bool
+lsm_active(const char *type)
+{
+  cleanup_free char *text = NULL;
+  crest_error_t e = NULL;
+  bool on = false;
+  if (strcmp(type, "selinux") == 0)
+    return access("/sys/fs/selinux/enforce", F_OK) == 0;
+  if (strcmp(type, "apparmor") == 0
+      && read_file("/sys/module/apparmor/parameters/enabled", &text, NULL, 64, &e) == 0)
+    on = text[0] == 'Y';
+  crest_error_release(&e);
+  return on;
+}
+
+/* podman passes the profile and mount label the container had, which the
+   checkpointed config carries and crun applies to the restoring container:
+   the same value is that; any other is refused, as is one for an LSM that
+   is not active here. */
+static int
+check_lsm(const char *id, yajl_val config, const struct crest_container_restore_opts *opts,
+          crest_error_t *err)
+{
+  const char *prof = opts->lsm_profile, *colon;
+  const char *ap[] = { "process", "apparmorProfile", NULL },
+             *sp[] = { "process", "selinuxLabel", NULL };
+  const char *mp[] = { "linux", "mountLabel", NULL };
+  const char *have;
+
+  if (prof && *prof)
+    {
+      char type[16];
+      colon = strchr(prof, ':');
+      if (!colon || colon - prof >= (ptrdiff_t)sizeof type)
+        return crest_error_make(err, EINVAL,
+                                "container `%s`: restore: --lsm-profile `%s`: expected "
+                                "apparmor:PROFILE or selinux:LABEL",
+                                id, prof);
+      snprintf(type, sizeof type, "%.*s", (int)(colon - prof), prof);
+      if (strcmp(type, "apparmor") != 0 && strcmp(type, "selinux") != 0)
+        return crest_error_make(err, EINVAL,
+                                "container `%s`: restore: --lsm-profile `%s`: unknown LSM `%s`", id,
+                                prof, type);
+      if (!lsm_active(type))
+        return crest_error_make(err, ENOTSUP,
+                                "container `%s`: restore: --lsm-profile `%s`: %s is not active on "
+                                "this machine",
+                                id, prof, type);
+      have = crest_config_get_string(config, strcmp(type, "apparmor") == 0 ? ap : sp);
+      if (!have || strcmp(have, colon + 1) != 0)
+        return crest_error_make(err, ENOTSUP,
+                                "container `%s`: restore: --lsm-profile `%s` differs from the "
+                                "checkpointed config's (`%s`), the only one crest applies",
+                                id, prof, have ? have : "none");
+    }
+  if (opts->lsm_mount_context && *opts->lsm_mount_context)
+    {
+      have = crest_config_get_string(config, mp);
+      if (!have || strcmp(have, opts->lsm_mount_context) != 0)
+        return crest_error_make(err, ENOTSUP,
+                                "container `%s`: restore: --lsm-mount-context `%s` differs from "
+                                "the checkpointed config's linux.mountLabel (`%s`), the only one "
+                                "crest applies",
+                                id, opts->lsm_mount_context, have ? have : "none");
+    }
+  return 0;
+}
+
+/* What crest or crun would refuse later, refused before anything exists. */
+static int
+check_restore_config(const char *id, yajl_val config,
+                     const struct crest_container_restore_opts *opts, crest_error_t *err)
+{
+  const char *sp[] = { "linux", "seccomp", NULL }, *tp[] = { "process", "terminal", NULL };
+  yajl_val t = yajl_tree_get(config, tp, yajl_t_any);
+
+  if (yajl_tree_get(config, sp, yajl_t_any))
+    return crest_error_make(
+        err, ENOTSUP,
+        "container `%s`: restore: the checkpointed config has linux.seccomp, which crest "
+        "cannot restore yet (see docs/restore.md)",
+        id);
+  if (t && YAJL_IS_TRUE(t) && opts->detach && !opts->console_socket)
+    return crest_error_make(err, EINVAL,
+                            "container `%s`: restore: the checkpointed config has "
+                            "process.terminal: --detach needs --console-socket for the new "
+                            "terminal",
+                            id);
+  return check_lsm(id, config, opts, err);
+}
+
 int
 crest_container_restore(struct crest_global *g, const char *id,
                         const struct crest_container_restore_opts *opts, crest_error_t *err)
@@ -643,32 +895,11 @@ crest_container_restore(struct crest_global *g, const char *id,
   img_reader_free(rd);
   if (crest_config_parse(config_text, &config, err) < 0)
     return crest_error_wrap(err, "container `%s`: restore: `%s`", id, config_path);
-  {
-    const char *sp[] = { "linux", "seccomp", NULL };
-    if (yajl_tree_get(config, sp, yajl_t_any))
-      {
-        yajl_tree_free(config);
-        return crest_error_make(
-            err, ENOTSUP,
-            "container `%s`: restore: the checkpointed config has linux.seccomp, which crest "
-            "cannot restore yet (see docs/restore.md)",
-            id);
-      }
-  }
-  {
-    /* crun would refuse it too, after crest has written its state. */
-    const char *tp[] = { "process", "terminal", NULL };
-    yajl_val t = yajl_tree_get(config, tp, yajl_t_any);
-    if (t && YAJL_IS_TRUE(t) && opts->detach && !opts->console_socket)
-      {
-        yajl_tree_free(config);
-        return crest_error_make(err, EINVAL,
-                                "container `%s`: restore: the checkpointed config has "
-                                "process.terminal: --detach needs --console-socket for the new "
-                                "terminal",
-                                id);
-      }
-  }
+  if (check_restore_config(id, config, opts, err) < 0)
+    {
+      yajl_tree_free(config);
+      return -1;
+    }
   restorer = find_restorer();
   if (!restorer)
     {
@@ -743,6 +974,10 @@ crest_container_restore(struct crest_global *g, const char *id,
       }
     if (opts->detach)
       args[n++] = (char *)"--detach";
+    if (opts->no_pivot)
+      args[n++] = (char *)"--no-pivot";
+    if (opts->no_new_keyring)
+      args[n++] = (char *)"--no-new-keyring";
     args[n++] = (char *)id;
     args[n] = NULL;
     struct crest_crun_fds fds = { sync[1], -1, -1 };

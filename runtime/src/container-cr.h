@@ -16,6 +16,7 @@
 #define CREST_CONTAINER_CR_H
 
 #include <stdbool.h>
+#include "cr-archive.h"
 #include "crest.h"
 #include "error.h"
 
@@ -24,6 +25,9 @@ struct crest_container_checkpoint_opts
   const char *image_path; /* default "./checkpoint" when NULL */
   const char *work_path;  /* logs and temporaries; NULL: beside the image */
   bool leave_running;
+  /* Out, may be NULL: the bundle, times and sizes (for --export); the
+     caller frees it with crest_checkpoint_info_free after a success. */
+  struct crest_checkpoint_info *info;
 };
 
 struct crest_container_restore_opts
@@ -34,6 +38,12 @@ struct crest_container_restore_opts
   bool detach;                /* -d/--detach */
   const char *pid_file;       /* --pid-file, or NULL */
   const char *console_socket; /* --console-socket, or NULL */
+  bool no_pivot;              /* --no-pivot, passed to crun run */
+  bool no_new_keyring;        /* --no-new-keyring, passed to crun run */
+  /* podman's --lsm-profile TYPE:VALUE and --lsm-mount-context: crun applies
+     the checkpointed config's; restore refuses a different one. */
+  const char *lsm_profile;
+  const char *lsm_mount_context;
 };
 
 /* Both return the exit status the verb should exit with (>= 0; for an

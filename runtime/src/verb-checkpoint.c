@@ -1,11 +1,13 @@
-/* crest checkpoint: crun's flags; process mode with --pid PID, otherwise the
-   container glue. */
+/* crest checkpoint: crun's flags (and podman's, CRI-O's); process mode with
+   --pid PID, otherwise the container glue, and --export for one archive. */
 #include <config.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include "cr-archive.h"
 #include "crest.h"
 #include "container-cr.h"
 #include "engine.h"
@@ -20,7 +22,20 @@ enum
   OPT_LEAVE_RUNNING,
   OPT_PID,
   OPT_NS_INIT,
-  OPT_IGNORED,
+  OPT_EXPORT,
+  OPT_COMPRESS,
+  OPT_FILE_LOCKS,
+  OPT_CGROUPS_MODE,
+  OPT_PRE_DUMP,
+  OPT_PARENT_PATH,
+  OPT_NOOP,
+};
+
+struct ckpt_args
+{
+  const char *image, *work, *export, *compress;
+  bool leave, ns_init, image_given;
+  long pid;
 };
 
 static void
@@ -29,8 +44,15 @@ usage(FILE *f)
   fprintf(f, "Usage: crest checkpoint [OPTION...] (--pid PID | CONTAINER)\n"
              "Checkpoint a container, or with --pid a process tree the user owns.\n\n"
              "      --image-path=DIR   where to write the image (default ./checkpoint)\n"
-             "      --work-path=DIR    where to write logs\n"
+             "      --work-path=DIR    where to write dump.log\n"
              "      --leave-running    let the tree run on after the checkpoint\n"
+             "      --export=FILE      also write the checkpoint as one archive FILE\n"
+             "      --compress=ALG     the archive's compression: none, gzip, zstd (default)\n"
+             "      --file-locks       accepted; a tree holding a file lock is refused\n"
+             "      --manage-cgroups-mode=soft|full|strict|ignore   accepted; crest never\n"
+             "                         dumps cgroups\n"
+             "      --tcp-established, --ext-unix-sk, --shell-job   accepted (see crest(1))\n"
+             "      --pre-dump, --parent-path=DIR   not supported yet (refused)\n"
              "      --pid=PID          process mode: checkpoint PID and its descendants\n"
              "      --ns-init          with --pid: PID is the init of its own PID namespace;\n"
              "                         record the PIDs seen inside it\n"
@@ -38,7 +60,28 @@ usage(FILE *f)
 }
 
 int
-crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error_t *err)
+crest_check_cgroups_mode(const char *verb, const char *mode, crest_error_t *err)
+{
+  static const char *const ok[] = { "soft", "full", "strict", "ignore" };
+  for (size_t i = 0; i < ARRAY_SIZE(ok); i++)
+    if (strcmp(mode, ok[i]) == 0)
+      return 0;
+  return crest_error_make(err, EINVAL,
+                          "%s: --manage-cgroups-mode `%s`: expected soft, full, strict or ignore",
+                          verb, mode);
+}
+
+int
+crest_open_work_log(const char *verb, const char *dir, const char *log, crest_error_t *err)
+{
+  cleanup_free char *path = xasprintf("%s/%s", dir, log);
+  if (mkdir_p(dir, 0700, err) < 0 || crest_log_work_file(path, err) < 0)
+    return crest_error_wrap(err, "%s: --work-path", verb);
+  return 0;
+}
+
+static int
+parse(int argc, char **argv, struct ckpt_args *a, crest_error_t *err)
 {
   static const struct option opts[] = {
     { "image-path", required_argument, NULL, OPT_IMAGE_PATH },
@@ -46,14 +89,18 @@ crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error
     { "leave-running", no_argument, NULL, OPT_LEAVE_RUNNING },
     { "pid", required_argument, NULL, OPT_PID },
     { "ns-init", no_argument, NULL, OPT_NS_INIT },
-    CREST_CR_IGNORED_OPTIONS(OPT_IGNORED),
+    { "export", required_argument, NULL, OPT_EXPORT },
+    { "compress", required_argument, NULL, OPT_COMPRESS },
+    { "file-locks", no_argument, NULL, OPT_FILE_LOCKS },
+    { "manage-cgroups-mode", required_argument, NULL, OPT_CGROUPS_MODE },
+    { "pre-dump", no_argument, NULL, OPT_PRE_DUMP },
+    { "parent-path", required_argument, NULL, OPT_PARENT_PATH },
+    CREST_CR_NOOP_OPTIONS(OPT_NOOP),
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  const char *image = "checkpoint", *work = NULL;
-  bool leave = false, ns_init = false;
-  long pid = 0;
   int c;
+  char *end;
 
   optind = 1;
   opterr = 0;
@@ -61,56 +108,137 @@ crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error
     switch (c)
       {
       case OPT_IMAGE_PATH:
-        image = optarg;
+        a->image = optarg;
+        a->image_given = true;
         break;
       case OPT_WORK_PATH:
-        work = optarg;
+        a->work = optarg;
         break;
       case OPT_LEAVE_RUNNING:
-        leave = true;
+        a->leave = true;
         break;
       case OPT_PID:
-        {
-          char *end;
-          pid = strtol(optarg, &end, 10);
-          if (*end || pid <= 0 || pid > (1 << 22))
-            {
-              return crest_error_make(err, 0, "checkpoint: bad PID `%s`", optarg);
-            }
-        }
+        a->pid = strtol(optarg, &end, 10);
+        if (*end || a->pid <= 0 || a->pid > (1 << 22))
+          return crest_error_make(err, 0, "checkpoint: bad PID `%s`", optarg);
         break;
       case OPT_NS_INIT:
-        ns_init = true;
+        a->ns_init = true;
         break;
-      case OPT_IGNORED:
+      case OPT_EXPORT:
+        a->export = optarg;
+        break;
+      case OPT_COMPRESS:
+        if (strcmp(optarg, "none") && strcmp(optarg, "gzip") && strcmp(optarg, "zstd"))
+          return crest_error_make(
+              err, EINVAL, "checkpoint: --compress `%s`: expected none, gzip or zstd", optarg);
+        a->compress = optarg;
+        break;
+      case OPT_FILE_LOCKS:
+        /* A tree holding a lock is refused either way (container-cr.c). */
+        break;
+      case OPT_CGROUPS_MODE:
+        if (crest_check_cgroups_mode("checkpoint", optarg, err) < 0)
+          return -1;
+        break;
+      case OPT_PRE_DUMP:
+      case OPT_PARENT_PATH:
+        return crest_error_make(err, ENOTSUP, "checkpoint: --%s: not supported yet",
+                                c == OPT_PRE_DUMP ? "pre-dump" : "parent-path");
+      case OPT_NOOP:
         break;
       case 'h':
         usage(stdout);
-        return 0;
+        return 1;
       default:
         return crest_error_make(err, 0, "checkpoint: unknown option `%s`", argv[optind - 1]);
       }
-  if (pid && optind < argc)
+  return 0;
+}
+
+/* --export: the image goes to --image-path when given (and stays), else to
+   a directory beside the archive that is removed once the archive is
+   written. */
+static int
+checkpoint_export(struct crest_global *g, const char *id, struct ckpt_args *a,
+                  struct crest_container_checkpoint_opts *co, crest_error_t *err)
+{
+  cleanup_free char *tmp = a->image_given ? NULL : xasprintf("%s.img-%d", a->export, (int)getpid());
+  struct crest_checkpoint_info info;
+  crest_error_t e = NULL;
+  int rc;
+
+  if (access(a->export, F_OK) == 0)
+    return crest_error_make(err, EEXIST, "container `%s`: checkpoint: --export `%s` exists", id,
+                            a->export);
+  co->image_path = tmp ? tmp : a->image;
+  co->info = &info;
+  if (crest_container_checkpoint(g, id, co, err) < 0)
+    return -1;
+  rc = crest_archive_export(a->export, a->compress ? a->compress : "zstd", id, co->image_path,
+                            &info, err);
+  crest_checkpoint_info_free(&info);
+  if (rc < 0)
+    {
+      crest_error_wrap(err, "container `%s`: checkpoint", id);
+      if (tmp && !a->leave)
+        {
+          /* The tree is gone: its image must not be. */
+          crest_error_t why = *err;
+          cleanup_free char *text = crest_error_text(why);
+          *err = NULL;
+          crest_error_release(&why);
+          return crest_error_make(err, EIO, "%s (the image is kept in `%s`)", text, tmp);
+        }
+    }
+  if (tmp && (rc == 0 || a->leave))
+    {
+      remove_tree(tmp, &e);
+      crest_error_release(&e);
+    }
+  return rc;
+}
+
+int
+crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error_t *err)
+{
+  struct ckpt_args a = { .image = "checkpoint" };
+  int r = parse(argc, argv, &a, err);
+
+  if (r != 0)
+    return r < 0 ? -1 : 0;
+  if (a.pid && optind < argc)
     return crest_error_make(err, 0, "checkpoint: give either --pid or a container ID, not both");
-  if (!pid)
+  if (a.work && crest_open_work_log("checkpoint", a.work, "dump.log", err) < 0)
+    return -1;
+  if (!a.pid)
     {
       struct crest_container_checkpoint_opts co;
       if (optind + 1 != argc)
         return crest_error_make(err, 0, "checkpoint: expected one container ID (or --pid PID)");
       memset(&co, 0, sizeof co);
-      co.image_path = image;
-      co.work_path = work;
-      co.leave_running = leave;
-      return crest_container_checkpoint(g, argv[optind], &co, err);
+      co.image_path = a.image;
+      co.work_path = a.work;
+      co.leave_running = a.leave;
+      crest_debug("checkpoint of container `%s` starts", argv[optind]);
+      if (a.export)
+        r = checkpoint_export(g, argv[optind], &a, &co, err);
+      else
+        r = crest_container_checkpoint(g, argv[optind], &co, err);
+      if (r == 0)
+        crest_debug("checkpoint of container `%s` done", argv[optind]);
+      return r;
     }
+  if (a.export)
+    return crest_error_make(err, EINVAL, "checkpoint: --export needs a container, not --pid");
   {
     struct crest_dump_opts o;
     memset(&o, 0, sizeof o);
-    o.image_dir = image;
-    o.work_dir = work;
-    o.leave_running = leave;
-    o.root_is_ns_init = ns_init;
-    if (crest_engine_dump((pid_t)pid, &o, err) < 0)
+    o.image_dir = a.image;
+    o.work_dir = a.work;
+    o.leave_running = a.leave;
+    o.root_is_ns_init = a.ns_init;
+    if (crest_engine_dump((pid_t)a.pid, &o, err) < 0)
       return -1;
   }
   return 0;

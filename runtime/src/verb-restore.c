@@ -7,10 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include "cr-archive.h"
 #include "crest.h"
 #include "container-cr.h"
 #include "engine.h"
 #include "log.h"
+#include "state.h"
 #include "util.h"
 #include "verbs.h"
 
@@ -21,7 +23,13 @@ enum
   OPT_PID_FILE,
   OPT_CONSOLE_SOCKET,
   OPT_NS_INIT,
-  OPT_IGNORED,
+  OPT_IMPORT,
+  OPT_NO_PIVOT,
+  OPT_NO_NEW_KEYRING,
+  OPT_LSM_PROFILE,
+  OPT_LSM_MOUNT_CONTEXT,
+  OPT_CGROUPS_MODE,
+  OPT_NOOP,
 };
 
 static void
@@ -31,16 +39,47 @@ usage(FILE *f)
              "Restore a container, or without CONTAINER the process tree of the image\n"
              "(with the same PIDs, as children of crest).\n\n"
              "      --image-path=DIR      the image (default ./checkpoint)\n"
-             "      --work-path=DIR       where to write logs\n"
+             "      --work-path=DIR       where to write restore.log\n"
+             "      --import=FILE         restore from an archive of checkpoint --export\n"
              "  -b, --bundle=DIR          container bundle\n"
              "  -d, --detach              return once the tree runs\n"
              "      --pid-file=FILE       write the root's PID there\n"
              "      --console-socket=S    container console socket\n"
+             "      --no-pivot, --no-new-keyring   passed to crun run\n"
+             "      --lsm-profile=TYPE:VALUE, --lsm-mount-context=LABEL   must be the\n"
+             "                            checkpointed config's (crun applies that)\n"
+             "      --file-locks, --tcp-established, --tcp-close, --ext-unix-sk, --shell-job,\n"
+             "      --manage-cgroups-mode=MODE   accepted (see crest(1))\n"
              "      --ns-init             process mode, as PID 1 of a new PID namespace: become\n"
              "                            the image's init (an image made with --ns-init)\n"
              "  -h, --help                show this help\n"
              "Process mode waits for the restored root and exits with its status,\n"
              "unless --detach.\n");
+}
+
+/* --import: unpack and check the archive, restore from its image, then
+   remove the unpacked copy (the restored tree no longer reads it). */
+static int
+restore_import(struct crest_global *g, const char *id, const char *file,
+               struct crest_container_restore_opts *co, crest_error_t *err)
+{
+  cleanup_free char *dir = NULL, *image = NULL;
+  crest_error_t e = NULL;
+  int rc;
+
+  if (crest_validate_id(id, err) < 0)
+    return -1;
+  if (crest_crun_has(g, NULL, id))
+    return crest_error_make(err, EEXIST, "container `%s`: restore: a container with this ID exists",
+                            id);
+  if (crest_archive_import(g, file, id, co->bundle ? co->bundle : ".", &dir, err) < 0)
+    return crest_error_wrap(err, "container `%s`: restore", id);
+  image = xasprintf("%s/checkpoint", dir);
+  co->image_path = image;
+  rc = crest_container_restore(g, id, co, err);
+  remove_tree(dir, &e);
+  crest_error_release(&e);
+  return rc;
 }
 
 int
@@ -54,12 +93,21 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv, crest_error_t 
     { "pid-file", required_argument, NULL, OPT_PID_FILE },
     { "console-socket", required_argument, NULL, OPT_CONSOLE_SOCKET },
     { "ns-init", no_argument, NULL, OPT_NS_INIT },
-    CREST_CR_IGNORED_OPTIONS(OPT_IGNORED),
+    { "import", required_argument, NULL, OPT_IMPORT },
+    { "no-pivot", no_argument, NULL, OPT_NO_PIVOT },
+    { "no-new-keyring", no_argument, NULL, OPT_NO_NEW_KEYRING },
+    { "lsm-profile", required_argument, NULL, OPT_LSM_PROFILE },
+    { "lsm-mount-context", required_argument, NULL, OPT_LSM_MOUNT_CONTEXT },
+    { "manage-cgroups-mode", required_argument, NULL, OPT_CGROUPS_MODE },
+    /* Nothing to restore: the checkpoint refused any lock. */
+    { "file-locks", no_argument, NULL, OPT_NOOP },
+    CREST_CR_NOOP_OPTIONS(OPT_NOOP),
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   const char *image = "checkpoint", *work = NULL, *bundle = NULL, *pid_file = NULL, *console = NULL;
-  bool detach = false, ns_init = false;
+  const char *import = NULL, *lsm_profile = NULL, *lsm_mount = NULL;
+  bool detach = false, ns_init = false, no_pivot = false, no_keyring = false, image_given = false;
   int c;
 
   optind = 1;
@@ -69,6 +117,26 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv, crest_error_t 
       {
       case OPT_IMAGE_PATH:
         image = optarg;
+        image_given = true;
+        break;
+      case OPT_IMPORT:
+        import = optarg;
+        break;
+      case OPT_NO_PIVOT:
+        no_pivot = true;
+        break;
+      case OPT_NO_NEW_KEYRING:
+        no_keyring = true;
+        break;
+      case OPT_LSM_PROFILE:
+        lsm_profile = optarg;
+        break;
+      case OPT_LSM_MOUNT_CONTEXT:
+        lsm_mount = optarg;
+        break;
+      case OPT_CGROUPS_MODE:
+        if (crest_check_cgroups_mode("restore", optarg, err) < 0)
+          return -1;
         break;
       case OPT_WORK_PATH:
         work = optarg;
@@ -88,7 +156,7 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv, crest_error_t 
       case OPT_NS_INIT:
         ns_init = true;
         break;
-      case OPT_IGNORED:
+      case OPT_NOOP:
         break;
       case 'h':
         usage(stdout);
@@ -96,11 +164,15 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv, crest_error_t 
       default:
         return crest_error_make(err, 0, "restore: unknown option `%s`", argv[optind - 1]);
       }
+  if (work && crest_open_work_log("restore", work, "restore.log", err) < 0)
+    return -1;
   if (optind < argc)
     {
       struct crest_container_restore_opts co;
       if (optind + 1 != argc)
         return crest_error_make(err, 0, "restore: expected at most one container ID");
+      if (import && image_given)
+        return crest_error_make(err, EINVAL, "restore: give --import or --image-path, not both");
       memset(&co, 0, sizeof co);
       co.image_path = image;
       co.work_path = work;
@@ -108,10 +180,17 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv, crest_error_t 
       co.detach = detach;
       co.pid_file = pid_file;
       co.console_socket = console;
-      return crest_container_restore(g, argv[optind], &co, err);
+      co.no_pivot = no_pivot;
+      co.no_new_keyring = no_keyring;
+      co.lsm_profile = lsm_profile;
+      co.lsm_mount_context = lsm_mount;
+      crest_debug("restore of container `%s` starts", argv[optind]);
+      return import ? restore_import(g, argv[optind], import, &co, err)
+                    : crest_container_restore(g, argv[optind], &co, err);
     }
-  if (bundle || console)
-    return crest_error_make(err, 0, "restore: --bundle and --console-socket need a container ID");
+  if (bundle || console || import)
+    return crest_error_make(err, 0,
+                            "restore: --bundle, --console-socket and --import need a container ID");
   {
     struct crest_restore_opts o;
     pid_t root = 0;

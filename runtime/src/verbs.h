@@ -20,16 +20,30 @@ crest_verb_delete(struct crest_global *g, int argc, char **argv, crest_error_t *
 int
 crest_verb_list(struct crest_global *g, int argc, char **argv, crest_error_t *err);
 
-/* crun's checkpoint and restore flags (CRIU's) that crest accepts and has
-   nothing to do for: entries of a getopt_long table returning ID. */
+/* CRIU's flags (as crun, podman, conmon and CRI-O pass them) that crest
+   accepts with nothing to do, each for a reason the man page gives:
+   --tcp-established, --tcp-close, --ext-unix-sk: a tree holding a socket is
+   refused at checkpoint, so no connection is ever in an image;
+   --shell-job: a container's terminal is always handled (the image's `tty`
+   descriptors take the new container's terminal). Entries of a getopt_long
+   table returning ID. */
 /* clang-format off */
-#define CREST_CR_IGNORED_OPTIONS(id)                       \
+#define CREST_CR_NOOP_OPTIONS(id)                          \
   { "tcp-established", no_argument, NULL, (id) },          \
+  { "tcp-close", no_argument, NULL, (id) },                \
   { "ext-unix-sk", no_argument, NULL, (id) },              \
-  { "shell-job", no_argument, NULL, (id) },                \
-  { "file-locks", no_argument, NULL, (id) },               \
-  { "manage-cgroups-mode", required_argument, NULL, (id) }
+  { "shell-job", no_argument, NULL, (id) }
 /* clang-format on */
+
+/* --manage-cgroups-mode: CRIU's modes are accepted; crest never restores
+   cgroups (a rootless container's cgroup is crun's to create), so each
+   means the same. Returns < 0 with ERR for any other value. */
+int
+crest_check_cgroups_mode(const char *verb, const char *mode, crest_error_t *err);
+/* --work-path DIR: created if need be; LOG (dump.log, restore.log) there
+   receives every message of this run. */
+int
+crest_open_work_log(const char *verb, const char *dir, const char *log, crest_error_t *err);
 
 /* crest's own: checkpoint and restore (verb-checkpoint.c, verb-restore.c). */
 int

@@ -31,3 +31,11 @@ EXTRA_DIST += tests/host/engine-stopped.test
 # checkpoint of a 200 MiB tree (zdtm-busy-tree), the checkpoint fault matrix.
 TESTS += tests/host/checkpoint-safety.test
 EXTRA_DIST += tests/host/checkpoint-safety.test
+
+# Migration: checkpoint --export / restore --import, and the command lines
+# podman, conmon and CRI-O give an OCI runtime.
+check_PROGRAMS += tests/progs/flock-hold
+tests_progs_flock_hold_SOURCES = tests/progs/flock-hold.c
+tests_progs_flock_hold_LDFLAGS = -static
+TESTS += tests/host/migrate-archive.test
+EXTRA_DIST += tests/host/migrate-archive.test

@@ -27,7 +27,15 @@ tests_unit_engine_image_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS)
 tests_unit_engine_image_LDFLAGS = $(SANITIZER_LDFLAGS)
 tests_unit_engine_image_LDADD = $(CREST_ENGINE_LIB) $(CREST_LIB) $(YAJL_LIBS)
 
-UNIT_TESTS = tests/unit/test-config tests/unit/test-args tests/unit/engine-image
+# The default state root's reading of uid_map (rootless podman's namespace).
+check_PROGRAMS += tests/unit/test-state-root
+tests_unit_test_state_root_SOURCES = tests/unit/test-state-root.c tests/unit/tap.h
+tests_unit_test_state_root_CPPFLAGS = $(CREST_UNIT_CPPFLAGS)
+tests_unit_test_state_root_CFLAGS = $(CREST_UNIT_CFLAGS)
+tests_unit_test_state_root_LDFLAGS = $(SANITIZER_LDFLAGS)
+tests_unit_test_state_root_LDADD = $(CREST_UNIT_LIBS)
+
+UNIT_TESTS = tests/unit/test-config tests/unit/test-args tests/unit/engine-image tests/unit/test-state-root
 TESTS += $(UNIT_TESTS)
 
 # `make check-unit`: only the C unit tests (CI runs them under the sanitizers).

@@ -1,0 +1,64 @@
+/* crest: a checkpoint as one archive (checkpoint --export, restore --import).
+ *
+ * The layout is podman's and CRI-O's, so their tools can list it:
+ *   checkpoint/    crest's image directory (docs/image-format.md)
+ *   spec.dump      the OCI config the container ran with
+ *   config.dump    id, name, runtime "crest", creation and checkpoint times
+ *   stats-dump     the dump's timings and sizes (CRIU's binary layout)
+ *   crest.json     what the target must match: kernel release and machine,
+ *                  vDSO digest, the xsave features the threads' state uses,
+ *                  the image format, and size, mode and SHA-256 of every
+ *                  root file system file the tree has open or mapped; the
+ *                  SHA-256 of the three .dump files
+ * crest writes no rootfs-diff.tar: a crun bundle's root file system is a
+ * plain directory with no lower layer to diff against, so crest cannot know
+ * what changed; the files the tree uses are checked on the target instead
+ * (README, "Migrating a container"). Only the crest command links libarchive. */
+#ifndef CREST_CR_ARCHIVE_H
+#define CREST_CR_ARCHIVE_H
+
+#include <stdint.h>
+#include <time.h>
+#include "crest.h"
+#include "error.h"
+
+/* What the container glue measured and knows, for config.dump and
+   stats-dump. */
+struct crest_checkpoint_info
+{
+  char *bundle;  /* the bundle the container ran from (absolute) */
+  char *created; /* crun's "created" time (RFC 3339), or NULL */
+  struct timespec checkpointed;
+  uint64_t freezing_us; /* asking the cgroup to freeze, until frozen */
+  uint64_t frozen_us;   /* the tree stopped, by the freezer or by ptrace */
+  uint64_t dump_us;     /* the engine's whole dump */
+  uint64_t pages_written;
+};
+
+void
+crest_checkpoint_info_free(struct crest_checkpoint_info *i);
+
+/* stats-dump and inventory.img in IMAGE_DIR, the two files podman and CRI-O
+   look for in a checkpoint directory. */
+int
+crest_image_write_engine_files(const char *image_dir, const struct crest_checkpoint_info *info,
+                               crest_error_t *err);
+
+/* Write IMAGE_DIR (a container image with its container-config.json) and
+   the files above as one archive FILE. COMPRESS: "none", "gzip", "zstd".
+   FILE appears complete or not at all. */
+int
+crest_archive_export(const char *file, const char *compress, const char *id, const char *image_dir,
+                     const struct crest_checkpoint_info *info, crest_error_t *err);
+
+/* Unpack FILE into a new directory beside it (under G's state root where
+   that cannot be written), refusing any entry
+   that is not part of the layout above (absolute, "..", links, devices), and
+   check that this machine and BUNDLE's root file system are what the image
+   needs. On success *DIR is the unpacked directory (its image in
+   DIR/checkpoint); the caller removes it. On failure nothing is left. */
+int
+crest_archive_import(struct crest_global *g, const char *file, const char *id, const char *bundle,
+                     char **dir, crest_error_t *err);
+
+#endif
