@@ -27,7 +27,7 @@
 #   in_rootfs PATH            the host path of PATH inside the container
 #   wait_file FILE SECS       wait until FILE exists
 #   zdtm_run ID PROG          run zdtm-PROG as the container's init, wait for
-#                             its READY file (protocol: bats-tests/zdtm/README.md)
+#                             its READY file (protocol: tests/README.md)
 #   zdtm_verdict ID           SIGTERM the init, wait for RESULT, assert PASS
 #   bnd_drop_probe            "allowed", "refused" or "unknown: REASON": does
 #                             this kernel let a task holding

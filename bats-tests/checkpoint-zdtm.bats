@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Every zdtm program (bats-tests/zdtm/README.md) as the init of a rootless
+# Every zdtm program (tests/README.md) as the init of a rootless
 # busybox container: checkpoint, restore, then the program checks its own
 # state. The same programs run in process mode on the host
 # (tests/host/zdtm-process.test).

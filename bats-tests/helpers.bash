@@ -3,7 +3,7 @@
 # The suites run inside the test VM (image/run-vm), as the rootless test user
 # unless their first lines say `# vm-as: root`.  Everything the VM provides is
 # under $CREST_TESTS (default /usr/lib/crest-tests): progs/ (the static test
-# programs of bats-tests/progs), rootfs/ (a busybox root file system),
+# programs of tests/progs), rootfs/ (a busybox root file system),
 # kselftests/<dir>/ (the kernel's selftests built with the VM kernel).
 #
 #   requires WHAT...        skip the test, saying why, unless each holds:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# The VM test bed itself (issue 3): the machine the other suites rely on is
+# The VM test bed itself: the machine the other suites rely on is
 # the one image/ and kernel/ promise. Runs as the rootless test user.
 
 bats_load_library bats-support

@@ -5,13 +5,13 @@
 # check; figures go in issue notes, never in timed tests.
 
 EXTRA_PROGRAMS = bench/tree bench/fork-cycle
-bench_tree_SOURCES = bench/tree.c bats-tests/zdtm/zdtm.c bats-tests/zdtm/zdtm.h
-bench_tree_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/bats-tests/zdtm
+bench_tree_SOURCES = bench/tree.c tests/progs/zdtm/zdtm.c tests/progs/zdtm/zdtm.h
+bench_tree_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/progs/zdtm
 bench_fork_cycle_SOURCES = bench/fork-cycle.c
 CLEANFILES += bench/tree bench/fork-cycle
 EXTRA_DIST += bench/run-bench bench/README.md
 
-BENCH_PROGS = runtime/src/crest bats-tests/progs/zdtm-anon-mem bench/tree bench/fork-cycle
+BENCH_PROGS = runtime/src/crest tests/progs/zdtm-anon-mem bench/tree bench/fork-cycle
 
 bench: $(BENCH_PROGS)
 	abs_top_builddir='$(abs_top_builddir)' abs_top_srcdir='$(abs_top_srcdir)' \

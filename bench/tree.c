@@ -1,6 +1,6 @@
 /* bench tree: a process tree of N processes (default 200: the root and
  * N-1 children) for the restore benchmark, following the zdtm protocol
- * (bats-tests/zdtm/README.md): READY holds the root's PID; on SIGTERM every
+ * (tests/README.md): READY holds the root's PID; on SIGTERM every
  * child checks its PID and exits, and the root reports PASS when all did.
  *
  *   tree N GAP READY RESULT

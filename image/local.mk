@@ -17,8 +17,9 @@ VM_TESTS += image/vm-suites
 
 # make image: the patched kernel, the root file system and a disk with this
 # build's crest and test programs, at image/crest-vm.img in the build tree
-# (image/run-vm makes a fresh one for each run unless given --image).
-image: all
+# (image/run-vm makes a fresh one for each run unless given --image). The
+# test programs are check programs, which `all` does not build.
+image: all $(check_PROGRAMS)
 	$(MKDIR_P) image
 	$(abs_top_srcdir)/image/build-image --builddir $(abs_top_builddir) -o $(abs_top_builddir)/image/crest-vm.img
 

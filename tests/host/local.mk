@@ -6,10 +6,10 @@ TESTS += tests/host/error-log.test
 EXTRA_DIST += tests/host/error-log.test
 EXTRA_DIST += tests/host/rootless-env
 
-# --- zdtm programs in process mode (issue 4) --------------------------------
+# The zdtm programs (tests/progs/zdtm) in process mode and in rootless
+# containers on this host's kernel.
 TESTS += tests/host/zdtm-process.test tests/host/zdtm-container.test
 EXTRA_DIST += tests/host/zdtm-process.test tests/host/zdtm-container.test
-# --- end of the zdtm block ----------------------------------------------------
 
 # Signals that arrive while the dump works on a task (zdtm-sigstorm).
 TESTS += tests/host/engine-signals.test

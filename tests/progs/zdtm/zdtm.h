@@ -1,5 +1,5 @@
 /* zdtm.h: the protocol every crest zdtm-style test program follows (see
- * README.md beside this file).
+ * tests/README.md).
  *
  *   zdtm-NAME [READY [RESULT]]
  *

@@ -1,0 +1,147 @@
+# Build fragment for tests/progs/, included by the top Makefile.am (see
+# docs/hacking.md and tests/README.md).
+#
+# Test programs shared by the host tests (tests/host), the VM suites
+# (bats-tests) and the benchmarks (bench): all are check_PROGRAMS, built as
+# tests/progs/NAME, linked -static because most run inside a busybox container
+# (no libc). The image build installs them under /usr/lib/crest-tests/progs/.
+
+# --- seed proofs: one kernel interface each, used with and without the
+# capability ------------------------------------------------------------------
+check_PROGRAMS += \
+	tests/progs/set-tid \
+	tests/progs/exe-link \
+	tests/progs/caps \
+	tests/progs/ns-last-pid \
+	tests/progs/map-files \
+	tests/progs/msr \
+	tests/progs/write-file \
+	tests/progs/set-tid-fcap \
+	tests/progs/map-files-fcap
+
+tests_progs_set_tid_SOURCES = tests/progs/set-tid.c
+tests_progs_set_tid_LDFLAGS = -static
+tests_progs_exe_link_SOURCES = tests/progs/exe-link.c
+tests_progs_exe_link_LDFLAGS = -static
+tests_progs_caps_SOURCES = tests/progs/caps.c
+tests_progs_caps_LDFLAGS = -static
+tests_progs_ns_last_pid_SOURCES = tests/progs/ns-last-pid.c
+tests_progs_ns_last_pid_LDFLAGS = -static
+tests_progs_map_files_SOURCES = tests/progs/map-files.c
+tests_progs_map_files_LDFLAGS = -static
+tests_progs_msr_SOURCES = tests/progs/msr.c
+tests_progs_msr_LDFLAGS = -static
+tests_progs_write_file_SOURCES = tests/progs/write-file.c
+tests_progs_write_file_LDFLAGS = -static
+
+# *-fcap: the same programs again, for the copies that file-caps.txt gives
+# cap_checkpoint_restore+ep in the image (the plain copies stay without).
+tests_progs_set_tid_fcap_SOURCES = tests/progs/set-tid.c
+tests_progs_set_tid_fcap_LDFLAGS = -static
+tests_progs_map_files_fcap_SOURCES = tests/progs/map-files.c
+tests_progs_map_files_fcap_LDFLAGS = -static
+
+# --- zdtm-style checkpoint/restore test programs ----------------------------
+# One program per feature a checkpoint must keep, built as
+# tests/progs/zdtm-NAME from tests/progs/zdtm/NAME.c and the zdtm library
+# (zdtm.c); the protocol is in tests/README.md.
+ZDTM_PROGS =
+ZDTM_PROGS += tests/progs/zdtm-anon-mem
+ZDTM_PROGS += tests/progs/zdtm-heap
+ZDTM_PROGS += tests/progs/zdtm-file-private
+ZDTM_PROGS += tests/progs/zdtm-threads
+ZDTM_PROGS += tests/progs/zdtm-ptree
+ZDTM_PROGS += tests/progs/zdtm-fds
+ZDTM_PROGS += tests/progs/zdtm-unlinked
+ZDTM_PROGS += tests/progs/zdtm-pipe
+ZDTM_PROGS += tests/progs/zdtm-signals
+ZDTM_PROGS += tests/progs/zdtm-itimer
+ZDTM_PROGS += tests/progs/zdtm-rlimits
+ZDTM_PROGS += tests/progs/zdtm-task-misc
+ZDTM_PROGS += tests/progs/zdtm-sched
+ZDTM_PROGS += tests/progs/zdtm-caps
+ZDTM_PROGS += tests/progs/zdtm-exe-mm
+ZDTM_PROGS += tests/progs/zdtm-regs
+ZDTM_PROGS += tests/progs/zdtm-stdio
+ZDTM_PROGS += tests/progs/zdtm-zombie
+ZDTM_PROGS += tests/progs/zdtm-sigstorm
+ZDTM_PROGS += tests/progs/zdtm-stopped
+ZDTM_PROGS += tests/progs/zdtm-chroot
+ZDTM_PROGS += tests/progs/zdtm-busy-tree
+# Not restorable on purpose: checkpoint must refuse it (sockets are not v1).
+ZDTM_PROGS += tests/progs/zdtm-socket
+ZDTM_PROGS += tests/progs/zdtm-thread-creds
+ZDTM_PROGS += tests/progs/zdtm-nested-ns
+ZDTM_PROGS += tests/progs/zdtm-trap-ignored
+check_PROGRAMS += $(ZDTM_PROGS)
+ZDTM_COMMON = tests/progs/zdtm/zdtm.c tests/progs/zdtm/zdtm.h
+tests_progs_zdtm_anon_mem_SOURCES = tests/progs/zdtm/anon-mem.c $(ZDTM_COMMON)
+tests_progs_zdtm_anon_mem_LDFLAGS = -static -pthread
+tests_progs_zdtm_heap_SOURCES = tests/progs/zdtm/heap.c $(ZDTM_COMMON)
+tests_progs_zdtm_heap_LDFLAGS = -static -pthread
+tests_progs_zdtm_file_private_SOURCES = tests/progs/zdtm/file-private.c $(ZDTM_COMMON)
+tests_progs_zdtm_file_private_LDFLAGS = -static -pthread
+tests_progs_zdtm_threads_SOURCES = tests/progs/zdtm/threads.c $(ZDTM_COMMON)
+tests_progs_zdtm_threads_LDFLAGS = -static -pthread
+tests_progs_zdtm_ptree_SOURCES = tests/progs/zdtm/ptree.c $(ZDTM_COMMON)
+tests_progs_zdtm_ptree_LDFLAGS = -static -pthread
+tests_progs_zdtm_fds_SOURCES = tests/progs/zdtm/fds.c $(ZDTM_COMMON)
+tests_progs_zdtm_fds_LDFLAGS = -static -pthread
+tests_progs_zdtm_unlinked_SOURCES = tests/progs/zdtm/unlinked.c $(ZDTM_COMMON)
+tests_progs_zdtm_unlinked_LDFLAGS = -static -pthread
+tests_progs_zdtm_pipe_SOURCES = tests/progs/zdtm/pipe.c $(ZDTM_COMMON)
+tests_progs_zdtm_pipe_LDFLAGS = -static -pthread
+tests_progs_zdtm_signals_SOURCES = tests/progs/zdtm/signals.c $(ZDTM_COMMON)
+tests_progs_zdtm_signals_LDFLAGS = -static -pthread
+tests_progs_zdtm_itimer_SOURCES = tests/progs/zdtm/itimer.c $(ZDTM_COMMON)
+tests_progs_zdtm_itimer_LDFLAGS = -static -pthread
+tests_progs_zdtm_rlimits_SOURCES = tests/progs/zdtm/rlimits.c $(ZDTM_COMMON)
+tests_progs_zdtm_rlimits_LDFLAGS = -static -pthread
+tests_progs_zdtm_task_misc_SOURCES = tests/progs/zdtm/task-misc.c $(ZDTM_COMMON)
+tests_progs_zdtm_task_misc_LDFLAGS = -static -pthread
+tests_progs_zdtm_sched_SOURCES = tests/progs/zdtm/sched.c $(ZDTM_COMMON)
+tests_progs_zdtm_sched_LDFLAGS = -static -pthread
+tests_progs_zdtm_caps_SOURCES = tests/progs/zdtm/caps.c $(ZDTM_COMMON)
+tests_progs_zdtm_caps_LDFLAGS = -static -pthread
+tests_progs_zdtm_exe_mm_SOURCES = tests/progs/zdtm/exe-mm.c $(ZDTM_COMMON)
+tests_progs_zdtm_exe_mm_LDFLAGS = -static -pthread
+tests_progs_zdtm_regs_SOURCES = tests/progs/zdtm/regs.c $(ZDTM_COMMON)
+tests_progs_zdtm_regs_LDFLAGS = -static -pthread
+tests_progs_zdtm_stdio_SOURCES = tests/progs/zdtm/stdio.c $(ZDTM_COMMON)
+tests_progs_zdtm_stdio_LDFLAGS = -static -pthread
+tests_progs_zdtm_zombie_SOURCES = tests/progs/zdtm/zombie.c $(ZDTM_COMMON)
+tests_progs_zdtm_zombie_LDFLAGS = -static -pthread
+tests_progs_zdtm_sigstorm_SOURCES = tests/progs/zdtm/sigstorm.c $(ZDTM_COMMON)
+tests_progs_zdtm_sigstorm_LDFLAGS = -static -pthread
+tests_progs_zdtm_stopped_SOURCES = tests/progs/zdtm/stopped.c $(ZDTM_COMMON)
+tests_progs_zdtm_stopped_LDFLAGS = -static -pthread
+tests_progs_zdtm_chroot_SOURCES = tests/progs/zdtm/chroot.c $(ZDTM_COMMON)
+tests_progs_zdtm_chroot_LDFLAGS = -static -pthread
+tests_progs_zdtm_busy_tree_SOURCES = tests/progs/zdtm/busy-tree.c $(ZDTM_COMMON)
+tests_progs_zdtm_busy_tree_LDFLAGS = -static -pthread
+tests_progs_zdtm_socket_SOURCES = tests/progs/zdtm/socket.c $(ZDTM_COMMON)
+tests_progs_zdtm_socket_LDFLAGS = -static -pthread
+tests_progs_zdtm_thread_creds_SOURCES = tests/progs/zdtm/thread-creds.c $(ZDTM_COMMON)
+tests_progs_zdtm_thread_creds_LDFLAGS = -static -pthread
+tests_progs_zdtm_nested_ns_SOURCES = tests/progs/zdtm/nested-ns.c $(ZDTM_COMMON)
+tests_progs_zdtm_nested_ns_LDFLAGS = -static -pthread
+tests_progs_zdtm_trap_ignored_SOURCES = tests/progs/zdtm/trap-ignored.c $(ZDTM_COMMON)
+tests_progs_zdtm_trap_ignored_LDFLAGS = -static -pthread
+
+# The other end of --console-socket: receives the pty master, records what
+# the container writes, types what a test writes into a FIFO. Used by
+# tests/host/checkpoint-console.test and bats-tests/checkpoint-console.bats.
+check_PROGRAMS += tests/progs/console-recv
+tests_progs_console_recv_SOURCES = tests/progs/console-recv.c
+tests_progs_console_recv_LDFLAGS = -static
+# A command on a pty of its own inside a container: a terminal that is not
+# the container's console, which checkpoint must refuse.
+check_PROGRAMS += tests/progs/pty-child
+tests_progs_pty_child_SOURCES = tests/progs/pty-child.c
+tests_progs_pty_child_LDFLAGS = -static
+
+# tests/progs/engine-memfile-prog again, for the VM: kernel-patched.bats and
+# kernel-stock.bats check the engine's use of map_files (patch 1) with it.
+check_PROGRAMS += tests/progs/memfile
+tests_progs_memfile_SOURCES = tests/progs/engine-memfile-prog.c
+tests_progs_memfile_LDFLAGS = -static
