@@ -13,6 +13,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/engine-int.h \
 	runtime/engine/sha256.c runtime/engine/sha256.h \
 	runtime/engine/image.c runtime/engine/image.h \
+	runtime/engine/image-check.c runtime/engine/image-check.h \
 	runtime/engine/ptrace.c \
 	runtime/engine/dump.c \
 	runtime/engine/restore.c \

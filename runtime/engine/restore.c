@@ -35,6 +35,7 @@
 #include "engine.h"
 #include "engine-int.h"
 #include "image.h"
+#include "image-check.h"
 #include "log.h"
 #include "util.h"
 #include "blob/blob-abi.h"
@@ -245,6 +246,12 @@ parse_thread(struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
     return -1;
   CHECK(tid > 0 && tid < (1 << 22), "thread id %lld out of range", (long long)tid);
   t->tid = tid;
+  /* Every number in range before the restore narrows it to a kernel type. */
+  CHECK(t->rseq_size >= 0 && t->rseq_size <= 4096 && t->rseq_sig <= UINT32_MAX
+            && t->alt_flags >= INT32_MIN && t->alt_flags <= INT32_MAX && t->policy >= 0
+            && t->policy <= 7 && t->nice >= -20 && t->nice <= 19 && t->prio >= 0 && t->prio <= 99
+            && t->umin >= 0 && t->umin <= 1024 && t->umax >= 0 && t->umax <= 1024,
+        "thread %d: rseq, altstack or scheduling value out of range", t->tid);
   snprintf(t->comm, sizeof t->comm, "%s", comm);
   n = jget_array(v, "pending", &items, err);
   CHECK(n >= 0 && n <= 64, "thread %d: bad pending signal list", t->tid);
@@ -404,7 +411,9 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
     p->groups = xzalloc((n + 1) * sizeof *p->groups);
     for (long i = 0; i < n; i++)
       {
-        CHECK(YAJL_IS_INTEGER(u[i]), "process %d: groups", p->pid);
+        CHECK(YAJL_IS_INTEGER(u[i]) && YAJL_GET_INTEGER(u[i]) >= 0
+                  && YAJL_GET_INTEGER(u[i]) < UINT32_MAX,
+              "process %d: groups", p->pid);
         p->groups[i] = YAJL_GET_INTEGER(u[i]);
       }
     p->ngroups = n;
@@ -414,7 +423,18 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
     if (jget_i64(cr, "securebits", &p->securebits, err) < 0
         || jget_bool(cr, "no_new_privs", &p->nnp, err) < 0)
       return -1;
+    for (int i = 0; i < 4; i++)
+      CHECK(p->uids[i] >= 0 && p->uids[i] < UINT32_MAX && p->gids[i] >= 0
+                && p->gids[i] < UINT32_MAX,
+            "process %d: a UID or GID out of range", p->pid);
+    CHECK(p->securebits >= 0 && p->securebits <= 0xff, "process %d: securebits out of range",
+          p->pid);
   }
+  CHECK(img_path_ok(p->exe) && img_path_ok(p->cwd),
+        "process %d: exe or cwd is not an absolute path", p->pid);
+  CHECK(p->umask >= 0 && p->umask <= 0777 && p->oom >= -1000 && p->oom <= 1000
+            && p->personality <= UINT32_MAX,
+        "process %d: umask, oom_score_adj or personality out of range", p->pid);
   n = jget_array(v, "rlimits", &items, err);
   CHECK(n == RLIM_NLIMITS, "process %d: %ld rlimits, expected %d", p->pid, n, RLIM_NLIMITS);
   for (long i = 0; i < n; i++)
@@ -453,11 +473,16 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
   n = jget_array(v, "itimers", &items, err);
   CHECK(n == 3, "process %d: itimers", p->pid);
   for (long i = 0; i < 3; i++)
-    if (jget_u64(items[i], "interval_sec", &p->itimer[i][0], err) < 0
-        || jget_u64(items[i], "interval_usec", &p->itimer[i][1], err) < 0
-        || jget_u64(items[i], "value_sec", &p->itimer[i][2], err) < 0
-        || jget_u64(items[i], "value_usec", &p->itimer[i][3], err) < 0)
-      return -1;
+    {
+      if (jget_u64(items[i], "interval_sec", &p->itimer[i][0], err) < 0
+          || jget_u64(items[i], "interval_usec", &p->itimer[i][1], err) < 0
+          || jget_u64(items[i], "value_sec", &p->itimer[i][2], err) < 0
+          || jget_u64(items[i], "value_usec", &p->itimer[i][3], err) < 0)
+        return -1;
+      CHECK(p->itimer[i][0] <= INT64_MAX && p->itimer[i][2] <= INT64_MAX
+                && p->itimer[i][1] < 1000000 && p->itimer[i][3] < 1000000,
+            "process %d: itimer %ld out of range", p->pid, i);
+    }
   if (parse_siginfos(v, "shared_pending", &p->shared_pending, &p->nshared_pending, err) < 0)
     return -1;
   if (has_key(v, "stop_signal"))
@@ -505,7 +530,8 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
               || jget_u64(items[i], "pgoff", &m->pgoff, err) < 0
               || jget_u64(items[i], "file_size", &m->file_size, err) < 0)
             return -1;
-          CHECK(m->path[0] == '/', "process %d: mapping %ld: relative path", p->pid, i);
+          CHECK(img_path_ok(m->path) && m->pgoff < (1UL << 52),
+                "process %d: mapping %ld: relative path or offset out of range", p->pid, i);
         }
       else if (strcmp(kind, "memfile") == 0)
         {
@@ -515,6 +541,8 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
               || jget_u64(items[i], "file_size", &m->file_size, err) < 0
               || jget_str(items[i], "data", &m->data, err) < 0)
             return -1;
+          CHECK(img_path_ok(m->path) && m->pgoff < (1UL << 52),
+                "process %d: mapping %ld: relative path or offset out of range", p->pid, i);
           df = img_reader_find(c->img, m->data);
           CHECK(df && df->size == m->file_size,
                 "process %d: mapping %ld: memory file %s missing or not %" PRIu64 " bytes", p->pid,
@@ -547,9 +575,9 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
           || jget_u64(items[i], "len", &r->len, err) < 0
           || jget_u64(items[i], "off", &r->off, err) < 0)
         return -1;
-      CHECK(r->vaddr % PAGE == 0 && r->len % PAGE == 0 && r->len > 0 && r->vaddr + r->len > r->vaddr
-                && r->vaddr + r->len <= TASK_TOP && r->off <= pages_size
-                && r->len <= pages_size - r->off
+      CHECK(r->vaddr % PAGE == 0 && r->len % PAGE == 0 && r->off % PAGE == 0 && r->len > 0
+                && r->vaddr + r->len > r->vaddr && r->vaddr + r->len <= TASK_TOP
+                && r->off <= pages_size && r->len <= pages_size - r->off
                 && (i == 0 || r->vaddr >= p->runs[i - 1].vaddr + p->runs[i - 1].len),
             "process %d: page run %ld (%#" PRIx64 "+%#" PRIx64 " at %" PRIu64
             ") lies outside %s or its mappings",
@@ -579,7 +607,8 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
           || jget_bool(items[i], "cloexec", &p->fds[i].cloexec, err) < 0
           || jget_i64(items[i], "file", &file, err) < 0)
         return -1;
-      CHECK(fd >= 0 && fd < (1 << 20) && file >= 0 && (i == 0 || fd > p->fds[i - 1].fd),
+      CHECK(fd >= 0 && fd < (1 << 20) && file >= 0 && file <= (1 << 20)
+                && (i == 0 || fd > p->fds[i - 1].fd),
             "process %d: descriptor entry %ld is malformed", p->pid, i);
       p->fds[i].fd = fd, p->fds[i].file = file;
     }
@@ -636,6 +665,51 @@ parse_terminal(struct rctx *c, crest_error_t *err)
   return 0;
 }
 
+/* A file record: the paths restore opens are absolute, a device is one of
+   the memory devices, the bytes of an unlinked file are in the image. */
+static int
+check_file(struct rctx *c, const struct rfile *f, crest_error_t *err)
+{
+  bool opened = strcmp(f->type, "inherited") != 0 && strcmp(f->type, "tty") != 0
+                && strcmp(f->type, "pipe") != 0;
+  if (opened && !img_path_ok(f->path))
+    return crest_error_make(err, EINVAL, "image %s: tree.json: file %d: path %.64s is not absolute",
+                            c->o->image_dir, f->id, f->path);
+  if (strcmp(f->type, "dev") == 0 && !img_dev_ok(f->path))
+    return crest_error_make(err, EINVAL,
+                            "image %s: tree.json: file %d: %.64s is not a device crest restores",
+                            c->o->image_dir, f->id, f->path);
+  if (f->data && (strcmp(f->type, "reg") != 0 || !img_reader_find(c->img, f->data)))
+    return crest_error_make(err, EINVAL,
+                            "image %s: tree.json: file %d: data %.64s is not a listed file",
+                            c->o->image_dir, f->id, f->data);
+  return 0;
+}
+
+/* PIDs and TIDs are unique in the whole tree, threads of one process
+   included: two tasks cannot be created with one ID. */
+static int
+check_ids_unique(struct rctx *c, crest_error_t *err)
+{
+  size_t n = 0;
+  pid_t dup = 0;
+  cleanup_free pid_t *ids = NULL;
+  for (size_t i = 0; i < c->np; i++)
+    n += c->p[i].zombie ? 1 : c->p[i].nth;
+  ids = xmalloc((n + 1) * sizeof *ids);
+  n = 0;
+  for (size_t i = 0; i < c->np; i++)
+    if (c->p[i].zombie)
+      ids[n++] = c->p[i].pid;
+    else
+      for (size_t t = 0; t < c->p[i].nth; t++)
+        ids[n++] = c->p[i].th[t].tid;
+  if (img_ids_unique(ids, n, &dup) < 0)
+    return crest_error_make(err, EINVAL, "image %s: tree.json: PID or TID %d appears twice",
+                            c->o->image_dir, dup);
+  return 0;
+}
+
 static int
 parse_tree(struct rctx *c, crest_error_t *err)
 {
@@ -658,8 +732,9 @@ parse_tree(struct rctx *c, crest_error_t *err)
   if (c->p[0].pid != root)
     return crest_error_make(err, EINVAL, "image %s: tree.json: root %lld is not the first process",
                             c->o->image_dir, (long long)root);
-  /* Every parent is in the image and listed before its children; PIDs and
-     TIDs are unique. */
+  if (check_ids_unique(c, err) < 0)
+    return -1;
+  /* Every parent is in the image and listed before its children. */
   for (size_t i = 0; i < c->np; i++)
     {
       bool found = i == 0;
@@ -674,14 +749,6 @@ parse_tree(struct rctx *c, crest_error_t *err)
                                     c->o->image_dir, c->p[i].pid);
           if (c->p[j].pid == c->p[i].ppid)
             found = true;
-          if (c->p[j].pid == c->p[i].pid)
-            return crest_error_make(err, EINVAL, "image %s: tree.json: PID %d appears twice",
-                                    c->o->image_dir, c->p[i].pid);
-          for (size_t a = 0; a < c->p[i].nth; a++)
-            for (size_t b = 0; b < c->p[j].nth; b++)
-              if (c->p[i].th[a].tid == c->p[j].th[b].tid)
-                return crest_error_make(err, EINVAL, "image %s: tree.json: TID %d appears twice",
-                                        c->o->image_dir, c->p[i].th[a].tid);
         }
       if (!found)
         return crest_error_make(err, EINVAL,
@@ -705,6 +772,10 @@ parse_tree(struct rctx *c, crest_error_t *err)
       if (id != i)
         return crest_error_make(err, EINVAL, "image %s: tree.json: file %ld has id %lld",
                                 c->o->image_dir, i, (long long)id);
+      if (flags < 0 || flags > INT_MAX || f->pos < 0)
+        return crest_error_make(err, EINVAL,
+                                "image %s: tree.json: file %ld: flags or pos out of range",
+                                c->o->image_dir, i);
       f->id = id;
       f->flags = flags;
       f->svc = -1;
@@ -727,6 +798,8 @@ parse_tree(struct rctx *c, crest_error_t *err)
           && strcmp(f->type, "tty"))
         return crest_error_make(err, EINVAL, "image %s: tree.json: file %ld has unknown type %s",
                                 c->o->image_dir, i, f->type);
+      if (check_file(c, f, err) < 0)
+        return -1;
     }
   c->nf = n;
   for (size_t i = 0; i < c->np; i++)
@@ -759,12 +832,37 @@ parse_tree(struct rctx *c, crest_error_t *err)
       if (jget_str(items[i], "path", &pp->path, &e2) < 0)
         pp->path = NULL;
       crest_error_release(&e2);
-      if (pp->path && pp->path[0] != '/')
+      /* F_SETPIPE_SZ takes an int, and the saved bytes must fit. */
+      if (pp->size < 0 || pp->size > INT_MAX)
+        return crest_error_make(err, EINVAL,
+                                "image %s: tree.json: pipe %ld: size %lld out of range",
+                                c->o->image_dir, i, (long long)pp->size);
+      if (pp->data)
+        {
+          const struct img_file *df = img_reader_find(c->img, pp->data);
+          if (!df || df->size > (uint64_t)(pp->size > 0 ? pp->size : 65536))
+            return crest_error_make(err, EINVAL,
+                                    "image %s: tree.json: pipe %ld: data %s missing or larger "
+                                    "than the pipe",
+                                    c->o->image_dir, i, pp->data);
+        }
+      if (pp->path && !img_path_ok(pp->path))
         return crest_error_make(err, EINVAL, "image %s: tree.json: pipe %ld: relative FIFO path",
                                 c->o->image_dir, i);
       pp->r = pp->w = -1;
     }
   c->npp = n;
+  for (size_t i = 0; i < c->nf; i++)
+    if (strcmp(c->f[i].type, "pipe") == 0)
+      {
+        bool found = false;
+        for (size_t k = 0; k < c->npp && !found; k++)
+          found = c->pp[k].ino == c->f[i].pipe;
+        if (!found)
+          return crest_error_make(err, EINVAL,
+                                  "image %s: file %zu: pipe:[%" PRIu64 "] is not in the pipe list",
+                                  c->o->image_dir, i, c->f[i].pipe);
+      }
   return 0;
 }
 
@@ -923,15 +1021,9 @@ open_files(struct rctx *c, crest_error_t *err)
         {
           /* Named FIFO: one descriptor that both reads and writes holds the
              bytes until the tree's own descriptors are open. */
-          struct stat st;
-          fds[0] = open(pp->path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+          fds[0] = img_open_typed(pp->path, O_RDWR | O_NONBLOCK, S_IFIFO, "named FIFO", err);
           if (fds[0] < 0)
-            return crest_error_errno(err, "restore: named FIFO %s", pp->path);
-          if (fstat(fds[0], &st) < 0 || !S_ISFIFO(st.st_mode))
-            {
-              close(fds[0]);
-              return crest_error_make(err, EINVAL, "restore: %s is no longer a FIFO", pp->path);
-            }
+            return -1;
           fds[1] = fcntl(fds[0], F_DUPFD_CLOEXEC, 0);
         }
       else if (pipe2(fds, O_CLOEXEC) < 0)
@@ -956,10 +1048,14 @@ open_files(struct rctx *c, crest_error_t *err)
               return -1;
             }
           buf = xmalloc(size + 1);
-          if (read_all(d, buf, size) < 0 || write_all(fds[1], buf, size) < 0)
+          /* Non-blocking: bytes that do not fit fail here instead of
+             waiting for a reader that never comes. */
+          if (read_all(d, buf, size) < 0 || fcntl(fds[1], F_SETFL, O_NONBLOCK) < 0
+              || write_all(fds[1], buf, size) < 0)
             {
               close(fds[0]), close(fds[1]);
-              return crest_error_errno(err, "restore: refill pipe:[%" PRIu64 "]", pp->ino);
+              return crest_error_errno(
+                  err, "restore: refill pipe:[%" PRIu64 "] with %" PRIu64 " bytes", pp->ino, size);
             }
         }
       if ((pp->r = svc_place(c, fds[0], err)) < 0 || (pp->w = svc_place(c, fds[1], err)) < 0)
@@ -1004,11 +1100,11 @@ open_files(struct rctx *c, crest_error_t *err)
         }
       if (strcmp(f->type, "fifo") == 0)
         {
-          fd = open(f->path, flags | O_NONBLOCK);
+          fd = img_open_typed(f->path, flags | O_NONBLOCK, S_IFIFO, "FIFO", err);
           if (fd >= 0 && !(f->flags & O_NONBLOCK) && fcntl(fd, F_SETFL, f->flags & O_APPEND) < 0)
             {
               close(fd);
-              fd = -1;
+              return crest_error_errno(err, "restore: FIFO %s: flags", f->path);
             }
         }
       else if (f->data)
@@ -1035,11 +1131,13 @@ open_files(struct rctx *c, crest_error_t *err)
           unlink(tmp);
         }
       else if (strcmp(f->type, "dir") == 0)
-        fd = open(f->path, flags | O_DIRECTORY);
+        fd = img_open_typed(f->path, flags | O_DIRECTORY, S_IFDIR, "directory", err);
+      else if (strcmp(f->type, "dev") == 0)
+        fd = img_open_typed(f->path, flags, S_IFCHR, "device", err);
       else
-        fd = open(f->path, flags);
+        fd = img_open_typed(f->path, flags, S_IFREG, "file", err);
       if (fd < 0)
-        return crest_error_errno(err, "restore: open %s", f->path);
+        return -1;
       if (f->pos && strcmp(f->type, "fifo") != 0 && lseek(fd, f->pos, SEEK_SET) < 0)
         {
           close(fd);
@@ -1058,9 +1156,9 @@ open_files(struct rctx *c, crest_error_t *err)
       fd = img_reader_open_file(c->img, p->pages_file, &size, err);
       if (fd < 0 || (p->pages_svc = svc_place(c, fd, err)) < 0)
         return -1;
-      fd = open(p->exe, O_RDONLY | O_CLOEXEC);
+      fd = img_open_typed(p->exe, O_RDONLY, S_IFREG, "executable", err);
       if (fd < 0)
-        return crest_error_errno(err, "restore: process %d: executable %s", p->pid, p->exe);
+        return crest_error_wrap(err, "process %d", p->pid);
       if ((p->exe_svc = svc_place(c, fd, err)) < 0)
         return -1;
       for (size_t k = 0; k < p->nvmas; k++)
@@ -1082,9 +1180,9 @@ open_files(struct rctx *c, crest_error_t *err)
               m->svc = p->vmas[j].svc;
           if (m->svc >= 0)
             continue;
-          fd = open(m->path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+          fd = img_open_typed(m->path, rw ? O_RDWR : O_RDONLY, S_IFREG, "mapped file", err);
           if (fd < 0)
-            return crest_error_errno(err, "restore: process %d: mapped file %s", p->pid, m->path);
+            return crest_error_wrap(err, "process %d", p->pid);
           if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != m->file_size)
             {
               close(fd);
