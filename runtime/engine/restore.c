@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/auxv.h>
 #include <sys/file.h>
+#include <sys/xattr.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
@@ -275,6 +277,8 @@ parse_thread(struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
         if (jget_hex_alloc(wrap, "s", 128, &b, &len, err) < 0)
           return -1;
       }
+      if (len != 128)
+        free(b);
       CHECK(len == 128, "thread %d: pending siginfo of %zu bytes", t->tid, len);
       memcpy(t->pending[i], b, 128);
       free(b);
@@ -617,10 +621,11 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
   n = jget_array(v, "threads", &items, err);
   CHECK(n >= 1 && n <= 4096, "process %d: %ld threads", p->pid, n);
   p->th = xzalloc(n * sizeof *p->th);
+  /* nth counts the threads parsed so far: free_ctx frees what they hold
+     also when one fails. */
   for (long i = 0; i < n; i++)
-    if (parse_thread(c, items[i], &p->th[i], err) < 0)
+    if (p->nth++, parse_thread(c, items[i], &p->th[i], err) < 0)
       return crest_error_wrap(err, "process %d", p->pid);
-  p->nth = n;
   CHECK(p->th[0].tid == p->pid, "process %d: first thread is %d", p->pid, p->th[0].tid);
   return 0;
 }
@@ -2402,6 +2407,16 @@ stop_process(struct rctx *c, struct rproc *p, crest_error_t *err)
 
 /* Seize every task as it reports, wait for every thread to park in the
    blob, check the blob's verdicts, set the registers, unmap the blob, let go. */
+/* Test hook (docs/engine.md): CREST_FAULT=restore-kill:PHASE makes the
+   restore SIGKILL itself at PHASE, to check what a killed restore leaves. */
+static void
+fault_kill(const char *phase)
+{
+  const char *f = getenv("CREST_FAULT");
+  if (f && strncmp(f, "restore-kill:", 13) == 0 && strcmp(f + 13, phase) == 0)
+    raise(SIGKILL);
+}
+
 static int
 finish_tree(struct rctx *c, crest_error_t *err)
 {
@@ -2426,6 +2441,8 @@ finish_tree(struct rctx *c, crest_error_t *err)
         continue;
       if (fixup_parent(c, p, err) < 0 || finish_process(c, p, err) < 0)
         return -1;
+      if (i == 1)
+        fault_kill("finishing");
       if (p->stop_sig && stop_process(c, p, err) < 0)
         return -1;
     }
@@ -2483,6 +2500,105 @@ free_ctx(struct rctx *c)
   img_reader_free(c->img);
 }
 
+/* The pid file's directory exists and may be written: checked before
+   anything is created, so that the common mistake costs nothing. */
+static int
+check_pid_file_dir(const char *path, crest_error_t *err)
+{
+  cleanup_free char *dir = xstrdup(path);
+  char *slash = strrchr(dir, '/');
+  const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
+  if (access(d, W_OK | X_OK) < 0)
+    return crest_error_errno(err, "restore: pid file %s: directory %s", path, d);
+  return 0;
+}
+
+/* The capabilities a restored task may hold (docs/engine.md, "Capabilities
+   from the image"). An image is not signed: crest cannot tell the sets a
+   task really had from sets edited in, so it bounds them by what the
+   restore may give on its own authority. Container mode: what the
+   configuration gives (the restorer's permitted and inheritable sets, less
+   CAP_CHECKPOINT_RESTORE unless the configuration grants it). Process mode:
+   the restorer's permitted and inheritable sets, unless the kernel marked
+   this exec AT_SECURE: crest then holds its capabilities through its file
+   capability, they are crest's and not the user's, and no task gets any. */
+static int
+caps_bound(const struct crest_restore_opts *o, uint64_t *bound, const char **whose,
+           crest_error_t *err)
+{
+  struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+  struct __user_cap_data_struct d[2];
+  if (syscall(SYS_capget, &h, d) < 0)
+    return crest_error_errno(err, "restore: capget");
+  *bound = (uint64_t)(d[0].permitted | d[0].inheritable)
+           | (uint64_t)(d[1].permitted | d[1].inheritable) << 32;
+  *whose = "this restore does not hold";
+  if (o->caps_from_config)
+    {
+      *whose = "the container's configuration does not give";
+      if (!o->cr_granted)
+        *bound &= ~(1ULL << CAP_CHECKPOINT_RESTORE);
+    }
+  else if (getauxval(AT_SECURE))
+    {
+      *bound = 0;
+      *whose = "the user running this restore does not hold (crest's own, from its file "
+               "capability, are not for the tree)";
+    }
+  return 0;
+}
+
+/* Process mode: could P get CAP_CHECKPOINT_RESTORE back by itself, by
+   executing a program? As root of its user namespace with the capability
+   in its bounding set (root's execve takes the bounding set), or through
+   its executable's file capabilities. The restorer holds the capability
+   for the restore, so holding it says nothing about what the task may. */
+static bool
+cr_regainable(const struct rproc *p)
+{
+  const uint64_t cr = 1ULL << CAP_CHECKPOINT_RESTORE;
+  struct vfs_ns_cap_data fc;
+  ssize_t n;
+  if (p->uids[1] == 0 && (p->caps[3] & cr) && !(p->securebits & (1 << 0) /* SECBIT_NOROOT */))
+    return true;
+  memset(&fc, 0, sizeof fc);
+  n = getxattr(p->exe, "security.capability", &fc, sizeof fc);
+  return n >= (ssize_t)XATTR_CAPS_SZ_2
+         && (fc.data[CAP_CHECKPOINT_RESTORE / 32].permitted & (1U << CAP_CHECKPOINT_RESTORE % 32));
+}
+
+/* Every process's inheritable, permitted, effective and ambient sets lie
+   within BOUND; one line naming the first capability that does not. */
+static int
+check_caps(struct rctx *c, uint64_t bound, const char *whose, crest_error_t *err)
+{
+  static const char *const set[] = { "inheritable", "permitted", "effective", NULL, "ambient" };
+  for (size_t i = 0; i < c->np; i++)
+    for (int k = 0; k < 5 && !c->p[i].zombie; k++)
+      {
+        uint64_t b = bound;
+        uint64_t extra;
+        const char *who = whose;
+        if (!c->o->caps_from_config && (b & (1ULL << CAP_CHECKPOINT_RESTORE))
+            && !cr_regainable(&c->p[i]))
+          {
+            b &= ~(1ULL << CAP_CHECKPOINT_RESTORE);
+            who = "the task could not regain by itself (it is not root with it in its bounding "
+                  "set, its executable has no such file capability)";
+          }
+        extra = set[k] ? c->p[i].caps[k] & ~b : 0;
+        int cap = extra ? __builtin_ctzll(extra) : -1;
+        if (cap >= 0)
+          return crest_error_make(err, EPERM,
+                                  "image %s: process %d: its %s set has capability %d%s, which "
+                                  "%s",
+                                  c->o->image_dir, c->p[i].pid, set[k], cap,
+                                  cap == CAP_CHECKPOINT_RESTORE ? " (CAP_CHECKPOINT_RESTORE)" : "",
+                                  extra & bound ? who : whose);
+      }
+  return 0;
+}
+
 int
 crest_engine_check_image(const char *image_dir, crest_error_t *err)
 {
@@ -2497,6 +2613,60 @@ crest_engine_check_image(const char *image_dir, crest_error_t *err)
   if (img_reader_open(image_dir, false, true, &c.img, err) < 0)
     return -1;
   rc = parse_tree(&c, err);
+  free_ctx(&c);
+  return rc;
+}
+
+/* Read the image and build the restore's plan from it: every check of the
+   image, against the format and against what this restore may give,
+   without changing anything on the system (the fuzzer's target,
+   runtime/tests/fuzz-image.c, runs exactly this). */
+static int
+plan_restore(struct rctx *c, bool check_kernel, crest_error_t *err)
+{
+  const struct crest_restore_opts *o = c->o;
+  if (img_reader_open(o->image_dir, check_kernel, true, &c->img, err) < 0 || parse_tree(c, err) < 0)
+    return -1;
+  if (o->as_ns_init && c->p[0].pid != 1)
+    return crest_error_make(err, EINVAL,
+                            "image %s: its root is PID %d, not the init of a PID namespace",
+                            o->image_dir, c->p[0].pid);
+  {
+    uint64_t bound = 0;
+    const char *whose = "";
+    if (caps_bound(o, &bound, &whose, err) < 0 || check_caps(c, bound, whose, err) < 0)
+      return -1;
+  }
+  /* Every task starts with the restorer's capabilities: a chroot'd one
+     needs CAP_SYS_CHROOT among them. Known now, before anything exists. */
+  for (size_t i = 0; i < c->np; i++)
+    if (c->p[i].root_dir)
+      {
+        struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+        struct __user_cap_data_struct d[2];
+        if (syscall(SYS_capget, &h, d) < 0)
+          crest_error_errno(err, "restore: capget");
+        else if (!(d[0].effective & (1U << CAP_SYS_CHROOT)))
+          crest_error_make(err, EPERM,
+                           "restore: process %d has a root directory of its own (chroot to %s): "
+                           "giving it back needs CAP_SYS_CHROOT, which this restore does not hold",
+                           c->p[i].pid, c->p[i].root_dir);
+        else
+          break;
+        return -1;
+      }
+  return 0;
+}
+
+int
+crest_engine_plan(const struct crest_restore_opts *o, crest_error_t *err)
+{
+  struct rctx c;
+  int rc;
+  memset(&c, 0, sizeof c);
+  c.o = o;
+  c.term_svc = -1;
+  rc = plan_restore(&c, false, err);
   free_ctx(&c);
   return rc;
 }
@@ -2519,37 +2689,11 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
     return crest_error_make(err, EINVAL,
                             "restore: as the init of a new PID namespace, but this is PID %d",
                             (int)getpid());
-  if (img_reader_open(o->image_dir, true, true, &c.img, err) < 0 || parse_tree(&c, err) < 0)
+  if (plan_restore(&c, true, err) < 0)
     {
       free_ctx(&c);
       return -1;
     }
-  if (o->as_ns_init && c.p[0].pid != 1)
-    {
-      crest_error_make(err, EINVAL, "image %s: its root is PID %d, not the init of a PID namespace",
-                       o->image_dir, c.p[0].pid);
-      free_ctx(&c);
-      return -1;
-    }
-  /* Every task starts with the restorer's capabilities: a chroot'd one
-     needs CAP_SYS_CHROOT among them. Known now, before anything exists. */
-  for (size_t i = 0; i < c.np; i++)
-    if (c.p[i].root_dir)
-      {
-        struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-        struct __user_cap_data_struct d[2];
-        if (syscall(SYS_capget, &h, d) < 0)
-          crest_error_errno(err, "restore: capget");
-        else if (!(d[0].effective & (1U << CAP_SYS_CHROOT)))
-          crest_error_make(err, EPERM,
-                           "restore: process %d has a root directory of its own (chroot to %s): "
-                           "giving it back needs CAP_SYS_CHROOT, which this restore does not hold",
-                           c.p[i].pid, c.p[i].root_dir);
-        else
-          break;
-        free_ctx(&c);
-        return -1;
-      }
   {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -2574,8 +2718,12 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
             return -1;
           }
       }
+  if (o->pid_file && check_pid_file_dir(o->pid_file, err) < 0)
+    goto out;
+  fault_kill("checked");
   if (open_files(&c, err) < 0)
     goto out;
+  fault_kill("files");
   if (pipe2(c.report, O_CLOEXEC) < 0)
     {
       crest_error_errno(err, "restore: pipe");
@@ -2656,8 +2804,10 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
     }
   close(c.report[1]);
   c.report[1] = -1;
+  fault_kill("created");
   if (finish_tree(&c, err) < 0)
     goto fail;
+  fault_kill("running");
   sigprocmask(SIG_SETMASK, &old, NULL);
   *root_out = c.p[0].pid;
   {
@@ -2669,10 +2819,15 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
   }
   if (o->pid_file)
     {
+      /* All or nothing: a caller that gets no PID must not find the tree
+         running (its retry would meet "PID in use"). */
       char num[24];
       int n = snprintf(num, sizeof num, "%d", c.p[0].pid);
       if (write_file_atomic(o->pid_file, num, n, 0644, err) < 0)
-        goto out;
+        {
+          kill_all(&c);
+          goto out;
+        }
     }
   if (!o->detach)
     {

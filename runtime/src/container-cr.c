@@ -666,6 +666,12 @@ make_restore_config(yajl_val config, const char *restorer, const char *image, ch
                   yajl_gen_array_open(gen);
                   gen_string(gen, in_restorer);
                   gen_string(gen, in_image);
+                  /* The restored tasks get CAP_CHECKPOINT_RESTORE only if
+                     the configuration gives it (see gen_restore_caps). */
+                  gen_string(gen,
+                             crest_config_process_holds_cap(config, "CAP_CHECKPOINT_RESTORE") == 1
+                                 ? "cr-granted=1"
+                                 : "cr-granted=0");
                   yajl_gen_array_close(gen);
                 }
               else if (strcmp(pk, "env") == 0 && YAJL_IS_ARRAY(v->u.object.values[k]) && pause_ms)
@@ -966,6 +972,17 @@ crest_container_restore(struct crest_global *g, const char *id,
   saved_config = xasprintf("%s/config.json", state_dir);
   restore_config = xasprintf("%s/restore-config.json", state_dir);
   pid_file = opts->pid_file ? abs_path(opts->pid_file) : xasprintf("%s/restore.pid", state_dir);
+  {
+    /* A pid file crun cannot write fails the restore: say so before
+       anything exists. */
+    cleanup_free char *pdir = xstrdup(pid_file);
+    char *slash = strrchr(pdir, '/');
+    if (slash && slash != pdir)
+      *slash = '\0';
+    if (opts->pid_file && slash && access(pdir, W_OK | X_OK) < 0)
+      return crest_error_errno(err, "container `%s`: restore: pid file %s: directory %s", id,
+                               pid_file, pdir);
+  }
   memset(&st, 0, sizeof st);
   st.id = (char *)id;
   st.bundle = bundle;
@@ -1092,7 +1109,17 @@ crest_container_restore(struct crest_global *g, const char *id,
   if (opts->detach)
     {
       if (!crun_done)
-        status = wait_status(crun);
+        status = wait_status(crun), crun_done = true;
+      /* All or nothing: crun failing after the tree exists (its pid file,
+         the console socket) must not leave the container behind. */
+      if (status != 0)
+        {
+          crest_error_make(err, 0,
+                           "container `%s`: restore: crun run failed with status %d after the "
+                           "tree was restored",
+                           id, status);
+          goto undo;
+        }
       return 0;
     }
   /* Foreground: the container runs until its init exits. crun deletes it
