@@ -79,3 +79,8 @@ check_PROGRAMS += runtime/tests/engine-memfile-prog
 runtime_tests_engine_memfile_prog_SOURCES = runtime/tests/engine-memfile-prog.c
 TESTS += tests/host/engine-memfile.test
 EXTRA_DIST += tests/host/engine-memfile.test
+# A hostile image or world at restore: FIFOs for files, pid files, SIGKILL
+# at each phase, concurrent restores, edited capabilities.
+TESTS += tests/host/restore-hostile.test
+EXTRA_DIST += tests/host/restore-hostile.test
+
