@@ -84,3 +84,28 @@ EXTRA_DIST += tests/host/engine-memfile.test
 TESTS += tests/host/restore-hostile.test
 EXTRA_DIST += tests/host/restore-hostile.test
 
+# The image fuzzer (runtime/tests/fuzz-image.c): libFuzzer over the image
+# reader and the restore plan, built with clang and its sanitizers apart
+# from the rest. `make fuzz FUZZ_SECONDS=N` runs it on the committed seeds
+# plus FUZZ_CORPUS (a directory outside the tree it keeps adding to; more
+# seeds from real images: tools/fuzz-seeds).
+FUZZ_SECONDS ?= 60
+FUZZ_CORPUS ?= $(abs_builddir)/fuzz-corpus
+FUZZ_CC ?= clang
+FUZZ_FLAGS ?=
+FUZZ_SRCS = runtime/tests/fuzz-image.c runtime/engine/image.c runtime/engine/image-check.c \
+	runtime/engine/restore.c runtime/engine/sha256.c runtime/engine/ptrace.c \
+	runtime/src/error.c runtime/src/log.c runtime/src/util.c
+EXTRA_DIST += runtime/tests/fuzz-image.c runtime/tests/fuzz-seeds tools/fuzz-seeds
+CLEANFILES += runtime/tests/fuzz-image
+
+runtime/tests/fuzz-image: $(addprefix $(srcdir)/,$(FUZZ_SRCS)) runtime/engine/restorer-blob.c
+	$(AM_V_CC)$(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-I. -I$(srcdir)/runtime/src -I$(srcdir)/runtime/engine $(YAJL_CFLAGS) \
+		$(addprefix $(srcdir)/,$(FUZZ_SRCS)) runtime/engine/restorer-blob.c $(YAJL_LIBS) -o $@
+
+fuzz: runtime/tests/fuzz-image
+	@$(MKDIR_P) $(FUZZ_CORPUS)
+	./runtime/tests/fuzz-image -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+		-max_len=65536 -print_final_stats=1 $(FUZZ_FLAGS) $(FUZZ_CORPUS) $(srcdir)/runtime/tests/fuzz-seeds
+.PHONY: fuzz
