@@ -491,13 +491,12 @@ img_reader_find(struct img_reader *r, const char *name)
    meanwhile. O_NONBLOCK: an image whose file is a FIFO must be refused, not
    wait for a writer. */
 static int
-verify_file(struct img_reader *r, struct img_file *f, bool verify, crest_error_t *err)
+verify_file(struct img_reader *r, struct img_file *f, bool verify, uint8_t *buf, crest_error_t *err)
 {
   struct stat st;
   struct sha256 s;
   uint8_t d[32];
   char hex[65];
-  cleanup_free uint8_t *buf = NULL;
   uint64_t done;
 
   f->fd = openat(r->dirfd, f->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
@@ -511,7 +510,6 @@ verify_file(struct img_reader *r, struct img_file *f, bool verify, crest_error_t
   if (!verify)
     return 0;
   sha256_init(&s);
-  buf = xmalloc(1 << 20);
   for (done = 0; done < f->size;)
     {
       uint64_t left = f->size - done;
@@ -560,6 +558,7 @@ img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_read
 {
   struct img_reader *r = xzalloc(sizeof *r);
   cleanup_free char *text = NULL;
+  cleanup_free uint8_t *buf = NULL;
   cleanup_close int fd = -1;
   char ebuf[256];
   yajl_val root = NULL, *items;
@@ -662,8 +661,10 @@ img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_read
       memcpy(r->files[r->nfiles].sha, sha, 65);
       r->nfiles++;
     }
+  /* One read buffer for every file. */
+  buf = xmalloc(1 << 20);
   for (size_t i = 0; i < r->nfiles; i++)
-    if (verify_file(r, &r->files[i], verify, err) < 0)
+    if (verify_file(r, &r->files[i], verify, buf, err) < 0)
       goto fail;
   yajl_tree_free(root);
   *out = r;

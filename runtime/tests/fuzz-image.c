@@ -82,6 +82,14 @@ plain_name(const char *n)
   return true;
 }
 
+/* Digests of all-zero files by size: page files are packed by size alone,
+   and hashing them anew for every input would halve the speed. */
+static struct
+{
+  uint32_t size;
+  char hex[65];
+} zero_sha[64];
+
 /* Write NAME: SIZE bytes, CONTENT first; its SHA-256 into HEX. */
 static void
 put_file(const char *name, uint32_t size, const uint8_t *content, size_t clen, char hex[65])
@@ -101,9 +109,18 @@ put_file(const char *name, uint32_t size, const uint8_t *content, size_t clen, c
     }
   if (clen > size)
     clen = size;
-  sha256_update(&s, content, clen);
   if (fd >= 0 && (write(fd, content, clen) != (ssize_t)clen || ftruncate(fd, size) < 0))
     size = 0;
+  if (fd >= 0)
+    close(fd);
+  if (clen == 0)
+    for (size_t i = 0; i < sizeof zero_sha / sizeof zero_sha[0] && zero_sha[i].hex[0]; i++)
+      if (zero_sha[i].size == size)
+        {
+          memcpy(hex, zero_sha[i].hex, 65);
+          return;
+        }
+  sha256_update(&s, content, clen);
   for (done = clen; done < size;)
     {
       size_t n = size - done < sizeof zeros ? size - done : sizeof zeros;
@@ -112,8 +129,13 @@ put_file(const char *name, uint32_t size, const uint8_t *content, size_t clen, c
     }
   sha256_final(&s, d);
   sha256_hex(d, hex);
-  if (fd >= 0)
-    close(fd);
+  for (size_t i = 0; clen == 0 && i < sizeof zero_sha / sizeof zero_sha[0]; i++)
+    if (!zero_sha[i].hex[0])
+      {
+        zero_sha[i].size = size;
+        memcpy(zero_sha[i].hex, hex, 65);
+        break;
+      }
 }
 
 int
