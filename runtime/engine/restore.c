@@ -351,7 +351,8 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
             || jget_i64(v, "pgid", &pgid, err) < 0 || jget_i64(v, "sid", &sid, err) < 0
             || jget_i64(v, "exit_status", &st, err) < 0)
           return -1;
-        CHECK(pid > 0 && pid < (1 << 22) && ppid > 0 && pgid >= 0 && sid >= 0,
+        CHECK(pid > 0 && pid < (1 << 22) && ppid > 0 && ppid < (1 << 22) && pgid >= 0
+                  && pgid < (1 << 22) && sid >= 0 && sid < (1 << 22),
               "process %lld: bad ids", (long long)pid);
         CHECK(st >= 0 && st <= 0xffff && (WIFEXITED(st) || WIFSIGNALED(st)),
               "process %lld: bad exit status %lld", (long long)pid, (long long)st);
@@ -372,8 +373,9 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
       || jget_str(v, "pages_file", &p->pages_file, err) < 0)
     return -1;
   (void)pers;
-  CHECK(pid > 0 && pid < (1 << 22) && ppid >= 0 && pgid >= 0 && sid >= 0, "process %lld: bad ids",
-        (long long)pid);
+  CHECK(pid > 0 && pid < (1 << 22) && ppid >= 0 && ppid < (1 << 22) && pgid >= 0 && pgid < (1 << 22)
+            && sid >= 0 && sid < (1 << 22),
+        "process %lld: bad ids", (long long)pid);
   p->pid = pid, p->ppid = ppid, p->pgid = pgid, p->sid = sid;
   for (size_t i = 0; i < YAJL_GET_OBJECT(v)->len; i++)
     {
@@ -2631,12 +2633,6 @@ plan_restore(struct rctx *c, bool check_kernel, crest_error_t *err)
     return crest_error_make(err, EINVAL,
                             "image %s: its root is PID %d, not the init of a PID namespace",
                             o->image_dir, c->p[0].pid);
-  {
-    uint64_t bound = 0;
-    const char *whose = "";
-    if (caps_bound(o, &bound, &whose, err) < 0 || check_caps(c, bound, whose, err) < 0)
-      return -1;
-  }
   /* Every task starts with the restorer's capabilities: a chroot'd one
      needs CAP_SYS_CHROOT among them. Known now, before anything exists. */
   for (size_t i = 0; i < c->np; i++)
@@ -2655,6 +2651,13 @@ plan_restore(struct rctx *c, bool check_kernel, crest_error_t *err)
           break;
         return -1;
       }
+  /* After the chroot check: that refusal names the one capability missing. */
+  {
+    uint64_t bound = 0;
+    const char *whose = "";
+    if (caps_bound(o, &bound, &whose, err) < 0 || check_caps(c, bound, whose, err) < 0)
+      return -1;
+  }
   return 0;
 }
 

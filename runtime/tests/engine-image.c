@@ -222,6 +222,8 @@ hostile_trees(void)
       "out of range" },
     { "a descriptor on a pipe that is not listed", "\"type\": \"dev\"",
       "\"type\": \"pipe\", \"pipe\": \"0x9\", \"read_end\": true", "not in the pipe list" },
+    { "a process group of 2^32 + 10 (10 once cast to pid_t)", "\"pgid\": 10",
+      "\"pgid\": 4294967306", "bad ids" },
     { "UID 2^32 - 1", "\"uids\": [0,0,0,0]", "\"uids\": [4294967295,0,0,0]", "UID or GID" },
     { "a nice value of 40", "\"nice\": 0", "\"nice\": 40", "out of range" },
     { "an oom_score_adj of 5000", "\"oom_score_adj\": 0", "\"oom_score_adj\": 5000",
