@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -123,6 +124,23 @@ spawn_crun(struct crest_global *g, const char *verb, char *const *argv, int keep
            crest_error_t *err)
 {
   return spawn_crun_fds(g, verb, argv, keep_fd, out_fd, -1, err);
+}
+
+/* ": LINE", the last line crun wrote to FD (a memfd), or "". */
+static const char *
+crun_says(int fd)
+{
+  static char buf[512], out[520];
+  ssize_t n;
+  char *line;
+  if (fd < 0 || (n = pread(fd, buf, sizeof buf - 1, 0)) <= 0)
+    return "";
+  buf[n] = '\0';
+  while (n > 0 && buf[n - 1] == '\n')
+    buf[--n] = '\0';
+  line = strrchr(buf, '\n');
+  snprintf(out, sizeof out, ": %s", line ? line + 1 : buf);
+  return out;
 }
 
 static int
@@ -868,6 +886,7 @@ crest_container_restore(struct crest_global *g, const char *id,
   yajl_val config = NULL;
   size_t config_len = 0, restore_len = 0;
   int sync[2] = { -1, -1 }, status = 0;
+  cleanup_close int crun_err = -1;
   pid_t crun = -1, init = 0;
   bool crun_done = false, restored = false, started = false;
   time_t deadline;
@@ -1023,7 +1042,13 @@ crest_container_restore(struct crest_global *g, const char *id,
       args[n++] = (char *)"--detach";
     args[n++] = (char *)id;
     args[n] = NULL;
-    crun = spawn_crun(g, "run", args, sync[1], -1, err);
+    /* Detached with a terminal, the container's stdio is the pty and crun
+       exits once it runs, so crun's stderr is crun's alone: keep it, and
+       say why crun failed in the one line (a console socket nobody
+       listens on, say). */
+    if (opts->console_socket && opts->detach)
+      crun_err = memfd_create("crun-stderr", MFD_CLOEXEC);
+    crun = spawn_crun_fds(g, "run", args, sync[1], -1, crun_err, err);
   }
   close(sync[1]);
   sync[1] = -1;
@@ -1058,7 +1083,8 @@ crest_container_restore(struct crest_global *g, const char *id,
               status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
               if (opts->detach && status != 0)
                 {
-                  snprintf(msg, sizeof msg, "crun run failed with status %d", status);
+                  snprintf(msg, sizeof msg, "crun run failed with status %d%s", status,
+                           crun_says(crun_err));
                   break;
                 }
             }
@@ -1110,14 +1136,24 @@ crest_container_restore(struct crest_global *g, const char *id,
     {
       if (!crun_done)
         status = wait_status(crun), crun_done = true;
+      if (status == 0)
+        {
+          /* What crun said while it worked (warnings) still reaches the
+             user. */
+          char b[4096];
+          ssize_t r;
+          for (off_t at = 0; crun_err >= 0 && (r = pread(crun_err, b, sizeof b, at)) > 0; at += r)
+            if (write(2, b, r) != r)
+              break;
+        }
       /* All or nothing: crun failing after the tree exists (its pid file,
          the console socket) must not leave the container behind. */
       if (status != 0)
         {
           crest_error_make(err, 0,
                            "container `%s`: restore: crun run failed with status %d after the "
-                           "tree was restored",
-                           id, status);
+                           "tree was restored%s",
+                           id, status, crun_says(crun_err));
           goto undo;
         }
       return 0;
