@@ -13,8 +13,8 @@
  * 3 (the sync pipe crest passed through crun's --preserve-fds) as soon as it
  * runs; while it works this process is named "crest-restoring" (its comm);
  * once the engine has turned it into the restored init the name is the
- * init's own. On failure it writes one line to the sync pipe and to stderr,
- * and exits 1: crun then tears the container down. */
+ * init's own. On failure it writes one line to the sync pipe (to stderr
+ * when there is none), and exits 1: crun then tears the container down. */
 #include <config.h>
 
 #include <errno.h>
@@ -31,13 +31,17 @@
 
 #define SYNC_FD 3
 
+/* To crest through the sync pipe, which prints it as its one line; to
+   stderr only without it (started by hand): the container's stderr is the
+   workload's, and the line would otherwise be printed twice. */
 static void
 report(const char *text)
 {
   struct stat st;
   if (fstat(SYNC_FD, &st) == 0 && S_ISFIFO(st.st_mode))
     dprintf(SYNC_FD, "%s\n", text);
-  fprintf(stderr, "crest-restorer: %s\n", text);
+  else
+    fprintf(stderr, "crest-restorer: %s\n", text);
 }
 
 int
