@@ -717,6 +717,65 @@ check_ids_unique(struct rctx *c, crest_error_t *err)
   return 0;
 }
 
+/* The pipes and FIFOs with their unread bytes; every pipe descriptor's
+   pipe is among them. */
+static int
+parse_pipes(struct rctx *c, crest_error_t *err)
+{
+  yajl_val *items;
+  long n;
+
+  n = jget_array(c->tree, "pipes", &items, err);
+  if (n < 0 || n > (1 << 20))
+    return crest_error_make(err, EINVAL, "image %s: tree.json: bad pipe list", c->o->image_dir);
+  c->pp = xzalloc((n + 1) * sizeof *c->pp);
+  for (long i = 0; i < n; i++)
+    {
+      struct rpipe *pp = &c->pp[i];
+      crest_error_t e2 = NULL;
+      if (jget_u64(items[i], "ino", &pp->ino, err) < 0
+          || jget_i64(items[i], "size", &pp->size, err) < 0)
+        return crest_error_wrap(err, "image %s: tree.json: pipe %ld", c->o->image_dir, i);
+      if (jget_str(items[i], "data", &pp->data, &e2) < 0)
+        pp->data = NULL;
+      crest_error_release(&e2);
+      if (jget_str(items[i], "path", &pp->path, &e2) < 0)
+        pp->path = NULL;
+      crest_error_release(&e2);
+      /* F_SETPIPE_SZ takes an int, and the saved bytes must fit. */
+      if (pp->size < 0 || pp->size > INT_MAX)
+        return crest_error_make(err, EINVAL,
+                                "image %s: tree.json: pipe %ld: size %lld out of range",
+                                c->o->image_dir, i, (long long)pp->size);
+      if (pp->data)
+        {
+          const struct img_file *df = img_reader_find(c->img, pp->data);
+          if (!df || df->size > (uint64_t)(pp->size > 0 ? pp->size : 65536))
+            return crest_error_make(err, EINVAL,
+                                    "image %s: tree.json: pipe %ld: data %s missing or larger "
+                                    "than the pipe",
+                                    c->o->image_dir, i, pp->data);
+        }
+      if (pp->path && !img_path_ok(pp->path))
+        return crest_error_make(err, EINVAL, "image %s: tree.json: pipe %ld: relative FIFO path",
+                                c->o->image_dir, i);
+      pp->r = pp->w = -1;
+    }
+  c->npp = n;
+  for (size_t i = 0; i < c->nf; i++)
+    if (strcmp(c->f[i].type, "pipe") == 0)
+      {
+        bool found = false;
+        for (size_t k = 0; k < c->npp && !found; k++)
+          found = c->pp[k].ino == c->f[i].pipe;
+        if (!found)
+          return crest_error_make(err, EINVAL,
+                                  "image %s: file %zu: pipe:[%" PRIu64 "] is not in the pipe list",
+                                  c->o->image_dir, i, c->f[i].pipe);
+      }
+  return 0;
+}
+
 static int
 parse_tree(struct rctx *c, crest_error_t *err)
 {
@@ -822,54 +881,8 @@ parse_tree(struct rctx *c, crest_error_t *err)
       }
   if (parse_terminal(c, err) < 0)
     return -1;
-  n = jget_array(c->tree, "pipes", &items, err);
-  if (n < 0 || n > (1 << 20))
-    return crest_error_make(err, EINVAL, "image %s: tree.json: bad pipe list", c->o->image_dir);
-  c->pp = xzalloc((n + 1) * sizeof *c->pp);
-  for (long i = 0; i < n; i++)
-    {
-      struct rpipe *pp = &c->pp[i];
-      crest_error_t e2 = NULL;
-      if (jget_u64(items[i], "ino", &pp->ino, err) < 0
-          || jget_i64(items[i], "size", &pp->size, err) < 0)
-        return crest_error_wrap(err, "image %s: tree.json: pipe %ld", c->o->image_dir, i);
-      if (jget_str(items[i], "data", &pp->data, &e2) < 0)
-        pp->data = NULL;
-      crest_error_release(&e2);
-      if (jget_str(items[i], "path", &pp->path, &e2) < 0)
-        pp->path = NULL;
-      crest_error_release(&e2);
-      /* F_SETPIPE_SZ takes an int, and the saved bytes must fit. */
-      if (pp->size < 0 || pp->size > INT_MAX)
-        return crest_error_make(err, EINVAL,
-                                "image %s: tree.json: pipe %ld: size %lld out of range",
-                                c->o->image_dir, i, (long long)pp->size);
-      if (pp->data)
-        {
-          const struct img_file *df = img_reader_find(c->img, pp->data);
-          if (!df || df->size > (uint64_t)(pp->size > 0 ? pp->size : 65536))
-            return crest_error_make(err, EINVAL,
-                                    "image %s: tree.json: pipe %ld: data %s missing or larger "
-                                    "than the pipe",
-                                    c->o->image_dir, i, pp->data);
-        }
-      if (pp->path && !img_path_ok(pp->path))
-        return crest_error_make(err, EINVAL, "image %s: tree.json: pipe %ld: relative FIFO path",
-                                c->o->image_dir, i);
-      pp->r = pp->w = -1;
-    }
-  c->npp = n;
-  for (size_t i = 0; i < c->nf; i++)
-    if (strcmp(c->f[i].type, "pipe") == 0)
-      {
-        bool found = false;
-        for (size_t k = 0; k < c->npp && !found; k++)
-          found = c->pp[k].ino == c->f[i].pipe;
-        if (!found)
-          return crest_error_make(err, EINVAL,
-                                  "image %s: file %zu: pipe:[%" PRIu64 "] is not in the pipe list",
-                                  c->o->image_dir, i, c->f[i].pipe);
-      }
+  if (parse_pipes(c, err) < 0)
+    return -1;
   return 0;
 }
 
