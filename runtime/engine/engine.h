@@ -120,6 +120,14 @@ struct crest_restore_opts
   bool force_ns_last_pid;
   /* Out, may be NULL: with detach false, the wait status of the root task. */
   int *root_status;
+  /* Container mode (crest-restorer): the restorer holds the container
+     configuration's capabilities plus CAP_CHECKPOINT_RESTORE, which crest
+     added for the restore; cr_granted says the configuration grants that
+     one too. The image's capability sets must lie within the
+     configuration's (docs/engine.md, "Capabilities from the image").
+     false: process mode, the bound is the restorer's own permitted set. */
+  bool caps_from_config;
+  bool cr_granted;
 };
 
 /* Recreate the tree stored in o->image_dir.
@@ -137,6 +145,13 @@ struct crest_restore_opts
    the image directory is left untouched. */
 int
 crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_error_t *err);
+
+/* Everything crest_engine_restore does before its first change to the
+   system: read and check the image (but not its kernel identity) and plan
+   the restore O describes. 0 when the restore would go ahead. For the
+   fuzzer. */
+int
+crest_engine_plan(const struct crest_restore_opts *o, crest_error_t *err);
 
 /* Check an image without restoring it: manifest, version, checksums of every
    file, bounds of every index. 0 when sound, < 0 with err naming the file and

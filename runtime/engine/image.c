@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -340,7 +341,10 @@ jget_u64(yajl_val v, const char *key, uint64_t *out, crest_error_t *err)
     {
       const char *s = x->u.string;
       char *end;
-      if (strncmp(s, "0x", 2) == 0 && s[2])
+      /* Only "0x" and 1 to 16 hex digits: strtoull alone would also take
+         a sign ("0x-1" is 2^64-1), spaces and a second "0x". */
+      size_t nd = strncmp(s, "0x", 2) == 0 ? strspn(s + 2, "0123456789abcdefABCDEF") : 0;
+      if (nd >= 1 && nd <= 16 && s[2 + nd] == 0)
         {
           errno = 0;
           *out = strtoull(s + 2, &end, 16);
@@ -470,7 +474,11 @@ img_reader_free(struct img_reader *r)
   if (r->dirfd >= 0)
     close(r->dirfd);
   for (size_t i = 0; i < r->nfiles; i++)
-    free(r->files[i].name);
+    {
+      free(r->files[i].name);
+      if (r->files[i].fd >= 0)
+        close(r->files[i].fd);
+    }
   free(r->files);
   free(r->dir);
   free(r->crest_version);
@@ -487,21 +495,24 @@ img_reader_find(struct img_reader *r, const char *name)
   return NULL;
 }
 
+/* Open F for good: the descriptor the reader hashes is the one every later
+   read of F goes through (img_reader_open_file hands out copies of it), so
+   the bytes checked are the bytes used even if the directory changes
+   meanwhile. O_NONBLOCK: an image whose file is a FIFO must be refused, not
+   wait for a writer. */
 static int
-verify_file(struct img_reader *r, const struct img_file *f, bool verify, crest_error_t *err)
+verify_file(struct img_reader *r, struct img_file *f, bool verify, uint8_t *buf, crest_error_t *err)
 {
-  cleanup_close int fd = -1;
   struct stat st;
   struct sha256 s;
   uint8_t d[32];
   char hex[65];
-  cleanup_free uint8_t *buf = NULL;
-  uint64_t left;
+  uint64_t done;
 
-  fd = openat(r->dirfd, f->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0)
+  f->fd = openat(r->dirfd, f->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  if (f->fd < 0)
     return crest_error_errno(err, "image %s: file %s", r->dir, f->name);
-  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+  if (fstat(f->fd, &st) < 0 || !S_ISREG(st.st_mode))
     return crest_error_make(err, EINVAL, "image %s: file %s: not a regular file", r->dir, f->name);
   if ((uint64_t)st.st_size != f->size)
     return crest_error_make(err, EINVAL, "image %s: file %s: size %lld, manifest says %" PRIu64,
@@ -509,17 +520,17 @@ verify_file(struct img_reader *r, const struct img_file *f, bool verify, crest_e
   if (!verify)
     return 0;
   sha256_init(&s);
-  buf = xmalloc(1 << 20);
-  for (left = f->size; left;)
+  for (done = 0; done < f->size;)
     {
-      ssize_t n = read(fd, buf, left < (1 << 20) ? left : (1 << 20));
+      uint64_t left = f->size - done;
+      ssize_t n = pread(f->fd, buf, left < (1 << 20) ? left : (1 << 20), (off_t)done);
       if (n < 0 && errno == EINTR)
         continue;
       if (n <= 0)
         return crest_error_make(err, n < 0 ? errno : EIO, "image %s: file %s: read", r->dir,
                                 f->name);
       sha256_update(&s, buf, n);
-      left -= n;
+      done += n;
     }
   sha256_final(&s, d);
   sha256_hex(d, hex);
@@ -529,12 +540,35 @@ verify_file(struct img_reader *r, const struct img_file *f, bool verify, crest_e
   return 0;
 }
 
+/* The reader holds one descriptor per listed file: make room for them
+   (the restore raises the limit the same way for its own descriptors). */
+static int
+reserve_fds(struct img_reader *r, size_t n, crest_error_t *err)
+{
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+    return crest_error_errno(err, "image %s: getrlimit", r->dir);
+  if (n + 64 <= rl.rlim_cur)
+    return 0;
+  if (rl.rlim_cur < rl.rlim_max)
+    {
+      rl.rlim_cur = rl.rlim_max;
+      setrlimit(RLIMIT_NOFILE, &rl);
+    }
+  if (n + 64 > rl.rlim_cur)
+    return crest_error_make(err, EMFILE,
+                            "image %s: %s lists %zu files, more than this process may open (%llu)",
+                            r->dir, IMG_MANIFEST, n, (unsigned long long)rl.rlim_cur);
+  return 0;
+}
+
 int
 img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_reader **out,
                 crest_error_t *err)
 {
   struct img_reader *r = xzalloc(sizeof *r);
   cleanup_free char *text = NULL;
+  cleanup_free uint8_t *buf = NULL;
   cleanup_close int fd = -1;
   char ebuf[256];
   yajl_val root = NULL, *items;
@@ -556,13 +590,13 @@ img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_read
     }                                                                                              \
   while (0)
 
-  r->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  r->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
   if (r->dirfd < 0)
     {
       crest_error_errno(err, "image %s: open", dir);
       goto fail;
     }
-  fd = openat(r->dirfd, IMG_MANIFEST, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  fd = openat(r->dirfd, IMG_MANIFEST, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   if (fd < 0)
     {
       crest_error_errno(err, "image %s: open %s", dir, IMG_MANIFEST);
@@ -617,6 +651,8 @@ img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_read
     FAIL("%s", "");
   if (n > 1000000)
     FAIL("image %s: %s: %ld files", dir, IMG_MANIFEST, n);
+  if (reserve_fds(r, n, err) < 0)
+    goto fail;
   r->files = xzalloc((n + 1) * sizeof *r->files);
   for (long i = 0; i < n; i++)
     {
@@ -629,13 +665,16 @@ img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_read
         FAIL("image %s: %s: bad entry %ld", dir, IMG_MANIFEST, i);
       if (img_reader_find(r, name))
         FAIL("image %s: %s: file %s listed twice", dir, IMG_MANIFEST, name);
+      r->files[r->nfiles].fd = -1;
       r->files[r->nfiles].name = xstrdup(name);
       r->files[r->nfiles].size = size;
       memcpy(r->files[r->nfiles].sha, sha, 65);
       r->nfiles++;
     }
+  /* One read buffer for every file. */
+  buf = xmalloc(1 << 20);
   for (size_t i = 0; i < r->nfiles; i++)
-    if (verify_file(r, &r->files[i], verify, err) < 0)
+    if (verify_file(r, &r->files[i], verify, buf, err) < 0)
       goto fail;
   yajl_tree_free(root);
   *out = r;
@@ -656,10 +695,14 @@ img_reader_open_file(struct img_reader *r, const char *name, uint64_t *size, cre
   int fd;
   if (!f)
     return crest_error_make(err, ENOENT, "image %s: file %s is not in the manifest", r->dir, name);
-  fd = openat(r->dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (f->fd < 0)
+    return crest_error_make(err, EBADF, "image %s: file %s was not opened", r->dir, name);
+  /* A copy of the descriptor the reader checked (see verify_file); copies
+     share the file offset, so rewind it for a caller that reads in turn. */
+  fd = fcntl(f->fd, F_DUPFD_CLOEXEC, 0);
   if (fd < 0)
-    return crest_error_errno(err, "image %s: open %s", r->dir, name);
-  if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != f->size)
+    return crest_error_errno(err, "image %s: %s", r->dir, name);
+  if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != f->size || lseek(fd, 0, SEEK_SET) != 0)
     {
       close(fd);
       return crest_error_make(err, EINVAL, "image %s: file %s changed size", r->dir, name);

@@ -19,6 +19,7 @@ struct img_file
   char *name;
   uint64_t size;
   char sha[65];
+  int fd; /* reader: the descriptor it was checked through; -1 */
 };
 
 struct img_writer

@@ -12,6 +12,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/engine.h \
 	runtime/engine/engine-int.h \
 	runtime/engine/image.c runtime/engine/image.h \
+	runtime/engine/image-check.c runtime/engine/image-check.h \
 	runtime/engine/ptrace.c \
 	runtime/engine/dump.c \
 	runtime/engine/dump-guard.c \
@@ -73,3 +74,8 @@ check_PROGRAMS += tests/progs/engine-memfile-prog
 tests_progs_engine_memfile_prog_SOURCES = tests/progs/engine-memfile-prog.c
 TESTS += tests/host/engine-memfile.test
 EXTRA_DIST += tests/host/engine-memfile.test
+# A hostile image or world at restore: FIFOs for files, pid files, SIGKILL
+# at each phase, concurrent restores, edited capabilities.
+TESTS += tests/host/restore-hostile.test
+EXTRA_DIST += tests/host/restore-hostile.test
+

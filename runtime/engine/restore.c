@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/auxv.h>
 #include <sys/file.h>
+#include <sys/xattr.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
@@ -35,6 +37,7 @@
 #include "engine.h"
 #include "engine-int.h"
 #include "image.h"
+#include "image-check.h"
 #include "kernel-abi.h"
 #include "log.h"
 #include "testhook.h"
@@ -247,6 +250,12 @@ parse_thread(struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
     return -1;
   CHECK(tid > 0 && tid < (1 << 22), "thread id %lld out of range", (long long)tid);
   t->tid = tid;
+  /* Every number in range before the restore narrows it to a kernel type. */
+  CHECK(t->rseq_size >= 0 && t->rseq_size <= 4096 && t->rseq_sig <= UINT32_MAX
+            && t->alt_flags >= INT32_MIN && t->alt_flags <= INT32_MAX && t->policy >= 0
+            && t->policy <= 7 && t->nice >= -20 && t->nice <= 19 && t->prio >= 0 && t->prio <= 99
+            && t->umin >= 0 && t->umin <= 1024 && t->umax >= 0 && t->umax <= 1024,
+        "thread %d: rseq, altstack or scheduling value out of range", t->tid);
   snprintf(t->comm, sizeof t->comm, "%s", comm);
   n = jget_array(v, "pending", &items, err);
   CHECK(n >= 0 && n <= 64, "thread %d: bad pending signal list", t->tid);
@@ -270,6 +279,8 @@ parse_thread(struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
         if (jget_hex_alloc(wrap, "s", 128, &b, &len, err) < 0)
           return -1;
       }
+      if (len != 128)
+        free(b);
       CHECK(len == 128, "thread %d: pending siginfo of %zu bytes", t->tid, len);
       memcpy(t->pending[i], b, 128);
       free(b);
@@ -342,7 +353,8 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
             || jget_i64(v, "pgid", &pgid, err) < 0 || jget_i64(v, "sid", &sid, err) < 0
             || jget_i64(v, "exit_status", &st, err) < 0)
           return -1;
-        CHECK(pid > 0 && pid < (1 << 22) && ppid > 0 && pgid >= 0 && sid >= 0,
+        CHECK(pid > 0 && pid < (1 << 22) && ppid > 0 && ppid < (1 << 22) && pgid >= 0
+                  && pgid < (1 << 22) && sid >= 0 && sid < (1 << 22),
               "process %lld: bad ids", (long long)pid);
         CHECK(st >= 0 && st <= 0xffff && (WIFEXITED(st) || WIFSIGNALED(st)),
               "process %lld: bad exit status %lld", (long long)pid, (long long)st);
@@ -363,8 +375,9 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
       || jget_str(v, "pages_file", &p->pages_file, err) < 0)
     return -1;
   (void)pers;
-  CHECK(pid > 0 && pid < (1 << 22) && ppid >= 0 && pgid >= 0 && sid >= 0, "process %lld: bad ids",
-        (long long)pid);
+  CHECK(pid > 0 && pid < (1 << 22) && ppid >= 0 && ppid < (1 << 22) && pgid >= 0 && pgid < (1 << 22)
+            && sid >= 0 && sid < (1 << 22),
+        "process %lld: bad ids", (long long)pid);
   p->pid = pid, p->ppid = ppid, p->pgid = pgid, p->sid = sid;
   for (size_t i = 0; i < YAJL_GET_OBJECT(v)->len; i++)
     {
@@ -406,7 +419,9 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
     p->groups = xzalloc((n + 1) * sizeof *p->groups);
     for (long i = 0; i < n; i++)
       {
-        CHECK(YAJL_IS_INTEGER(u[i]), "process %d: groups", p->pid);
+        CHECK(YAJL_IS_INTEGER(u[i]) && YAJL_GET_INTEGER(u[i]) >= 0
+                  && YAJL_GET_INTEGER(u[i]) < UINT32_MAX,
+              "process %d: groups", p->pid);
         p->groups[i] = YAJL_GET_INTEGER(u[i]);
       }
     p->ngroups = n;
@@ -416,7 +431,18 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
     if (jget_i64(cr, "securebits", &p->securebits, err) < 0
         || jget_bool(cr, "no_new_privs", &p->nnp, err) < 0)
       return -1;
+    for (int i = 0; i < 4; i++)
+      CHECK(p->uids[i] >= 0 && p->uids[i] < UINT32_MAX && p->gids[i] >= 0
+                && p->gids[i] < UINT32_MAX,
+            "process %d: a UID or GID out of range", p->pid);
+    CHECK(p->securebits >= 0 && p->securebits <= 0xff, "process %d: securebits out of range",
+          p->pid);
   }
+  CHECK(img_path_ok(p->exe) && img_path_ok(p->cwd),
+        "process %d: exe or cwd is not an absolute path", p->pid);
+  CHECK(p->umask >= 0 && p->umask <= 0777 && p->oom >= -1000 && p->oom <= 1000
+            && p->personality <= UINT32_MAX,
+        "process %d: umask, oom_score_adj or personality out of range", p->pid);
   n = jget_array(v, "rlimits", &items, err);
   CHECK(n == RLIM_NLIMITS, "process %d: %ld rlimits, expected %d", p->pid, n, RLIM_NLIMITS);
   for (long i = 0; i < n; i++)
@@ -455,11 +481,16 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
   n = jget_array(v, "itimers", &items, err);
   CHECK(n == 3, "process %d: itimers", p->pid);
   for (long i = 0; i < 3; i++)
-    if (jget_u64(items[i], "interval_sec", &p->itimer[i][0], err) < 0
-        || jget_u64(items[i], "interval_usec", &p->itimer[i][1], err) < 0
-        || jget_u64(items[i], "value_sec", &p->itimer[i][2], err) < 0
-        || jget_u64(items[i], "value_usec", &p->itimer[i][3], err) < 0)
-      return -1;
+    {
+      if (jget_u64(items[i], "interval_sec", &p->itimer[i][0], err) < 0
+          || jget_u64(items[i], "interval_usec", &p->itimer[i][1], err) < 0
+          || jget_u64(items[i], "value_sec", &p->itimer[i][2], err) < 0
+          || jget_u64(items[i], "value_usec", &p->itimer[i][3], err) < 0)
+        return -1;
+      CHECK(p->itimer[i][0] <= INT64_MAX && p->itimer[i][2] <= INT64_MAX
+                && p->itimer[i][1] < 1000000 && p->itimer[i][3] < 1000000,
+            "process %d: itimer %ld out of range", p->pid, i);
+    }
   if (parse_siginfos(v, "shared_pending", &p->shared_pending, &p->nshared_pending, err) < 0)
     return -1;
   if (has_key(v, "stop_signal"))
@@ -507,7 +538,8 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
               || jget_u64(items[i], "pgoff", &m->pgoff, err) < 0
               || jget_u64(items[i], "file_size", &m->file_size, err) < 0)
             return -1;
-          CHECK(m->path[0] == '/', "process %d: mapping %ld: relative path", p->pid, i);
+          CHECK(img_path_ok(m->path) && m->pgoff < (1UL << 52),
+                "process %d: mapping %ld: relative path or offset out of range", p->pid, i);
         }
       else if (strcmp(kind, "memfile") == 0)
         {
@@ -517,6 +549,8 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
               || jget_u64(items[i], "file_size", &m->file_size, err) < 0
               || jget_str(items[i], "data", &m->data, err) < 0)
             return -1;
+          CHECK(img_path_ok(m->path) && m->pgoff < (1UL << 52),
+                "process %d: mapping %ld: relative path or offset out of range", p->pid, i);
           df = img_reader_find(c->img, m->data);
           CHECK(df && df->size == m->file_size,
                 "process %d: mapping %ld: memory file %s missing or not %" PRIu64 " bytes", p->pid,
@@ -549,9 +583,9 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
           || jget_u64(items[i], "len", &r->len, err) < 0
           || jget_u64(items[i], "off", &r->off, err) < 0)
         return -1;
-      CHECK(r->vaddr % PAGE == 0 && r->len % PAGE == 0 && r->len > 0 && r->vaddr + r->len > r->vaddr
-                && r->vaddr + r->len <= TASK_TOP && r->off <= pages_size
-                && r->len <= pages_size - r->off
+      CHECK(r->vaddr % PAGE == 0 && r->len % PAGE == 0 && r->off % PAGE == 0 && r->len > 0
+                && r->vaddr + r->len > r->vaddr && r->vaddr + r->len <= TASK_TOP
+                && r->off <= pages_size && r->len <= pages_size - r->off
                 && (i == 0 || r->vaddr >= p->runs[i - 1].vaddr + p->runs[i - 1].len),
             "process %d: page run %ld (%#" PRIx64 "+%#" PRIx64 " at %" PRIu64
             ") lies outside %s or its mappings",
@@ -581,7 +615,8 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
           || jget_bool(items[i], "cloexec", &p->fds[i].cloexec, err) < 0
           || jget_i64(items[i], "file", &file, err) < 0)
         return -1;
-      CHECK(fd >= 0 && fd < (1 << 20) && file >= 0 && (i == 0 || fd > p->fds[i - 1].fd),
+      CHECK(fd >= 0 && fd < (1 << 20) && file >= 0 && file <= (1 << 20)
+                && (i == 0 || fd > p->fds[i - 1].fd),
             "process %d: descriptor entry %ld is malformed", p->pid, i);
       p->fds[i].fd = fd, p->fds[i].file = file;
     }
@@ -590,10 +625,11 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
   n = jget_array(v, "threads", &items, err);
   CHECK(n >= 1 && n <= 4096, "process %d: %ld threads", p->pid, n);
   p->th = xzalloc(n * sizeof *p->th);
+  /* nth counts the threads parsed so far: free_ctx frees what they hold
+     also when one fails. */
   for (long i = 0; i < n; i++)
-    if (parse_thread(c, items[i], &p->th[i], err) < 0)
+    if (p->nth++, parse_thread(c, items[i], &p->th[i], err) < 0)
       return crest_error_wrap(err, "process %d", p->pid);
-  p->nth = n;
   CHECK(p->th[0].tid == p->pid, "process %d: first thread is %d", p->pid, p->th[0].tid);
   return 0;
 }
@@ -638,6 +674,110 @@ parse_terminal(struct rctx *c, crest_error_t *err)
   return 0;
 }
 
+/* A file record: the paths restore opens are absolute, a device is one of
+   the memory devices, the bytes of an unlinked file are in the image. */
+static int
+check_file(struct rctx *c, const struct rfile *f, crest_error_t *err)
+{
+  bool opened = strcmp(f->type, "inherited") != 0 && strcmp(f->type, "tty") != 0
+                && strcmp(f->type, "pipe") != 0;
+  if (opened && !img_path_ok(f->path))
+    return crest_error_make(err, EINVAL, "image %s: tree.json: file %d: path %.64s is not absolute",
+                            c->o->image_dir, f->id, f->path);
+  if (strcmp(f->type, "dev") == 0 && !img_dev_ok(f->path))
+    return crest_error_make(err, EINVAL,
+                            "image %s: tree.json: file %d: %.64s is not a device crest restores",
+                            c->o->image_dir, f->id, f->path);
+  if (f->data && (strcmp(f->type, "reg") != 0 || !img_reader_find(c->img, f->data)))
+    return crest_error_make(err, EINVAL,
+                            "image %s: tree.json: file %d: data %.64s is not a listed file",
+                            c->o->image_dir, f->id, f->data);
+  return 0;
+}
+
+/* PIDs and TIDs are unique in the whole tree, threads of one process
+   included: two tasks cannot be created with one ID. */
+static int
+check_ids_unique(struct rctx *c, crest_error_t *err)
+{
+  size_t n = 0;
+  pid_t dup = 0;
+  cleanup_free pid_t *ids = NULL;
+  for (size_t i = 0; i < c->np; i++)
+    n += c->p[i].zombie ? 1 : c->p[i].nth;
+  ids = xmalloc((n + 1) * sizeof *ids);
+  n = 0;
+  for (size_t i = 0; i < c->np; i++)
+    if (c->p[i].zombie)
+      ids[n++] = c->p[i].pid;
+    else
+      for (size_t t = 0; t < c->p[i].nth; t++)
+        ids[n++] = c->p[i].th[t].tid;
+  if (img_ids_unique(ids, n, &dup) < 0)
+    return crest_error_make(err, EINVAL, "image %s: tree.json: PID or TID %d appears twice",
+                            c->o->image_dir, dup);
+  return 0;
+}
+
+/* The pipes and FIFOs with their unread bytes; every pipe descriptor's
+   pipe is among them. */
+static int
+parse_pipes(struct rctx *c, crest_error_t *err)
+{
+  yajl_val *items;
+  long n;
+
+  n = jget_array(c->tree, "pipes", &items, err);
+  if (n < 0 || n > (1 << 20))
+    return crest_error_make(err, EINVAL, "image %s: tree.json: bad pipe list", c->o->image_dir);
+  c->pp = xzalloc((n + 1) * sizeof *c->pp);
+  for (long i = 0; i < n; i++)
+    {
+      struct rpipe *pp = &c->pp[i];
+      crest_error_t e2 = NULL;
+      if (jget_u64(items[i], "ino", &pp->ino, err) < 0
+          || jget_i64(items[i], "size", &pp->size, err) < 0)
+        return crest_error_wrap(err, "image %s: tree.json: pipe %ld", c->o->image_dir, i);
+      if (jget_str(items[i], "data", &pp->data, &e2) < 0)
+        pp->data = NULL;
+      crest_error_release(&e2);
+      if (jget_str(items[i], "path", &pp->path, &e2) < 0)
+        pp->path = NULL;
+      crest_error_release(&e2);
+      /* F_SETPIPE_SZ takes an int, and the saved bytes must fit. */
+      if (pp->size < 0 || pp->size > INT_MAX)
+        return crest_error_make(err, EINVAL,
+                                "image %s: tree.json: pipe %ld: size %lld out of range",
+                                c->o->image_dir, i, (long long)pp->size);
+      if (pp->data)
+        {
+          const struct img_file *df = img_reader_find(c->img, pp->data);
+          if (!df || df->size > (uint64_t)(pp->size > 0 ? pp->size : 65536))
+            return crest_error_make(err, EINVAL,
+                                    "image %s: tree.json: pipe %ld: data %s missing or larger "
+                                    "than the pipe",
+                                    c->o->image_dir, i, pp->data);
+        }
+      if (pp->path && !img_path_ok(pp->path))
+        return crest_error_make(err, EINVAL, "image %s: tree.json: pipe %ld: relative FIFO path",
+                                c->o->image_dir, i);
+      pp->r = pp->w = -1;
+    }
+  c->npp = n;
+  for (size_t i = 0; i < c->nf; i++)
+    if (strcmp(c->f[i].type, "pipe") == 0)
+      {
+        bool found = false;
+        for (size_t k = 0; k < c->npp && !found; k++)
+          found = c->pp[k].ino == c->f[i].pipe;
+        if (!found)
+          return crest_error_make(err, EINVAL,
+                                  "image %s: file %zu: pipe:[%" PRIu64 "] is not in the pipe list",
+                                  c->o->image_dir, i, c->f[i].pipe);
+      }
+  return 0;
+}
+
 static int
 parse_tree(struct rctx *c, crest_error_t *err)
 {
@@ -660,8 +800,9 @@ parse_tree(struct rctx *c, crest_error_t *err)
   if (c->p[0].pid != root)
     return crest_error_make(err, EINVAL, "image %s: tree.json: root %lld is not the first process",
                             c->o->image_dir, (long long)root);
-  /* Every parent is in the image and listed before its children; PIDs and
-     TIDs are unique. */
+  if (check_ids_unique(c, err) < 0)
+    return -1;
+  /* Every parent is in the image and listed before its children. */
   for (size_t i = 0; i < c->np; i++)
     {
       bool found = i == 0;
@@ -676,14 +817,6 @@ parse_tree(struct rctx *c, crest_error_t *err)
                                     c->o->image_dir, c->p[i].pid);
           if (c->p[j].pid == c->p[i].ppid)
             found = true;
-          if (c->p[j].pid == c->p[i].pid)
-            return crest_error_make(err, EINVAL, "image %s: tree.json: PID %d appears twice",
-                                    c->o->image_dir, c->p[i].pid);
-          for (size_t a = 0; a < c->p[i].nth; a++)
-            for (size_t b = 0; b < c->p[j].nth; b++)
-              if (c->p[i].th[a].tid == c->p[j].th[b].tid)
-                return crest_error_make(err, EINVAL, "image %s: tree.json: TID %d appears twice",
-                                        c->o->image_dir, c->p[i].th[a].tid);
         }
       if (!found)
         return crest_error_make(err, EINVAL,
@@ -707,6 +840,10 @@ parse_tree(struct rctx *c, crest_error_t *err)
       if (id != i)
         return crest_error_make(err, EINVAL, "image %s: tree.json: file %ld has id %lld",
                                 c->o->image_dir, i, (long long)id);
+      if (flags < 0 || flags > INT_MAX || f->pos < 0)
+        return crest_error_make(err, EINVAL,
+                                "image %s: tree.json: file %ld: flags or pos out of range",
+                                c->o->image_dir, i);
       f->id = id;
       f->flags = flags;
       f->svc = -1;
@@ -729,6 +866,8 @@ parse_tree(struct rctx *c, crest_error_t *err)
           && strcmp(f->type, "tty"))
         return crest_error_make(err, EINVAL, "image %s: tree.json: file %ld has unknown type %s",
                                 c->o->image_dir, i, f->type);
+      if (check_file(c, f, err) < 0)
+        return -1;
     }
   c->nf = n;
   for (size_t i = 0; i < c->np; i++)
@@ -744,29 +883,8 @@ parse_tree(struct rctx *c, crest_error_t *err)
       }
   if (parse_terminal(c, err) < 0)
     return -1;
-  n = jget_array(c->tree, "pipes", &items, err);
-  if (n < 0 || n > (1 << 20))
-    return crest_error_make(err, EINVAL, "image %s: tree.json: bad pipe list", c->o->image_dir);
-  c->pp = xzalloc((n + 1) * sizeof *c->pp);
-  for (long i = 0; i < n; i++)
-    {
-      struct rpipe *pp = &c->pp[i];
-      crest_error_t e2 = NULL;
-      if (jget_u64(items[i], "ino", &pp->ino, err) < 0
-          || jget_i64(items[i], "size", &pp->size, err) < 0)
-        return crest_error_wrap(err, "image %s: tree.json: pipe %ld", c->o->image_dir, i);
-      if (jget_str(items[i], "data", &pp->data, &e2) < 0)
-        pp->data = NULL;
-      crest_error_release(&e2);
-      if (jget_str(items[i], "path", &pp->path, &e2) < 0)
-        pp->path = NULL;
-      crest_error_release(&e2);
-      if (pp->path && pp->path[0] != '/')
-        return crest_error_make(err, EINVAL, "image %s: tree.json: pipe %ld: relative FIFO path",
-                                c->o->image_dir, i);
-      pp->r = pp->w = -1;
-    }
-  c->npp = n;
+  if (parse_pipes(c, err) < 0)
+    return -1;
   return 0;
 }
 
@@ -925,15 +1043,9 @@ open_files(struct rctx *c, crest_error_t *err)
         {
           /* Named FIFO: one descriptor that both reads and writes holds the
              bytes until the tree's own descriptors are open. */
-          struct stat st;
-          fds[0] = open(pp->path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+          fds[0] = img_open_typed(pp->path, O_RDWR | O_NONBLOCK, S_IFIFO, "named FIFO", err);
           if (fds[0] < 0)
-            return crest_error_errno(err, "restore: named FIFO %s", pp->path);
-          if (fstat(fds[0], &st) < 0 || !S_ISFIFO(st.st_mode))
-            {
-              close(fds[0]);
-              return crest_error_make(err, EINVAL, "restore: %s is no longer a FIFO", pp->path);
-            }
+            return -1;
           fds[1] = fcntl(fds[0], F_DUPFD_CLOEXEC, 0);
         }
       else if (pipe2(fds, O_CLOEXEC) < 0)
@@ -958,10 +1070,14 @@ open_files(struct rctx *c, crest_error_t *err)
               return -1;
             }
           buf = xmalloc(size + 1);
-          if (read_all(d, buf, size) < 0 || write_all(fds[1], buf, size) < 0)
+          /* Non-blocking: bytes that do not fit fail here instead of
+             waiting for a reader that never comes. */
+          if (read_all(d, buf, size) < 0 || fcntl(fds[1], F_SETFL, O_NONBLOCK) < 0
+              || write_all(fds[1], buf, size) < 0)
             {
               close(fds[0]), close(fds[1]);
-              return crest_error_errno(err, "restore: refill pipe:[%" PRIu64 "]", pp->ino);
+              return crest_error_errno(
+                  err, "restore: refill pipe:[%" PRIu64 "] with %" PRIu64 " bytes", pp->ino, size);
             }
         }
       if ((pp->r = svc_place(c, fds[0], err)) < 0 || (pp->w = svc_place(c, fds[1], err)) < 0)
@@ -1006,11 +1122,11 @@ open_files(struct rctx *c, crest_error_t *err)
         }
       if (strcmp(f->type, "fifo") == 0)
         {
-          fd = open(f->path, flags | O_NONBLOCK);
+          fd = img_open_typed(f->path, flags | O_NONBLOCK, S_IFIFO, "FIFO", err);
           if (fd >= 0 && !(f->flags & O_NONBLOCK) && fcntl(fd, F_SETFL, f->flags & O_APPEND) < 0)
             {
               close(fd);
-              fd = -1;
+              return crest_error_errno(err, "restore: FIFO %s: flags", f->path);
             }
         }
       else if (f->data)
@@ -1037,11 +1153,13 @@ open_files(struct rctx *c, crest_error_t *err)
           unlink(tmp);
         }
       else if (strcmp(f->type, "dir") == 0)
-        fd = open(f->path, flags | O_DIRECTORY);
+        fd = img_open_typed(f->path, flags | O_DIRECTORY, S_IFDIR, "directory", err);
+      else if (strcmp(f->type, "dev") == 0)
+        fd = img_open_typed(f->path, flags, S_IFCHR, "device", err);
       else
-        fd = open(f->path, flags);
+        fd = img_open_typed(f->path, flags, S_IFREG, "file", err);
       if (fd < 0)
-        return crest_error_errno(err, "restore: open %s", f->path);
+        return -1;
       if (f->pos && strcmp(f->type, "fifo") != 0 && lseek(fd, f->pos, SEEK_SET) < 0)
         {
           close(fd);
@@ -1060,9 +1178,9 @@ open_files(struct rctx *c, crest_error_t *err)
       fd = img_reader_open_file(c->img, p->pages_file, &size, err);
       if (fd < 0 || (p->pages_svc = svc_place(c, fd, err)) < 0)
         return -1;
-      fd = open(p->exe, O_RDONLY | O_CLOEXEC);
+      fd = img_open_typed(p->exe, O_RDONLY, S_IFREG, "executable", err);
       if (fd < 0)
-        return crest_error_errno(err, "restore: process %d: executable %s", p->pid, p->exe);
+        return crest_error_wrap(err, "process %d", p->pid);
       if ((p->exe_svc = svc_place(c, fd, err)) < 0)
         return -1;
       for (size_t k = 0; k < p->nvmas; k++)
@@ -1084,9 +1202,9 @@ open_files(struct rctx *c, crest_error_t *err)
               m->svc = p->vmas[j].svc;
           if (m->svc >= 0)
             continue;
-          fd = open(m->path, (rw ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+          fd = img_open_typed(m->path, rw ? O_RDWR : O_RDONLY, S_IFREG, "mapped file", err);
           if (fd < 0)
-            return crest_error_errno(err, "restore: process %d: mapped file %s", p->pid, m->path);
+            return crest_error_wrap(err, "process %d", p->pid);
           if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != m->file_size)
             {
               close(fd);
@@ -2296,6 +2414,16 @@ stop_process(struct rctx *c, struct rproc *p, crest_error_t *err)
   return 0;
 }
 
+/* Test hook (docs/engine.md): CREST_FAULT=restore-kill:PHASE makes the
+   restore SIGKILL itself at PHASE, to check what a killed restore leaves. */
+static void
+fault_kill(const char *phase)
+{
+  const char *f = crest_test_knob("CREST_FAULT");
+  if (f && strncmp(f, "restore-kill:", 13) == 0 && strcmp(f + 13, phase) == 0)
+    raise(SIGKILL);
+}
+
 /* Seize every task as it reports, wait for every thread to park in the
    blob, check the blob's verdicts, set the registers, unmap the blob, let go. */
 static int
@@ -2322,6 +2450,8 @@ finish_tree(struct rctx *c, crest_error_t *err)
         continue;
       if (fixup_parent(c, p, err) < 0 || finish_process(c, p, err) < 0)
         return -1;
+      if (i == 1)
+        fault_kill("finishing");
       if (p->stop_sig && stop_process(c, p, err) < 0)
         return -1;
     }
@@ -2379,6 +2509,105 @@ free_ctx(struct rctx *c)
   img_reader_free(c->img);
 }
 
+/* The pid file's directory exists and may be written: checked before
+   anything is created, so that the common mistake costs nothing. */
+static int
+check_pid_file_dir(const char *path, crest_error_t *err)
+{
+  cleanup_free char *dir = xstrdup(path);
+  char *slash = strrchr(dir, '/');
+  const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
+  if (access(d, W_OK | X_OK) < 0)
+    return crest_error_errno(err, "restore: pid file %s: directory %s", path, d);
+  return 0;
+}
+
+/* The capabilities a restored task may hold (docs/engine.md, "Capabilities
+   from the image"). An image is not signed: crest cannot tell the sets a
+   task really had from sets edited in, so it bounds them by what the
+   restore may give on its own authority. Container mode: what the
+   configuration gives (the restorer's permitted and inheritable sets, less
+   CAP_CHECKPOINT_RESTORE unless the configuration grants it). Process mode:
+   the restorer's permitted and inheritable sets, unless the kernel marked
+   this exec AT_SECURE: crest then holds its capabilities through its file
+   capability, they are crest's and not the user's, and no task gets any. */
+static int
+caps_bound(const struct crest_restore_opts *o, uint64_t *bound, const char **whose,
+           crest_error_t *err)
+{
+  struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+  struct __user_cap_data_struct d[2];
+  if (syscall(SYS_capget, &h, d) < 0)
+    return crest_error_errno(err, "restore: capget");
+  *bound = (uint64_t)(d[0].permitted | d[0].inheritable)
+           | (uint64_t)(d[1].permitted | d[1].inheritable) << 32;
+  *whose = "this restore does not hold";
+  if (o->caps_from_config)
+    {
+      *whose = "the container's configuration does not give";
+      if (!o->cr_granted)
+        *bound &= ~(1ULL << CAP_CHECKPOINT_RESTORE);
+    }
+  else if (getauxval(AT_SECURE))
+    {
+      *bound = 0;
+      *whose = "the user running this restore does not hold (crest's own, from its file "
+               "capability, are not for the tree)";
+    }
+  return 0;
+}
+
+/* Process mode: could P get CAP_CHECKPOINT_RESTORE back by itself, by
+   executing a program? As root of its user namespace with the capability
+   in its bounding set (root's execve takes the bounding set), or through
+   its executable's file capabilities. The restorer holds the capability
+   for the restore, so holding it says nothing about what the task may. */
+static bool
+cr_regainable(const struct rproc *p)
+{
+  const uint64_t cr = 1ULL << CAP_CHECKPOINT_RESTORE;
+  struct vfs_ns_cap_data fc;
+  ssize_t n;
+  if (p->uids[1] == 0 && (p->caps[3] & cr) && !(p->securebits & (1 << 0) /* SECBIT_NOROOT */))
+    return true;
+  memset(&fc, 0, sizeof fc);
+  n = getxattr(p->exe, "security.capability", &fc, sizeof fc);
+  return n >= (ssize_t)XATTR_CAPS_SZ_2
+         && (fc.data[CAP_CHECKPOINT_RESTORE / 32].permitted & (1U << CAP_CHECKPOINT_RESTORE % 32));
+}
+
+/* Every process's inheritable, permitted, effective and ambient sets lie
+   within BOUND; one line naming the first capability that does not. */
+static int
+check_caps(struct rctx *c, uint64_t bound, const char *whose, crest_error_t *err)
+{
+  static const char *const set[] = { "inheritable", "permitted", "effective", NULL, "ambient" };
+  for (size_t i = 0; i < c->np; i++)
+    for (int k = 0; k < 5 && !c->p[i].zombie; k++)
+      {
+        uint64_t b = bound;
+        uint64_t extra;
+        const char *who = whose;
+        if (!c->o->caps_from_config && (b & (1ULL << CAP_CHECKPOINT_RESTORE))
+            && !cr_regainable(&c->p[i]))
+          {
+            b &= ~(1ULL << CAP_CHECKPOINT_RESTORE);
+            who = "the task could not regain by itself (it is not root with it in its bounding "
+                  "set, its executable has no such file capability)";
+          }
+        extra = set[k] ? c->p[i].caps[k] & ~b : 0;
+        int cap = extra ? __builtin_ctzll(extra) : -1;
+        if (cap >= 0)
+          return crest_error_make(err, EPERM,
+                                  "image %s: process %d: its %s set has capability %d%s, which "
+                                  "%s",
+                                  c->o->image_dir, c->p[i].pid, set[k], cap,
+                                  cap == CAP_CHECKPOINT_RESTORE ? " (CAP_CHECKPOINT_RESTORE)" : "",
+                                  extra & bound ? who : whose);
+      }
+  return 0;
+}
+
 int
 crest_engine_check_image(const char *image_dir, crest_error_t *err)
 {
@@ -2393,6 +2622,61 @@ crest_engine_check_image(const char *image_dir, crest_error_t *err)
   if (img_reader_open(image_dir, false, true, &c.img, err) < 0)
     return -1;
   rc = parse_tree(&c, err);
+  free_ctx(&c);
+  return rc;
+}
+
+/* Read the image and build the restore's plan from it: every check of the
+   image, against the format and against what this restore may give,
+   without changing anything on the system (the fuzzer's target,
+   tests/fuzz/fuzz-image.c, runs exactly this). */
+static int
+plan_restore(struct rctx *c, bool check_kernel, crest_error_t *err)
+{
+  const struct crest_restore_opts *o = c->o;
+  if (img_reader_open(o->image_dir, check_kernel, true, &c->img, err) < 0 || parse_tree(c, err) < 0)
+    return -1;
+  if (o->as_ns_init && c->p[0].pid != 1)
+    return crest_error_make(err, EINVAL,
+                            "image %s: its root is PID %d, not the init of a PID namespace",
+                            o->image_dir, c->p[0].pid);
+  /* Every task starts with the restorer's capabilities: a chroot'd one
+     needs CAP_SYS_CHROOT among them. Known now, before anything exists. */
+  for (size_t i = 0; i < c->np; i++)
+    if (c->p[i].root_dir)
+      {
+        struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+        struct __user_cap_data_struct d[2];
+        if (syscall(SYS_capget, &h, d) < 0)
+          crest_error_errno(err, "restore: capget");
+        else if (!(d[0].effective & (1U << CAP_SYS_CHROOT)))
+          crest_error_make(err, EPERM,
+                           "restore: process %d has a root directory of its own (chroot to %s): "
+                           "giving it back needs CAP_SYS_CHROOT, which this restore does not hold",
+                           c->p[i].pid, c->p[i].root_dir);
+        else
+          break;
+        return -1;
+      }
+  /* After the chroot check: that refusal names the one capability missing. */
+  {
+    uint64_t bound = 0;
+    const char *whose = "";
+    if (caps_bound(o, &bound, &whose, err) < 0 || check_caps(c, bound, whose, err) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+int
+crest_engine_plan(const struct crest_restore_opts *o, crest_error_t *err)
+{
+  struct rctx c;
+  int rc;
+  memset(&c, 0, sizeof c);
+  c.o = o;
+  c.term_svc = -1;
+  rc = plan_restore(&c, false, err);
   free_ctx(&c);
   return rc;
 }
@@ -2415,37 +2699,11 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
     return crest_error_make(err, EINVAL,
                             "restore: as the init of a new PID namespace, but this is PID %d",
                             (int)getpid());
-  if (img_reader_open(o->image_dir, true, true, &c.img, err) < 0 || parse_tree(&c, err) < 0)
+  if (plan_restore(&c, true, err) < 0)
     {
       free_ctx(&c);
       return -1;
     }
-  if (o->as_ns_init && c.p[0].pid != 1)
-    {
-      crest_error_make(err, EINVAL, "image %s: its root is PID %d, not the init of a PID namespace",
-                       o->image_dir, c.p[0].pid);
-      free_ctx(&c);
-      return -1;
-    }
-  /* Every task starts with the restorer's capabilities: a chroot'd one
-     needs CAP_SYS_CHROOT among them. Known now, before anything exists. */
-  for (size_t i = 0; i < c.np; i++)
-    if (c.p[i].root_dir)
-      {
-        struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-        struct __user_cap_data_struct d[2];
-        if (syscall(SYS_capget, &h, d) < 0)
-          crest_error_errno(err, "restore: capget");
-        else if (!(d[0].effective & (1U << CAP_SYS_CHROOT)))
-          crest_error_make(err, EPERM,
-                           "restore: process %d has a root directory of its own (chroot to %s): "
-                           "giving it back needs CAP_SYS_CHROOT, which this restore does not hold",
-                           c.p[i].pid, c.p[i].root_dir);
-        else
-          break;
-        free_ctx(&c);
-        return -1;
-      }
   {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -2470,8 +2728,12 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
             return -1;
           }
       }
+  if (o->pid_file && check_pid_file_dir(o->pid_file, err) < 0)
+    goto out;
+  fault_kill("checked");
   if (open_files(&c, err) < 0)
     goto out;
+  fault_kill("files");
   if (pipe2(c.report, O_CLOEXEC) < 0)
     {
       crest_error_errno(err, "restore: pipe");
@@ -2552,8 +2814,10 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
     }
   close(c.report[1]);
   c.report[1] = -1;
+  fault_kill("created");
   if (finish_tree(&c, err) < 0)
     goto fail;
+  fault_kill("running");
   sigprocmask(SIG_SETMASK, &old, NULL);
   *root_out = c.p[0].pid;
   {
@@ -2565,10 +2829,15 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
   }
   if (o->pid_file)
     {
+      /* All or nothing: a caller that gets no PID must not find the tree
+         running (its retry would meet "PID in use"). */
       char num[24];
       int n = snprintf(num, sizeof num, "%d", c.p[0].pid);
       if (write_file_atomic(o->pid_file, num, n, 0644, err) < 0)
-        goto out;
+        {
+          kill_all(&c);
+          goto out;
+        }
     }
   if (!o->detach)
     {

@@ -16,7 +16,9 @@ static const char *const knobs[] = {
      exists); ACTION@PHASE for a checkpoint (dump-guard.c), ACTION one of
      kill-crest (the crest the caller started is killed), kill-worker (the
      engine's tracing worker is killed), eio (the phase fails with EIO),
-     PHASE one of seize, inject, memory, files, commit. */
+     PHASE one of seize, inject, memory, files, commit; restore-kill:PHASE
+     (a process-mode restore SIGKILLs itself at PHASE: checked, files,
+     created, finishing, running). */
   "CREST_FAULT",
   /* Set: a checkpoint prints its counters (processes, bytes, readv calls). */
   "CREST_STATS",

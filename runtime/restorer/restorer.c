@@ -1,6 +1,6 @@
 /* crest-restorer: the process crun starts in a restoring container.
  *
- *   crest-restorer IMAGE_DIR
+ *   crest-restorer IMAGE_DIR cr-granted=0|1
  *
  * crest's restore config makes this static program the container's process,
  * bind-mounted read-only with the image. It runs as PID 1 of the container's
@@ -13,8 +13,8 @@
  * 3 (the sync pipe crest passed through crun's --preserve-fds) as soon as it
  * runs; while it works this process is named "crest-restoring" (its comm);
  * once the engine has turned it into the restored init the name is the
- * init's own. On failure it writes one line to the sync pipe and to stderr,
- * and exits 1: crun then tears the container down. */
+ * init's own. On failure it writes one line to the sync pipe (to stderr
+ * when there is none), and exits 1: crun then tears the container down. */
 #include <config.h>
 
 #include <errno.h>
@@ -32,13 +32,17 @@
 
 #define SYNC_FD 3
 
+/* To crest through the sync pipe, which prints it as its one line; to
+   stderr only without it (started by hand): the container's stderr is the
+   workload's, and the line would otherwise be printed twice. */
 static void
 report(const char *text)
 {
   struct stat st;
   if (fstat(SYNC_FD, &st) == 0 && S_ISFIFO(st.st_mode))
     dprintf(SYNC_FD, "%s\n", text);
-  fprintf(stderr, "crest-restorer: %s\n", text);
+  else
+    fprintf(stderr, "crest-restorer: %s\n", text);
 }
 
 int
@@ -59,9 +63,10 @@ main(int argc, char **argv)
     if (fstat(SYNC_FD, &st) == 0 && S_ISFIFO(st.st_mode) && write(SYNC_FD, "R\n", 2) != 2)
       return 2;
   }
-  if (argc != 2)
+  if (argc != 3 || strncmp(argv[2], "cr-granted=", 11) != 0)
     {
-      report("usage: crest-restorer IMAGE_DIR (started by `crest restore`, not by hand)");
+      report("usage: crest-restorer IMAGE_DIR cr-granted=0|1 (started by `crest restore`, not by "
+             "hand)");
       return 2;
     }
   if (getpid() != 1)
@@ -85,6 +90,11 @@ main(int argc, char **argv)
   memset(&o, 0, sizeof o);
   o.image_dir = argv[1];
   o.as_ns_init = true;
+  /* This process holds the configuration's capabilities plus
+     CAP_CHECKPOINT_RESTORE; crest says whether the configuration grants
+     that one itself. */
+  o.caps_from_config = true;
+  o.cr_granted = strcmp(argv[2], "cr-granted=1") == 0;
   o.stdio_fds[0] = o.stdio_fds[1] = o.stdio_fds[2] = -1;
   /* Returns only on failure: on success this process is the restored init. */
   if (crest_engine_restore(&o, &root, &err) == 0)

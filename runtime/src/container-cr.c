@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -62,6 +63,23 @@ abs_path(const char *p)
   if (!getcwd(cwd, sizeof cwd))
     return NULL;
   return xasprintf("%s/%s", cwd, p);
+}
+
+/* ": LINE", the last line crun wrote to FD (a memfd), or "". */
+static const char *
+crun_says(int fd)
+{
+  static char buf[512], out[520];
+  ssize_t n;
+  char *line;
+  if (fd < 0 || (n = pread(fd, buf, sizeof buf - 1, 0)) <= 0)
+    return "";
+  buf[n] = '\0';
+  while (n > 0 && buf[n - 1] == '\n')
+    buf[--n] = '\0';
+  line = strrchr(buf, '\n');
+  snprintf(out, sizeof out, ": %s", line ? line + 1 : buf);
+  return out;
 }
 
 static int
@@ -615,7 +633,12 @@ make_restore_config(yajl_val config, const char *restorer, const char *image, ch
   bool in_dev = has_dev_tmpfs(obj_get(config, "mounts"));
   const char *in_restorer = in_dev ? IN_DEV_RESTORER : IN_ROOT_RESTORER;
   const char *in_image = in_dev ? IN_DEV_IMAGE : IN_ROOT_IMAGE;
-  const char *args[] = { in_restorer, in_image, NULL };
+  /* The restored tasks get CAP_CHECKPOINT_RESTORE only if the
+     configuration gives it (docs/engine.md, "Capabilities from the image"). */
+  const char *granted = crest_config_process_holds_cap(config, "CAP_CHECKPOINT_RESTORE") == 1
+                            ? "cr-granted=1"
+                            : "cr-granted=0";
+  const char *args[] = { in_restorer, in_image, granted, NULL };
   const struct crest_config_bind binds[] = { { restorer, in_restorer }, { image, in_image } };
   const char *pause_ms = crest_test_knob("CREST_RESTORER_PAUSE_MS");
   cleanup_free char *pause = pause_ms ? xasprintf("CREST_RESTORER_PAUSE_MS=%s", pause_ms) : NULL;
@@ -853,6 +876,7 @@ crest_container_restore(struct crest_global *g, const char *id,
   yajl_val config = NULL;
   size_t config_len = 0, restore_len = 0;
   int sync[2] = { -1, -1 }, status = 0;
+  cleanup_close int crun_err = -1;
   pid_t crun = -1, init = 0;
   bool crun_done = false, restored = false, started = false;
   time_t deadline;
@@ -936,6 +960,17 @@ crest_container_restore(struct crest_global *g, const char *id,
   saved_config = xasprintf("%s/config.json", state_dir);
   restore_config = xasprintf("%s/restore-config.json", state_dir);
   pid_file = opts->pid_file ? abs_path(opts->pid_file) : xasprintf("%s/restore.pid", state_dir);
+  {
+    /* A pid file crun cannot write fails the restore: say so before
+       anything exists. */
+    cleanup_free char *pdir = xstrdup(pid_file);
+    char *slash = strrchr(pdir, '/');
+    if (slash && slash != pdir)
+      *slash = '\0';
+    if (opts->pid_file && slash && access(pdir, W_OK | X_OK) < 0)
+      return crest_error_errno(err, "container `%s`: restore: pid file %s: directory %s", id,
+                               pid_file, pdir);
+  }
   memset(&st, 0, sizeof st);
   st.id = (char *)id;
   st.bundle = bundle;
@@ -980,7 +1015,13 @@ crest_container_restore(struct crest_global *g, const char *id,
       args[n++] = (char *)"--no-new-keyring";
     args[n++] = (char *)id;
     args[n] = NULL;
-    struct crest_crun_fds fds = { sync[1], -1, -1 };
+    /* Detached with a terminal, the container's stdio is the pty and crun
+       exits once it runs, so crun's stderr is crun's alone: keep it, and
+       say why crun failed in the one line (a console socket nobody
+       listens on, say). */
+    if (opts->console_socket && opts->detach)
+      crun_err = memfd_create("crun-stderr", MFD_CLOEXEC);
+    struct crest_crun_fds fds = { sync[1], -1, crun_err };
     crun = crest_crun_spawn(g, "run", args, &fds, err);
   }
   close(sync[1]);
@@ -1016,7 +1057,8 @@ crest_container_restore(struct crest_global *g, const char *id,
               status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
               if (opts->detach && status != 0)
                 {
-                  snprintf(msg, sizeof msg, "crun run failed with status %d", status);
+                  snprintf(msg, sizeof msg, "crun run failed with status %d%s", status,
+                           crun_says(crun_err));
                   break;
                 }
             }
@@ -1067,7 +1109,27 @@ crest_container_restore(struct crest_global *g, const char *id,
   if (opts->detach)
     {
       if (!crun_done)
-        status = crest_crun_wait(crun, false);
+        status = crest_crun_wait(crun, false), crun_done = true;
+      if (status == 0)
+        {
+          /* What crun said while it worked (warnings) still reaches the
+             user. */
+          char b[4096];
+          ssize_t r;
+          for (off_t at = 0; crun_err >= 0 && (r = pread(crun_err, b, sizeof b, at)) > 0; at += r)
+            if (write(2, b, r) != r)
+              break;
+        }
+      /* All or nothing: crun failing after the tree exists (its pid file,
+         the console socket) must not leave the container behind. */
+      if (status != 0)
+        {
+          crest_error_make(err, 0,
+                           "container `%s`: restore: crun run failed with status %d after the "
+                           "tree was restored%s",
+                           id, status, crun_says(crun_err));
+          goto undo;
+        }
       return 0;
     }
   /* Foreground: the container runs until its init exits. crun deletes it

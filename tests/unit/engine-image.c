@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "engine.h"
 #include "image.h"
@@ -75,6 +76,11 @@ put(const char *dir, const char *name, const char *text)
    "root_dir" member (JSON text: a key and its value) to its process;
    tree_format is the manifest's format. */
 static const char *tree_file_type, *tree_terminal, *tree_process_extra, *tree_root_dir;
+/* When set, the first occurrence of tree_find in the tree is replaced by
+   tree_repl; tree_dup_thread gives the process a second thread with the
+   same record (and so the same TID). */
+static const char *tree_find, *tree_repl;
+static bool tree_dup_thread;
 static int tree_format = 1;
 
 /* Write an image whose tree.json is built from the slots, with a page file
@@ -122,6 +128,20 @@ check_tree(const char *name, const char *vmas, const char *pages, const char *fd
       free(tree);
       tree = edited;
     }
+  if (tree_find && strstr(tree, tree_find))
+    {
+      char *t = strstr(tree, tree_find);
+      char *edited = xasprintf("%.*s%s%s", (int)(t - tree), tree, tree_repl, t + strlen(tree_find));
+      free(tree);
+      tree = edited;
+    }
+  if (tree_dup_thread)
+    {
+      char *a = strstr(tree, "{\"tid\": 10"), *e = strstr(a, "\"pending\": []}") + 14;
+      char *edited = xasprintf("%.*s, %.*s%s", (int)(e - tree), tree, (int)(e - a), a, e);
+      free(tree);
+      tree = edited;
+    }
   if (tree_terminal)
     {
       char *edited
@@ -159,6 +179,145 @@ expect_tree(const char *name, const char *want, const char *what)
   else
     tap_ok(rc == 0, "%s passes%s%s", what, msg && *msg ? ": " : "", msg ? msg : "");
   free(msg);
+}
+
+/* Numbers, IDs and paths the format constrains (docs/image-format.md),
+   each edited into an otherwise valid tree. */
+static void
+hostile_trees(void)
+{
+  static const struct
+  {
+    const char *what, *find, *repl, *want;
+  } cases[] = {
+    { "a hexadecimal number \"0x-1\"", "\"personality\": \"0x0\"", "\"personality\": \"0x-1\"",
+      "bad hexadecimal" },
+    { "a hexadecimal number \"0x 1\"", "\"personality\": \"0x0\"", "\"personality\": \"0x 1\"",
+      "bad hexadecimal" },
+    { "a hexadecimal number of 17 digits", "\"personality\": \"0x0\"",
+      "\"personality\": \"0x10000000000000000\"", "bad hexadecimal" },
+    { "a relative exe", "\"exe\": \"/bin/true\"", "\"exe\": \"bin/true\"", "not an absolute path" },
+    { "a relative cwd", "\"cwd\": \"/\"", "\"cwd\": \".\"", "not an absolute path" },
+    { "a page run at an unaligned offset", "\"len\": \"0x2000\", \"off\": \"0x0\"",
+      "\"len\": \"0x1000\", \"off\": \"0x10\"", "page run 0" },
+    { "a device that is not a memory device", "\"path\": \"/dev/null\"", "\"path\": \"/dev/sda\"",
+      "not a device crest restores" },
+    { "a relative file path", "\"path\": \"/dev/null\"", "\"path\": \"dev/null\"", "not absolute" },
+    { "a file index of 2^32 (0 once cast to int)", "\"file\": 0", "\"file\": 4294967296",
+      "malformed" },
+    { "a pipe of 2^32 + 4096 bytes (4096 once cast to int)", "\"pipes\": []",
+      "\"pipes\": [{\"ino\": \"0x5\", \"size\": 4294971392}]", "size 4294971392 out of range" },
+    { "a pipe of negative size", "\"pipes\": []", "\"pipes\": [{\"ino\": \"0x5\", \"size\": -1}]",
+      "out of range" },
+    { "a descriptor on a pipe that is not listed", "\"type\": \"dev\"",
+      "\"type\": \"pipe\", \"pipe\": \"0x9\", \"read_end\": true", "not in the pipe list" },
+    { "a process group of 2^32 + 10 (10 once cast to pid_t)", "\"pgid\": 10",
+      "\"pgid\": 4294967306", "bad ids" },
+    { "UID 2^32 - 1", "\"uids\": [0,0,0,0]", "\"uids\": [4294967295,0,0,0]", "UID or GID" },
+    { "a nice value of 40", "\"nice\": 0", "\"nice\": 40", "out of range" },
+    { "an oom_score_adj of 5000", "\"oom_score_adj\": 0", "\"oom_score_adj\": 5000",
+      "out of range" },
+    { "an itimer of 2 million microseconds", "\"interval_usec\": 0", "\"interval_usec\": 2000000",
+      "itimer 0 out of range" },
+  };
+  for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
+    {
+      char name[32];
+      snprintf(name, sizeof name, "t-hostile%zu", i);
+      tree_find = cases[i].find, tree_repl = cases[i].repl;
+      expect_tree(name, cases[i].want, cases[i].what);
+    }
+  tree_find = tree_repl = NULL;
+  tree_dup_thread = true;
+  expect_tree("t-duptid", "TID 10 appears twice", "two threads of one process with one TID");
+  tree_dup_thread = false;
+}
+
+/* Run img_reader_open on DIR in a child that SIGALRM kills after 10 s:
+   0 refused with WANT in the message, 1 accepted, 2 refused otherwise,
+   3 it did not return (a FIFO waited for a writer). */
+static int
+open_bounded(const char *dir, const char *want)
+{
+  int st;
+  pid_t pid = fork();
+  if (pid == 0)
+    {
+      struct img_reader *r = NULL;
+      crest_error_t err = NULL;
+      alarm(10);
+      if (img_reader_open(dir, false, true, &r, &err) == 0)
+        _exit(1);
+      _exit(err && strstr(err->msg, want) ? 0 : 2);
+    }
+  if (pid < 0 || waitpid(pid, &st, 0) < 0)
+    return 3;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 3;
+}
+
+/* Image files that are not what the manifest says, and a file replaced
+   after the reader checked it. */
+static void
+hostile_files(void)
+{
+  char dir[600], path[700], other[700];
+  struct img_writer *w;
+  struct img_reader *r = NULL;
+  crest_error_t err = NULL;
+  int rc;
+
+  snprintf(dir, sizeof dir, "%s/fifo-img", base);
+  if (img_writer_open(dir, &w, &err) == 0 && img_write_file(w, "a.img", "hello", 5, &err) == 0
+      && img_writer_commit(w, NULL, 1, &err) == 0)
+    {
+      img_writer_free(w);
+      snprintf(path, sizeof path, "%s/a.img", dir);
+      unlink(path);
+      mkfifo(path, 0600);
+      rc = open_bounded(dir, "not a regular file");
+      tap_ok(rc == 0, "an image file that is a FIFO is refused at once (result %d, 3: it waited)",
+             rc);
+      unlink(path);
+      snprintf(path, sizeof path, "%s/manifest.json", dir);
+      unlink(path);
+      mkfifo(path, 0600);
+      rc = open_bounded(dir, "not a regular file");
+      tap_ok(rc == 0, "a manifest that is a FIFO is refused at once (result %d, 3: it waited)", rc);
+    }
+  else
+    tap_ok(false, "write the FIFO test image: %s", err ? err->msg : "");
+  crest_error_release(&err);
+
+  snprintf(dir, sizeof dir, "%s/swap-img", base);
+  if (img_writer_open(dir, &w, &err) == 0 && img_write_file(w, "a.img", "hello", 5, &err) == 0
+      && img_writer_commit(w, NULL, 1, &err) == 0 && (img_writer_free(w), 1)
+      && img_reader_open(dir, false, true, &r, &err) == 0)
+    {
+      char got[6] = "";
+      uint64_t size = 0;
+      int fd;
+      FILE *f;
+      snprintf(path, sizeof path, "%s/a.img", dir);
+      snprintf(other, sizeof other, "%s/b.tmp", dir);
+      f = fopen(other, "w");
+      fputs("EVIL!", f);
+      fclose(f);
+      rename(other, path);
+      fd = img_reader_open_file(r, "a.img", &size, &err);
+      if (fd >= 0)
+        {
+          if (read(fd, got, 5) != 5)
+            got[0] = 0;
+          close(fd);
+        }
+      tap_is_str(got, "hello",
+                 "a file replaced after the reader hashed it: the reader still reads what it "
+                 "hashed");
+      img_reader_free(r);
+    }
+  else
+    tap_ok(false, "write the swap test image: %s", err ? err->msg : "");
+  crest_error_release(&err);
 }
 
 int
@@ -517,6 +676,8 @@ main(void)
     tree_format = 1;
   }
 
+  hostile_trees();
+  hostile_files();
   {
     crest_error_t e2 = NULL;
     remove_tree(base, &e2);

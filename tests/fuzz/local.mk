@@ -1,0 +1,27 @@
+# Build fragment for tests/fuzz/, included by the top Makefile.am (see docs/hacking.md).
+#
+# The image fuzzer (tests/fuzz/fuzz-image.c): libFuzzer over the image
+# reader and the restore plan, built with clang and its sanitizers apart
+# from the rest. `make fuzz FUZZ_SECONDS=N` runs it on the committed seeds
+# (tests/fuzz/seeds/) plus FUZZ_CORPUS (a directory outside the tree it
+# keeps adding to; more seeds from real images: tools/fuzz-seeds).
+FUZZ_SECONDS ?= 60
+FUZZ_CORPUS ?= $(abs_builddir)/fuzz-corpus
+FUZZ_CC ?= clang
+FUZZ_FLAGS ?=
+FUZZ_SRCS = tests/fuzz/fuzz-image.c runtime/engine/image.c runtime/engine/image-check.c \
+	runtime/engine/restore.c runtime/engine/ptrace.c \
+	runtime/lib/error.c runtime/lib/log.c runtime/lib/util.c runtime/lib/sha256.c runtime/lib/testhook.c
+EXTRA_DIST += tests/fuzz/fuzz-image.c tests/fuzz/seeds tools/fuzz-seeds
+CLEANFILES += tests/fuzz/fuzz-image
+
+tests/fuzz/fuzz-image: $(addprefix $(srcdir)/,$(FUZZ_SRCS)) runtime/engine/restorer-blob.c
+	$(AM_V_CC)$(MKDIR_P) tests/fuzz && $(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-I. -I$(srcdir)/runtime/lib -I$(srcdir)/runtime/engine $(YAJL_CFLAGS) \
+		$(addprefix $(srcdir)/,$(FUZZ_SRCS)) runtime/engine/restorer-blob.c $(YAJL_LIBS) -o $@
+
+fuzz: tests/fuzz/fuzz-image
+	@$(MKDIR_P) $(FUZZ_CORPUS)
+	./tests/fuzz/fuzz-image -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=2048 \
+		-max_len=65536 -print_final_stats=1 $(FUZZ_FLAGS) $(FUZZ_CORPUS) $(srcdir)/tests/fuzz/seeds
+.PHONY: fuzz
