@@ -69,6 +69,7 @@ ZDTM_PROGS += bats-tests/progs/zdtm-zombie
 ZDTM_PROGS += bats-tests/progs/zdtm-sigstorm
 ZDTM_PROGS += bats-tests/progs/zdtm-stopped
 ZDTM_PROGS += bats-tests/progs/zdtm-chroot
+ZDTM_PROGS += bats-tests/progs/zdtm-lost
 # Not restorable on purpose: checkpoint must refuse it (sockets are not v1).
 ZDTM_PROGS += bats-tests/progs/zdtm-socket
 ZDTM_PROGS += bats-tests/progs/zdtm-thread-creds
@@ -127,6 +128,8 @@ bats_tests_progs_zdtm_nested_ns_SOURCES = bats-tests/zdtm/nested-ns.c $(ZDTM_COM
 bats_tests_progs_zdtm_nested_ns_LDFLAGS = -static -pthread
 bats_tests_progs_zdtm_trap_ignored_SOURCES = bats-tests/zdtm/trap-ignored.c $(ZDTM_COMMON)
 bats_tests_progs_zdtm_trap_ignored_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_lost_SOURCES = bats-tests/zdtm/lost.c $(ZDTM_COMMON)
+bats_tests_progs_zdtm_lost_LDFLAGS = -static -pthread
 # --- end of the zdtm block ---------------------------------------------------
 
 # The other end of --console-socket: receives the pty master, records what

@@ -103,6 +103,7 @@ struct dpipe
   char *path; /* named FIFO */
   bool has_r, has_w;
   bool low_fds_only; /* every descriptor on it is 0, 1 or 2 */
+  bool no_r, no_w;   /* that end is closed in every process (pipe_other_end_closed) */
   pid_t rpid;
   int rfd;
   pid_t opid; /* a named FIFO: any descriptor on it */
@@ -467,6 +468,15 @@ ns_ids(struct dctx *c, crest_error_t *err)
   return 0;
 }
 
+static int
+check_groups(struct dctx *c, crest_error_t *err)
+{
+  cleanup_free pid_t *ids = xmalloc(3 * c->np * sizeof *ids);
+  for (size_t i = 0; i < c->np; i++)
+    ids[i] = c->p[i].ipid, ids[c->np + i] = c->p[i].ipgid, ids[2 * c->np + i] = c->p[i].isid;
+  return pstree_check_groups(c->np, ids, ids + c->np, ids + 2 * c->np, err);
+}
+
 /* Is PID a process that has exited and waits for its parent's wait() (its
    whole thread group gone, only the leader's entry left)? Then *STATUS is
    what wait() will report, from the exit_code field of /proc/PID/stat. */
@@ -574,6 +584,8 @@ seize_process(struct dctx *c, struct dproc *p, crest_error_t *err)
     return crest_error_make(err, ENOTSUP, "task %d: the root of the tree is a zombie", p->pid);
   if (p->zombie)
     return 0; /* nothing to seize: restore recreates it and lets it exit */
+  if (pstree_check_leader(p->pid, err) < 0)
+    return -1;
   while (again)
     {
       cleanup_free char *path = xasprintf("/proc/%d/task", p->pid);
@@ -1293,7 +1305,8 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
   link[n] = 0;
   if (stat(lpath, &st) < 0)
     return crest_error_errno(err, "task %d: fd %d (%s): stat", p->pid, fd, link);
-  if (fdinfo_get(p->pid, fd, &pos, &flags, err) < 0)
+  if (fdinfo_get(p->pid, fd, &pos, &flags, err) < 0
+      || files_check_fd(p->pid, fd, link, &st, err) < 0)
     return -1;
 
   /* Same open file description as one seen before? */
@@ -1517,14 +1530,34 @@ dump_pipes(struct dctx *c, crest_error_t *err)
               pp->ino = 0;
               continue;
             }
-          for (size_t k = 0; k < c->nfds; k++)
+          for (size_t k = 0; k < c->nfds && !pp->no_r && !pp->no_w; k++)
             if (strcmp(c->f[c->fds[k].file].type, "pipe") == 0
                 && c->f[c->fds[k].file].ino_pipe == pp->ino)
-              return crest_error_make(err, ENOTSUP,
-                                      "task %d: fd %d (pipe:[%" PRIu64
-                                      "]): its other end is outside "
-                                      "the checkpointed tree",
-                                      c->fds[k].pid, c->fds[k].fd, pp->ino);
+              {
+                cleanup_close int d = getfd(c->fds[k].pid, c->fds[k].fd, err);
+                if (d < 0)
+                  return -1;
+                if (!pipe_other_end_closed(d, pp->has_r))
+                  return crest_error_make(err, ENOTSUP,
+                                          "task %d: fd %d (pipe:[%" PRIu64
+                                          "]): its other end is open in a process outside the "
+                                          "checkpointed tree",
+                                          c->fds[k].pid, c->fds[k].fd, pp->ino);
+                /* Closed everywhere: restore closes it again. Bytes left
+                   without a reader are peeked through a read end opened
+                   anew from the writer's descriptor. */
+                pp->no_r = !pp->has_r, pp->no_w = !pp->has_w;
+                if (pp->no_r)
+                  {
+                    cleanup_free char *lp
+                        = xasprintf("/proc/%d/fd/%d", c->fds[k].pid, c->fds[k].fd);
+                    rd = open(lp, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+                    if (rd < 0)
+                      return crest_error_errno(err, "task %d: fd %d: open the pipe to read it",
+                                               c->fds[k].pid, c->fds[k].fd);
+                    pp->rpid = c->fds[k].pid, pp->rfd = c->fds[k].fd;
+                  }
+              }
         }
       if (rd < 0)
         rd = getfd(pp->rpid, pp->rfd, err);
@@ -1841,7 +1874,8 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   char exe[PATH_MAX + 1], cwd[PATH_MAX + 1];
   unsigned long long f[64] = { 0 };
   struct vma *v = NULL;
-  size_t nv = 0, auxlen = 0;
+  struct vmflags_ent *vf = NULL;
+  size_t nv = 0, auxlen = 0, nvf = 0;
   const char *s;
   long ids[4];
   char *q;
@@ -1880,6 +1914,8 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   s = status_field(status, "Seccomp");
   if (s && atoi(s) != 0)
     return crest_error_make(err, ENOTSUP, "task %d: seccomp filters are not supported yet", p->pid);
+  if (timers_check(p->pid, err) < 0)
+    return -1;
   {
     cleanup_free char *path = NULL;
     ssize_t n;
@@ -2067,7 +2103,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
     cont_pending |= put_pending(g, "shared_pending", si, n);
   }
 
-  if (parse_maps(p->pid, &v, &nv, err) < 0)
+  if (parse_maps(p->pid, &v, &nv, err) < 0 || vmflags_load(p->pid, &vf, &nvf, err) < 0)
     goto out;
   jput_key(g, "vmas");
   yajl_gen_array_open(g);
@@ -2079,6 +2115,17 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       jput_int(g, "prot", v[i].prot);
       jput_bool(g, "shared", v[i].shared);
       jput_str(g, "kind", v[i].kind);
+      {
+        uint32_t madv;
+        if (vmflags_check(vf, nvf, p->pid, v[i].start, v[i].end, v[i].kind, &madv, err) < 0)
+          goto out;
+        if (madv)
+          {
+            jput_int(g, "madv", madv);
+            if (c->w->format < CREST_IMAGE_FORMAT_ATTRS)
+              c->w->format = CREST_IMAGE_FORMAT_ATTRS;
+          }
+      }
       if (v[i].path && strcmp(v[i].kind, "memfile") == 0)
         {
           if (dump_memfile(c, p, &v[i], g, err) < 0)
@@ -2233,7 +2280,8 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       jput_int(g, "stop_signal", p->stop_sig);
       if (p != &c->p[0] && find_proc(c, p->ppid))
         jput_bool(g, "stop_reported", p->stop_reported);
-      c->w->format = CREST_IMAGE_FORMAT_STOP;
+      if (c->w->format < CREST_IMAGE_FORMAT_STOP)
+        c->w->format = CREST_IMAGE_FORMAT_STOP;
     }
   yajl_gen_map_close(g);
   rc = 0;
@@ -2242,6 +2290,7 @@ bad_status:
   crest_error_make(err, EINVAL, "task %d: cannot parse /proc status", p->pid);
 out:
   free_vmas(v, nv);
+  free(vf);
   (void)comm;
   return rc;
 }
@@ -2417,7 +2466,7 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
     goto out;
   crest_debug("checkpoint: %zu processes seized", c.np);
   if (ns_ids(&c, err) < 0 || user_ns(&c, err) < 0 || same_namespaces(&c, err) < 0
-      || dump_roots(&c, err) < 0)
+      || dump_roots(&c, err) < 0 || check_groups(&c, err) < 0)
     goto out;
   if (o->root_is_ns_init)
     find_terminal(&c);
@@ -2504,6 +2553,12 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
           jput_str(g, "path", c.pp[i].path);
         if (c.pp[i].data)
           jput_str(g, "data", c.pp[i].data);
+        if (c.pp[i].no_r || c.pp[i].no_w)
+          {
+            jput_bool(g, c.pp[i].no_r ? "no_reader" : "no_writer", true);
+            if (c.w->format < CREST_IMAGE_FORMAT_ATTRS)
+              c.w->format = CREST_IMAGE_FORMAT_ATTRS;
+          }
         yajl_gen_map_close(g);
       }
   yajl_gen_array_close(g);
@@ -2588,6 +2643,13 @@ out:
         const char *s;
         if (c.p[i].zombie)
           continue;
+        /* A leader gone before its other threads shows Z too: that was
+           the reason given (pstree_check_leader), not an exit. */
+        if (pstree_check_leader(c.p[i].pid, &e2) < 0)
+          {
+            crest_error_release(&e2);
+            continue;
+          }
         if (read_proc(c.p[i].pid, "status", &st, &e2) < 0 || !(s = status_field(st, "State"))
             || *s == 'Z' || *s == 'X')
           {

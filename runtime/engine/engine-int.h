@@ -81,6 +81,55 @@ pt_restore_signals(pid_t tid, uint64_t saved, crest_error_t *err);
 void
 pt_normalize_restart(struct user_regs_struct *r);
 
+/* files-check.c: refuse a descriptor of task PID whose state crest does
+   not restore (locks, O_ASYNC, packet pipes, pidfds and other anonymous
+   inodes, O_PATH on special files, /proc files of tasks, deleted
+   directories and FIFOs), in one line naming the task, fd and reason. */
+struct stat;
+int
+files_check_fd(pid_t pid, int fd, const char *link, const struct stat *st, crest_error_t *err);
+
+/* pstree-check.c: a process whose thread-group leader exited before its
+   other threads; a process group or session whose leader exited (IDs as
+   recorded, index 0 the root). Refused in one line naming the task. */
+int
+pstree_check_leader(pid_t pid, crest_error_t *err);
+int
+pstree_check_groups(size_t n, const pid_t *pid, const pid_t *pgid, const pid_t *sid,
+                    crest_error_t *err);
+
+/* timers.c: a process holding a POSIX timer is refused (one line). */
+int
+timers_check(pid_t pid, crest_error_t *err);
+
+/* vmflags.c: smaps VmFlags of a process. The bits a mapping records in
+   the image ("madv", format 3); each but VMF_NORESERVE (an mmap flag) is
+   put back with madvise(vmflags_advice(bit)). */
+#define VMF_DONTFORK 0x1u
+#define VMF_WIPEONFORK 0x2u
+#define VMF_DONTDUMP 0x4u
+#define VMF_HUGEPAGE 0x8u
+#define VMF_NOHUGEPAGE 0x10u
+#define VMF_SEQUENTIAL 0x20u
+#define VMF_RANDOM 0x40u
+#define VMF_MERGEABLE 0x80u
+#define VMF_NORESERVE 0x100u
+#define VMF_ALL 0x1ffu
+struct vmflags_ent;
+int
+vmflags_load(pid_t pid, struct vmflags_ent **out, size_t *n, crest_error_t *err);
+int
+vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, uint64_t end,
+              const char *kind, uint32_t *bits, crest_error_t *err);
+int
+vmflags_advice(uint32_t bit);
+
+/* pipes.c */
+int
+pipe_other_end_closed(int fd, bool read_end);
+int
+pipe_reopen(int svc, bool read_end, int flags, crest_error_t *err);
+
 extern const unsigned char crest_restorer_blob[];
 extern const size_t crest_restorer_blob_size;
 

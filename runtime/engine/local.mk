@@ -16,6 +16,11 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/ptrace.c \
 	runtime/engine/dump.c \
 	runtime/engine/restore.c \
+	runtime/engine/files-check.c \
+	runtime/engine/pstree-check.c \
+	runtime/engine/timers.c \
+	runtime/engine/vmflags.c \
+	runtime/engine/pipes.c \
 	runtime/engine/blob/blob-abi.h
 nodist_runtime_engine_libcrest_engine_a_SOURCES = runtime/engine/restorer-blob.c
 runtime_engine_libcrest_engine_a_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS)

@@ -83,6 +83,7 @@ struct rvma
   uint64_t file_size;
   const char *data; /* memfile: the image file with the object's bytes */
   int svc;          /* file mappings: the descriptor the blob maps */
+  uint32_t madv;    /* VMF_* bits (vmflags.c) */
 };
 
 struct rrun
@@ -159,6 +160,8 @@ struct rpipe
   int64_t size;
   const char *data, *path;
   int r, w;
+  bool no_r, no_w;       /* that end was closed everywhere: closed again */
+  bool r_taken, w_taken; /* an open file description of the tree has it */
 };
 
 struct rctx
@@ -498,6 +501,16 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
             m->end);
       m->prot = prot;
       strcpy(m->kind, kind);
+      if (has_key(items[i], "madv"))
+        {
+          int64_t madv;
+          if (jget_i64(items[i], "madv", &madv, err) < 0)
+            return -1;
+          CHECK(c->img->format >= CREST_IMAGE_FORMAT_ATTRS && madv > 0 && madv <= VMF_ALL,
+                "process %d: mapping %ld: bad madv %lld (format %d)", p->pid, i, (long long)madv,
+                c->img->format);
+          m->madv = (uint32_t)madv;
+        }
       m->svc = -1;
       if (strcmp(kind, "file") == 0)
         {
@@ -762,6 +775,13 @@ parse_tree(struct rctx *c, crest_error_t *err)
       if (pp->path && pp->path[0] != '/')
         return crest_error_make(err, EINVAL, "image %s: tree.json: pipe %ld: relative FIFO path",
                                 c->o->image_dir, i);
+      pp->no_r = has_key(items[i], "no_reader");
+      pp->no_w = has_key(items[i], "no_writer");
+      if ((pp->no_r || pp->no_w)
+          && (c->img->format < CREST_IMAGE_FORMAT_ATTRS || pp->path || (pp->no_r && pp->no_w)))
+        return crest_error_make(err, EINVAL,
+                                "image %s: tree.json: pipe %ld: bad no_reader/no_writer",
+                                c->o->image_dir, i);
       pp->r = pp->w = -1;
     }
   c->npp = n;
@@ -997,6 +1017,15 @@ open_files(struct rctx *c, crest_error_t *err)
                                     "image %s: file %d: pipe:[%" PRIu64 "] is not in the pipe list",
                                     c->o->image_dir, f->id, f->pipe);
           f->svc = f->read_end ? pp->r : pp->w;
+          /* A second open file description of the same end: its own. */
+          if (f->read_end ? pp->r_taken : pp->w_taken)
+            {
+              int d = pipe_reopen(f->svc, f->read_end, f->flags, err);
+              if (d < 0 || (f->svc = svc_place(c, d, err)) < 0)
+                return -1;
+              continue;
+            }
+          *(f->read_end ? &pp->r_taken : &pp->w_taken) = true;
           /* O_NONBLOCK lives in the open file description. */
           if (fcntl(f->svc, F_SETFL, f->flags & (O_NONBLOCK | O_APPEND)) < 0)
             return crest_error_errno(err, "restore: pipe flags");
@@ -1048,6 +1077,14 @@ open_files(struct rctx *c, crest_error_t *err)
       if ((f->svc = svc_place(c, fd, err)) < 0)
         return -1;
     }
+  /* An end closed in every process at checkpoint is closed again. */
+  for (size_t i = 0; i < c->npp; i++)
+    if (c->pp[i].no_r || c->pp[i].no_w)
+      {
+        int *end = c->pp[i].no_r ? &c->pp[i].r : &c->pp[i].w;
+        close(*end);
+        *end = -1;
+      }
   for (size_t i = 0; i < c->np; i++)
     {
       struct rproc *p = &c->p[i];
@@ -1695,6 +1732,8 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
         flags |= MAP_ANONYMOUS;
       if (strcmp(m->kind, "stack") == 0)
         flags |= MAP_GROWSDOWN;
+      if (m->madv & VMF_NORESERVE)
+        flags |= MAP_NORESERVE;
       OPEQ(&main_ops, SYS_mmap, (int64_t)m->start, m->start, m->end - m->start, prot, flags,
            m->path ? (uint64_t)m->svc : (uint64_t)-1, m->path ? m->pgoff * PAGE : 0);
     }
@@ -1709,6 +1748,12 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
         continue;
       OP(&main_ops, SYS_mprotect, m->start, m->end - m->start, m->prot, 0, 0, 0);
     }
+  /* The advice smaps showed (vmflags.c), once the pages are in. */
+  for (size_t i = 0; i < p->nvmas; i++)
+    for (uint32_t bit = 1; bit <= VMF_ALL; bit <<= 1)
+      if ((p->vmas[i].madv & bit) && vmflags_advice(bit))
+        OP(&main_ops, SYS_madvise, p->vmas[i].start, p->vmas[i].end - p->vmas[i].start,
+           vmflags_advice(bit), 0, 0, 0);
   /* 5. mm fields and the exe link (CAP_CHECKPOINT_RESTORE). */
   {
     struct mm_map mm = p->mm;

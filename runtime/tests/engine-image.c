@@ -320,8 +320,8 @@ main(void)
       const char *what, *manifest, *expect;
     } bad[] = {
       { "not JSON", "{\"format\": 1,", "JSON" },
-      { "format 3", "{\"format\": 3, \"crest_version\": \"x\", \"kernel\": {}, \"files\": []}",
-        "format version 3" },
+      { "format 4", "{\"format\": 4, \"crest_version\": \"x\", \"kernel\": {}, \"files\": []}",
+        "format version 4" },
       { "format 0", "{\"format\": 0, \"crest_version\": \"x\", \"kernel\": {}, \"files\": []}",
         "format version 0" },
       { "no kernel identity", "{\"format\": 1, \"crest_version\": \"x\", \"files\": []}",
