@@ -394,6 +394,24 @@ set_pdeath(void)
 }
 
 static void
+set_pdeath_root(void)
+{
+  /* The harness's shell may fork once more before it runs the program:
+     that parent's exit must not end the test. */
+  signal(SIGUSR2, SIG_IGN);
+  need(prctl(PR_SET_PDEATHSIG, SIGUSR2) == 0, "PR_SET_PDEATHSIG");
+}
+
+static void
+chk_pdeath_root(void)
+{
+  int v = 0;
+  prctl(PR_GET_PDEATHSIG, &v);
+  if (v != SIGUSR2)
+    zdtm_fail("parent-death signal: expected %d, got %d", SIGUSR2, v);
+}
+
+static void
 set_thp(void)
 {
   need(prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0, "PR_SET_THP_DISABLE");
@@ -871,6 +889,7 @@ static const struct
   { "guard-region", set_guard, chk_guard },
   { "subreaper", set_subreaper, chk_subreaper },
   { "pdeathsig", set_pdeath, NULL },
+  { "pdeathsig-root", set_pdeath_root, chk_pdeath_root },
   { "thp-disable", set_thp, chk_thp },
   { "dumpable", set_dumpable, chk_dumpable },
   { "timerslack", set_slack, chk_slack },

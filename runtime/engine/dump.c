@@ -56,6 +56,7 @@ struct dthread
   int32_t alt_flags;
   uint64_t sigmask; /* the thread's own, saved before signals were blocked */
   bool blocked;     /* its signals are blocked by the engine (inject_state) */
+  struct prctl_thread pr;
 };
 
 struct dproc
@@ -69,6 +70,7 @@ struct dproc
   uint64_t itimer[3][4]; /* interval sec, usec, value sec, usec */
   uint64_t brk;
   long securebits;
+  struct prctl_proc pr;
   bool zombie;     /* exited, waiting for its parent's wait() */
   int exit_status; /* then: the status wait() will report */
   /* In a group stop (kill -STOP, ^Z): the stop signal, else 0. */
@@ -965,10 +967,18 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
   p->brk = ret;
   INJ(m->tid, &m->regs, SYS_prctl, PR_GET_SECUREBITS);
   p->securebits = ret;
+  if (prctl_dump_process(m->tid, &m->regs, p->gadget, scratch + 4096 + 1024, &p->pr, err) < 0)
+    goto out;
   for (size_t t = 0; t < p->nth; t++)
     {
       struct dthread *th = &p->th[t];
       uint64_t v[3];
+      /* The root's parent is outside the tree, except for a container's
+         init, whose parent is the runtime's, as the restored one's is. */
+      if (prctl_dump_thread(p->pid, th->tid, &th->regs, p->gadget, scratch + 4096 + 1024,
+                            p == &c->p[0] && !c->o->root_is_ns_init, &th->pr, err)
+          < 0)
+        goto out;
       INJ(th->tid, &th->regs, SYS_prctl, 40 /* PR_GET_TID_ADDRESS */, scratch + 4096 + 128);
       INJ(th->tid, &th->regs, SYS_sigaltstack, 0, scratch + 4096 + 256);
       if (vm_read(p->pid, scratch + 4096 + 128, &th->clear_tid, 8, err) < 0
@@ -1977,6 +1987,8 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   jput_int(g, "umask", s ? strtol(s, NULL, 8) : 022);
   jput_u64(g, "personality", strtoull(pers, NULL, 16));
   jput_int(g, "oom_score_adj", atoi(oom));
+  if (prctl_put_process(g, &p->pr) && c->w->format < CREST_IMAGE_FORMAT_ATTRS)
+    c->w->format = CREST_IMAGE_FORMAT_ATTRS;
   jput_key(g, "creds");
   yajl_gen_map_open(g);
   if (parse_ids(status_field(status, "Uid"), ids) < 0)
@@ -2256,6 +2268,8 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
         goto out;
       tcomm[strcspn(tcomm, "\n")] = 0;
       jput_str(g, "comm", tcomm);
+      if (prctl_put_thread(g, &th->pr) && c->w->format < CREST_IMAGE_FORMAT_ATTRS)
+        c->w->format = CREST_IMAGE_FORMAT_ATTRS;
       n = ptrace(PTRACE_PEEKSIGINFO, th->tid, &arg, si);
       if (n < 0)
         {

@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include <sys/user.h>
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_tree.h>
 #include "error.h"
 
 #define XSTATE_MAX 16384
@@ -129,6 +131,39 @@ int
 pipe_other_end_closed(int fd, bool read_end);
 int
 pipe_reopen(int svc, bool read_end, int flags, crest_error_t *err);
+
+/* prctl.c: prctl state and membarrier registrations. dumpable is set last
+   of all (restore.c, finish_process): a task that is not dumpable can no
+   longer be read with process_vm_readv by a tracer without CAP_SYS_PTRACE. */
+struct prctl_proc
+{
+  int subreaper, thp_disable, dumpable;
+  int membarrier; /* MEMBARRIER_CMD_REGISTER_* bits */
+};
+struct prctl_thread
+{
+  int pdeathsig;
+  long slack;
+};
+int
+prctl_dump_process(pid_t tid, const struct user_regs_struct *regs, uint64_t gadget,
+                   uint64_t scratch, struct prctl_proc *out, crest_error_t *err);
+int
+prctl_dump_thread(pid_t pid, pid_t tid, const struct user_regs_struct *regs, uint64_t gadget,
+                  uint64_t scratch, bool parent_outside, struct prctl_thread *out,
+                  crest_error_t *err);
+bool
+prctl_put_process(yajl_gen g, const struct prctl_proc *p);
+bool
+prctl_put_thread(yajl_gen g, const struct prctl_thread *t);
+int
+prctl_parse_process(yajl_val v, int format, struct prctl_proc *p, crest_error_t *err);
+int
+prctl_parse_thread(yajl_val v, int format, struct prctl_thread *t, crest_error_t *err);
+/* The blob's process-wide operations: OPS[i] = { syscall, arg0, arg1 }
+   (at most 8). */
+size_t
+prctl_ops_process(const struct prctl_proc *p, long ops[][3]);
 
 extern const unsigned char crest_restorer_blob[];
 extern const size_t crest_restorer_blob_size;

@@ -21,6 +21,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/timers.c \
 	runtime/engine/vmflags.c \
 	runtime/engine/pipes.c \
+	runtime/engine/prctl.c \
 	runtime/engine/blob/blob-abi.h
 nodist_runtime_engine_libcrest_engine_a_SOURCES = runtime/engine/restorer-blob.c
 runtime_engine_libcrest_engine_a_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS)

@@ -71,6 +71,7 @@ struct rthread
   uint8_t (*pending)[128];
   size_t npending;
   bool parked;
+  struct prctl_thread pr;
 };
 
 struct rvma
@@ -104,6 +105,7 @@ struct rproc
   const char *exe, *cwd;
   const char *root_dir; /* its chroot, a path in the tree's root; NULL: none */
   int64_t umask, oom;
+  struct prctl_proc pr;
   uint64_t personality;
   int64_t uids[4], gids[4];
   gid_t *groups;
@@ -249,6 +251,8 @@ parse_thread(struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
   CHECK(tid > 0 && tid < (1 << 22), "thread id %lld out of range", (long long)tid);
   t->tid = tid;
   snprintf(t->comm, sizeof t->comm, "%s", comm);
+  if (prctl_parse_thread(v, c->img->format, &t->pr, err) < 0)
+    return crest_error_wrap(err, "thread %d", t->tid);
   n = jget_array(v, "pending", &items, err);
   CHECK(n >= 0 && n <= 64, "thread %d: bad pending signal list", t->tid);
   t->pending = xzalloc((n + 1) * 128);
@@ -463,6 +467,8 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
       return -1;
   if (parse_siginfos(v, "shared_pending", &p->shared_pending, &p->nshared_pending, err) < 0)
     return -1;
+  if (prctl_parse_process(v, c->img->format, &p->pr, err) < 0)
+    return crest_error_wrap(err, "process %d", p->pid);
   if (has_key(v, "stop_signal"))
     {
       int64_t sg;
@@ -1294,6 +1300,9 @@ thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplis
       OP(l, SYS_sigaltstack, bld_alloc(b, sizeof ss, 8, ss), 0, 0, 0, 0, 0);
     }
   OP(l, SYS_prctl, PR_SET_NAME, bld_alloc(b, 16, 8, t->comm), 0, 0, 0, 0);
+  OP(l, SYS_prctl, PR_SET_TIMERSLACK, t->pr.slack, 0, 0, 0, 0);
+  if (t->pr.pdeathsig)
+    OP(l, SYS_prctl, PR_SET_PDEATHSIG, t->pr.pdeathsig, 0, 0, 0, 0);
   memset(zero_attr, 0, sizeof zero_attr);
   bool uclamp = t->umin != 0 || (t->umax != 0 && t->umax != 1024); /* 0: kernel without uclamp */
   if (t->policy != 0 || t->nice != 0 || uclamp)
@@ -1813,6 +1822,12 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   /* 8. the main thread's own state, process-wide pending signals, limits,
      and the service descriptors gone. */
   OP(&main_ops, SYS_prctl, PR_SET_PDEATHSIG, 0, 0, 0, 0, 0);
+  {
+    long pops[8][3];
+    size_t npops = prctl_ops_process(&p->pr, pops);
+    for (size_t i = 0; i < npops; i++)
+      OP(&main_ops, pops[i][0], pops[i][1], pops[i][2], 0, 0, 0, 0);
+  }
   for (size_t i = 0; i < p->nshared_pending; i++)
     {
       int32_t sig;
@@ -2162,6 +2177,16 @@ finish_process(struct rctx *c, struct rproc *p, crest_error_t *err)
         {
           struct user_regs_struct u = r;
           int st;
+          /* Not dumpable: last, once crest has read all it reads. */
+          if (p->pr.dumpable == 0)
+            {
+              long a[6] = { PR_SET_DUMPABLE, 0, 0, 0, 0, 0 }, ret;
+              if (pt_inject(th->tid, &u, p->base + BLOB_OFF_SYSCALL, SYS_prctl, a, &ret, err) < 0)
+                return -1;
+              if (ret != 0)
+                return crest_error_make(err, (int)-ret, "restore: task %d: PR_SET_DUMPABLE",
+                                        th->tid);
+            }
           u.rip = p->base + BLOB_OFF_SYSCALL;
           u.rax = SYS_munmap;
           u.orig_rax = (unsigned long)-1;
