@@ -95,6 +95,7 @@ struct dfile
   int fd;
   bool unlinked;
   char *data; /* image file with the contents of an unlinked file */
+  struct unlinked_info u;
   uint64_t ino_pipe;
   bool pipe_read;
 };
@@ -1362,26 +1363,21 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
                                     p->pid, fd, link);
           if (st.st_nlink == 0 && ll > 10 && strcmp(link + ll - 10, " (deleted)") == 0)
             {
-              /* Unlinked but open: its contents go into the image. */
-              cleanup_close int dup = getfd(p->pid, fd, err);
-              cleanup_free char *data = NULL;
-              struct img_out o;
-              if (dup < 0)
-                return -1;
-              if (st.st_size > (1LL << 30))
-                return crest_error_make(err, EFBIG,
-                                        "task %d: fd %d: unlinked file %s larger than 1 GiB",
-                                        p->pid, fd, link);
-              data = xmalloc(st.st_size + 1);
-              if (pread(dup, data, st.st_size, 0) != st.st_size)
-                return crest_error_errno(err, "task %d: fd %d: read unlinked file %s", p->pid, fd,
-                                         link);
+              /* Unlinked but open: its contents go into the image, once
+                 per inode (files-unlinked.c). */
               link[ll - 10] = 0;
               nf.unlinked = true;
-              nf.data = xasprintf("file-%d.img", nf.id);
-              if (img_out_open(c->w, nf.data, &o, err) < 0
-                  || img_out_write(&o, data, st.st_size, err) < 0 || img_out_close(&o, err) < 0)
+              nf.u.same_as = -1;
+              for (size_t k = 0; k < c->nf && nf.u.same_as < 0; k++)
+                if (c->f[k].unlinked && c->f[k].dev == st.st_dev && c->f[k].ino == st.st_ino)
+                  nf.u.same_as = c->f[k].id;
+              nf.u.uid = inner_id(c, &c->uidmap, st.st_uid);
+              nf.u.gid = inner_id(c, &c->gidmap, st.st_gid);
+              if (nf.u.same_as < 0
+                  && unlinked_dump(c->w, p->pid, fd, flags, &st, nf.id, &nf.u, &nf.data, err) < 0)
                 return -1;
+              if (c->w->format < CREST_IMAGE_FORMAT_ATTRS)
+                c->w->format = CREST_IMAGE_FORMAT_ATTRS;
             }
         }
       else if (S_ISDIR(st.st_mode))
@@ -2552,6 +2548,8 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
         }
       if (f->data)
         jput_str(g, "data", f->data);
+      if (f->unlinked)
+        unlinked_put(g, &f->u);
       yajl_gen_map_close(g);
     }
   yajl_gen_array_close(g);

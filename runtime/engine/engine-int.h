@@ -165,6 +165,34 @@ prctl_parse_thread(yajl_val v, int format, struct prctl_thread *t, crest_error_t
 size_t
 prctl_ops_process(const struct prctl_proc *p, long ops[][3]);
 
+/* files-unlinked.c: an open, unlinked regular file. Format 3 records its
+   size, mode, owner and data extents ("extents", the data file holds their
+   bytes in order), or, for a second open file description of the same
+   inode, only "unlinked_of" (the id of the first). */
+struct unlinked_info
+{
+  bool present; /* a format 3 record (else: the data file is the whole file) */
+  uint64_t size;
+  int mode;
+  long uid, gid; /* as the tree sees them */
+  uint64_t (*ext)[2];
+  size_t next;
+  int same_as; /* -1, or the file whose inode this one opens again */
+};
+struct img_writer;
+struct img_reader;
+int
+unlinked_dump(struct img_writer *w, pid_t pid, int fd, int flags, const struct stat *st, int id,
+              struct unlinked_info *u, char **data, crest_error_t *err);
+void
+unlinked_put(yajl_gen g, const struct unlinked_info *u);
+int
+unlinked_parse(yajl_val v, int format, long id, uint64_t dsize, struct unlinked_info *u,
+               crest_error_t *err);
+int
+unlinked_open(struct img_reader *img, const char *data, const char *path, struct unlinked_info *u,
+              int flags, crest_error_t *err);
+
 extern const unsigned char crest_restorer_blob[];
 extern const size_t crest_restorer_blob_size;
 

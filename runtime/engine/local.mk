@@ -22,6 +22,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/vmflags.c \
 	runtime/engine/pipes.c \
 	runtime/engine/prctl.c \
+	runtime/engine/files-unlinked.c \
 	runtime/engine/blob/blob-abi.h
 nodist_runtime_engine_libcrest_engine_a_SOURCES = runtime/engine/restorer-blob.c
 runtime_engine_libcrest_engine_a_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS)

@@ -154,6 +154,7 @@ struct rfile
   bool read_end;
   int svc;
   int stdio; /* tty: the lowest descriptor 0-2 on it in the image, or -1 */
+  struct unlinked_info u;
 };
 
 struct rpipe
@@ -739,6 +740,17 @@ parse_tree(struct rctx *c, crest_error_t *err)
         if (jget_str(items[i], "data", &d, &e2) == 0)
           f->data = d;
         crest_error_release(&e2);
+        if (unlinked_parse(items[i], c->img->format, i,
+                           f->data && img_reader_find(c->img, f->data)
+                               ? img_reader_find(c->img, f->data)->size
+                               : 0,
+                           &f->u, err)
+            < 0)
+          return crest_error_wrap(err, "image %s: tree.json", c->o->image_dir);
+        if (f->u.same_as >= 0 && (f->data || !c->f[f->u.same_as].data))
+          return crest_error_make(err, EINVAL,
+                                  "image %s: tree.json: file %ld: unlinked_of a file without data",
+                                  c->o->image_dir, i);
       }
       f->stdio = -1;
       if (strcmp(f->type, "reg") && strcmp(f->type, "dir") && strcmp(f->type, "dev")
@@ -1046,28 +1058,18 @@ open_files(struct rctx *c, crest_error_t *err)
               fd = -1;
             }
         }
+      else if (f->u.same_as >= 0)
+        {
+          /* Another open of an unlinked file restored before: its inode. */
+          cleanup_free char *lp = xasprintf("/proc/self/fd/%d", c->f[f->u.same_as].svc);
+          fd = open(lp, flags);
+        }
       else if (f->data)
         {
-          /* An unlinked file: recreate it beside where it was, reopen it with
-             its flags, unlink it again. */
-          uint64_t size;
-          cleanup_close int d = img_reader_open_file(c->img, f->data, &size, err);
-          cleanup_free char *tmp = xasprintf("%s.crest-%d", f->path, (int)getpid());
-          cleanup_free char *buf = NULL;
-          cleanup_close int w = -1;
-          if (d < 0)
+          /* An unlinked file (files-unlinked.c). */
+          fd = unlinked_open(c->img, f->data, f->path, &f->u, flags, err);
+          if (fd < 0)
             return -1;
-          w = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-          if (w < 0)
-            return crest_error_errno(err, "restore: recreate unlinked file %s", f->path);
-          buf = xmalloc(size + 1);
-          if (read_all(d, buf, size) < 0 || write_all(w, buf, size) < 0)
-            {
-              unlink(tmp);
-              return crest_error_errno(err, "restore: refill unlinked file %s", f->path);
-            }
-          fd = open(tmp, flags);
-          unlink(tmp);
         }
       else if (strcmp(f->type, "dir") == 0)
         fd = open(f->path, flags | O_DIRECTORY);
