@@ -802,7 +802,7 @@ set_leader_exit(void)
 /* Child A leads a new session (ORPHAN_SID) or group, forks B and exits; B
    is reparented to the root, a subreaper. B checks its IDs itself. */
 static pid_t a_pid;
-static bool orphan_sid;
+static int orphan_mode; /* 0: stays in the root's group, 1: new group, 2: new session */
 
 static void
 orphan_b(void)
@@ -815,7 +815,7 @@ orphan_b(void)
   if (getsid(0) != sid || getpgrp() != pg || getppid() != pp)
     zdtm_fail("orphan %d: sid %d pgid %d ppid %d, expected %d %d %d", getpid(), getsid(0),
               getpgrp(), getppid(), sid, pg, pp);
-  if (pg != a_pid || (orphan_sid && sid != a_pid))
+  if (orphan_mode && (pg != a_pid || (orphan_mode == 2 && sid != a_pid)))
     zdtm_fail("orphan %d: not in the group/session of exited %d", getpid(), a_pid);
   exit(zdtm_status());
 }
@@ -829,7 +829,7 @@ set_orphan(void)
   if (a_pid == 0)
     {
       pid_t b;
-      if (orphan_sid ? setsid() < 0 : setpgid(0, 0) < 0)
+      if (orphan_mode == 2 ? setsid() < 0 : orphan_mode == 1 ? setpgid(0, 0) < 0 : 0)
         _exit(3);
       a_pid = getpid();
       b = fork();
@@ -862,10 +862,52 @@ set_orphan(void)
 }
 
 static void
+set_orphan_pgrp(void)
+{
+  orphan_mode = 1;
+  set_orphan();
+}
+
+static void
 set_orphan_sid(void)
 {
-  orphan_sid = true;
+  orphan_mode = 2;
   set_orphan();
+}
+
+/* The write end of a pipe held by a process outside the tree: a grandchild
+   whose parent exited at once, reparented to whoever reaps orphans (outside
+   the tree in process mode; the root itself when it is a namespace's init).
+   It goes once the root is gone. */
+static void
+set_pipe_outside(void)
+{
+  pid_t root = getpid(), k;
+  need(pipe(pfd) == 0, "pipe");
+  k = fork();
+  if (k == 0)
+    {
+      if (fork() == 0)
+        {
+          close(pfd[0]);
+          while (kill(root, 0) == 0)
+            usleep(100000);
+          _exit(0);
+        }
+      _exit(0);
+    }
+  waitpid(k, NULL, 0);
+  close(pfd[1]);
+  need(fcntl(pfd[0], F_SETFL, O_NONBLOCK) == 0, "F_SETFL");
+}
+
+static void
+chk_pipe_outside(void)
+{
+  char c;
+  if (read(pfd[0], &c, 1) != -1 || errno != EAGAIN)
+    zdtm_fail("pipe with a writer outside: expected EAGAIN (a writer still there), got %s",
+              strerror(errno));
 }
 
 static const struct
@@ -909,8 +951,10 @@ static const struct
   { "deleted-cwd", set_delcwd, chk_delcwd },
   { "pipe-no-writer", set_widow_r, chk_widow_r },
   { "pipe-no-reader", set_widow_w, chk_widow_w },
+  { "pipe-outside", set_pipe_outside, chk_pipe_outside },
   { "leader-exit", set_leader_exit, NULL },
-  { "orphan-pgrp", set_orphan, NULL },
+  { "reparented", set_orphan, NULL },
+  { "orphan-pgrp", set_orphan_pgrp, NULL },
   { "orphan-session", set_orphan_sid, NULL },
 };
 
