@@ -91,9 +91,9 @@ lost_case() {
 	zdtm_verdict "$id"
 }
 
-@test "zdtm-lost posix-lock: refused" { lost_case posix-lock "POSIX record lock"; }
-@test "zdtm-lost flock: refused" { lost_case flock "flock"; }
-@test "zdtm-lost ofd-lock: refused" { lost_case ofd-lock "open file description lock"; }
+@test "zdtm-lost posix-lock: restored" { lost_case posix-lock restore; }
+@test "zdtm-lost flock: restored" { lost_case flock restore; }
+@test "zdtm-lost ofd-lock: restored" { lost_case ofd-lock restore; }
 @test "zdtm-lost lease: refused" { lost_case lease "lease"; }
 @test "zdtm-lost pipe-nonblock: restored" { lost_case pipe-nonblock restore; }
 @test "zdtm-lost pipe-two-opens: restored" { lost_case pipe-two-opens restore; }

@@ -96,6 +96,7 @@ struct dfile
   bool unlinked;
   char *data; /* image file with the contents of an unlinked file */
   struct unlinked_info u;
+  struct lock_set locks; /* flock and OFD locks (locks.c) */
   uint64_t ino_pipe;
   bool pipe_read;
 };
@@ -122,6 +123,7 @@ struct dfd
   int fd;
   bool cloexec;
   int file;
+  struct lock_set locks; /* the process's POSIX locks through this descriptor */
 };
 
 /* One user namespace ID map, as /proc/PID/[ug]id_map shows it to crest:
@@ -1308,6 +1310,7 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
   int flags, id = -1, tk;
   const char *what = NULL;
   struct dfile nf;
+  struct lock_set locks;
 
   snprintf(lpath, sizeof lpath, "/proc/%d/fd/%d", p->pid, fd);
   n = readlink(lpath, link, PATH_MAX);
@@ -1317,7 +1320,7 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
   if (stat(lpath, &st) < 0)
     return crest_error_errno(err, "task %d: fd %d (%s): stat", p->pid, fd, link);
   if (fdinfo_get(p->pid, fd, &pos, &flags, err) < 0
-      || files_check_fd(p->pid, fd, link, &st, err) < 0)
+      || files_check_fd(p->pid, fd, link, &st, &locks, err) < 0)
     return -1;
 
   /* Same open file description as one seen before? */
@@ -1452,6 +1455,12 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
                 p->pid, fd, link);
         }
       nf.path = xstrdup(link);
+      if (locks.n && strcmp(nf.type, "reg") && strcmp(nf.type, "dir"))
+        return crest_error_make(err, ENOTSUP,
+                                "task %d: fd %d (%s): a lock on a descriptor that leads outside "
+                                "the tree is not restored: cannot checkpoint it",
+                                p->pid, fd, link);
+      nf.locks = locks;
       c->f = xrealloc(c->f, (c->nf + 1) * sizeof *c->f);
       c->f[c->nf++] = nf;
       id = nf.id;
@@ -1463,6 +1472,17 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
   c->fds[c->nfds].fd = fd;
   c->fds[c->nfds].cloexec = (flags & O_CLOEXEC) != 0;
   c->fds[c->nfds].file = id;
+  memset(&c->fds[c->nfds].locks, 0, sizeof c->fds[c->nfds].locks);
+  {
+    /* POSIX locks show on every descriptor of the open file description
+       they were taken through: kept once per process. */
+    bool seen = false;
+    for (size_t k = 0; k < c->nfds; k++)
+      seen |= c->fds[k].pid == p->pid && c->fds[k].file == id && c->fds[k].locks.n;
+    for (size_t k = 0; k < locks.n && !seen; k++)
+      if (locks.l[k].kind == LOCK_KIND_POSIX)
+        c->fds[c->nfds].locks.l[c->fds[c->nfds].locks.n++] = locks.l[k];
+  }
   c->nfds++;
   return 0;
 }
@@ -2189,6 +2209,9 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
         jput_int(g, "fd", c->fds[i].fd);
         jput_bool(g, "cloexec", c->fds[i].cloexec);
         jput_int(g, "file", c->fds[i].file);
+        if (locks_put(g, &c->fds[i].locks, 1u << LOCK_KIND_POSIX)
+            && c->w->format < CREST_IMAGE_FORMAT_ATTRS)
+          c->w->format = CREST_IMAGE_FORMAT_ATTRS;
         yajl_gen_map_close(g);
       }
   yajl_gen_array_close(g);
@@ -2550,6 +2573,9 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
         jput_str(g, "data", f->data);
       if (f->unlinked)
         unlinked_put(g, &f->u);
+      if (locks_put(g, &f->locks, (1u << LOCK_KIND_FLOCK) | (1u << LOCK_KIND_OFD))
+          && c.w->format < CREST_IMAGE_FORMAT_ATTRS)
+        c.w->format = CREST_IMAGE_FORMAT_ATTRS;
       yajl_gen_map_close(g);
     }
   yajl_gen_array_close(g);

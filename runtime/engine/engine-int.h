@@ -88,8 +88,10 @@ pt_normalize_restart(struct user_regs_struct *r);
    inodes, O_PATH on special files, /proc files of tasks, deleted
    directories and FIFOs), in one line naming the task, fd and reason. */
 struct stat;
+struct lock_set;
 int
-files_check_fd(pid_t pid, int fd, const char *link, const struct stat *st, crest_error_t *err);
+files_check_fd(pid_t pid, int fd, const char *link, const struct stat *st, struct lock_set *locks,
+               crest_error_t *err);
 
 /* pstree-check.c: a process whose thread-group leader exited before its
    other threads; a process group or session whose leader exited (IDs as
@@ -192,6 +194,37 @@ unlinked_parse(yajl_val v, int format, long id, uint64_t dsize, struct unlinked_
 int
 unlinked_open(struct img_reader *img, const char *data, const char *path, struct unlinked_info *u,
               int flags, crest_error_t *err);
+
+/* locks.c: file locks from fdinfo "lock:" lines (kind 1 POSIX, 2 flock,
+   3 OFD; len 0: to the end of the file). Image: "locks", a list of
+   [kind, write, start, len], on a file (flock, OFD) or on a process's
+   descriptor (POSIX), format 3. */
+#define LOCK_MAX 16
+#define LOCK_KIND_POSIX 1
+#define LOCK_KIND_FLOCK 2
+#define LOCK_KIND_OFD 3
+struct lock_rec
+{
+  int kind, write;
+  int64_t start, len;
+};
+struct lock_set
+{
+  size_t n;
+  struct lock_rec l[LOCK_MAX];
+};
+struct flock;
+int
+locks_read(pid_t pid, int fd, const char *info, const char *link, struct lock_set *out,
+           crest_error_t *err);
+bool
+locks_put(yajl_gen g, const struct lock_set *s, unsigned kinds_mask);
+int
+locks_parse(yajl_val v, int format, unsigned kinds_mask, struct lock_set *out, crest_error_t *err);
+void
+locks_flock(const struct lock_rec *l, struct flock *fl);
+int
+locks_apply_ofd(int fd, const char *path, const struct lock_set *s, crest_error_t *err);
 
 extern const unsigned char crest_restorer_blob[];
 extern const size_t crest_restorer_blob_size;

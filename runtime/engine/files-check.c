@@ -1,6 +1,6 @@
 /* crest: what a descriptor carries that crest does not restore, refused at
- * checkpoint with one line (docs/engine.md, "Descriptors"). Called for each
- * new open file description before dump.c records it. */
+ * checkpoint with one line; its locks are read here (locks.c) (docs/engine.md, "Descriptors").
+ * Called for each new open file description before dump.c records it. */
 #include <config.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,28 +12,6 @@
 #include <linux/magic.h>
 #include "engine-int.h"
 #include "util.h"
-
-/* The first "lock:" line of fdinfo FDINFO, or NULL. The kernel lists there
-   every lock whose owner is this descriptor's open file description (flock,
-   OFD locks, leases) or the task's file table (POSIX record locks). */
-static const char *
-lock_line(const char *fdinfo)
-{
-  const char *s = strstr(fdinfo, "\nlock:");
-  return s ? s + 1 : NULL;
-}
-
-static const char *
-lock_kind(const char *line)
-{
-  if (strstr(line, "LEASE") || strstr(line, "BREAKING") || strstr(line, "BREAKER"))
-    return "a lease (F_SETLEASE)";
-  if (strstr(line, "FLOCK"))
-    return "a flock() lock";
-  if (strstr(line, "OFDLCK"))
-    return "an open file description lock (F_OFD_SETLK)";
-  return "a POSIX record lock (F_SETLK)";
-}
 
 /* /proc/N or below, for a number N: a task's own files, which name a PID
    restore cannot open before that task exists. */
@@ -59,7 +37,8 @@ deleted(const char *link)
 }
 
 int
-files_check_fd(pid_t pid, int fd, const char *link, const struct stat *st, crest_error_t *err)
+files_check_fd(pid_t pid, int fd, const char *link, const struct stat *st, struct lock_set *locks,
+               crest_error_t *err)
 {
   cleanup_free char *path = xasprintf("/proc/%d/fdinfo/%d", pid, fd);
   cleanup_free char *lpath = xasprintf("/proc/%d/fd/%d", pid, fd);
@@ -73,15 +52,13 @@ files_check_fd(pid_t pid, int fd, const char *link, const struct stat *st, crest
     return -1;
   if ((s = strstr(info, "flags:")))
     flags = (int)strtol(s + 6, NULL, 8);
-  if ((s = lock_line(info)))
-    {
-      char line[160];
-      snprintf(line, sizeof line, "%.*s", (int)strcspn(s, "\n"), s);
-      return crest_error_make(err, ENOTSUP,
-                              "task %d: fd %d (%s): holds %s (%s), which crest does not restore "
-                              "yet: cannot checkpoint it",
-                              pid, fd, link, lock_kind(s), line);
-    }
+  if (locks_read(pid, fd, info, link, locks, err) < 0)
+    return -1;
+  if (locks->n && !S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: fd %d (%s): a lock on a file that is neither regular nor a "
+                            "directory is not restored: cannot checkpoint it",
+                            pid, fd, link);
   if (flags & O_ASYNC)
     return crest_error_make(err, ENOTSUP,
                             "task %d: fd %d (%s): O_ASYNC (signal-driven I/O) is not restored: "

@@ -23,6 +23,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/pipes.c \
 	runtime/engine/prctl.c \
 	runtime/engine/files-unlinked.c \
+	runtime/engine/locks.c \
 	runtime/engine/blob/blob-abi.h
 nodist_runtime_engine_libcrest_engine_a_SOURCES = runtime/engine/restorer-blob.c
 runtime_engine_libcrest_engine_a_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS)

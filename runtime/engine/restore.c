@@ -97,6 +97,7 @@ struct rfd
   int fd;
   bool cloexec;
   int file;
+  struct lock_set locks; /* POSIX locks, taken by the blob (locks.c) */
 };
 
 struct rproc
@@ -155,6 +156,7 @@ struct rfile
   int svc;
   int stdio; /* tty: the lowest descriptor 0-2 on it in the image, or -1 */
   struct unlinked_info u;
+  struct lock_set locks; /* flock and OFD locks, taken by crest (locks.c) */
 };
 
 struct rpipe
@@ -602,6 +604,8 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
       CHECK(fd >= 0 && fd < (1 << 20) && file >= 0 && (i == 0 || fd > p->fds[i - 1].fd),
             "process %d: descriptor entry %ld is malformed", p->pid, i);
       p->fds[i].fd = fd, p->fds[i].file = file;
+      if (locks_parse(items[i], c->img->format, 1u << LOCK_KIND_POSIX, &p->fds[i].locks, err) < 0)
+        return crest_error_wrap(err, "process %d: fd %lld", p->pid, (long long)fd);
     }
   p->nfds = n;
 
@@ -747,6 +751,10 @@ parse_tree(struct rctx *c, crest_error_t *err)
                            &f->u, err)
             < 0)
           return crest_error_wrap(err, "image %s: tree.json", c->o->image_dir);
+        if (locks_parse(items[i], c->img->format, (1u << LOCK_KIND_FLOCK) | (1u << LOCK_KIND_OFD),
+                        &f->locks, err)
+            < 0)
+          return crest_error_wrap(err, "image %s: tree.json: file %ld", c->o->image_dir, i);
         if (f->u.same_as >= 0 && (f->data || !c->f[f->u.same_as].data))
           return crest_error_make(err, EINVAL,
                                   "image %s: tree.json: file %ld: unlinked_of a file without data",
@@ -1083,6 +1091,8 @@ open_files(struct rctx *c, crest_error_t *err)
           return crest_error_errno(err, "restore: %s: seek to %lld", f->path, (long long)f->pos);
         }
       if ((f->svc = svc_place(c, fd, err)) < 0)
+        return -1;
+      if (f->locks.n && locks_apply_ofd(f->svc, f->path, &f->locks, err) < 0)
         return -1;
     }
   /* An end closed in every process at checkpoint is closed again. */
@@ -1840,6 +1850,15 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   for (int r_ = 0; r_ < RLIM_NLIMITS; r_++)
     OP(&main_ops, SYS_prlimit64, 0, r_, bld_alloc(&b, 16, 8, p->rl[r_]), 0, 0, 0);
   OP(&main_ops, SYS_close_range, c->svc_base, ~0U, 0, 0, 0, 0);
+  /* POSIX locks: only now, since closing any descriptor of a file (the
+     service range, just above) drops the process's locks on it. */
+  for (size_t k = 0; k < p->nfds; k++)
+    for (size_t j = 0; j < p->fds[k].locks.n; j++)
+      {
+        struct flock fl;
+        locks_flock(&p->fds[k].locks.l[j], &fl);
+        OP(&main_ops, SYS_fcntl, p->fds[k].fd, F_SETLK, bld_alloc(&b, sizeof fl, 8, &fl), 0, 0, 0);
+      }
   {
     /* Test hook: the last process's restorer fails here, after every task
        exists, to prove that a late failure leaves nothing behind. */

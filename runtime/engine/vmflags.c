@@ -16,6 +16,7 @@ struct vmflags_ent
 {
   uint64_t start;
   char flags[128]; /* the VmFlags line, each entry followed by a space */
+  bool anon_name;  /* maps shows [anon:NAME] (PR_SET_VMA_ANON_NAME) */
 };
 
 /* Flags restored, with the advice that sets each (0: a mapping flag). */
@@ -84,6 +85,7 @@ vmflags_load(pid_t pid, struct vmflags_ent **out, size_t *n, crest_error_t *err)
           *out = xrealloc(*out, (*n + 1) * sizeof **out);
           (*out)[*n].start = s;
           (*out)[*n].flags[0] = 0;
+          (*out)[*n].anon_name = strstr(line, " [anon:") != NULL;
           (*n)++;
         }
       else if (*n && strncmp(line, "VmFlags:", 8) == 0)
@@ -113,7 +115,15 @@ vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, 
   *bits = 0;
   for (size_t i = 0; i < n && !f; i++)
     if (v[i].start == start)
-      f = v[i].flags;
+      {
+        f = v[i].flags;
+        if (v[i].anon_name)
+          return crest_error_make(err, ENOTSUP,
+                                  "task %d: mapping %" PRIx64 "-%" PRIx64 ": an anonymous mapping "
+                                  "with a name (PR_SET_VMA_ANON_NAME) is not restored yet: cannot "
+                                  "checkpoint it",
+                                  pid, start, end);
+      }
   /* The vDSO and vvar are the kernel's own: mapped again by the kernel. */
   if (!f || strcmp(kind, "vdso") == 0 || strncmp(kind, "vvar", 4) == 0)
     return 0;
