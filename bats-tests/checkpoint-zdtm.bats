@@ -121,7 +121,7 @@ lost_case() {
 @test "zdtm-lost deleted-dir: refused" { lost_case deleted-dir "deleted directory"; }
 @test "zdtm-lost deleted-fifo: refused" { lost_case deleted-fifo "deleted FIFO"; }
 @test "zdtm-lost opath: restored" { lost_case opath restore; }
-@test "zdtm-lost opath-symlink: refused" { lost_case opath-symlink "symlink"; }
+@test "zdtm-lost opath-symlink: restored" { lost_case opath-symlink restore; }
 @test "zdtm-lost pidfd: refused" { lost_case pidfd "pidfd"; }
 @test "zdtm-lost proc-fd: refused" { lost_case proc-fd "/proc"; }
 @test "zdtm-lost deleted-cwd: refused" { lost_case deleted-cwd "deleted"; }

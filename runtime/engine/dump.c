@@ -1385,6 +1385,12 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
         }
       else if (S_ISDIR(st.st_mode))
         nf.type = "dir";
+      else if (S_ISLNK(st.st_mode) && (flags & O_PATH))
+        {
+          nf.type = "link"; /* O_PATH | O_NOFOLLOW on a symlink: opened again the same way */
+          if (c->w->format < CREST_IMAGE_FORMAT_ATTRS)
+            c->w->format = CREST_IMAGE_FORMAT_ATTRS;
+        }
       else if (S_ISCHR(st.st_mode)
                && (strcmp(link, "/dev/null") == 0 || strcmp(link, "/dev/zero") == 0
                    || strcmp(link, "/dev/urandom") == 0 || strcmp(link, "/dev/random") == 0
@@ -1438,12 +1444,13 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
                                   p->pid, fd, link, t);
         }
       if (strcmp(nf.type, "dir") == 0 || strcmp(nf.type, "fifo") == 0
-          || (strcmp(nf.type, "reg") == 0 && !nf.unlinked))
+          || strcmp(nf.type, "link") == 0 || (strcmp(nf.type, "reg") == 0 && !nf.unlinked))
         {
           /* Restore opens it again by this path, inside the container: it
              must name this very file there. */
           struct stat pst;
-          cleanup_close int pf = open_in_root(c, p, link, O_PATH, err);
+          cleanup_close int pf
+              = open_in_root(c, p, link, O_PATH | (strcmp(nf.type, "link") ? 0 : O_NOFOLLOW), err);
           if (pf < 0)
             return crest_error_wrap(err, "task %d: fd %d (%s)", p->pid, fd, link);
           if (fstat(pf, &pst) < 0)

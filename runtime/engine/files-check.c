@@ -75,7 +75,8 @@ files_check_fd(pid_t pid, int fd, const char *link, const struct stat *st, struc
                             "checkpoint it",
                             pid, fd, link,
                             strstr(link, "pidfd") ? "a pidfd" : "this kind of descriptor");
-  if (flags & O_PATH && !S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
+  if (flags & O_PATH && !S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode)
+      && !(S_ISLNK(st->st_mode) && (flags & O_NOFOLLOW)))
     return crest_error_make(err, ENOTSUP,
                             "task %d: fd %d (%s): an O_PATH descriptor of a %s is not supported: "
                             "cannot checkpoint it",

@@ -763,9 +763,17 @@ parse_tree(struct rctx *c, crest_error_t *err)
       f->stdio = -1;
       if (strcmp(f->type, "reg") && strcmp(f->type, "dir") && strcmp(f->type, "dev")
           && strcmp(f->type, "pipe") && strcmp(f->type, "fifo") && strcmp(f->type, "inherited")
-          && strcmp(f->type, "tty"))
+          && strcmp(f->type, "tty") && strcmp(f->type, "link"))
         return crest_error_make(err, EINVAL, "image %s: tree.json: file %ld has unknown type %s",
                                 c->o->image_dir, i, f->type);
+      if (strcmp(f->type, "link") == 0
+          && (!(f->flags & O_PATH) || !(f->flags & O_NOFOLLOW)
+              || c->img->format < CREST_IMAGE_FORMAT_ATTRS))
+        return crest_error_make(
+            err, EINVAL,
+            "image %s: tree.json: file %ld: a link must be an O_PATH|O_NOFOLLOW "
+            "open, in a format 3 image",
+            c->o->image_dir, i);
     }
   c->nf = n;
   for (size_t i = 0; i < c->np; i++)
