@@ -118,7 +118,7 @@ lost_case() {
 @test "zdtm-lost unlinked-shared: restored" { lost_case unlinked-shared restore; }
 @test "zdtm-lost unlinked-wronly: restored" { lost_case unlinked-wronly restore; }
 @test "zdtm-lost unlinked-big: restored" { lost_case unlinked-big restore; }
-@test "zdtm-lost deleted-dir: refused" { lost_case deleted-dir "deleted directory"; }
+@test "zdtm-lost deleted-dir: restored" { lost_case deleted-dir restore; }
 @test "zdtm-lost deleted-fifo: refused" { lost_case deleted-fifo "deleted FIFO"; }
 @test "zdtm-lost opath: restored" { lost_case opath restore; }
 @test "zdtm-lost opath-symlink: restored" { lost_case opath-symlink restore; }

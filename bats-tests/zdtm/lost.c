@@ -625,7 +625,7 @@ chk_uwronly(void)
 static void
 set_deldir(void)
 {
-  need(mkdir("zdtm-lost-dir", 0700) == 0 || errno == EEXIST, "mkdir");
+  need(mkdir("zdtm-lost-dir", 0700) == 0 && chmod("zdtm-lost-dir", 0751) == 0, "mkdir");
   fd = open("zdtm-lost-dir", O_RDONLY | O_DIRECTORY);
   need(fd >= 0 && rmdir("zdtm-lost-dir") == 0, "open and rmdir");
 }
@@ -634,8 +634,13 @@ static void
 chk_deldir(void)
 {
   struct stat st;
-  if (fstat(fd, &st) || !S_ISDIR(st.st_mode) || st.st_nlink != 0)
-    zdtm_fail("descriptor of a deleted directory: changed");
+  if (fstat(fd, &st) || !S_ISDIR(st.st_mode) || st.st_nlink != 0 || (st.st_mode & 07777) != 0751
+      || st.st_uid != getuid())
+    zdtm_fail("descriptor of a deleted directory: not a deleted directory of mode 751 and owner "
+              "%d any more",
+              getuid());
+  if (access("zdtm-lost-dir", F_OK) == 0)
+    zdtm_fail("the deleted directory exists again");
 }
 
 static void

@@ -96,6 +96,7 @@ struct dfile
   bool unlinked;
   char *data; /* image file with the contents of an unlinked file */
   struct unlinked_info u;
+  bool deleted_dir;      /* a directory removed while open: u holds its mode and owner */
   struct lock_set locks; /* flock and OFD locks (locks.c) */
   uint64_t ino_pipe;
   bool pipe_read;
@@ -1384,7 +1385,30 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
             }
         }
       else if (S_ISDIR(st.st_mode))
-        nf.type = "dir";
+        {
+          size_t ll = strlen(link);
+          nf.type = "dir";
+          if (st.st_nlink == 0 && ll > 10 && strcmp(link + ll - 10, " (deleted)") == 0)
+            {
+              /* Removed while open (files-unlinked.c): made again beside its
+                 old name, whose directory must still be there. */
+              cleanup_free char *parent = NULL;
+              cleanup_close int pf = -1;
+              link[ll - 10] = 0;
+              parent = xstrdup(link);
+              *strrchr(parent, '/') = 0;
+              pf = open_in_root(c, p, *parent ? parent : "/", O_PATH | O_DIRECTORY, err);
+              if (pf < 0)
+                return crest_error_wrap(err, "task %d: fd %d: deleted directory %s", p->pid, fd,
+                                        link);
+              nf.deleted_dir = true;
+              nf.u.mode = st.st_mode & 07777;
+              nf.u.uid = inner_id(c, &c->uidmap, st.st_uid);
+              nf.u.gid = inner_id(c, &c->gidmap, st.st_gid);
+              if (c->w->format < CREST_IMAGE_FORMAT_ATTRS)
+                c->w->format = CREST_IMAGE_FORMAT_ATTRS;
+            }
+        }
       else if (S_ISLNK(st.st_mode) && (flags & O_PATH))
         {
           nf.type = "link"; /* O_PATH | O_NOFOLLOW on a symlink: opened again the same way */
@@ -1443,7 +1467,7 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
           return crest_error_make(err, ENOTSUP, "task %d: fd %d (%s): %s, cannot checkpoint it",
                                   p->pid, fd, link, t);
         }
-      if (strcmp(nf.type, "dir") == 0 || strcmp(nf.type, "fifo") == 0
+      if ((strcmp(nf.type, "dir") == 0 && !nf.deleted_dir) || strcmp(nf.type, "fifo") == 0
           || strcmp(nf.type, "link") == 0 || (strcmp(nf.type, "reg") == 0 && !nf.unlinked))
         {
           /* Restore opens it again by this path, inside the container: it
@@ -2580,6 +2604,8 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
         jput_str(g, "data", f->data);
       if (f->unlinked)
         unlinked_put(g, &f->u);
+      if (f->deleted_dir)
+        deleted_dir_put(g, &f->u);
       if (locks_put(g, &f->locks, (1u << LOCK_KIND_FLOCK) | (1u << LOCK_KIND_OFD))
           && c.w->format < CREST_IMAGE_FORMAT_ATTRS)
         c.w->format = CREST_IMAGE_FORMAT_ATTRS;

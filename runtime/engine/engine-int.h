@@ -194,6 +194,13 @@ unlinked_parse(yajl_val v, int format, long id, uint64_t dsize, struct unlinked_
 int
 unlinked_open(struct img_reader *img, const char *data, const char *path, struct unlinked_info *u,
               int flags, crest_error_t *err);
+/* A deleted directory held open: "deleted_dir" with its mode and owner. */
+void
+deleted_dir_put(yajl_gen g, const struct unlinked_info *u);
+int
+deleted_dir_parse(yajl_val v, int format, long id, struct unlinked_info *u, crest_error_t *err);
+int
+deleted_dir_open(const char *path, const struct unlinked_info *u, int flags, crest_error_t *err);
 
 /* locks.c: file locks from fdinfo "lock:" lines (kind 1 POSIX, 2 flock,
    3 OFD; len 0: to the end of the file). Image: "locks", a list of

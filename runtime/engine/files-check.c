@@ -91,11 +91,6 @@ files_check_fd(pid_t pid, int fd, const char *link, const struct stat *st, struc
                             "(restore would open it before that task exists): cannot checkpoint "
                             "it",
                             pid, fd, link);
-  if (deleted(link) && S_ISDIR(st->st_mode))
-    return crest_error_make(err, ENOTSUP,
-                            "task %d: fd %d (%s): a deleted directory is not supported: cannot "
-                            "checkpoint it",
-                            pid, fd, link);
   if (deleted(link) && S_ISFIFO(st->st_mode))
     return crest_error_make(err, ENOTSUP,
                             "task %d: fd %d (%s): a deleted FIFO is not supported: cannot "

@@ -246,3 +246,52 @@ out:
   unlink(tmp);
   return fd;
 }
+
+/* A directory that was removed while open: empty (rmdir wants it so), so
+   all there is to give back is an open directory of that mode and owner
+   with no name. Restore makes one beside where it was and removes it. */
+void
+deleted_dir_put(yajl_gen g, const struct unlinked_info *u)
+{
+  jput_bool(g, "deleted_dir", true);
+  jput_int(g, "mode", u->mode);
+  jput_int(g, "uid", u->uid);
+  jput_int(g, "gid", u->gid);
+}
+
+int
+deleted_dir_parse(yajl_val v, int format, long id, struct unlinked_info *u, crest_error_t *err)
+{
+  int64_t mode, uid, gid;
+  if (!yajl_tree_get(v, (const char *[]){ "deleted_dir", NULL }, yajl_t_any))
+    return 0;
+  if (format < CREST_IMAGE_FORMAT_ATTRS || jget_i64(v, "mode", &mode, err) < 0
+      || jget_i64(v, "uid", &uid, err) < 0 || jget_i64(v, "gid", &gid, err) < 0)
+    return *err ? -1
+                : crest_error_make(err, EINVAL, "file %ld: deleted_dir in a format %d image", id,
+                                   format);
+  if (mode < 0 || mode > 07777 || uid < 0 || uid > UINT32_MAX || gid < 0 || gid > UINT32_MAX)
+    return crest_error_make(err, EINVAL, "file %ld: bad deleted directory record", id);
+  u->present = true;
+  u->mode = (int)mode, u->uid = uid, u->gid = gid;
+  return 0;
+}
+
+int
+deleted_dir_open(const char *path, const struct unlinked_info *u, int flags, crest_error_t *err)
+{
+  cleanup_free char *tmp = xasprintf("%s.crest-%d", path, (int)getpid());
+  int fd;
+  if (mkdir(tmp, 0700) < 0)
+    return crest_error_errno(err, "restore: recreate deleted directory %s", path);
+  fd = open(tmp, flags | O_DIRECTORY);
+  if (fd < 0 || fchmod(fd, u->mode) < 0 || fchown(fd, u->uid, u->gid) < 0)
+    {
+      crest_error_errno(err, "restore: recreate deleted directory %s", path);
+      if (fd >= 0)
+        close(fd);
+      fd = -1;
+    }
+  rmdir(tmp);
+  return fd;
+}

@@ -156,7 +156,8 @@ struct rfile
   int svc;
   int stdio; /* tty: the lowest descriptor 0-2 on it in the image, or -1 */
   struct unlinked_info u;
-  struct lock_set locks; /* flock and OFD locks, taken by crest (locks.c) */
+  struct unlinked_info deleted_dir; /* present: a directory removed while open */
+  struct lock_set locks;            /* flock and OFD locks, taken by crest (locks.c) */
 };
 
 struct rpipe
@@ -751,6 +752,11 @@ parse_tree(struct rctx *c, crest_error_t *err)
                            &f->u, err)
             < 0)
           return crest_error_wrap(err, "image %s: tree.json", c->o->image_dir);
+        if (deleted_dir_parse(items[i], c->img->format, i, &f->deleted_dir, err) < 0)
+          return crest_error_wrap(err, "image %s: tree.json", c->o->image_dir);
+        if (f->deleted_dir.present && strcmp(f->type, "dir"))
+          return crest_error_make(err, EINVAL, "image %s: tree.json: file %ld: deleted_dir on a %s",
+                                  c->o->image_dir, i, f->type);
         if (locks_parse(items[i], c->img->format, (1u << LOCK_KIND_FLOCK) | (1u << LOCK_KIND_OFD),
                         &f->locks, err)
             < 0)
@@ -1084,6 +1090,12 @@ open_files(struct rctx *c, crest_error_t *err)
         {
           /* An unlinked file (files-unlinked.c). */
           fd = unlinked_open(c->img, f->data, f->path, &f->u, flags, err);
+          if (fd < 0)
+            return -1;
+        }
+      else if (strcmp(f->type, "dir") == 0 && f->deleted_dir.present)
+        {
+          fd = deleted_dir_open(f->path, &f->deleted_dir, flags, err);
           if (fd < 0)
             return -1;
         }
