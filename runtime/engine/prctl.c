@@ -154,7 +154,7 @@ prctl_parse_thread(yajl_val v, int format, struct prctl_thread *t, crest_error_t
   if (format < CREST_IMAGE_FORMAT_ATTRS || jget_i64(v, "pdeathsig", &sig, err) < 0
       || jget_i64(v, "timerslack", &slack, err) < 0)
     return *err ? -1 : crest_error_make(err, EINVAL, "pdeathsig: needs a format 3 image");
-  if (sig < 0 || sig > 64 || slack < 1 || slack > (1LL << 40))
+  if (sig < 0 || sig > 64 || slack < 0 || slack > (1LL << 40))
     return crest_error_make(err, EINVAL, "bad pdeathsig %lld or timerslack %lld", (long long)sig,
                             (long long)slack);
   t->pdeathsig = (int)sig, t->slack = slack;

@@ -1332,7 +1332,10 @@ thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplis
       OP(l, SYS_sigaltstack, bld_alloc(b, sizeof ss, 8, ss), 0, 0, 0, 0, 0);
     }
   OP(l, SYS_prctl, PR_SET_NAME, bld_alloc(b, 16, 8, t->comm), 0, 0, 0, 0);
-  OP(l, SYS_prctl, PR_SET_TIMERSLACK, t->pr.slack, 0, 0, 0, 0);
+  /* 0: a real-time thread's, which the kernel keeps at 0 by itself (and
+     a write of 0 would mean "the default"). */
+  if (t->pr.slack > 0)
+    OP(l, SYS_prctl, PR_SET_TIMERSLACK, t->pr.slack, 0, 0, 0, 0);
   if (t->pr.pdeathsig)
     OP(l, SYS_prctl, PR_SET_PDEATHSIG, t->pr.pdeathsig, 0, 0, 0, 0);
   memset(zero_attr, 0, sizeof zero_attr);
