@@ -1301,6 +1301,51 @@ find_pipe(struct dctx *c, uint64_t ino)
   return &c->pp[c->npp++];
 }
 
+/* WROTE (> 0): a record of docs/engine.md's attribute tables went into
+   the image, which makes it format 3 at least. Returns WROTE. */
+static int
+put_attrs(struct dctx *c, int wrote)
+{
+  if (wrote > 0 && c->w->format < CREST_IMAGE_FORMAT_ATTRS)
+    c->w->format = CREST_IMAGE_FORMAT_ATTRS;
+  return wrote;
+}
+
+/* A regular file or directory removed while open, LINK its path with
+   " (deleted)" (cut off here); NF its new record (files-unlinked.c). A
+   file's contents go into the image once per inode; a directory is empty
+   and is made again beside its old name, whose directory must still be
+   there. */
+static int
+dump_removed(struct dctx *c, struct dproc *p, int fd, int flags, char *link, const struct stat *st,
+             struct dfile *nf, crest_error_t *err)
+{
+  link[strlen(link) - 10] = 0;
+  nf->u.mode = st->st_mode & 07777;
+  nf->u.uid = inner_id(c, &c->uidmap, st->st_uid);
+  nf->u.gid = inner_id(c, &c->gidmap, st->st_gid);
+  put_attrs(c, 1);
+  if (S_ISDIR(st->st_mode))
+    {
+      cleanup_free char *parent = xstrdup(link);
+      cleanup_close int pf = -1;
+      *strrchr(parent, '/') = 0;
+      pf = open_in_root(c, p, *parent ? parent : "/", O_PATH | O_DIRECTORY, err);
+      if (pf < 0)
+        return crest_error_wrap(err, "task %d: fd %d: deleted directory %s", p->pid, fd, link);
+      nf->deleted_dir = true;
+      return 0;
+    }
+  nf->unlinked = true;
+  nf->u.same_as = -1;
+  for (size_t k = 0; k < c->nf && nf->u.same_as < 0; k++)
+    if (c->f[k].unlinked && c->f[k].dev == st->st_dev && c->f[k].ino == st->st_ino)
+      nf->u.same_as = c->f[k].id;
+  if (nf->u.same_as >= 0)
+    return 0;
+  return unlinked_dump(c->w, p->pid, fd, flags, st, nf->id, &nf->u, &nf->data, err);
+}
+
 static int
 dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
 {
@@ -1365,56 +1410,20 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
             return crest_error_make(err, ENOTSUP,
                                     "task %d: fd %d (%s): memfd descriptors are not supported yet",
                                     p->pid, fd, link);
-          if (st.st_nlink == 0 && ll > 10 && strcmp(link + ll - 10, " (deleted)") == 0)
-            {
-              /* Unlinked but open: its contents go into the image, once
-                 per inode (files-unlinked.c). */
-              link[ll - 10] = 0;
-              nf.unlinked = true;
-              nf.u.same_as = -1;
-              for (size_t k = 0; k < c->nf && nf.u.same_as < 0; k++)
-                if (c->f[k].unlinked && c->f[k].dev == st.st_dev && c->f[k].ino == st.st_ino)
-                  nf.u.same_as = c->f[k].id;
-              nf.u.uid = inner_id(c, &c->uidmap, st.st_uid);
-              nf.u.gid = inner_id(c, &c->gidmap, st.st_gid);
-              if (nf.u.same_as < 0
-                  && unlinked_dump(c->w, p->pid, fd, flags, &st, nf.id, &nf.u, &nf.data, err) < 0)
-                return -1;
-              if (c->w->format < CREST_IMAGE_FORMAT_ATTRS)
-                c->w->format = CREST_IMAGE_FORMAT_ATTRS;
-            }
+          if (st.st_nlink == 0 && ll > 10 && strcmp(link + ll - 10, " (deleted)") == 0
+              && dump_removed(c, p, fd, flags, link, &st, &nf, err) < 0)
+            return -1;
         }
       else if (S_ISDIR(st.st_mode))
         {
           size_t ll = strlen(link);
           nf.type = "dir";
-          if (st.st_nlink == 0 && ll > 10 && strcmp(link + ll - 10, " (deleted)") == 0)
-            {
-              /* Removed while open (files-unlinked.c): made again beside its
-                 old name, whose directory must still be there. */
-              cleanup_free char *parent = NULL;
-              cleanup_close int pf = -1;
-              link[ll - 10] = 0;
-              parent = xstrdup(link);
-              *strrchr(parent, '/') = 0;
-              pf = open_in_root(c, p, *parent ? parent : "/", O_PATH | O_DIRECTORY, err);
-              if (pf < 0)
-                return crest_error_wrap(err, "task %d: fd %d: deleted directory %s", p->pid, fd,
-                                        link);
-              nf.deleted_dir = true;
-              nf.u.mode = st.st_mode & 07777;
-              nf.u.uid = inner_id(c, &c->uidmap, st.st_uid);
-              nf.u.gid = inner_id(c, &c->gidmap, st.st_gid);
-              if (c->w->format < CREST_IMAGE_FORMAT_ATTRS)
-                c->w->format = CREST_IMAGE_FORMAT_ATTRS;
-            }
+          if (st.st_nlink == 0 && ll > 10 && strcmp(link + ll - 10, " (deleted)") == 0
+              && dump_removed(c, p, fd, flags, link, &st, &nf, err) < 0)
+            return -1;
         }
       else if (S_ISLNK(st.st_mode) && (flags & O_PATH))
-        {
-          nf.type = "link"; /* O_PATH | O_NOFOLLOW on a symlink: opened again the same way */
-          if (c->w->format < CREST_IMAGE_FORMAT_ATTRS)
-            c->w->format = CREST_IMAGE_FORMAT_ATTRS;
-        }
+        nf.type = "link"; /* O_PATH | O_NOFOLLOW on a symlink: opened again the same way */
       else if (S_ISCHR(st.st_mode)
                && (strcmp(link, "/dev/null") == 0 || strcmp(link, "/dev/zero") == 0
                    || strcmp(link, "/dev/urandom") == 0 || strcmp(link, "/dev/random") == 0
@@ -2034,8 +2043,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   jput_int(g, "umask", s ? strtol(s, NULL, 8) : 022);
   jput_u64(g, "personality", strtoull(pers, NULL, 16));
   jput_int(g, "oom_score_adj", atoi(oom));
-  if (prctl_put_process(g, &p->pr) && c->w->format < CREST_IMAGE_FORMAT_ATTRS)
-    c->w->format = CREST_IMAGE_FORMAT_ATTRS;
+  put_attrs(c, prctl_put_process(g, &p->pr));
   jput_key(g, "creds");
   yajl_gen_map_open(g);
   if (parse_ids(status_field(status, "Uid"), ids) < 0)
@@ -2174,17 +2182,8 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       jput_int(g, "prot", v[i].prot);
       jput_bool(g, "shared", v[i].shared);
       jput_str(g, "kind", v[i].kind);
-      {
-        uint32_t madv;
-        if (vmflags_check(vf, nvf, p->pid, v[i].start, v[i].end, v[i].kind, &madv, err) < 0)
-          goto out;
-        if (madv)
-          {
-            jput_int(g, "madv", madv);
-            if (c->w->format < CREST_IMAGE_FORMAT_ATTRS)
-              c->w->format = CREST_IMAGE_FORMAT_ATTRS;
-          }
-      }
+      if (put_attrs(c, vmflags_put(g, vf, nvf, p->pid, v[i].start, v[i].end, v[i].kind, err)) < 0)
+        goto out;
       if (v[i].path && strcmp(v[i].kind, "memfile") == 0)
         {
           if (dump_memfile(c, p, &v[i], g, err) < 0)
@@ -2240,9 +2239,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
         jput_int(g, "fd", c->fds[i].fd);
         jput_bool(g, "cloexec", c->fds[i].cloexec);
         jput_int(g, "file", c->fds[i].file);
-        if (locks_put(g, &c->fds[i].locks, 1u << LOCK_KIND_POSIX)
-            && c->w->format < CREST_IMAGE_FORMAT_ATTRS)
-          c->w->format = CREST_IMAGE_FORMAT_ATTRS;
+        put_attrs(c, locks_put(g, &c->fds[i].locks, 1u << LOCK_KIND_POSIX));
         yajl_gen_map_close(g);
       }
   yajl_gen_array_close(g);
@@ -2318,8 +2315,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
         goto out;
       tcomm[strcspn(tcomm, "\n")] = 0;
       jput_str(g, "comm", tcomm);
-      if (prctl_put_thread(g, &th->pr) && c->w->format < CREST_IMAGE_FORMAT_ATTRS)
-        c->w->format = CREST_IMAGE_FORMAT_ATTRS;
+      put_attrs(c, prctl_put_thread(g, &th->pr));
       n = ptrace(PTRACE_PEEKSIGINFO, th->tid, &arg, si);
       if (n < 0)
         {
@@ -2590,6 +2586,7 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
       yajl_gen_map_open(g);
       jput_int(g, "id", f->id);
       jput_str(g, "type", f->type);
+      put_attrs(&c, strcmp(f->type, "link") == 0);
       jput_str(g, "path", f->path);
       jput_int(g, "flags", f->flags);
       jput_int(g, "pos", f->pos);
@@ -2606,9 +2603,7 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
         unlinked_put(g, &f->u);
       if (f->deleted_dir)
         deleted_dir_put(g, &f->u);
-      if (locks_put(g, &f->locks, (1u << LOCK_KIND_FLOCK) | (1u << LOCK_KIND_OFD))
-          && c.w->format < CREST_IMAGE_FORMAT_ATTRS)
-        c.w->format = CREST_IMAGE_FORMAT_ATTRS;
+      put_attrs(&c, locks_put(g, &f->locks, (1u << LOCK_KIND_FLOCK) | (1u << LOCK_KIND_OFD)));
       yajl_gen_map_close(g);
     }
   yajl_gen_array_close(g);
@@ -2625,11 +2620,7 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
         if (c.pp[i].data)
           jput_str(g, "data", c.pp[i].data);
         if (c.pp[i].no_r || c.pp[i].no_w)
-          {
-            jput_bool(g, c.pp[i].no_r ? "no_reader" : "no_writer", true);
-            if (c.w->format < CREST_IMAGE_FORMAT_ATTRS)
-              c.w->format = CREST_IMAGE_FORMAT_ATTRS;
-          }
+          jput_bool(g, c.pp[i].no_r ? "no_reader" : "no_writer", put_attrs(&c, 1));
         yajl_gen_map_close(g);
       }
   yajl_gen_array_close(g);

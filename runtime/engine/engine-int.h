@@ -127,6 +127,9 @@ vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, 
               const char *kind, uint32_t *bits, crest_error_t *err);
 int
 vmflags_advice(uint32_t bit);
+int
+vmflags_put(yajl_gen g, const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start,
+            uint64_t end, const char *kind, crest_error_t *err);
 
 /* pipes.c */
 int

@@ -661,6 +661,32 @@ parse_terminal(struct rctx *c, crest_error_t *err)
   return 0;
 }
 
+/* A file's records of docs/engine.md's attribute tables (format 3): an
+   unlinked file's extents or the file it opens again, a deleted
+   directory, flock and OFD locks, a symlink's O_PATH open. F is the
+   F->id-th of c->f, the ones before it parsed. */
+static int
+parse_file_attrs(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
+{
+  const struct img_file *df = f->data ? img_reader_find(c->img, f->data) : NULL;
+  if (unlinked_parse(v, c->img->format, f->id, df ? df->size : 0, &f->u, err) < 0
+      || deleted_dir_parse(v, c->img->format, f->id, &f->deleted_dir, err) < 0
+      || locks_parse(v, c->img->format, (1u << LOCK_KIND_FLOCK) | (1u << LOCK_KIND_OFD), &f->locks,
+                     err)
+             < 0)
+    return -1;
+  if (f->deleted_dir.present && strcmp(f->type, "dir"))
+    return crest_error_make(err, EINVAL, "deleted_dir on a %s", f->type);
+  if (f->u.same_as >= 0 && (f->data || !c->f[f->u.same_as].data))
+    return crest_error_make(err, EINVAL, "unlinked_of a file without data");
+  if (strcmp(f->type, "link") == 0
+      && (!(f->flags & O_PATH) || !(f->flags & O_NOFOLLOW)
+          || c->img->format < CREST_IMAGE_FORMAT_ATTRS))
+    return crest_error_make(err, EINVAL,
+                            "a link must be an O_PATH|O_NOFOLLOW open, in a format 3 image");
+  return 0;
+}
+
 static int
 parse_tree(struct rctx *c, crest_error_t *err)
 {
@@ -745,26 +771,6 @@ parse_tree(struct rctx *c, crest_error_t *err)
         if (jget_str(items[i], "data", &d, &e2) == 0)
           f->data = d;
         crest_error_release(&e2);
-        if (unlinked_parse(items[i], c->img->format, i,
-                           f->data && img_reader_find(c->img, f->data)
-                               ? img_reader_find(c->img, f->data)->size
-                               : 0,
-                           &f->u, err)
-            < 0)
-          return crest_error_wrap(err, "image %s: tree.json", c->o->image_dir);
-        if (deleted_dir_parse(items[i], c->img->format, i, &f->deleted_dir, err) < 0)
-          return crest_error_wrap(err, "image %s: tree.json", c->o->image_dir);
-        if (f->deleted_dir.present && strcmp(f->type, "dir"))
-          return crest_error_make(err, EINVAL, "image %s: tree.json: file %ld: deleted_dir on a %s",
-                                  c->o->image_dir, i, f->type);
-        if (locks_parse(items[i], c->img->format, (1u << LOCK_KIND_FLOCK) | (1u << LOCK_KIND_OFD),
-                        &f->locks, err)
-            < 0)
-          return crest_error_wrap(err, "image %s: tree.json: file %ld", c->o->image_dir, i);
-        if (f->u.same_as >= 0 && (f->data || !c->f[f->u.same_as].data))
-          return crest_error_make(err, EINVAL,
-                                  "image %s: tree.json: file %ld: unlinked_of a file without data",
-                                  c->o->image_dir, i);
       }
       f->stdio = -1;
       if (strcmp(f->type, "reg") && strcmp(f->type, "dir") && strcmp(f->type, "dev")
@@ -772,14 +778,8 @@ parse_tree(struct rctx *c, crest_error_t *err)
           && strcmp(f->type, "tty") && strcmp(f->type, "link"))
         return crest_error_make(err, EINVAL, "image %s: tree.json: file %ld has unknown type %s",
                                 c->o->image_dir, i, f->type);
-      if (strcmp(f->type, "link") == 0
-          && (!(f->flags & O_PATH) || !(f->flags & O_NOFOLLOW)
-              || c->img->format < CREST_IMAGE_FORMAT_ATTRS))
-        return crest_error_make(
-            err, EINVAL,
-            "image %s: tree.json: file %ld: a link must be an O_PATH|O_NOFOLLOW "
-            "open, in a format 3 image",
-            c->o->image_dir, i);
+      if (parse_file_attrs(c, items[i], f, err) < 0)
+        return crest_error_wrap(err, "image %s: tree.json: file %ld", c->o->image_dir, i);
     }
   c->nf = n;
   for (size_t i = 0; i < c->np; i++)
@@ -1314,6 +1314,25 @@ sig_in(const uint8_t (*si)[128], size_t n, int sig)
         return true;
     }
   return false;
+}
+
+/* The process-wide state of docs/engine.md's attribute tables (prctl.c,
+   locks.c), after the service descriptors are closed: closing any
+   descriptor of a file drops the process's POSIX locks on it. */
+static void
+process_attr_ops(struct rproc *p, struct oplist *l, struct bld *b)
+{
+  long pops[8][3];
+  size_t npops = prctl_ops_process(&p->pr, pops);
+  for (size_t i = 0; i < npops; i++)
+    OP(l, pops[i][0], pops[i][1], pops[i][2], 0, 0, 0, 0);
+  for (size_t k = 0; k < p->nfds; k++)
+    for (size_t j = 0; j < p->fds[k].locks.n; j++)
+      {
+        struct flock fl;
+        locks_flock(&p->fds[k].locks.l[j], &fl);
+        OP(l, SYS_fcntl, p->fds[k].fd, F_SETLK, bld_alloc(b, sizeof fl, 8, &fl), 0, 0, 0);
+      }
 }
 
 static void
@@ -1857,12 +1876,6 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   /* 8. the main thread's own state, process-wide pending signals, limits,
      and the service descriptors gone. */
   OP(&main_ops, SYS_prctl, PR_SET_PDEATHSIG, 0, 0, 0, 0, 0);
-  {
-    long pops[8][3];
-    size_t npops = prctl_ops_process(&p->pr, pops);
-    for (size_t i = 0; i < npops; i++)
-      OP(&main_ops, pops[i][0], pops[i][1], pops[i][2], 0, 0, 0, 0);
-  }
   for (size_t i = 0; i < p->nshared_pending; i++)
     {
       int32_t sig;
@@ -1873,15 +1886,7 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   for (int r_ = 0; r_ < RLIM_NLIMITS; r_++)
     OP(&main_ops, SYS_prlimit64, 0, r_, bld_alloc(&b, 16, 8, p->rl[r_]), 0, 0, 0);
   OP(&main_ops, SYS_close_range, c->svc_base, ~0U, 0, 0, 0, 0);
-  /* POSIX locks: only now, since closing any descriptor of a file (the
-     service range, just above) drops the process's locks on it. */
-  for (size_t k = 0; k < p->nfds; k++)
-    for (size_t j = 0; j < p->fds[k].locks.n; j++)
-      {
-        struct flock fl;
-        locks_flock(&p->fds[k].locks.l[j], &fl);
-        OP(&main_ops, SYS_fcntl, p->fds[k].fd, F_SETLK, bld_alloc(&b, sizeof fl, 8, &fl), 0, 0, 0);
-      }
+  process_attr_ops(p, &main_ops, &b);
   {
     /* Test hook: the last process's restorer fails here, after every task
        exists, to prove that a late failure leaves nothing behind. */

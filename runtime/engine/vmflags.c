@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include "engine-int.h"
+#include "image.h"
 #include "util.h"
 
 struct vmflags_ent
@@ -156,4 +157,19 @@ vmflags_advice(uint32_t bit)
     if (restored[k].bit == bit)
       return restored[k].advice;
   return 0;
+}
+
+/* Check the mapping (vmflags_check) and write its "madv" when it has
+   advice: -1 refused, 1 written, 0 nothing to write. */
+int
+vmflags_put(yajl_gen g, const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start,
+            uint64_t end, const char *kind, crest_error_t *err)
+{
+  uint32_t bits;
+  if (vmflags_check(v, n, pid, start, end, kind, &bits, err) < 0)
+    return -1;
+  if (!bits)
+    return 0;
+  jput_int(g, "madv", bits);
+  return 1;
 }
