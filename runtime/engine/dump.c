@@ -57,6 +57,7 @@ struct dthread
   uint64_t alt_sp, alt_size;
   int32_t alt_flags;
   uint64_t sigmask; /* the thread's own (blocked only within an injected call) */
+  struct prctl_thread pr;
 };
 
 struct dproc
@@ -70,6 +71,7 @@ struct dproc
   uint64_t itimer[3][4]; /* interval sec, usec, value sec, usec */
   uint64_t brk;
   long securebits;
+  struct prctl_proc pr;
   bool zombie;     /* exited, waiting for its parent's wait() */
   int exit_status; /* then: the status wait() will report */
   /* In a group stop (kill -STOP, ^Z): the stop signal, else 0. */
@@ -94,6 +96,9 @@ struct dfile
   int fd;
   bool unlinked;
   char *data; /* image file with the contents of an unlinked file */
+  struct unlinked_info u;
+  bool deleted_dir;      /* a directory removed while open: u holds its mode and owner */
+  struct lock_set locks; /* flock and OFD locks (locks.c) */
   uint64_t ino_pipe;
   bool pipe_read;
 };
@@ -104,6 +109,7 @@ struct dpipe
   char *path; /* named FIFO */
   bool has_r, has_w;
   bool low_fds_only; /* every descriptor on it is 0, 1 or 2 */
+  bool no_r, no_w;   /* that end is closed in every process (pipe_other_end_closed) */
   pid_t rpid;
   int rfd;
   pid_t opid; /* a named FIFO: any descriptor on it */
@@ -119,6 +125,7 @@ struct dfd
   int fd;
   bool cloexec;
   int file;
+  struct lock_set locks; /* the process's POSIX locks through this descriptor */
 };
 
 /* One user namespace ID map, as /proc/PID/[ug]id_map shows it to crest:
@@ -468,6 +475,15 @@ ns_ids(struct dctx *c, crest_error_t *err)
   return 0;
 }
 
+static int
+check_groups(struct dctx *c, crest_error_t *err)
+{
+  cleanup_free pid_t *ids = xmalloc(3 * c->np * sizeof *ids);
+  for (size_t i = 0; i < c->np; i++)
+    ids[i] = c->p[i].ipid, ids[c->np + i] = c->p[i].ipgid, ids[2 * c->np + i] = c->p[i].isid;
+  return pstree_check_groups(c->np, ids, ids + c->np, ids + 2 * c->np, err);
+}
+
 /* Is PID a process that has exited and waits for its parent's wait() (its
    whole thread group gone, only the leader's entry left)? Then *STATUS is
    what wait() will report, from the exit_code field of /proc/PID/stat. */
@@ -594,6 +610,8 @@ seize_process(struct dctx *c, struct dproc *p, crest_error_t *err)
     return crest_error_make(err, ENOTSUP, "task %d: the root of the tree is a zombie", p->pid);
   if (p->zombie)
     return 0; /* nothing to seize: restore recreates it and lets it exit */
+  if (pstree_check_leader(p->pid, err) < 0)
+    return -1;
   while (again)
     {
       cleanup_free char *path = xasprintf("/proc/%d/task", p->pid);
@@ -1026,10 +1044,21 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
   p->brk = ret;
   INJ(m, SYS_prctl, PR_GET_SECUREBITS);
   p->securebits = ret;
+  if (prctl_dump_process(m->tid, &m->regs, m->sigmask, p->gadget, scratch + 4096 + 1024, &p->pr,
+                         err)
+      < 0)
+    goto out;
   for (size_t t = 0; t < p->nth; t++)
     {
       struct dthread *th = &p->th[t];
       uint64_t v[3];
+      /* The root's parent is outside the tree, except for a container's
+         init, whose parent is the runtime's, as the restored one's is. */
+      if (prctl_dump_thread(p->pid, th->tid, &th->regs, th->sigmask, p->gadget,
+                            scratch + 4096 + 1024, p == &c->p[0] && !c->o->root_is_ns_init, &th->pr,
+                            err)
+          < 0)
+        goto out;
       INJ(th, SYS_prctl, 40 /* PR_GET_TID_ADDRESS */, scratch + 4096 + 128);
       INJ(th, SYS_sigaltstack, 0, scratch + 4096 + 256);
       if (vm_read(p->pid, scratch + 4096 + 128, &th->clear_tid, 8, err) < 0
@@ -1331,6 +1360,51 @@ find_pipe(struct dctx *c, uint64_t ino)
   return &c->pp[c->npp++];
 }
 
+/* WROTE (> 0): a record of docs/engine.md's attribute tables went into
+   the image, which makes it format 3 at least. Returns WROTE. */
+static int
+put_attrs(struct dctx *c, int wrote)
+{
+  if (wrote > 0 && c->w->format < CREST_IMAGE_FORMAT_ATTRS)
+    c->w->format = CREST_IMAGE_FORMAT_ATTRS;
+  return wrote;
+}
+
+/* A regular file or directory removed while open, LINK its path with
+   " (deleted)" (cut off here); NF its new record (files-unlinked.c). A
+   file's contents go into the image once per inode; a directory is empty
+   and is made again beside its old name, whose directory must still be
+   there. */
+static int
+dump_removed(struct dctx *c, struct dproc *p, int fd, int flags, char *link, const struct stat *st,
+             struct dfile *nf, crest_error_t *err)
+{
+  link[strlen(link) - 10] = 0;
+  nf->u.mode = st->st_mode & 07777;
+  nf->u.uid = inner_id(c, &c->uidmap, st->st_uid);
+  nf->u.gid = inner_id(c, &c->gidmap, st->st_gid);
+  put_attrs(c, 1);
+  if (S_ISDIR(st->st_mode))
+    {
+      cleanup_free char *parent = xstrdup(link);
+      cleanup_close int pf = -1;
+      *strrchr(parent, '/') = 0;
+      pf = open_in_root(c, p, *parent ? parent : "/", O_PATH | O_DIRECTORY, err);
+      if (pf < 0)
+        return crest_error_wrap(err, "task %d: fd %d: deleted directory %s", p->pid, fd, link);
+      nf->deleted_dir = true;
+      return 0;
+    }
+  nf->unlinked = true;
+  nf->u.same_as = -1;
+  for (size_t k = 0; k < c->nf && nf->u.same_as < 0; k++)
+    if (c->f[k].unlinked && c->f[k].dev == st->st_dev && c->f[k].ino == st->st_ino)
+      nf->u.same_as = c->f[k].id;
+  if (nf->u.same_as >= 0)
+    return 0;
+  return unlinked_dump(c->w, p->pid, fd, flags, st, nf->id, &nf->u, &nf->data, err);
+}
+
 static int
 dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
 {
@@ -1341,6 +1415,7 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
   int flags, id = -1, tk;
   const char *what = NULL;
   struct dfile nf;
+  struct lock_set locks;
 
   snprintf(lpath, sizeof lpath, "/proc/%d/fd/%d", p->pid, fd);
   n = readlink(lpath, link, PATH_MAX);
@@ -1349,7 +1424,8 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
   link[n] = 0;
   if (stat(lpath, &st) < 0)
     return crest_error_errno(err, "task %d: fd %d (%s): stat", p->pid, fd, link);
-  if (fdinfo_get(p->pid, fd, &pos, &flags, err) < 0)
+  if (fdinfo_get(p->pid, fd, &pos, &flags, err) < 0
+      || files_check_fd(p->pid, fd, link, &st, &locks, err) < 0)
     return -1;
 
   /* Same open file description as one seen before? */
@@ -1393,32 +1469,20 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
             return crest_error_make(err, ENOTSUP,
                                     "task %d: fd %d (%s): memfd descriptors are not supported yet",
                                     p->pid, fd, link);
-          if (st.st_nlink == 0 && ll > 10 && strcmp(link + ll - 10, " (deleted)") == 0)
-            {
-              /* Unlinked but open: its contents go into the image. */
-              cleanup_close int dup = getfd(p->pid, fd, err);
-              cleanup_free char *data = NULL;
-              struct img_out o;
-              if (dup < 0)
-                return -1;
-              if (st.st_size > (1LL << 30))
-                return crest_error_make(err, EFBIG,
-                                        "task %d: fd %d: unlinked file %s larger than 1 GiB",
-                                        p->pid, fd, link);
-              data = xmalloc(st.st_size + 1);
-              if (pread(dup, data, st.st_size, 0) != st.st_size)
-                return crest_error_errno(err, "task %d: fd %d: read unlinked file %s", p->pid, fd,
-                                         link);
-              link[ll - 10] = 0;
-              nf.unlinked = true;
-              nf.data = xasprintf("file-%d.img", nf.id);
-              if (img_out_open(c->w, nf.data, &o, err) < 0
-                  || img_out_write(&o, data, st.st_size, err) < 0 || img_out_close(&o, err) < 0)
-                return -1;
-            }
+          if (st.st_nlink == 0 && ll > 10 && strcmp(link + ll - 10, " (deleted)") == 0
+              && dump_removed(c, p, fd, flags, link, &st, &nf, err) < 0)
+            return -1;
         }
       else if (S_ISDIR(st.st_mode))
-        nf.type = "dir";
+        {
+          size_t ll = strlen(link);
+          nf.type = "dir";
+          if (st.st_nlink == 0 && ll > 10 && strcmp(link + ll - 10, " (deleted)") == 0
+              && dump_removed(c, p, fd, flags, link, &st, &nf, err) < 0)
+            return -1;
+        }
+      else if (S_ISLNK(st.st_mode) && (flags & O_PATH))
+        nf.type = "link"; /* O_PATH | O_NOFOLLOW on a symlink: opened again the same way */
       else if (S_ISCHR(st.st_mode)
                && (strcmp(link, "/dev/null") == 0 || strcmp(link, "/dev/zero") == 0
                    || strcmp(link, "/dev/urandom") == 0 || strcmp(link, "/dev/random") == 0
@@ -1471,13 +1535,14 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
           return crest_error_make(err, ENOTSUP, "task %d: fd %d (%s): %s, cannot checkpoint it",
                                   p->pid, fd, link, t);
         }
-      if (strcmp(nf.type, "dir") == 0 || strcmp(nf.type, "fifo") == 0
-          || (strcmp(nf.type, "reg") == 0 && !nf.unlinked))
+      if ((strcmp(nf.type, "dir") == 0 && !nf.deleted_dir) || strcmp(nf.type, "fifo") == 0
+          || strcmp(nf.type, "link") == 0 || (strcmp(nf.type, "reg") == 0 && !nf.unlinked))
         {
           /* Restore opens it again by this path, inside the container: it
              must name this very file there. */
           struct stat pst;
-          cleanup_close int pf = open_in_root(c, p, link, O_PATH, err);
+          cleanup_close int pf
+              = open_in_root(c, p, link, O_PATH | (strcmp(nf.type, "link") ? 0 : O_NOFOLLOW), err);
           if (pf < 0)
             return crest_error_wrap(err, "task %d: fd %d (%s)", p->pid, fd, link);
           if (fstat(pf, &pst) < 0)
@@ -1489,6 +1554,12 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
                 p->pid, fd, link);
         }
       nf.path = xstrdup(link);
+      if (locks.n && strcmp(nf.type, "reg") && strcmp(nf.type, "dir"))
+        return crest_error_make(err, ENOTSUP,
+                                "task %d: fd %d (%s): a lock on a descriptor that leads outside "
+                                "the tree is not restored: cannot checkpoint it",
+                                p->pid, fd, link);
+      nf.locks = locks;
       c->f = xrealloc(c->f, (c->nf + 1) * sizeof *c->f);
       c->f[c->nf++] = nf;
       id = nf.id;
@@ -1500,6 +1571,17 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
   c->fds[c->nfds].fd = fd;
   c->fds[c->nfds].cloexec = (flags & O_CLOEXEC) != 0;
   c->fds[c->nfds].file = id;
+  memset(&c->fds[c->nfds].locks, 0, sizeof c->fds[c->nfds].locks);
+  {
+    /* POSIX locks show on every descriptor of the open file description
+       they were taken through: kept once per process. */
+    bool seen = false;
+    for (size_t k = 0; k < c->nfds; k++)
+      seen |= c->fds[k].pid == p->pid && c->fds[k].file == id && c->fds[k].locks.n;
+    for (size_t k = 0; k < locks.n && !seen; k++)
+      if (locks.l[k].kind == LOCK_KIND_POSIX)
+        c->fds[c->nfds].locks.l[c->fds[c->nfds].locks.n++] = locks.l[k];
+  }
   c->nfds++;
   return 0;
 }
@@ -1573,14 +1655,34 @@ dump_pipes(struct dctx *c, crest_error_t *err)
               pp->ino = 0;
               continue;
             }
-          for (size_t k = 0; k < c->nfds; k++)
+          for (size_t k = 0; k < c->nfds && !pp->no_r && !pp->no_w; k++)
             if (strcmp(c->f[c->fds[k].file].type, "pipe") == 0
                 && c->f[c->fds[k].file].ino_pipe == pp->ino)
-              return crest_error_make(err, ENOTSUP,
-                                      "task %d: fd %d (pipe:[%" PRIu64
-                                      "]): its other end is outside "
-                                      "the checkpointed tree",
-                                      c->fds[k].pid, c->fds[k].fd, pp->ino);
+              {
+                cleanup_close int d = getfd(c->fds[k].pid, c->fds[k].fd, err);
+                if (d < 0)
+                  return -1;
+                if (!pipe_other_end_closed(d, pp->has_r))
+                  return crest_error_make(err, ENOTSUP,
+                                          "task %d: fd %d (pipe:[%" PRIu64
+                                          "]): its other end is open in a process outside the "
+                                          "checkpointed tree",
+                                          c->fds[k].pid, c->fds[k].fd, pp->ino);
+                /* Closed everywhere: restore closes it again. Bytes left
+                   without a reader are peeked through a read end opened
+                   anew from the writer's descriptor. */
+                pp->no_r = !pp->has_r, pp->no_w = !pp->has_w;
+                if (pp->no_r)
+                  {
+                    cleanup_free char *lp
+                        = xasprintf("/proc/%d/fd/%d", c->fds[k].pid, c->fds[k].fd);
+                    rd = open(lp, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+                    if (rd < 0)
+                      return crest_error_errno(err, "task %d: fd %d: open the pipe to read it",
+                                               c->fds[k].pid, c->fds[k].fd);
+                    pp->rpid = c->fds[k].pid, pp->rfd = c->fds[k].fd;
+                  }
+              }
         }
       if (rd < 0)
         rd = getfd(pp->rpid, pp->rfd, err);
@@ -1897,7 +1999,8 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   char exe[PATH_MAX + 1], cwd[PATH_MAX + 1];
   unsigned long long f[64] = { 0 };
   struct vma *v = NULL;
-  size_t nv = 0, auxlen = 0;
+  struct vmflags_ent *vf = NULL;
+  size_t nv = 0, auxlen = 0, nvf = 0;
   const char *s;
   long ids[4];
   char *q;
@@ -1936,6 +2039,8 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   s = status_field(status, "Seccomp");
   if (s && atoi(s) != 0)
     return crest_error_make(err, ENOTSUP, "task %d: seccomp filters are not supported yet", p->pid);
+  if (timers_check(p->pid, err) < 0)
+    return -1;
   {
     cleanup_free char *path = NULL;
     ssize_t n;
@@ -1997,6 +2102,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   jput_int(g, "umask", s ? strtol(s, NULL, 8) : 022);
   jput_u64(g, "personality", strtoull(pers, NULL, 16));
   jput_int(g, "oom_score_adj", atoi(oom));
+  put_attrs(c, prctl_put_process(g, &p->pr));
   jput_key(g, "creds");
   yajl_gen_map_open(g);
   if (parse_ids(status_field(status, "Uid"), ids) < 0)
@@ -2123,7 +2229,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
     cont_pending |= put_pending(g, "shared_pending", si, n);
   }
 
-  if (parse_maps(p->pid, &v, &nv, err) < 0)
+  if (parse_maps(p->pid, &v, &nv, err) < 0 || vmflags_load(p->pid, &vf, &nvf, err) < 0)
     goto out;
   jput_key(g, "vmas");
   yajl_gen_array_open(g);
@@ -2135,6 +2241,8 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       jput_int(g, "prot", v[i].prot);
       jput_bool(g, "shared", v[i].shared);
       jput_str(g, "kind", v[i].kind);
+      if (put_attrs(c, vmflags_put(g, vf, nvf, p->pid, v[i].start, v[i].end, v[i].kind, err)) < 0)
+        goto out;
       if (v[i].path && strcmp(v[i].kind, "memfile") == 0)
         {
           if (dump_memfile(c, p, &v[i], g, err) < 0)
@@ -2190,6 +2298,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
         jput_int(g, "fd", c->fds[i].fd);
         jput_bool(g, "cloexec", c->fds[i].cloexec);
         jput_int(g, "file", c->fds[i].file);
+        put_attrs(c, locks_put(g, &c->fds[i].locks, 1u << LOCK_KIND_POSIX));
         yajl_gen_map_close(g);
       }
   yajl_gen_array_close(g);
@@ -2257,6 +2366,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
         goto out;
       tcomm[strcspn(tcomm, "\n")] = 0;
       jput_str(g, "comm", tcomm);
+      put_attrs(c, prctl_put_thread(g, &th->pr));
       n = ptrace(PTRACE_PEEKSIGINFO, th->tid, &arg, si);
       if (n < 0)
         {
@@ -2281,7 +2391,8 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       jput_int(g, "stop_signal", p->stop_sig);
       if (p != &c->p[0] && find_proc(c, p->ppid))
         jput_bool(g, "stop_reported", p->stop_reported);
-      c->w->format = CREST_IMAGE_FORMAT_STOP;
+      if (c->w->format < CREST_IMAGE_FORMAT_STOP)
+        c->w->format = CREST_IMAGE_FORMAT_STOP;
     }
   yajl_gen_map_close(g);
   rc = 0;
@@ -2290,6 +2401,7 @@ bad_status:
   crest_error_make(err, EINVAL, "task %d: cannot parse /proc status", p->pid);
 out:
   free_vmas(v, nv);
+  free(vf);
   (void)comm;
   return rc;
 }
@@ -2467,7 +2579,7 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
     goto out;
   crest_debug("checkpoint: %zu processes seized", c.np);
   if (ns_ids(&c, err) < 0 || user_ns(&c, err) < 0 || same_namespaces(&c, err) < 0
-      || dump_roots(&c, err) < 0)
+      || dump_roots(&c, err) < 0 || check_groups(&c, err) < 0)
     goto out;
   if (o->root_is_ns_init)
     find_terminal(&c);
@@ -2527,6 +2639,7 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
       yajl_gen_map_open(g);
       jput_int(g, "id", f->id);
       jput_str(g, "type", f->type);
+      put_attrs(&c, strcmp(f->type, "link") == 0);
       jput_str(g, "path", f->path);
       jput_int(g, "flags", f->flags);
       jput_int(g, "pos", f->pos);
@@ -2539,6 +2652,11 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
         }
       if (f->data)
         jput_str(g, "data", f->data);
+      if (f->unlinked)
+        unlinked_put(g, &f->u);
+      if (f->deleted_dir)
+        deleted_dir_put(g, &f->u);
+      put_attrs(&c, locks_put(g, &f->locks, (1u << LOCK_KIND_FLOCK) | (1u << LOCK_KIND_OFD)));
       yajl_gen_map_close(g);
     }
   yajl_gen_array_close(g);
@@ -2554,6 +2672,8 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
           jput_str(g, "path", c.pp[i].path);
         if (c.pp[i].data)
           jput_str(g, "data", c.pp[i].data);
+        if (c.pp[i].no_r || c.pp[i].no_w)
+          jput_bool(g, c.pp[i].no_r ? "no_reader" : "no_writer", put_attrs(&c, 1));
         yajl_gen_map_close(g);
       }
   yajl_gen_array_close(g);
@@ -2638,6 +2758,13 @@ out:
         const char *s;
         if (c.p[i].zombie)
           continue;
+        /* A leader gone before its other threads shows Z too: that was
+           the reason given (pstree_check_leader), not an exit. */
+        if (pstree_check_leader(c.p[i].pid, &e2) < 0)
+          {
+            crest_error_release(&e2);
+            continue;
+          }
         if (read_proc(c.p[i].pid, "status", &st, &e2) < 0 || !(s = status_field(st, "State"))
             || *s == 'Z' || *s == 'X')
           {

@@ -7,6 +7,8 @@
 #include <sys/types.h>
 #include <sys/user.h>
 #include "engine.h"
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_tree.h>
 #include "error.h"
 
 #define XSTATE_MAX 16384
@@ -106,6 +108,159 @@ dump_interrupted(crest_error_t *err);
 /* Remove FINAL_DIR.tmp-PID directories whose PID no longer exists. */
 void
 dump_remove_stale_tmp(const char *final_dir);
+
+/* files-check.c: refuse a descriptor of task PID whose state crest does
+   not restore (locks, O_ASYNC, packet pipes, pidfds and other anonymous
+   inodes, O_PATH on special files, /proc files of tasks, deleted
+   directories and FIFOs), in one line naming the task, fd and reason. */
+struct stat;
+struct lock_set;
+int
+files_check_fd(pid_t pid, int fd, const char *link, const struct stat *st, struct lock_set *locks,
+               crest_error_t *err);
+
+/* pstree-check.c: a process whose thread-group leader exited before its
+   other threads; a process group or session whose leader exited (IDs as
+   recorded, index 0 the root). Refused in one line naming the task. */
+int
+pstree_check_leader(pid_t pid, crest_error_t *err);
+int
+pstree_check_groups(size_t n, const pid_t *pid, const pid_t *pgid, const pid_t *sid,
+                    crest_error_t *err);
+
+/* timers.c: a process holding a POSIX timer is refused (one line). */
+int
+timers_check(pid_t pid, crest_error_t *err);
+
+/* vmflags.c: smaps VmFlags of a process. The bits a mapping records in
+   the image ("madv", format 3); each but VMF_NORESERVE (an mmap flag) is
+   put back with madvise(vmflags_advice(bit)). */
+#define VMF_DONTFORK 0x1u
+#define VMF_WIPEONFORK 0x2u
+#define VMF_DONTDUMP 0x4u
+#define VMF_HUGEPAGE 0x8u
+#define VMF_NOHUGEPAGE 0x10u
+#define VMF_SEQUENTIAL 0x20u
+#define VMF_RANDOM 0x40u
+#define VMF_MERGEABLE 0x80u
+#define VMF_NORESERVE 0x100u
+#define VMF_ALL 0x1ffu
+struct vmflags_ent;
+int
+vmflags_load(pid_t pid, struct vmflags_ent **out, size_t *n, crest_error_t *err);
+int
+vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, uint64_t end,
+              const char *kind, uint32_t *bits, crest_error_t *err);
+int
+vmflags_advice(uint32_t bit);
+int
+vmflags_put(yajl_gen g, const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start,
+            uint64_t end, const char *kind, crest_error_t *err);
+
+/* pipes.c */
+int
+pipe_other_end_closed(int fd, bool read_end);
+int
+pipe_reopen(int svc, bool read_end, int flags, crest_error_t *err);
+
+/* prctl.c: prctl state and membarrier registrations. dumpable is set last
+   of all (restore.c, finish_process): a task that is not dumpable can no
+   longer be read with process_vm_readv by a tracer without CAP_SYS_PTRACE. */
+struct prctl_proc
+{
+  int subreaper, thp_disable, dumpable;
+  int membarrier; /* MEMBARRIER_CMD_REGISTER_* bits */
+};
+struct prctl_thread
+{
+  int pdeathsig;
+  long slack;
+};
+int
+prctl_dump_process(pid_t tid, const struct user_regs_struct *regs, uint64_t mask, uint64_t gadget,
+                   uint64_t scratch, struct prctl_proc *out, crest_error_t *err);
+int
+prctl_dump_thread(pid_t pid, pid_t tid, const struct user_regs_struct *regs, uint64_t mask,
+                  uint64_t gadget, uint64_t scratch, bool parent_outside, struct prctl_thread *out,
+                  crest_error_t *err);
+bool
+prctl_put_process(yajl_gen g, const struct prctl_proc *p);
+bool
+prctl_put_thread(yajl_gen g, const struct prctl_thread *t);
+int
+prctl_parse_process(yajl_val v, int format, struct prctl_proc *p, crest_error_t *err);
+int
+prctl_parse_thread(yajl_val v, int format, struct prctl_thread *t, crest_error_t *err);
+/* The blob's process-wide operations: OPS[i] = { syscall, arg0, arg1 }
+   (at most 8). */
+size_t
+prctl_ops_process(const struct prctl_proc *p, long ops[][3]);
+
+/* files-unlinked.c: an open, unlinked regular file. Format 3 records its
+   size, mode, owner and data extents ("extents", the data file holds their
+   bytes in order), or, for a second open file description of the same
+   inode, only "unlinked_of" (the id of the first). */
+struct unlinked_info
+{
+  bool present; /* a format 3 record (else: the data file is the whole file) */
+  uint64_t size;
+  int mode;
+  long uid, gid; /* as the tree sees them */
+  uint64_t (*ext)[2];
+  size_t next;
+  int same_as; /* -1, or the file whose inode this one opens again */
+};
+struct img_writer;
+struct img_reader;
+int
+unlinked_dump(struct img_writer *w, pid_t pid, int fd, int flags, const struct stat *st, int id,
+              struct unlinked_info *u, char **data, crest_error_t *err);
+void
+unlinked_put(yajl_gen g, const struct unlinked_info *u);
+int
+unlinked_parse(yajl_val v, int format, long id, uint64_t dsize, struct unlinked_info *u,
+               crest_error_t *err);
+int
+unlinked_open(struct img_reader *img, const char *data, const char *path, struct unlinked_info *u,
+              int flags, crest_error_t *err);
+/* A deleted directory held open: "deleted_dir" with its mode and owner. */
+void
+deleted_dir_put(yajl_gen g, const struct unlinked_info *u);
+int
+deleted_dir_parse(yajl_val v, int format, long id, struct unlinked_info *u, crest_error_t *err);
+int
+deleted_dir_open(const char *path, const struct unlinked_info *u, int flags, crest_error_t *err);
+
+/* locks.c: file locks from fdinfo "lock:" lines (kind 1 POSIX, 2 flock,
+   3 OFD; len 0: to the end of the file). Image: "locks", a list of
+   [kind, write, start, len], on a file (flock, OFD) or on a process's
+   descriptor (POSIX), format 3. */
+#define LOCK_MAX 16
+#define LOCK_KIND_POSIX 1
+#define LOCK_KIND_FLOCK 2
+#define LOCK_KIND_OFD 3
+struct lock_rec
+{
+  int kind, write;
+  int64_t start, len;
+};
+struct lock_set
+{
+  size_t n;
+  struct lock_rec l[LOCK_MAX];
+};
+struct flock;
+int
+locks_read(pid_t pid, int fd, const char *info, const char *link, struct lock_set *out,
+           crest_error_t *err);
+bool
+locks_put(yajl_gen g, const struct lock_set *s, unsigned kinds_mask);
+int
+locks_parse(yajl_val v, int format, unsigned kinds_mask, struct lock_set *out, crest_error_t *err);
+void
+locks_flock(const struct lock_rec *l, struct flock *fl);
+int
+locks_apply_ofd(int fd, const char *path, const struct lock_set *s, crest_error_t *err);
 
 extern const unsigned char crest_restorer_blob[];
 extern const size_t crest_restorer_blob_size;

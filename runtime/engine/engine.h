@@ -23,9 +23,12 @@
    root directory of its own ("root_dir"): a reader of version 1 would ignore
    the key and restore the process running, or without its chroot, so such
    an image must not look like version 1 to it. */
-#define CREST_IMAGE_FORMAT 2
+#define CREST_IMAGE_FORMAT 3
 #define CREST_IMAGE_FORMAT_STOP 2
 #define CREST_IMAGE_FORMAT_CHROOT 2
+/* Format 3: records of docs/engine.md's attribute tables (mapping advice
+   "madv", "prctl", unlinked files' "extents"...); see docs/image-format.md. */
+#define CREST_IMAGE_FORMAT_ATTRS 3
 
 /* Freeze callback: called once, before any task is seized, with the tree's
    root PID. Return < 0 (filling err) to abort the dump; the engine then calls

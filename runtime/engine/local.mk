@@ -17,6 +17,14 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/dump.c \
 	runtime/engine/dump-guard.c \
 	runtime/engine/restore.c \
+	runtime/engine/files-check.c \
+	runtime/engine/pstree-check.c \
+	runtime/engine/timers.c \
+	runtime/engine/vmflags.c \
+	runtime/engine/pipes.c \
+	runtime/engine/prctl.c \
+	runtime/engine/files-unlinked.c \
+	runtime/engine/locks.c \
 	runtime/engine/blob/blob-abi.h
 nodist_runtime_engine_libcrest_engine_a_SOURCES = runtime/engine/restorer-blob.c
 runtime_engine_libcrest_engine_a_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/engine

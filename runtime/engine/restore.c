@@ -76,6 +76,7 @@ struct rthread
   uint8_t (*pending)[128];
   size_t npending;
   bool parked;
+  struct prctl_thread pr;
 };
 
 struct rvma
@@ -88,6 +89,7 @@ struct rvma
   uint64_t file_size;
   const char *data; /* memfile: the image file with the object's bytes */
   int svc;          /* file mappings: the descriptor the blob maps */
+  uint32_t madv;    /* VMF_* bits (vmflags.c) */
 };
 
 struct rrun
@@ -100,6 +102,7 @@ struct rfd
   int fd;
   bool cloexec;
   int file;
+  struct lock_set locks; /* POSIX locks, taken by the blob (locks.c) */
 };
 
 struct rproc
@@ -108,6 +111,7 @@ struct rproc
   const char *exe, *cwd;
   const char *root_dir; /* its chroot, a path in the tree's root; NULL: none */
   int64_t umask, oom;
+  struct prctl_proc pr;
   uint64_t personality;
   int64_t uids[4], gids[4];
   gid_t *groups;
@@ -156,6 +160,9 @@ struct rfile
   bool read_end;
   int svc;
   int stdio; /* tty: the lowest descriptor 0-2 on it in the image, or -1 */
+  struct unlinked_info u;
+  struct unlinked_info deleted_dir; /* present: a directory removed while open */
+  struct lock_set locks;            /* flock and OFD locks, taken by crest (locks.c) */
 };
 
 struct rpipe
@@ -164,6 +171,8 @@ struct rpipe
   int64_t size;
   const char *data, *path;
   int r, w;
+  bool no_r, no_w;       /* that end was closed everywhere: closed again */
+  bool r_taken, w_taken; /* an open file description of the tree has it */
 };
 
 struct rctx
@@ -257,6 +266,8 @@ parse_thread(struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
             && t->umin >= 0 && t->umin <= 1024 && t->umax >= 0 && t->umax <= 1024,
         "thread %d: rseq, altstack or scheduling value out of range", t->tid);
   snprintf(t->comm, sizeof t->comm, "%s", comm);
+  if (prctl_parse_thread(v, c->img->format, &t->pr, err) < 0)
+    return crest_error_wrap(err, "thread %d", t->tid);
   n = jget_array(v, "pending", &items, err);
   CHECK(n >= 0 && n <= 64, "thread %d: bad pending signal list", t->tid);
   t->pending = xzalloc((n + 1) * 128);
@@ -493,6 +504,8 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
     }
   if (parse_siginfos(v, "shared_pending", &p->shared_pending, &p->nshared_pending, err) < 0)
     return -1;
+  if (prctl_parse_process(v, c->img->format, &p->pr, err) < 0)
+    return crest_error_wrap(err, "process %d", p->pid);
   if (has_key(v, "stop_signal"))
     {
       int64_t sg;
@@ -531,6 +544,16 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
             m->end);
       m->prot = prot;
       strcpy(m->kind, kind);
+      if (has_key(items[i], "madv"))
+        {
+          int64_t madv;
+          if (jget_i64(items[i], "madv", &madv, err) < 0)
+            return -1;
+          CHECK(c->img->format >= CREST_IMAGE_FORMAT_ATTRS && madv > 0 && madv <= VMF_ALL,
+                "process %d: mapping %ld: bad madv %lld (format %d)", p->pid, i, (long long)madv,
+                c->img->format);
+          m->madv = (uint32_t)madv;
+        }
       m->svc = -1;
       if (strcmp(kind, "file") == 0)
         {
@@ -619,6 +642,8 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
                 && (i == 0 || fd > p->fds[i - 1].fd),
             "process %d: descriptor entry %ld is malformed", p->pid, i);
       p->fds[i].fd = fd, p->fds[i].file = file;
+      if (locks_parse(items[i], c->img->format, 1u << LOCK_KIND_POSIX, &p->fds[i].locks, err) < 0)
+        return crest_error_wrap(err, "process %d: fd %lld", p->pid, (long long)fd);
     }
   p->nfds = n;
 
@@ -761,6 +786,13 @@ parse_pipes(struct rctx *c, crest_error_t *err)
       if (pp->path && !img_path_ok(pp->path))
         return crest_error_make(err, EINVAL, "image %s: tree.json: pipe %ld: relative FIFO path",
                                 c->o->image_dir, i);
+      pp->no_r = has_key(items[i], "no_reader");
+      pp->no_w = has_key(items[i], "no_writer");
+      if ((pp->no_r || pp->no_w)
+          && (c->img->format < CREST_IMAGE_FORMAT_ATTRS || pp->path || (pp->no_r && pp->no_w)))
+        return crest_error_make(err, EINVAL,
+                                "image %s: tree.json: pipe %ld: bad no_reader/no_writer",
+                                c->o->image_dir, i);
       pp->r = pp->w = -1;
     }
   c->npp = n;
@@ -775,6 +807,32 @@ parse_pipes(struct rctx *c, crest_error_t *err)
                                   "image %s: file %zu: pipe:[%" PRIu64 "] is not in the pipe list",
                                   c->o->image_dir, i, c->f[i].pipe);
       }
+  return 0;
+}
+
+/* A file's records of docs/engine.md's attribute tables (format 3): an
+   unlinked file's extents or the file it opens again, a deleted
+   directory, flock and OFD locks, a symlink's O_PATH open. F is the
+   F->id-th of c->f, the ones before it parsed. */
+static int
+parse_file_attrs(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
+{
+  const struct img_file *df = f->data ? img_reader_find(c->img, f->data) : NULL;
+  if (unlinked_parse(v, c->img->format, f->id, df ? df->size : 0, &f->u, err) < 0
+      || deleted_dir_parse(v, c->img->format, f->id, &f->deleted_dir, err) < 0
+      || locks_parse(v, c->img->format, (1u << LOCK_KIND_FLOCK) | (1u << LOCK_KIND_OFD), &f->locks,
+                     err)
+             < 0)
+    return -1;
+  if (f->deleted_dir.present && strcmp(f->type, "dir"))
+    return crest_error_make(err, EINVAL, "deleted_dir on a %s", f->type);
+  if (f->u.same_as >= 0 && (f->data || !c->f[f->u.same_as].data))
+    return crest_error_make(err, EINVAL, "unlinked_of a file without data");
+  if (strcmp(f->type, "link") == 0
+      && (!(f->flags & O_PATH) || !(f->flags & O_NOFOLLOW)
+          || c->img->format < CREST_IMAGE_FORMAT_ATTRS))
+    return crest_error_make(err, EINVAL,
+                            "a link must be an O_PATH|O_NOFOLLOW open, in a format 3 image");
   return 0;
 }
 
@@ -863,11 +921,13 @@ parse_tree(struct rctx *c, crest_error_t *err)
       f->stdio = -1;
       if (strcmp(f->type, "reg") && strcmp(f->type, "dir") && strcmp(f->type, "dev")
           && strcmp(f->type, "pipe") && strcmp(f->type, "fifo") && strcmp(f->type, "inherited")
-          && strcmp(f->type, "tty"))
+          && strcmp(f->type, "tty") && strcmp(f->type, "link"))
         return crest_error_make(err, EINVAL, "image %s: tree.json: file %ld has unknown type %s",
                                 c->o->image_dir, i, f->type);
       if (check_file(c, f, err) < 0)
         return -1;
+      if (parse_file_attrs(c, items[i], f, err) < 0)
+        return crest_error_wrap(err, "image %s: tree.json: file %ld", c->o->image_dir, i);
     }
   c->nf = n;
   for (size_t i = 0; i < c->np; i++)
@@ -1115,6 +1175,15 @@ open_files(struct rctx *c, crest_error_t *err)
                                     "image %s: file %d: pipe:[%" PRIu64 "] is not in the pipe list",
                                     c->o->image_dir, f->id, f->pipe);
           f->svc = f->read_end ? pp->r : pp->w;
+          /* A second open file description of the same end: its own. */
+          if (f->read_end ? pp->r_taken : pp->w_taken)
+            {
+              int d = pipe_reopen(f->svc, f->read_end, f->flags, err);
+              if (d < 0 || (f->svc = svc_place(c, d, err)) < 0)
+                return -1;
+              continue;
+            }
+          *(f->read_end ? &pp->r_taken : &pp->w_taken) = true;
           /* O_NONBLOCK lives in the open file description. */
           if (fcntl(f->svc, F_SETFL, f->flags & (O_NONBLOCK | O_APPEND)) < 0)
             return crest_error_errno(err, "restore: pipe flags");
@@ -1129,28 +1198,24 @@ open_files(struct rctx *c, crest_error_t *err)
               return crest_error_errno(err, "restore: FIFO %s: flags", f->path);
             }
         }
+      else if (f->u.same_as >= 0)
+        {
+          /* Another open of an unlinked file restored before: its inode. */
+          cleanup_free char *lp = xasprintf("/proc/self/fd/%d", c->f[f->u.same_as].svc);
+          fd = open(lp, flags);
+        }
       else if (f->data)
         {
-          /* An unlinked file: recreate it beside where it was, reopen it with
-             its flags, unlink it again. */
-          uint64_t size;
-          cleanup_close int d = img_reader_open_file(c->img, f->data, &size, err);
-          cleanup_free char *tmp = xasprintf("%s.crest-%d", f->path, (int)getpid());
-          cleanup_free char *buf = NULL;
-          cleanup_close int w = -1;
-          if (d < 0)
+          /* An unlinked file (files-unlinked.c). */
+          fd = unlinked_open(c->img, f->data, f->path, &f->u, flags, err);
+          if (fd < 0)
             return -1;
-          w = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-          if (w < 0)
-            return crest_error_errno(err, "restore: recreate unlinked file %s", f->path);
-          buf = xmalloc(size + 1);
-          if (read_all(d, buf, size) < 0 || write_all(w, buf, size) < 0)
-            {
-              unlink(tmp);
-              return crest_error_errno(err, "restore: refill unlinked file %s", f->path);
-            }
-          fd = open(tmp, flags);
-          unlink(tmp);
+        }
+      else if (strcmp(f->type, "dir") == 0 && f->deleted_dir.present)
+        {
+          fd = deleted_dir_open(f->path, &f->deleted_dir, flags, err);
+          if (fd < 0)
+            return -1;
         }
       else if (strcmp(f->type, "dir") == 0)
         fd = img_open_typed(f->path, flags | O_DIRECTORY, S_IFDIR, "directory", err);
@@ -1167,7 +1232,17 @@ open_files(struct rctx *c, crest_error_t *err)
         }
       if ((f->svc = svc_place(c, fd, err)) < 0)
         return -1;
+      if (f->locks.n && locks_apply_ofd(f->svc, f->path, &f->locks, err) < 0)
+        return -1;
     }
+  /* An end closed in every process at checkpoint is closed again. */
+  for (size_t i = 0; i < c->npp; i++)
+    if (c->pp[i].no_r || c->pp[i].no_w)
+      {
+        int *end = c->pp[i].no_r ? &c->pp[i].r : &c->pp[i].w;
+        close(*end);
+        *end = -1;
+      }
   for (size_t i = 0; i < c->np; i++)
     {
       struct rproc *p = &c->p[i];
@@ -1361,6 +1436,25 @@ sig_in(const uint8_t (*si)[128], size_t n, int sig)
   return false;
 }
 
+/* The process-wide state of docs/engine.md's attribute tables (prctl.c,
+   locks.c), after the service descriptors are closed: closing any
+   descriptor of a file drops the process's POSIX locks on it. */
+static void
+process_attr_ops(struct rproc *p, struct oplist *l, struct bld *b)
+{
+  long pops[8][3];
+  size_t npops = prctl_ops_process(&p->pr, pops);
+  for (size_t i = 0; i < npops; i++)
+    OP(l, pops[i][0], pops[i][1], pops[i][2], 0, 0, 0, 0);
+  for (size_t k = 0; k < p->nfds; k++)
+    for (size_t j = 0; j < p->fds[k].locks.n; j++)
+      {
+        struct flock fl;
+        locks_flock(&p->fds[k].locks.l[j], &fl);
+        OP(l, SYS_fcntl, p->fds[k].fd, F_SETLK, bld_alloc(b, sizeof fl, 8, &fl), 0, 0, 0);
+      }
+}
+
 static void
 thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplist *l, struct bld *b)
 {
@@ -1377,6 +1471,12 @@ thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplis
       OP(l, SYS_sigaltstack, bld_alloc(b, sizeof ss, 8, ss), 0, 0, 0, 0, 0);
     }
   OP(l, SYS_prctl, PR_SET_NAME, bld_alloc(b, 16, 8, t->comm), 0, 0, 0, 0);
+  /* 0: a real-time thread's, which the kernel keeps at 0 by itself (and
+     a write of 0 would mean "the default"). */
+  if (t->pr.slack > 0)
+    OP(l, SYS_prctl, PR_SET_TIMERSLACK, t->pr.slack, 0, 0, 0, 0);
+  if (t->pr.pdeathsig)
+    OP(l, SYS_prctl, PR_SET_PDEATHSIG, t->pr.pdeathsig, 0, 0, 0, 0);
   memset(zero_attr, 0, sizeof zero_attr);
   bool uclamp = t->umin != 0 || (t->umax != 0 && t->umax != 1024); /* 0: kernel without uclamp */
   if (t->policy != 0 || t->nice != 0 || uclamp)
@@ -1807,6 +1907,8 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
         flags |= MAP_ANONYMOUS;
       if (strcmp(m->kind, "stack") == 0)
         flags |= MAP_GROWSDOWN;
+      if (m->madv & VMF_NORESERVE)
+        flags |= MAP_NORESERVE;
       OPEQ(&main_ops, SYS_mmap, (int64_t)m->start, m->start, m->end - m->start, prot, flags,
            m->path ? (uint64_t)m->svc : (uint64_t)-1, m->path ? m->pgoff * PAGE : 0);
     }
@@ -1821,6 +1923,12 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
         continue;
       OP(&main_ops, SYS_mprotect, m->start, m->end - m->start, m->prot, 0, 0, 0);
     }
+  /* The advice smaps showed (vmflags.c), once the pages are in. */
+  for (size_t i = 0; i < p->nvmas; i++)
+    for (uint32_t bit = 1; bit <= VMF_ALL; bit <<= 1)
+      if ((p->vmas[i].madv & bit) && vmflags_advice(bit))
+        OP(&main_ops, SYS_madvise, p->vmas[i].start, p->vmas[i].end - p->vmas[i].start,
+           vmflags_advice(bit), 0, 0, 0);
   /* 5. mm fields and the exe link (CAP_CHECKPOINT_RESTORE). */
   {
     struct mm_map mm = p->mm;
@@ -1890,6 +1998,7 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   for (int r_ = 0; r_ < RLIM_NLIMITS; r_++)
     OP(&main_ops, SYS_prlimit64, 0, r_, bld_alloc(&b, 16, 8, p->rl[r_]), 0, 0, 0);
   OP(&main_ops, SYS_close_range, c->svc_base, ~0U, 0, 0, 0, 0);
+  process_attr_ops(p, &main_ops, &b);
   {
     /* Test hook: the last process's restorer fails here, after every task
        exists, to prove that a late failure leaves nothing behind. */
@@ -2229,6 +2338,16 @@ finish_process(struct rctx *c, struct rproc *p, crest_error_t *err)
         {
           struct user_regs_struct u = r;
           int st;
+          /* Not dumpable: last, once crest has read all it reads. */
+          if (p->pr.dumpable == 0)
+            {
+              long a[6] = { PR_SET_DUMPABLE, 0, 0, 0, 0, 0 }, ret;
+              if (pt_inject(th->tid, &u, p->base + BLOB_OFF_SYSCALL, SYS_prctl, a, &ret, err) < 0)
+                return -1;
+              if (ret != 0)
+                return crest_error_make(err, (int)-ret, "restore: task %d: PR_SET_DUMPABLE",
+                                        th->tid);
+            }
           u.rip = p->base + BLOB_OFF_SYSCALL;
           u.rax = SYS_munmap;
           u.orig_rax = (unsigned long)-1;

@@ -68,6 +68,7 @@ ZDTM_PROGS += tests/progs/zdtm-sigstorm
 ZDTM_PROGS += tests/progs/zdtm-stopped
 ZDTM_PROGS += tests/progs/zdtm-chroot
 ZDTM_PROGS += tests/progs/zdtm-busy-tree
+ZDTM_PROGS += tests/progs/zdtm-lost
 # Not restorable on purpose: checkpoint must refuse it (sockets are not v1).
 ZDTM_PROGS += tests/progs/zdtm-socket
 ZDTM_PROGS += tests/progs/zdtm-thread-creds
@@ -119,6 +120,8 @@ tests_progs_zdtm_chroot_SOURCES = tests/progs/zdtm/chroot.c $(ZDTM_COMMON)
 tests_progs_zdtm_chroot_LDFLAGS = -static -pthread
 tests_progs_zdtm_busy_tree_SOURCES = tests/progs/zdtm/busy-tree.c $(ZDTM_COMMON)
 tests_progs_zdtm_busy_tree_LDFLAGS = -static -pthread
+tests_progs_zdtm_lost_SOURCES = tests/progs/zdtm/lost.c $(ZDTM_COMMON)
+tests_progs_zdtm_lost_LDFLAGS = -static -pthread
 tests_progs_zdtm_socket_SOURCES = tests/progs/zdtm/socket.c $(ZDTM_COMMON)
 tests_progs_zdtm_socket_LDFLAGS = -static -pthread
 tests_progs_zdtm_thread_creds_SOURCES = tests/progs/zdtm/thread-creds.c $(ZDTM_COMMON)

@@ -468,8 +468,8 @@ main(void)
       const char *what, *manifest, *expect;
     } bad[] = {
       { "not JSON", "{\"format\": 1,", "JSON" },
-      { "format 3", "{\"format\": 3, \"crest_version\": \"x\", \"kernel\": {}, \"files\": []}",
-        "format version 3" },
+      { "format 4", "{\"format\": 4, \"crest_version\": \"x\", \"kernel\": {}, \"files\": []}",
+        "format version 4" },
       { "format 0", "{\"format\": 0, \"crest_version\": \"x\", \"kernel\": {}, \"files\": []}",
         "format version 0" },
       { "no kernel identity", "{\"format\": 1, \"crest_version\": \"x\", \"files\": []}",
@@ -678,6 +678,78 @@ main(void)
 
   hostile_trees();
   hostile_files();
+
+  /* Format 3 records of the attribute tables (docs/engine.md): accepted in a
+     format 3 image only, every value in range. */
+  {
+    static const struct
+    {
+      const char *what, *extra, *expect; /* expect NULL: it passes */
+      int format;
+    } attrs[] = {
+      { "prctl state",
+        "\"prctl\": {\"child_subreaper\": true, \"thp_disable\": false, \"dumpable\": 0, "
+        "\"membarrier\": 16}",
+        NULL, 3 },
+      { "prctl state in a format 2 image",
+        "\"prctl\": {\"child_subreaper\": true, \"thp_disable\": false, \"dumpable\": 0, "
+        "\"membarrier\": 16}",
+        "format 3", 2 },
+      { "dumpable 2",
+        "\"prctl\": {\"child_subreaper\": false, \"thp_disable\": false, \"dumpable\": 2, "
+        "\"membarrier\": 0}",
+        "bad dumpable", 3 },
+      { "a membarrier bit that is no registration",
+        "\"prctl\": {\"child_subreaper\": false, \"thp_disable\": false, \"dumpable\": 1, "
+        "\"membarrier\": 8}",
+        "membarrier", 3 },
+      { "prctl that is not an object", "\"prctl\": 1", "object", 3 },
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(attrs); i++)
+      {
+        char name[32];
+        cleanup_free char *what = xasprintf("a process with %s", attrs[i].what);
+        snprintf(name, sizeof name, "t-attr%zu", i);
+        tree_process_extra = attrs[i].extra;
+        tree_format = attrs[i].format;
+        expect_tree(name, attrs[i].expect, what);
+      }
+    tree_process_extra = NULL;
+    tree_format = 1;
+  }
+  {
+    static const struct
+    {
+      const char *what, *madv, *expect;
+      int format;
+    } m[] = {
+      { "MADV_DONTFORK recorded", "1", NULL, 3 },
+      { "madv in a format 2 image", "1", "bad madv", 2 },
+      { "madv bits past MAP_NORESERVE", "512", "bad madv", 3 },
+      { "madv 0", "0", "bad madv", 3 },
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(m); i++)
+      {
+        char name[32];
+        cleanup_free char *vma = xasprintf(
+            "{\"start\": \"0x10000\", \"end\": \"0x12000\", \"prot\": 3, \"shared\": false, "
+            "\"kind\": \"anon\", \"madv\": %s}",
+            m[i].madv);
+        cleanup_free char *why = NULL;
+        int rc;
+        snprintf(name, sizeof name, "t-madv%zu", i);
+        tree_format = m[i].format;
+        rc = check_tree(name, vma, PAGES_OK, FDS_OK, 0x2000, &why);
+        if (m[i].expect)
+          tap_ok(rc < 0 && why && strstr(why, m[i].expect), "a mapping with %s is refused: %s",
+                 m[i].what, why);
+        else
+          tap_ok(rc == 0, "a mapping with %s passes%s%s", m[i].what, why && *why ? ": " : "",
+                 why ? why : "");
+      }
+    tree_format = 1;
+  }
+
   {
     crest_error_t e2 = NULL;
     remove_tree(base, &e2);

@@ -1,0 +1,178 @@
+/* crest: prctl state and membarrier registrations (docs/engine.md,
+ * "Tasks"). Read by syscalls injected into the stopped task (nothing in
+ * /proc shows them), recorded under "prctl" (process) and "pdeathsig",
+ * "timerslack" (thread) in a format 3 image, and put back by the restorer
+ * blob. */
+#include <config.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include "engine.h"
+#include "engine-int.h"
+#include "image.h"
+#include "util.h"
+
+#define DEFAULT_SLACK 50000
+/* membarrier commands: the probe, and the registration that enables it. */
+static const struct
+{
+  int cmd, reg;
+  const char *name;
+} mb[] = {
+  { 8, 16, "private_expedited" },
+  { 32, 64, "private_expedited_sync_core" },
+  { 128, 256, "private_expedited_rseq" },
+};
+
+static int
+inj(pid_t tid, const struct user_regs_struct *regs, uint64_t mask, uint64_t gadget, long nr,
+    long a0, long a1, long *ret, crest_error_t *err)
+{
+  long a[6] = { a0, a1, 0, 0, 0, 0 };
+  /* No single-step: a crest killed now leaves the thread sound
+     (docs/engine.md, "A checkpoint never harms the tree"). */
+  return pt_inject_nostep(tid, regs, mask, gadget, nr, a, ret, err);
+}
+
+static int
+peek_int(pid_t pid, uint64_t addr, int *v, crest_error_t *err)
+{
+  struct iovec l = { v, sizeof *v }, r = { (void *)addr, sizeof *v };
+  if (process_vm_readv(pid, &l, 1, &r, 1, 0) != sizeof *v)
+    return crest_error_errno(err, "task %d: read an injected prctl's answer", pid);
+  return 0;
+}
+
+int
+prctl_dump_process(pid_t tid, const struct user_regs_struct *regs, uint64_t mask, uint64_t gadget,
+                   uint64_t scratch, struct prctl_proc *out, crest_error_t *err)
+{
+  long ret;
+  memset(out, 0, sizeof *out);
+  if (inj(tid, regs, mask, gadget, SYS_prctl, PR_GET_CHILD_SUBREAPER, (long)scratch, &ret, err) < 0
+      || peek_int(tid, scratch, &out->subreaper, err) < 0)
+    return -1;
+  if (inj(tid, regs, mask, gadget, SYS_prctl, PR_GET_THP_DISABLE, 0, &ret, err) < 0)
+    return -1;
+  out->thp_disable = ret > 0;
+  if (inj(tid, regs, mask, gadget, SYS_prctl, PR_GET_DUMPABLE, 0, &ret, err) < 0)
+    return -1;
+  out->dumpable = (int)ret;
+  if (ret != 0 && ret != 1)
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: dumpable %ld (set by the kernel at an execve, no prctl "
+                            "gives it back): cannot checkpoint it",
+                            tid, ret);
+  /* A private expedited barrier fails with EPERM unless the process
+     registered for it: issuing one is the only way to learn which. */
+  for (size_t i = 0; i < sizeof mb / sizeof mb[0]; i++)
+    {
+      if (inj(tid, regs, mask, gadget, SYS_membarrier, mb[i].cmd, 0, &ret, err) < 0)
+        return -1;
+      if (ret == 0)
+        out->membarrier |= mb[i].reg;
+    }
+  return 0;
+}
+
+int
+prctl_dump_thread(pid_t pid, pid_t tid, const struct user_regs_struct *regs, uint64_t mask,
+                  uint64_t gadget, uint64_t scratch, bool parent_outside, struct prctl_thread *out,
+                  crest_error_t *err)
+{
+  long ret;
+  if (inj(tid, regs, mask, gadget, SYS_prctl, PR_GET_PDEATHSIG, (long)scratch, &ret, err) < 0
+      || peek_int(pid, scratch, &out->pdeathsig, err) < 0)
+    return -1;
+  if (out->pdeathsig && parent_outside)
+    return crest_error_make(err, ENOTSUP,
+                            "task %d (thread %d): a parent-death signal (%d) tied to a parent "
+                            "outside the tree, which restore cannot give back: cannot checkpoint "
+                            "it",
+                            pid, tid, out->pdeathsig);
+  if (inj(tid, regs, mask, gadget, SYS_prctl, PR_GET_TIMERSLACK, 0, &ret, err) < 0)
+    return -1;
+  out->slack = ret;
+  return 0;
+}
+
+bool
+prctl_put_process(yajl_gen g, const struct prctl_proc *p)
+{
+  if (!p->subreaper && !p->thp_disable && p->dumpable == 1 && !p->membarrier)
+    return false;
+  jput_key(g, "prctl");
+  yajl_gen_map_open(g);
+  jput_bool(g, "child_subreaper", p->subreaper != 0);
+  jput_bool(g, "thp_disable", p->thp_disable != 0);
+  jput_int(g, "dumpable", p->dumpable);
+  jput_int(g, "membarrier", p->membarrier);
+  yajl_gen_map_close(g);
+  return true;
+}
+
+bool
+prctl_put_thread(yajl_gen g, const struct prctl_thread *t)
+{
+  if (!t->pdeathsig && t->slack == DEFAULT_SLACK)
+    return false;
+  jput_int(g, "pdeathsig", t->pdeathsig);
+  jput_int(g, "timerslack", t->slack);
+  return true;
+}
+
+int
+prctl_parse_process(yajl_val v, int format, struct prctl_proc *p, crest_error_t *err)
+{
+  yajl_val o = yajl_tree_get(v, (const char *[]){ "prctl", NULL }, yajl_t_any);
+  int64_t d, m;
+  bool s, t;
+  memset(p, 0, sizeof *p);
+  p->dumpable = 1;
+  if (!o)
+    return 0;
+  if (format < CREST_IMAGE_FORMAT_ATTRS || !YAJL_IS_OBJECT(o))
+    return crest_error_make(err, EINVAL, "prctl: needs an object in a format 3 image");
+  if (jget_bool(o, "child_subreaper", &s, err) < 0 || jget_bool(o, "thp_disable", &t, err) < 0
+      || jget_i64(o, "dumpable", &d, err) < 0 || jget_i64(o, "membarrier", &m, err) < 0)
+    return -1;
+  if ((d != 0 && d != 1) || (m & ~(16 | 64 | 256)))
+    return crest_error_make(err, EINVAL, "prctl: bad dumpable %lld or membarrier %lld",
+                            (long long)d, (long long)m);
+  p->subreaper = s, p->thp_disable = t, p->dumpable = (int)d, p->membarrier = (int)m;
+  return 0;
+}
+
+int
+prctl_parse_thread(yajl_val v, int format, struct prctl_thread *t, crest_error_t *err)
+{
+  int64_t sig, slack;
+  t->pdeathsig = 0, t->slack = DEFAULT_SLACK;
+  if (!yajl_tree_get(v, (const char *[]){ "pdeathsig", NULL }, yajl_t_any))
+    return 0;
+  if (format < CREST_IMAGE_FORMAT_ATTRS || jget_i64(v, "pdeathsig", &sig, err) < 0
+      || jget_i64(v, "timerslack", &slack, err) < 0)
+    return *err ? -1 : crest_error_make(err, EINVAL, "pdeathsig: needs a format 3 image");
+  if (sig < 0 || sig > 64 || slack < 0 || slack > (1LL << 40))
+    return crest_error_make(err, EINVAL, "bad pdeathsig %lld or timerslack %lld", (long long)sig,
+                            (long long)slack);
+  t->pdeathsig = (int)sig, t->slack = slack;
+  return 0;
+}
+
+size_t
+prctl_ops_process(const struct prctl_proc *p, long ops[][3])
+{
+  size_t n = 0;
+  if (p->subreaper)
+    ops[n][0] = SYS_prctl, ops[n][1] = PR_SET_CHILD_SUBREAPER, ops[n++][2] = 1;
+  if (p->thp_disable)
+    ops[n][0] = SYS_prctl, ops[n][1] = PR_SET_THP_DISABLE, ops[n++][2] = 1;
+  for (size_t i = 0; i < sizeof mb / sizeof mb[0]; i++)
+    if (p->membarrier & mb[i].reg)
+      ops[n][0] = SYS_membarrier, ops[n][1] = mb[i].reg, ops[n++][2] = 0;
+  return n;
+}

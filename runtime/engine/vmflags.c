@@ -1,0 +1,175 @@
+/* crest: a mapping's flags as smaps VmFlags shows them (docs/engine.md,
+ * "Memory mappings"). What madvise() set is recorded as a bit mask and put
+ * back by the restorer blob after the mapping exists; what crest cannot put
+ * back is refused at checkpoint, naming the mapping and the flag. */
+#include <config.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include "engine-int.h"
+#include "image.h"
+#include "util.h"
+
+struct vmflags_ent
+{
+  uint64_t start;
+  char flags[128]; /* the VmFlags line, each entry followed by a space */
+  bool anon_name;  /* maps shows [anon:NAME] (PR_SET_VMA_ANON_NAME) */
+};
+
+/* Flags restored, with the advice that sets each (0: a mapping flag). */
+static const struct
+{
+  char tok[3];
+  uint32_t bit;
+  int advice;
+} restored[] = {
+  { "dc", VMF_DONTFORK, MADV_DONTFORK },
+  { "wf", VMF_WIPEONFORK, MADV_WIPEONFORK },
+  { "dd", VMF_DONTDUMP, MADV_DONTDUMP },
+  { "hg", VMF_HUGEPAGE, MADV_HUGEPAGE },
+  { "nh", VMF_NOHUGEPAGE, MADV_NOHUGEPAGE },
+  { "sr", VMF_SEQUENTIAL, MADV_SEQUENTIAL },
+  { "rr", VMF_RANDOM, MADV_RANDOM },
+  { "mg", VMF_MERGEABLE, MADV_MERGEABLE },
+  { "nr", VMF_NORESERVE, 0 },
+};
+
+/* Flags that follow from what the image already records (protections,
+   sharing, the stack, the kind of mapping) or that only track state
+   (soft-dirty, accounting), or belong to other architectures. */
+static const char *derived[]
+    = { "rd", "wr", "ex", "sh", "mr", "mw", "me", "ms", "dw", "ac", "sd", "bt", "mt", "ar" };
+
+/* Flags refused, with the reason. */
+static const struct
+{
+  char tok[3];
+  const char *what;
+} refused[] = {
+  { "gu", "a guard region (MADV_GUARD_INSTALL)" },
+  { "lo", "locked in memory (mlock)" },
+  { "lf", "locked on fault (mlock2 MLOCK_ONFAULT)" },
+  { "ht", "hugetlb memory" },
+  { "sf", "a DAX synchronous-fault mapping" },
+  { "um", "registered with userfaultfd" },
+  { "uw", "registered with userfaultfd" },
+  { "ui", "registered with userfaultfd" },
+  { "ss", "a shadow stack" },
+  { "sl", "sealed (mseal)" },
+  { "pf", "a PFN mapping of a device" },
+  { "io", "a mapping of device I/O memory" },
+  { "mm", "a mixed device mapping" },
+  { "de", "a mapping that may not be expanded (a special mapping)" },
+  { "gd", "a growsdown mapping other than the stack" },
+};
+
+int
+vmflags_load(pid_t pid, struct vmflags_ent **out, size_t *n, crest_error_t *err)
+{
+  cleanup_free char *path = xasprintf("/proc/%d/smaps", pid);
+  cleanup_free char *t = NULL;
+  size_t len;
+  char *line, *save = NULL;
+  *out = NULL, *n = 0;
+  if (read_file(path, &t, &len, 0, err) < 0)
+    return -1;
+  for (line = strtok_r(t, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+    {
+      uint64_t s, e;
+      char c;
+      if (sscanf(line, "%" SCNx64 "-%" SCNx64 "%c", &s, &e, &c) == 3 && c == ' ')
+        {
+          *out = xrealloc(*out, (*n + 1) * sizeof **out);
+          (*out)[*n].start = s;
+          (*out)[*n].flags[0] = 0;
+          (*out)[*n].anon_name = strstr(line, " [anon:") != NULL;
+          (*n)++;
+        }
+      else if (*n && strncmp(line, "VmFlags:", 8) == 0)
+        snprintf((*out)[*n - 1].flags, sizeof(*out)[*n - 1].flags, "%s ", line + 8);
+    }
+  return 0;
+}
+
+static bool
+in_list(const char *tok, const char *const *list, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(tok, list[i]) == 0)
+      return true;
+  return false;
+}
+
+/* The flags of the mapping at START (of kind KIND: vdso, vvar..., stack,
+   anon, file...) to record, or a refusal. */
+int
+vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, uint64_t end,
+              const char *kind, uint32_t *bits, crest_error_t *err)
+{
+  const char *f = NULL;
+  char tok[8];
+  int used;
+  *bits = 0;
+  for (size_t i = 0; i < n && !f; i++)
+    if (v[i].start == start)
+      {
+        f = v[i].flags;
+        if (v[i].anon_name)
+          return crest_error_make(err, ENOTSUP,
+                                  "task %d: mapping %" PRIx64 "-%" PRIx64 ": an anonymous mapping "
+                                  "with a name (PR_SET_VMA_ANON_NAME) is not restored yet: cannot "
+                                  "checkpoint it",
+                                  pid, start, end);
+      }
+  /* The vDSO and vvar are the kernel's own: mapped again by the kernel. */
+  if (!f || strcmp(kind, "vdso") == 0 || strncmp(kind, "vvar", 4) == 0)
+    return 0;
+  for (; sscanf(f, " %7s%n", tok, &used) == 1; f += used)
+    {
+      bool known = in_list(tok, derived, sizeof derived / sizeof derived[0]);
+      for (size_t k = 0; !known && k < sizeof restored / sizeof restored[0]; k++)
+        if (strcmp(tok, restored[k].tok) == 0)
+          *bits |= restored[k].bit, known = true;
+      if (known || (strcmp(tok, "gd") == 0 && strcmp(kind, "stack") == 0))
+        continue;
+      for (size_t k = 0; k < sizeof refused / sizeof refused[0]; k++)
+        if (strcmp(tok, refused[k].tok) == 0)
+          return crest_error_make(err, ENOTSUP,
+                                  "task %d: mapping %" PRIx64 "-%" PRIx64 ": %s (VmFlags %s) is "
+                                  "not restored: cannot checkpoint it",
+                                  pid, start, end, refused[k].what, tok);
+      return crest_error_make(err, ENOTSUP,
+                              "task %d: mapping %" PRIx64 "-%" PRIx64 ": VmFlags '%s' is unknown "
+                              "to crest: cannot checkpoint it",
+                              pid, start, end, tok);
+    }
+  return 0;
+}
+
+int
+vmflags_advice(uint32_t bit)
+{
+  for (size_t k = 0; k < sizeof restored / sizeof restored[0]; k++)
+    if (restored[k].bit == bit)
+      return restored[k].advice;
+  return 0;
+}
+
+/* Check the mapping (vmflags_check) and write its "madv" when it has
+   advice: -1 refused, 1 written, 0 nothing to write. */
+int
+vmflags_put(yajl_gen g, const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start,
+            uint64_t end, const char *kind, crest_error_t *err)
+{
+  uint32_t bits;
+  if (vmflags_check(v, n, pid, start, end, kind, &bits, err) < 0)
+    return -1;
+  if (!bits)
+    return 0;
+  jput_int(g, "madv", bits);
+  return 1;
+}

@@ -1,0 +1,1004 @@
+/* zdtm-lost: one attribute per run, each one a checkpoint used to drop
+ * without a word (issue 11, "nothing lost silently"). The attribute is
+ * chosen by ZDTM_CASE (or a third argument); the program sets it up, waits,
+ * and checks it. A harness expects each case either restored (the check
+ * passes after restore) or refused at checkpoint with one line (the check
+ * then passes on the untouched original): docs/engine.md says which.
+ *
+ *   zdtm-lost [READY [RESULT [CASE]]]
+ *   ZDTM_CASE=CASE zdtm-lost --probe    exit 0: this kernel can set CASE up,
+ *                                       77: it cannot (the harness skips). */
+#define _GNU_SOURCE
+#include "zdtm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PG 4096L
+#define MIB (1024L * 1024)
+
+static bool probing;
+static char path[64] = "zdtm-lost.XXXXXX";
+static int fd = -1, fd2 = -1, pfd[2] = { -1, -1 };
+static pid_t child = -1;
+static char *mem;
+static timer_t tid;
+
+/* Setup failed because this kernel lacks the feature: the harness skips. */
+static void __attribute__((noreturn)) unsupported(const char *what)
+{
+  if (probing)
+    exit(77);
+  zdtm_error("%s: not supported by this kernel (%s)", what, strerror(errno));
+}
+
+static void
+need(bool ok, const char *what)
+{
+  if (!ok)
+    zdtm_error("%s: %s", what, strerror(errno));
+}
+
+static int
+new_file(long size)
+{
+  int f = mkstemp(path);
+  need(f >= 0, "mkstemp in the current directory");
+  need(ftruncate(f, size) == 0, "ftruncate");
+  return f;
+}
+
+/* A child that runs FN until SIGTERM and reports its own verdict. */
+static void
+spawn(void (*fn)(void))
+{
+  child = fork();
+  need(child >= 0, "fork");
+  if (child == 0)
+    {
+      fn();
+      zdtm_wait();
+      exit(zdtm_status());
+    }
+}
+
+static void
+child_idle(void)
+{
+}
+
+static void
+wait_child(void)
+{
+  int st;
+  if (child <= 0)
+    return;
+  kill(child, SIGTERM);
+  if (waitpid(child, &st, 0) != child || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    zdtm_fail("child %d: status expected exit 0, got 0x%x", child, st);
+}
+
+/* --- file locks --- */
+
+static void
+set_posix(void)
+{
+  struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 10, .l_len = 20 };
+  fd = new_file(100);
+  need(fcntl(fd, F_SETLK, &l) == 0, "F_SETLK");
+}
+
+static void
+chk_posix(void)
+{
+  pid_t me = getpid(), k = fork();
+  int st;
+  if (k == 0)
+    {
+      struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+      int f = open(path, O_RDWR);
+      if (f < 0 || fcntl(f, F_GETLK, &l) < 0)
+        _exit(2);
+      _exit(l.l_type == F_WRLCK && l.l_pid == me && l.l_start == 10 && l.l_len == 20 ? 0 : 1);
+    }
+  waitpid(k, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st))
+    zdtm_fail("POSIX write lock on bytes 10-29 held by %d: not seen by another process", me);
+}
+
+static void
+set_flock(void)
+{
+  fd = new_file(100);
+  need(flock(fd, LOCK_EX) == 0, "flock");
+}
+
+static void
+chk_flock(void)
+{
+  int f = open(path, O_RDONLY);
+  if (flock(f, LOCK_SH | LOCK_NB) == 0 || errno != EWOULDBLOCK)
+    zdtm_fail("flock: another open file could lock it (expected EWOULDBLOCK)");
+  close(f);
+}
+
+static void
+set_ofd(void)
+{
+  struct flock l = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 5, .l_len = 50 };
+  fd = new_file(100);
+  need(fcntl(fd, F_OFD_SETLK, &l) == 0, "F_OFD_SETLK");
+}
+
+static void
+chk_ofd(void)
+{
+  struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+  int f = open(path, O_RDWR);
+  if (fcntl(f, F_OFD_GETLK, &l) < 0 || l.l_type != F_RDLCK || l.l_start != 5 || l.l_len != 50)
+    zdtm_fail("OFD read lock on bytes 5-54: expected it seen by another open file, got type %d "
+              "start %ld len %ld",
+              l.l_type, (long)l.l_start, (long)l.l_len);
+  close(f);
+}
+
+static void
+set_lease(void)
+{
+  close(new_file(100));
+  fd = open(path, O_RDONLY);
+  need(fd >= 0, "open");
+  if (fcntl(fd, F_SETLEASE, F_RDLCK) < 0)
+    unsupported("F_SETLEASE");
+}
+
+static void
+chk_lease(void)
+{
+  int l = fcntl(fd, F_GETLEASE);
+  if (l != F_RDLCK)
+    zdtm_fail("lease: expected F_RDLCK (%d), got %d", F_RDLCK, l);
+}
+
+/* --- per open file description --- */
+
+static void
+set_pipe_nonblock(void)
+{
+  need(pipe(pfd) == 0, "pipe");
+  need(fcntl(pfd[1], F_SETFL, O_NONBLOCK) == 0, "F_SETFL");
+}
+
+static void
+chk_pipe_nonblock(void)
+{
+  char c = 0;
+  if (fcntl(pfd[0], F_GETFL) & O_NONBLOCK)
+    zdtm_fail("pipe read end: O_NONBLOCK set, expected clear");
+  if (!(fcntl(pfd[1], F_GETFL) & O_NONBLOCK))
+    zdtm_fail("pipe write end: O_NONBLOCK clear, expected set");
+  if (write(pfd[1], "x", 1) != 1 || read(pfd[0], &c, 1) != 1 || c != 'x')
+    zdtm_fail("pipe: the two ends are no longer one pipe");
+}
+
+static void
+set_pipe_two_opens(void)
+{
+  char p[64];
+  need(pipe(pfd) == 0, "pipe");
+  snprintf(p, sizeof p, "/proc/self/fd/%d", pfd[0]);
+  fd2 = open(p, O_RDONLY | O_NONBLOCK);
+  need(fd2 >= 0, "open the pipe's read end again");
+}
+
+static void
+chk_pipe_two_opens(void)
+{
+  struct stat a, b;
+  char c = 0;
+  if (fcntl(pfd[0], F_GETFL) & O_NONBLOCK)
+    zdtm_fail("first open of the read end: O_NONBLOCK set, expected clear");
+  if (!(fcntl(fd2, F_GETFL) & O_NONBLOCK))
+    zdtm_fail("second open of the read end: O_NONBLOCK clear, expected set");
+  if (fstat(pfd[0], &a) || fstat(fd2, &b) || a.st_ino != b.st_ino)
+    zdtm_fail("the two opens of the read end are no longer one pipe");
+  if (write(pfd[1], "y", 1) != 1 || read(fd2, &c, 1) != 1 || c != 'y')
+    zdtm_fail("a byte written to the pipe did not come out of the second open");
+  if (read(fd2, &c, 1) != -1 || errno != EAGAIN)
+    zdtm_fail("an empty non-blocking read end: expected EAGAIN");
+}
+
+static void
+set_async(void)
+{
+  need(pipe(pfd) == 0, "pipe");
+  need(fcntl(pfd[0], F_SETOWN, getpid()) == 0, "F_SETOWN");
+  need(fcntl(pfd[0], F_SETFL, O_ASYNC) == 0, "F_SETFL O_ASYNC");
+}
+
+static void
+chk_async(void)
+{
+  if (!(fcntl(pfd[0], F_GETFL) & O_ASYNC) || fcntl(pfd[0], F_GETOWN) != getpid())
+    zdtm_fail("O_ASYNC or its owner lost");
+}
+
+static void
+set_pipe_packet(void)
+{
+  if (pipe2(pfd, O_DIRECT) < 0)
+    unsupported("pipe2(O_DIRECT)");
+  need(write(pfd[1], "ab", 2) == 2 && write(pfd[1], "c", 1) == 1, "write packets");
+}
+
+static void
+chk_pipe_packet(void)
+{
+  char b[8];
+  if (read(pfd[0], b, sizeof b) != 2 || read(pfd[0], b, sizeof b) != 1)
+    zdtm_fail("packet pipe: packets not kept apart");
+}
+
+/* --- memory advice, as smaps VmFlags shows it --- */
+
+static const char *want_flag;
+
+static bool
+has_vmflag(void *addr, const char *flag)
+{
+  FILE *f = fopen("/proc/self/smaps", "r");
+  char line[512];
+  bool in = false, found = false;
+  unsigned long a = (unsigned long)addr, s, e;
+  while (f && fgets(line, sizeof line, f))
+    {
+      if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
+        in = s <= a && a < e;
+      else if (in && strncmp(line, "VmFlags:", 8) == 0)
+        {
+          char pat[8];
+          snprintf(pat, sizeof pat, " %s", flag);
+          for (char *q = line + 8; (q = strstr(q, pat)); q++)
+            if (q[3] == ' ' || q[3] == '\n')
+              found = true;
+        }
+    }
+  if (f)
+    fclose(f);
+  return found;
+}
+
+static void
+set_madv(int advice, const char *flag)
+{
+  mem = mmap(NULL, 4 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  need(mem != MAP_FAILED, "mmap");
+  memset(mem, 0x5a, 4 * MIB);
+  if (madvise(mem, 4 * MIB, advice) < 0)
+    unsupported(flag);
+  want_flag = flag;
+  if (!has_vmflag(mem, flag))
+    unsupported("the VmFlags entry");
+}
+
+static void
+chk_madv(void)
+{
+  if (!has_vmflag(mem, want_flag))
+    zdtm_fail("mapping %p: VmFlags has no '%s' any more", (void *)mem, want_flag);
+  for (long i = 0; i < 4 * MIB; i += PG)
+    if (mem[i] != 0x5a)
+      {
+        zdtm_fail("mapping %p: byte %ld differs", (void *)mem, i);
+        break;
+      }
+}
+
+static void
+set_dc(void)
+{
+  set_madv(MADV_DONTFORK, "dc");
+}
+static void
+set_wf(void)
+{
+  set_madv(MADV_WIPEONFORK, "wf");
+}
+static void
+set_dd(void)
+{
+  set_madv(MADV_DONTDUMP, "dd");
+}
+static void
+set_hg(void)
+{
+  set_madv(MADV_HUGEPAGE, "hg");
+}
+static void
+set_nh(void)
+{
+  set_madv(MADV_NOHUGEPAGE, "nh");
+}
+
+static void
+set_guard(void)
+{
+  mem = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  need(mem != MAP_FAILED, "mmap");
+  if (madvise(mem + PG, PG, 102 /* MADV_GUARD_INSTALL */) < 0)
+    unsupported("MADV_GUARD_INSTALL");
+}
+
+static void
+chk_guard(void)
+{
+  pid_t k = fork();
+  int st;
+  if (k == 0)
+    {
+      signal(SIGSEGV, SIG_DFL);
+      *(volatile char *)(mem + PG) = 1;
+      _exit(0);
+    }
+  waitpid(k, &st, 0);
+  if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGSEGV)
+    zdtm_fail("guard region: a write to it did not fault");
+}
+
+/* --- prctl and membarrier --- */
+
+static void
+set_subreaper(void)
+{
+  need(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0, "PR_SET_CHILD_SUBREAPER");
+}
+
+static void
+chk_subreaper(void)
+{
+  int v = 0;
+  prctl(PR_GET_CHILD_SUBREAPER, &v);
+  if (v != 1)
+    zdtm_fail("child subreaper: expected 1, got %d", v);
+}
+
+static void
+pdeath_child(void)
+{
+  int v = 0;
+  need(prctl(PR_SET_PDEATHSIG, SIGUSR2) == 0, "PR_SET_PDEATHSIG");
+  zdtm_wait();
+  prctl(PR_GET_PDEATHSIG, &v);
+  if (v != SIGUSR2)
+    zdtm_fail("parent-death signal of child %d: expected %d, got %d", getpid(), SIGUSR2, v);
+  exit(zdtm_status());
+}
+
+static void
+set_pdeath(void)
+{
+  spawn(pdeath_child);
+}
+
+static void
+set_pdeath_root(void)
+{
+  /* The harness's shell may fork once more before it runs the program:
+     that parent's exit must not end the test. */
+  signal(SIGUSR2, SIG_IGN);
+  need(prctl(PR_SET_PDEATHSIG, SIGUSR2) == 0, "PR_SET_PDEATHSIG");
+}
+
+static void
+chk_pdeath_root(void)
+{
+  int v = 0;
+  prctl(PR_GET_PDEATHSIG, &v);
+  if (v != SIGUSR2)
+    zdtm_fail("parent-death signal: expected %d, got %d", SIGUSR2, v);
+}
+
+static void
+set_thp(void)
+{
+  need(prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0) == 0, "PR_SET_THP_DISABLE");
+}
+
+static void
+chk_thp(void)
+{
+  int v = prctl(PR_GET_THP_DISABLE, 0, 0, 0, 0);
+  if (v != 1)
+    zdtm_fail("THP disable: expected 1, got %d", v);
+}
+
+static void
+set_dumpable(void)
+{
+  need(prctl(PR_SET_DUMPABLE, 0) == 0, "PR_SET_DUMPABLE");
+}
+
+static void
+chk_dumpable(void)
+{
+  int v = prctl(PR_GET_DUMPABLE);
+  if (v != 0)
+    zdtm_fail("dumpable: expected 0, got %d", v);
+}
+
+static void
+set_slack(void)
+{
+  need(prctl(PR_SET_TIMERSLACK, 123456) == 0, "PR_SET_TIMERSLACK");
+}
+
+static void
+chk_slack(void)
+{
+  int v = prctl(PR_GET_TIMERSLACK);
+  if (v != 123456)
+    zdtm_fail("timer slack: expected 123456, got %d", v);
+}
+
+static void
+set_membarrier(void)
+{
+  if (syscall(SYS_membarrier, 16 /* REGISTER_PRIVATE_EXPEDITED */, 0, 0) < 0)
+    unsupported("membarrier registration");
+}
+
+static void
+chk_membarrier(void)
+{
+  if (syscall(SYS_membarrier, 8 /* PRIVATE_EXPEDITED */, 0, 0) < 0)
+    zdtm_fail("membarrier: private expedited no longer registered (%s)", strerror(errno));
+}
+
+/* --- POSIX timers --- */
+
+static void
+set_timer(void)
+{
+  struct sigevent ev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGUSR1 };
+  struct itimerspec it = { { 100, 0 }, { 200, 0 } };
+  timer_t first;
+  signal(SIGUSR1, SIG_IGN);
+  ev.sigev_value.sival_int = 77;
+  need(timer_create(CLOCK_MONOTONIC, &ev, &first) == 0, "timer_create");
+  need(timer_create(CLOCK_MONOTONIC, &ev, &tid) == 0, "timer_create");
+  need(timer_delete(first) == 0, "timer_delete");
+  need(timer_settime(tid, 0, &it, NULL) == 0, "timer_settime");
+}
+
+static void
+chk_timer(void)
+{
+  struct itimerspec it;
+  if (timer_gettime(tid, &it) < 0)
+    zdtm_fail("timer %ld: gone (%s)", (long)(intptr_t)tid, strerror(errno));
+  else if (it.it_interval.tv_sec != 100 || it.it_value.tv_sec > 200 || it.it_value.tv_sec < 100)
+    zdtm_fail("timer: expected interval 100 s and 100-200 s left, got %ld and %ld",
+              (long)it.it_interval.tv_sec, (long)it.it_value.tv_sec);
+}
+
+/* --- unlinked files --- */
+
+static const long hole_at = 1 * MIB, big = 1536 * MIB;
+static long usize;
+
+static void
+unlinked_data(long size, long second)
+{
+  char buf[PG];
+  fd = new_file(size);
+  usize = size;
+  zdtm_fill(buf, PG, 1, 0);
+  need(pwrite(fd, buf, PG, 0) == PG, "pwrite");
+  zdtm_fill(buf, PG, 2, 0);
+  need(pwrite(fd, buf, PG, second) == PG, "pwrite");
+  need(lseek(fd, 0, SEEK_HOLE) == PG, "a file system with holes");
+  need(unlink(path) == 0, "unlink");
+}
+
+static void
+chk_unlinked_data(int f, long second)
+{
+  char buf[PG];
+  struct stat st;
+  if (fstat(f, &st) || st.st_nlink != 0 || st.st_size != usize)
+    zdtm_fail("unlinked file: size %ld or link count %ld differ", (long)st.st_size,
+              (long)st.st_nlink);
+  if (pread(f, buf, PG, 0) != PG || zdtm_check(buf, PG, 1, 0) != (size_t)-1
+      || pread(f, buf, PG, second) != PG || zdtm_check(buf, PG, 2, 0) != (size_t)-1)
+    zdtm_fail("unlinked file: contents differ");
+  if (lseek(f, 0, SEEK_DATA) != 0 || lseek(f, 0, SEEK_HOLE) != PG
+      || lseek(f, PG, SEEK_DATA) != second || lseek(f, second, SEEK_HOLE) != second + PG)
+    zdtm_fail("unlinked file: holes differ (data at 0 and %ld, 4 KiB each)", second);
+}
+
+static void
+set_holes(void)
+{
+  unlinked_data(3 * MIB, hole_at);
+}
+static void
+chk_holes(void)
+{
+  chk_unlinked_data(fd, hole_at);
+}
+static void
+set_big(void)
+{
+  unlinked_data(big, big - 2 * MIB);
+}
+static void
+chk_big(void)
+{
+  chk_unlinked_data(fd, big - 2 * MIB);
+}
+
+static void
+set_umode(void)
+{
+  fd = new_file(10);
+  need(fchmod(fd, 0641) == 0, "fchmod");
+  need(unlink(path) == 0, "unlink");
+}
+
+static void
+chk_umode(void)
+{
+  struct stat st;
+  fstat(fd, &st);
+  if ((st.st_mode & 07777) != 0641 || st.st_uid != getuid() || st.st_gid != getgid())
+    zdtm_fail("unlinked file: mode %o owner %d:%d, expected 641 %d:%d", st.st_mode & 07777,
+              st.st_uid, st.st_gid, getuid(), getgid());
+}
+
+static void
+set_ushared(void)
+{
+  fd = new_file(100);
+  fd2 = open(path, O_RDWR);
+  need(fd2 >= 0, "open again");
+  lseek(fd, 7, SEEK_SET);
+  lseek(fd2, 9, SEEK_SET);
+  need(unlink(path) == 0, "unlink");
+}
+
+static void
+chk_ushared(void)
+{
+  struct stat a, b;
+  char c = 0;
+  if (fstat(fd, &a) || fstat(fd2, &b) || a.st_ino != b.st_ino)
+    zdtm_fail("two opens of one unlinked file: now two files");
+  if (pwrite(fd, "q", 1, 50) != 1 || pread(fd2, &c, 1, 50) != 1 || c != 'q')
+    zdtm_fail("two opens of one unlinked file: a write through one is not seen by the other");
+  if (lseek(fd, 0, SEEK_CUR) != 7 || lseek(fd2, 0, SEEK_CUR) != 9)
+    zdtm_fail("two opens of one unlinked file: offsets differ (expected 7 and 9)");
+}
+
+static void
+set_uwronly(void)
+{
+  char buf[PG];
+  close(new_file(0));
+  fd = open(path, O_WRONLY);
+  need(fd >= 0, "open O_WRONLY");
+  zdtm_fill(buf, PG, 3, 0);
+  need(write(fd, buf, PG) == PG, "write");
+  need(unlink(path) == 0, "unlink");
+}
+
+static void
+chk_uwronly(void)
+{
+  char p[64], buf[PG];
+  int r;
+  snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+  r = open(p, O_RDONLY);
+  if ((fcntl(fd, F_GETFL) & O_ACCMODE) != O_WRONLY)
+    zdtm_fail("write-only unlinked file: access mode changed");
+  if (lseek(fd, 0, SEEK_CUR) != PG)
+    zdtm_fail("write-only unlinked file: offset differs");
+  if (r < 0 || pread(r, buf, PG, 0) != PG || zdtm_check(buf, PG, 3, 0) != (size_t)-1)
+    zdtm_fail("write-only unlinked file: contents differ");
+  close(r);
+}
+
+/* --- special descriptors --- */
+
+static void
+set_deldir(void)
+{
+  need(mkdir("zdtm-lost-dir", 0700) == 0 && chmod("zdtm-lost-dir", 0751) == 0, "mkdir");
+  fd = open("zdtm-lost-dir", O_RDONLY | O_DIRECTORY);
+  need(fd >= 0 && rmdir("zdtm-lost-dir") == 0, "open and rmdir");
+}
+
+static void
+chk_deldir(void)
+{
+  struct stat st;
+  if (fstat(fd, &st) || !S_ISDIR(st.st_mode) || st.st_nlink != 0 || (st.st_mode & 07777) != 0751
+      || st.st_uid != getuid())
+    zdtm_fail("descriptor of a deleted directory: not a deleted directory of mode 751 and owner "
+              "%d any more",
+              getuid());
+  if (access("zdtm-lost-dir", F_OK) == 0)
+    zdtm_fail("the deleted directory exists again");
+}
+
+static void
+set_delfifo(void)
+{
+  need(mkfifo("zdtm-lost-fifo", 0600) == 0, "mkfifo");
+  fd = open("zdtm-lost-fifo", O_RDWR | O_NONBLOCK);
+  need(fd >= 0 && unlink("zdtm-lost-fifo") == 0, "open and unlink");
+  need(write(fd, "hello", 5) == 5, "write");
+}
+
+static void
+chk_delfifo(void)
+{
+  char b[8];
+  if (read(fd, b, sizeof b) != 5 || memcmp(b, "hello", 5))
+    zdtm_fail("deleted FIFO: its bytes differ");
+}
+
+static void
+set_opath(void)
+{
+  close(new_file(10));
+  fd = open(path, O_PATH);
+  need(fd >= 0, "open O_PATH");
+}
+
+static void
+chk_opath(void)
+{
+  struct stat a, b;
+  if (!(fcntl(fd, F_GETFL) & O_PATH))
+    zdtm_fail("O_PATH descriptor: O_PATH lost");
+  if (fstat(fd, &a) || stat(path, &b) || a.st_ino != b.st_ino)
+    zdtm_fail("O_PATH descriptor: another file");
+}
+
+static void
+set_opath_link(void)
+{
+  snprintf(path, sizeof path, "zdtm-lost-link.%d", getpid());
+  need(symlink("some-target", path) == 0, "symlink");
+  fd = open(path, O_PATH | O_NOFOLLOW);
+  need(fd >= 0, "open O_PATH|O_NOFOLLOW");
+}
+
+static void
+chk_opath_link(void)
+{
+  char b[32] = "";
+  struct stat st;
+  if (fstat(fd, &st) || !S_ISLNK(st.st_mode) || readlinkat(fd, "", b, sizeof b - 1) != 11
+      || strcmp(b, "some-target"))
+    zdtm_fail("O_PATH descriptor of a symlink: no longer that symlink");
+}
+
+static void
+set_pidfd(void)
+{
+  spawn(child_idle);
+  fd = syscall(SYS_pidfd_open, child, 0);
+  if (fd < 0)
+    unsupported("pidfd_open");
+}
+
+static void
+chk_pidfd(void)
+{
+  if (syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) < 0)
+    zdtm_fail("pidfd: no longer the child's (%s)", strerror(errno));
+}
+
+static void
+set_procfd(void)
+{
+  char p[64];
+  spawn(child_idle);
+  snprintf(p, sizeof p, "/proc/%d/status", child);
+  fd = open(p, O_RDONLY);
+  need(fd >= 0, "open /proc/CHILD/status");
+}
+
+static void
+chk_procfd(void)
+{
+  char b[4096], want[32];
+  ssize_t n = pread(fd, b, sizeof b - 1, 0);
+  b[n > 0 ? n : 0] = 0;
+  snprintf(want, sizeof want, "\nPid:\t%d\n", child);
+  if (!strstr(b, want))
+    zdtm_fail("descriptor on /proc/%d/status: no longer that task's", child);
+}
+
+static void
+set_delcwd(void)
+{
+  need(mkdir("zdtm-lost-cwd", 0700) == 0 && chdir("zdtm-lost-cwd") == 0, "mkdir and chdir");
+  need(rmdir("../zdtm-lost-cwd") == 0, "rmdir");
+}
+
+static void
+chk_delcwd(void)
+{
+  struct stat st;
+  if (stat(".", &st) || st.st_nlink != 0)
+    zdtm_fail("deleted cwd: no longer the deleted directory");
+}
+
+/* --- pipes whose other end is closed everywhere --- */
+
+static void
+set_widow_r(void)
+{
+  need(pipe(pfd) == 0 && write(pfd[1], "0123456789", 10) == 10, "pipe");
+  close(pfd[1]);
+}
+
+static void
+chk_widow_r(void)
+{
+  char b[16];
+  if (read(pfd[0], b, sizeof b) != 10 || memcmp(b, "0123456789", 10))
+    zdtm_fail("pipe without writers: its 10 bytes differ");
+  if (read(pfd[0], b, sizeof b) != 0)
+    zdtm_fail("pipe without writers: expected end of file after its bytes");
+}
+
+static void
+set_widow_w(void)
+{
+  need(pipe(pfd) == 0, "pipe");
+  close(pfd[0]);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+static void
+chk_widow_w(void)
+{
+  if (write(pfd[1], "x", 1) != -1 || errno != EPIPE)
+    zdtm_fail("pipe without readers: a write did not fail with EPIPE");
+}
+
+/* --- tasks --- */
+
+static void *
+leader_gone_thread(void *a)
+{
+  (void)a;
+  zdtm_wait();
+  zdtm_finish();
+}
+
+static void
+set_leader_exit(void)
+{
+  pthread_t t;
+  if (probing)
+    return;
+  need(pthread_create(&t, NULL, leader_gone_thread, NULL) == 0, "pthread_create");
+  zdtm_ready();
+  pthread_exit(NULL);
+}
+
+/* Child A leads a new session (ORPHAN_SID) or group, forks B and exits; B
+   is reparented to the root, a subreaper. B checks its IDs itself. */
+static pid_t a_pid;
+static int orphan_mode; /* 0: stays in the root's group, 1: new group, 2: new session */
+
+static void
+orphan_b(void)
+{
+  pid_t sid, pg, pp;
+  while (getppid() == a_pid)
+    usleep(1000);
+  sid = getsid(0), pg = getpgrp(), pp = getppid();
+  zdtm_wait();
+  if (getsid(0) != sid || getpgrp() != pg || getppid() != pp)
+    zdtm_fail("orphan %d: sid %d pgid %d ppid %d, expected %d %d %d", getpid(), getsid(0),
+              getpgrp(), getppid(), sid, pg, pp);
+  if (orphan_mode && (pg != a_pid || (orphan_mode == 2 && sid != a_pid)))
+    zdtm_fail("orphan %d: not in the group/session of exited %d", getpid(), a_pid);
+  exit(zdtm_status());
+}
+
+static void
+set_orphan(void)
+{
+  int p[2];
+  need(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0 && pipe(p) == 0, "subreaper, pipe");
+  a_pid = fork();
+  if (a_pid == 0)
+    {
+      pid_t b;
+      if (orphan_mode == 2 ? setsid() < 0 : orphan_mode == 1 ? setpgid(0, 0) < 0 : 0)
+        _exit(3);
+      a_pid = getpid();
+      b = fork();
+      if (b == 0)
+        {
+          close(p[0]), close(p[1]);
+          orphan_b();
+        }
+      _exit(write(p[1], &b, sizeof b) == sizeof b ? 0 : 4);
+    }
+  need(a_pid > 0 && read(p[0], &child, sizeof child) == sizeof child, "fork");
+  close(p[0]), close(p[1]);
+  waitpid(a_pid, NULL, 0);
+  for (int i = 0; i < 500; i++)
+    {
+      char f[64], b[512];
+      FILE *s;
+      snprintf(f, sizeof f, "/proc/%d/stat", child);
+      if ((s = fopen(f, "r")) && fgets(b, sizeof b, s))
+        {
+          int ppid = 0;
+          sscanf(strrchr(b, ')') + 4, "%d", &ppid);
+          fclose(s);
+          if (ppid == getpid())
+            return;
+        }
+      usleep(10000);
+    }
+  zdtm_error("orphan %d was not reparented to the root", child);
+}
+
+static void
+set_orphan_pgrp(void)
+{
+  orphan_mode = 1;
+  set_orphan();
+}
+
+static void
+set_orphan_sid(void)
+{
+  orphan_mode = 2;
+  set_orphan();
+}
+
+/* The write end of a pipe held by a process outside the tree: a grandchild
+   whose parent exited at once, reparented to whoever reaps orphans (outside
+   the tree in process mode; the root itself when it is a namespace's init).
+   It goes once the root is gone. */
+static void
+set_pipe_outside(void)
+{
+  pid_t root = getpid(), k;
+  need(pipe(pfd) == 0, "pipe");
+  k = fork();
+  if (k == 0)
+    {
+      if (fork() == 0)
+        {
+          close(pfd[0]);
+          while (kill(root, 0) == 0)
+            usleep(100000);
+          _exit(0);
+        }
+      _exit(0);
+    }
+  waitpid(k, NULL, 0);
+  close(pfd[1]);
+  need(fcntl(pfd[0], F_SETFL, O_NONBLOCK) == 0, "F_SETFL");
+}
+
+static void
+chk_pipe_outside(void)
+{
+  char c;
+  if (read(pfd[0], &c, 1) != -1 || errno != EAGAIN)
+    zdtm_fail("pipe with a writer outside: expected EAGAIN (a writer still there), got %s",
+              strerror(errno));
+}
+
+static const struct
+{
+  const char *name;
+  void (*set)(void), (*chk)(void);
+} cases[] = {
+  { "posix-lock", set_posix, chk_posix },
+  { "flock", set_flock, chk_flock },
+  { "ofd-lock", set_ofd, chk_ofd },
+  { "lease", set_lease, chk_lease },
+  { "pipe-nonblock", set_pipe_nonblock, chk_pipe_nonblock },
+  { "pipe-two-opens", set_pipe_two_opens, chk_pipe_two_opens },
+  { "o-async", set_async, chk_async },
+  { "pipe-packet", set_pipe_packet, chk_pipe_packet },
+  { "madv-dontfork", set_dc, chk_madv },
+  { "madv-wipeonfork", set_wf, chk_madv },
+  { "madv-dontdump", set_dd, chk_madv },
+  { "madv-hugepage", set_hg, chk_madv },
+  { "madv-nohugepage", set_nh, chk_madv },
+  { "guard-region", set_guard, chk_guard },
+  { "subreaper", set_subreaper, chk_subreaper },
+  { "pdeathsig", set_pdeath, NULL },
+  { "pdeathsig-root", set_pdeath_root, chk_pdeath_root },
+  { "thp-disable", set_thp, chk_thp },
+  { "dumpable", set_dumpable, chk_dumpable },
+  { "timerslack", set_slack, chk_slack },
+  { "membarrier", set_membarrier, chk_membarrier },
+  { "posix-timer", set_timer, chk_timer },
+  { "unlinked-holes", set_holes, chk_holes },
+  { "unlinked-mode", set_umode, chk_umode },
+  { "unlinked-shared", set_ushared, chk_ushared },
+  { "unlinked-wronly", set_uwronly, chk_uwronly },
+  { "unlinked-big", set_big, chk_big },
+  { "deleted-dir", set_deldir, chk_deldir },
+  { "deleted-fifo", set_delfifo, chk_delfifo },
+  { "opath", set_opath, chk_opath },
+  { "opath-symlink", set_opath_link, chk_opath_link },
+  { "pidfd", set_pidfd, chk_pidfd },
+  { "proc-fd", set_procfd, chk_procfd },
+  { "deleted-cwd", set_delcwd, chk_delcwd },
+  { "pipe-no-writer", set_widow_r, chk_widow_r },
+  { "pipe-no-reader", set_widow_w, chk_widow_w },
+  { "pipe-outside", set_pipe_outside, chk_pipe_outside },
+  { "leader-exit", set_leader_exit, NULL },
+  { "reparented", set_orphan, NULL },
+  { "orphan-pgrp", set_orphan_pgrp, NULL },
+  { "orphan-session", set_orphan_sid, NULL },
+};
+
+int
+main(int argc, char **argv)
+{
+  const char *name = getenv("ZDTM_CASE");
+  size_t i;
+  probing = argc > 1 && strcmp(argv[1], "--probe") == 0;
+  if (argc > 3)
+    name = argv[3];
+  for (i = 0; name && i < sizeof cases / sizeof cases[0]; i++)
+    if (strcmp(cases[i].name, name) == 0)
+      break;
+  if (!name || i == sizeof cases / sizeof cases[0])
+    {
+      fprintf(stderr, "zdtm-lost: ZDTM_CASE names none of:");
+      for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        fprintf(stderr, " %s", cases[i].name);
+      fprintf(stderr, "\n");
+      return 2;
+    }
+  if (probing)
+    {
+      char dir[] = "/tmp/zdtm-lost-probe.XXXXXX";
+      if (mkdtemp(dir) && chdir(dir) == 0)
+        {
+          cases[i].set();
+          if (child > 0)
+            kill(child, SIGKILL);
+        }
+      return 0; /* the probe's directory is left in /tmp: a few bytes */
+    }
+  zdtm_init(argc, argv);
+  cases[i].set();
+  zdtm_ready();
+  zdtm_wait();
+  if (cases[i].chk)
+    cases[i].chk();
+  wait_child();
+  zdtm_finish();
+}
