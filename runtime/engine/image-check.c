@@ -76,7 +76,9 @@ img_open_typed(const char *path, int flags, mode_t type, const char *what, crest
   if (!img_path_ok(path))
     return crest_error_make(err, EINVAL, "restore: %s: path \"%.64s\" is not absolute", what,
                             path ? path : "");
-  pfd = open(path, O_PATH | O_CLOEXEC);
+  /* The check opens what the real open will: the link itself when that
+     one does not follow it (an O_PATH|O_NOFOLLOW descriptor). */
+  pfd = open(path, O_PATH | O_CLOEXEC | (flags & O_NOFOLLOW));
   if (pfd < 0)
     return crest_error_errno(err, "restore: %s %s", what, path);
   if (fstat(pfd, &st) < 0)
@@ -101,7 +103,8 @@ img_open_typed(const char *path, int flags, mode_t type, const char *what, crest
       return crest_error_make(err, ESTALE, "restore: %s %s changed while it was opened", what,
                               path);
     }
-  if (!(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+  /* An O_PATH descriptor has no status flags to clear (F_SETFL fails). */
+  if (!(flags & (O_NONBLOCK | O_PATH)) && fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
     {
       crest_error_errno(err, "restore: %s %s: clear O_NONBLOCK", what, path);
       close(fd);

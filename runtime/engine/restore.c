@@ -1221,6 +1221,8 @@ open_files(struct rctx *c, crest_error_t *err)
         fd = img_open_typed(f->path, flags | O_DIRECTORY, S_IFDIR, "directory", err);
       else if (strcmp(f->type, "dev") == 0)
         fd = img_open_typed(f->path, flags, S_IFCHR, "device", err);
+      else if (strcmp(f->type, "link") == 0)
+        fd = img_open_typed(f->path, flags, S_IFLNK, "symbolic link", err);
       else
         fd = img_open_typed(f->path, flags, S_IFREG, "file", err);
       if (fd < 0)
