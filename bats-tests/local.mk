@@ -69,6 +69,11 @@ ZDTM_PROGS += bats-tests/progs/zdtm-zombie
 ZDTM_PROGS += bats-tests/progs/zdtm-sigstorm
 ZDTM_PROGS += bats-tests/progs/zdtm-stopped
 ZDTM_PROGS += bats-tests/progs/zdtm-chroot
+ZDTM_PROGS += bats-tests/progs/zdtm-shm-anon
+ZDTM_PROGS += bats-tests/progs/zdtm-shm-tree
+ZDTM_PROGS += bats-tests/progs/zdtm-memfd-closed
+ZDTM_PROGS += bats-tests/progs/zdtm-deleted-map
+ZDTM_PROGS += bats-tests/progs/zdtm-shared-file
 # Not restorable on purpose: checkpoint must refuse it (sockets are not v1).
 ZDTM_PROGS += bats-tests/progs/zdtm-socket
 ZDTM_PROGS += bats-tests/progs/zdtm-thread-creds
@@ -127,6 +132,16 @@ bats_tests_progs_zdtm_nested_ns_SOURCES = bats-tests/zdtm/nested-ns.c $(ZDTM_COM
 bats_tests_progs_zdtm_nested_ns_LDFLAGS = -static -pthread
 bats_tests_progs_zdtm_trap_ignored_SOURCES = bats-tests/zdtm/trap-ignored.c $(ZDTM_COMMON)
 bats_tests_progs_zdtm_trap_ignored_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_shm_anon_SOURCES = bats-tests/zdtm/shm-anon.c $(ZDTM_COMMON) bats-tests/zdtm/maps.h
+bats_tests_progs_zdtm_shm_anon_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_shm_tree_SOURCES = bats-tests/zdtm/shm-tree.c $(ZDTM_COMMON) bats-tests/zdtm/maps.h
+bats_tests_progs_zdtm_shm_tree_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_memfd_closed_SOURCES = bats-tests/zdtm/memfd-closed.c $(ZDTM_COMMON) bats-tests/zdtm/maps.h
+bats_tests_progs_zdtm_memfd_closed_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_deleted_map_SOURCES = bats-tests/zdtm/deleted-map.c $(ZDTM_COMMON) bats-tests/zdtm/maps.h
+bats_tests_progs_zdtm_deleted_map_LDFLAGS = -static -pthread
+bats_tests_progs_zdtm_shared_file_SOURCES = bats-tests/zdtm/shared-file.c $(ZDTM_COMMON) bats-tests/zdtm/maps.h
+bats_tests_progs_zdtm_shared_file_LDFLAGS = -static -pthread
 # --- end of the zdtm block ---------------------------------------------------
 
 # The other end of --console-socket: receives the pty master, records what

@@ -14,6 +14,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/sha256.c runtime/engine/sha256.h \
 	runtime/engine/image.c runtime/engine/image.h \
 	runtime/engine/ptrace.c \
+	runtime/engine/shmem.c runtime/engine/shmem.h \
 	runtime/engine/dump.c \
 	runtime/engine/restore.c \
 	runtime/engine/blob/blob-abi.h

@@ -1,0 +1,57 @@
+/* crest: memory objects with no path to open again (shared anonymous
+   memory, memfds, deleted files), found through the mappings of every task
+   of the tree and saved once each (docs/engine.md, "Memory objects"). */
+#ifndef CREST_SHMEM_H
+#define CREST_SHMEM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include "error.h"
+
+struct img_writer;
+
+/* One mapping of an object, in one task. */
+struct shm_map
+{
+  pid_t pid;
+  uint64_t start, end, pgoff;
+  bool shared;
+};
+
+struct shm_obj
+{
+  unsigned dev_major, dev_minor;
+  uint64_t ino; /* the object, as /proc/PID/maps shows it */
+  char *path;   /* as maps shows it */
+  bool shmem;   /* shared anonymous memory or a memfd (not a disk file) */
+  struct shm_map *m;
+  size_t nm;
+  char *data;     /* memfile-N.img once saved */
+  uint64_t size;  /* bytes in DATA */
+  const char *by; /* how it was read: map_files, a descriptor, or the mappings */
+};
+
+struct shm_table
+{
+  struct shm_obj *o;
+  size_t n, nsaved;
+  pid_t *pids; /* every live task of the tree (descriptors are looked for there) */
+  size_t npids;
+  int map_files; /* does the kernel open map_files to crest: 0 not tried yet, 1 yes, -1 no */
+};
+
+/* Record every mapping of task PID whose object has no path to open again. */
+int
+shm_collect(struct shm_table *t, pid_t pid, crest_error_t *err);
+
+/* The object mapped at START-END in task PID: save its bytes into the image
+   (once per object) and return the image file and its size. */
+int
+shm_save(struct shm_table *t, struct img_writer *w, pid_t pid, uint64_t start, uint64_t end,
+         const struct shm_obj **out, crest_error_t *err);
+
+void
+shm_free(struct shm_table *t);
+
+#endif
