@@ -54,8 +54,7 @@ main(int argc, char **argv)
         if (strcmp(mm[i].perms, want[i]) != 0)
           zdtm_fail("page %d: protections expected %s, got %s", i, want[i], mm[i].perms);
         if (mm[i].ino != st.st_ino)
-          zdtm_fail("page %d: inode expected %lu, got %lu", i, (unsigned long)st.st_ino,
-                    mm[i].ino);
+          zdtm_fail("page %d: inode expected %lu, got %lu", i, (unsigned long)st.st_ino, mm[i].ino);
         if (mm[i].pgoff + (uintptr_t)m != mm[i].start)
           zdtm_fail("page %d: file offset %#lx does not match its place", i, mm[i].pgoff);
       }

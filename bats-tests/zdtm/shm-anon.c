@@ -73,8 +73,8 @@ main(int argc, char **argv)
       for (size_t k = 0; i % 4 && k < PG; k++)
         if (b[i * PG + k])
           {
-            zdtm_fail("sparse region, page %d never written: byte %zu is 0x%02x, expected 0", i,
-                      k, b[i * PG + k]);
+            zdtm_fail("sparse region, page %d never written: byte %zu is 0x%02x, expected 0", i, k,
+                      b[i * PG + k]);
             break;
           }
     }

@@ -75,8 +75,7 @@ child(int me)
   check_all(me);
   /* the token chain: 0 -> 1 -> 2 -> 0 */
   if (!await(&h->token[me - 1], 0xA0 + me - 1))
-    zdtm_fail("process %d: the write of process %d never arrived: not shared any more", me,
-              me - 1);
+    zdtm_fail("process %d: the write of process %d never arrived: not shared any more", me, me - 1);
   else
     h->token[me] = 0xA0 + me;
   _exit(zdtm_status());

@@ -93,7 +93,8 @@ struct dfile
   pid_t pid; /* one user of it (for kcmp and pidfd_getfd) */
   int fd;
   bool unlinked;
-  char *data; /* image file with the contents of an unlinked file */
+  char *data; /* image file with the contents of an unlinked file, or a memfd's */
+  int seals;  /* memfd */
   uint64_t ino_pipe;
   bool pipe_read;
 };
@@ -1330,10 +1331,16 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
           size_t ll = strlen(link);
           nf.type = "reg";
           if (strncmp(link, "/memfd:", 7) == 0)
-            return crest_error_make(err, ENOTSUP,
-                                    "task %d: fd %d (%s): memfd descriptors are not supported yet",
-                                    p->pid, fd, link);
-          if (st.st_nlink == 0 && ll > 10 && strcmp(link + ll - 10, " (deleted)") == 0)
+            {
+              /* One object with its mappings (shmem.c). */
+              const struct shm_obj *o;
+              if (shm_save_fd(&c->shm, c->w, p->pid, fd, &st, link, &o, err) < 0)
+                return -1;
+              nf.type = "memfd";
+              nf.data = xstrdup(o->data);
+              nf.seals = o->seals;
+            }
+          else if (st.st_nlink == 0 && ll > 10 && strcmp(link + ll - 10, " (deleted)") == 0)
             {
               /* Unlinked but open: its contents go into the image. */
               cleanup_close int dup = getfd(p->pid, fd, err);
@@ -2431,6 +2438,8 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
         }
       if (f->data)
         jput_str(g, "data", f->data);
+      if (strcmp(f->type, "memfd") == 0)
+        jput_int(g, "seals", f->seals);
       yajl_gen_map_close(g);
     }
   yajl_gen_array_close(g);

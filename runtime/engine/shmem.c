@@ -41,6 +41,12 @@
 #define SHM_PAGE 4096UL
 #define SHM_MAX (1ULL << 30)
 
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010
+#endif
+/* Seals that forbid the shared mappings restore makes of the object. */
+#define SEALS_NO_SHARED (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)
+
 #define PM_PRESENT(e) (((e) >> 63) & 1)
 #define PM_SWAPPED(e) (((e) >> 62) & 1)
 #define PM_FILE(e) (((e) >> 61) & 1)
@@ -52,6 +58,19 @@ find_obj(struct shm_table *t, unsigned maj, unsigned min, uint64_t ino)
     if (t->o[i].dev_major == maj && t->o[i].dev_minor == min && t->o[i].ino == ino)
       return &t->o[i];
   return NULL;
+}
+
+static struct shm_obj *
+add_obj(struct shm_table *t, unsigned maj, unsigned min, uint64_t ino, const char *path)
+{
+  struct shm_obj *o;
+  t->o = xrealloc(t->o, (t->n + 1) * sizeof *t->o);
+  o = &t->o[t->n++];
+  memset(o, 0, sizeof *o);
+  o->dev_major = maj, o->dev_minor = min, o->ino = ino;
+  o->path = xstrdup(path);
+  o->shmem = strncmp(path, "/memfd:", 7) == 0 || strcmp(path, "/dev/zero (deleted)") == 0;
+  return o;
 }
 
 /* A mapping whose object has no path: a memfd, shared anonymous memory or a
@@ -321,6 +340,10 @@ obj_of(struct shm_table *t, pid_t pid, uint64_t start, uint64_t end)
   return NULL;
 }
 
+static int
+write_obj(struct shm_table *t, struct img_writer *w, struct shm_obj *o, const uint8_t *buf,
+          crest_error_t *err);
+
 int
 shm_save(struct shm_table *t, struct img_writer *w, pid_t pid, uint64_t start, uint64_t end,
          const struct shm_obj **out, crest_error_t *err)
@@ -328,7 +351,6 @@ shm_save(struct shm_table *t, struct img_writer *w, pid_t pid, uint64_t start, u
   struct shm_obj *o = obj_of(t, pid, start, end);
   cleanup_free uint8_t *buf = NULL;
   int fd, rc;
-  struct img_out io;
 
   if (!o)
     return crest_error_make(
@@ -353,6 +375,14 @@ shm_save(struct shm_table *t, struct img_writer *w, pid_t pid, uint64_t start, u
     }
   if (rc < 0)
     return crest_error_wrap(err, "task %d: mapping %" PRIx64 "-%" PRIx64, pid, start, end);
+  return write_obj(t, w, o, buf, err);
+}
+
+static int
+write_obj(struct shm_table *t, struct img_writer *w, struct shm_obj *o, const uint8_t *buf,
+          crest_error_t *err)
+{
+  struct img_out io;
   o->data = xasprintf("memfile-%zu.img", t->nsaved++);
   if (img_out_open(w, o->data, &io, err) < 0 || img_out_write(&io, buf, o->size, err) < 0
       || img_out_close(&io, err) < 0)
@@ -361,6 +391,46 @@ shm_save(struct shm_table *t, struct img_writer *w, pid_t pid, uint64_t start, u
               " bytes read through %s",
               o->path, o->dev_major, o->dev_minor, o->ino, o->nm, o->size, o->by);
   return 0;
+}
+
+int
+shm_save_fd(struct shm_table *t, struct img_writer *w, pid_t pid, int fd, const struct stat *st,
+            const char *link, const struct shm_obj **out, crest_error_t *err)
+{
+  struct shm_obj *o = find_obj(t, major(st->st_dev), minor(st->st_dev), st->st_ino);
+  cleanup_free uint8_t *buf = NULL;
+  cleanup_close int dup = -1;
+  int pfd, fl;
+
+  if (!o)
+    o = add_obj(t, major(st->st_dev), minor(st->st_dev), st->st_ino, link);
+  *out = o;
+  if (o->data)
+    return 0;
+  pfd = syscall(SYS_pidfd_open, pid, 0);
+  if (pfd < 0)
+    return crest_error_errno(err, "task %d: pidfd_open", pid);
+  dup = syscall(SYS_pidfd_getfd, pfd, fd, 0);
+  close(pfd);
+  if (dup < 0)
+    return crest_error_errno(err, "task %d: fd %d (%s): pidfd_getfd", pid, fd, link);
+  fl = fcntl(dup, F_GETFL);
+  if (fl >= 0 && (fl & O_ACCMODE) == O_WRONLY)
+    {
+      /* A write-only descriptor: read through a new open of the same file. */
+      cleanup_free char *lp = xasprintf("/proc/%d/fd/%d", pid, fd);
+      int r = open(lp, O_RDONLY | O_CLOEXEC);
+      if (r < 0)
+        return crest_error_errno(err, "task %d: fd %d (%s): open to read", pid, fd, link);
+      close(dup);
+      dup = r;
+    }
+  fl = fcntl(dup, F_GET_SEALS);
+  o->seals = fl < 0 ? 0 : fl;
+  o->by = "a descriptor of the tree";
+  if (read_whole(dup, o, &buf, err) < 0)
+    return crest_error_wrap(err, "task %d: fd %d", pid, fd);
+  return write_obj(t, w, o, buf, err);
 }
 
 void

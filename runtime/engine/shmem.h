@@ -29,6 +29,7 @@ struct shm_obj
   size_t nm;
   char *data;     /* memfile-N.img once saved */
   uint64_t size;  /* bytes in DATA */
+  int seals;      /* a memfd's, when a descriptor showed them (F_GET_SEALS) */
   const char *by; /* how it was read: map_files, a descriptor, or the mappings */
 };
 
@@ -50,6 +51,14 @@ shm_collect(struct shm_table *t, pid_t pid, crest_error_t *err);
 int
 shm_save(struct shm_table *t, struct img_writer *w, pid_t pid, uint64_t start, uint64_t end,
          const struct shm_obj **out, crest_error_t *err);
+
+/* A memfd descriptor FD of task PID (ST: its stat, LINK: its /proc link):
+   save its object once, through the descriptor (contents, size, seals). Its
+   mappings, collected later, name the same object. */
+struct stat;
+int
+shm_save_fd(struct shm_table *t, struct img_writer *w, pid_t pid, int fd, const struct stat *st,
+            const char *link, const struct shm_obj **out, crest_error_t *err);
 
 void
 shm_free(struct shm_table *t);
