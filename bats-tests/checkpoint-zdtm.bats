@@ -55,3 +55,24 @@ zdtm_cycle() {
 	update_config '.process.capabilities |= with_entries(if .key == "bounding" or .key == "permitted" or .key == "effective" then .value += ["CAP_SYS_CHROOT"] else . end)'
 	zdtm_cycle chroot
 }
+
+# Memory with no path to open again (runtime/engine/shmem.c): on the stock
+# kernel crest reads it without map_files, on the patched one through it;
+# the result must be the same.
+@test "zdtm-shm-anon in a container (shared anonymous memory)" { zdtm_cycle shm-anon; }
+@test "zdtm-shm-tree in a container (one shared object, three processes, saved once)" {
+	zdtm_run "z-shm-tree-$$" shm-tree
+	cr_checkpoint "z-shm-tree-$$"
+	[ "$status" = 0 ] || fail "checkpoint of zdtm-shm-tree failed: $output"
+	local files=("$IMAGE"/memfile-*.img)
+	[ "${#files[@]}" = 1 ] || fail "expected one memory file for the one object, got: ${files[*]}"
+	[ "$(stat -c %s "${files[0]}")" = $((64 * 4096)) ] \
+		|| fail "memory file ${files[0]}: $(stat -c %s "${files[0]}") bytes, expected the object's $((64 * 4096))"
+	cr_restore "z-shm-tree-$$"
+	[ "$status" = 0 ] || fail "restore of zdtm-shm-tree failed: $output"
+	zdtm_verdict "z-shm-tree-$$"
+}
+@test "zdtm-memfd in a container (descriptors: name, size, seals, contents, offset; shared with a mapping)" { zdtm_cycle memfd; }
+@test "zdtm-memfd-closed in a container (a memfd mapped, its descriptor closed)" { zdtm_cycle memfd-closed; }
+@test "zdtm-deleted-map in a container (mappings of a deleted file)" { zdtm_cycle deleted-map; }
+@test "zdtm-shared-file in a container (a shared file mapping with mixed protections)" { zdtm_cycle shared-file; }
