@@ -2390,6 +2390,17 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
   for (size_t i = 0; i < c.np; i++)
     if (!c.p[i].zombie && shm_collect(&c.shm, c.p[i].pid, err) < 0)
       goto out;
+  /* An unlinked file comes back as a new file for its descriptors and a
+     memfd for its mappings: they would no longer share its bytes. */
+  for (size_t i = 0; i < c.nf; i++)
+    if (c.f[i].unlinked && shm_find(&c.shm, c.f[i].dev, c.f[i].ino))
+      {
+        crest_error_make(err, ENOTSUP,
+                         "task %d: fd %d (%s): an unlinked file that is also mapped, cannot "
+                         "checkpoint it",
+                         c.f[i].pid, c.f[i].fd, c.f[i].path);
+        goto out;
+      }
   if (fault && strcmp(fault, "dump-signal") == 0)
     kill(getpid(), SIGTERM); /* test hook: crest is told to stop mid-dump */
   if (fault && strcmp(fault, "dump-task-exit") == 0 && c.np > 1)

@@ -51,6 +51,15 @@
 #define PM_SWAPPED(e) (((e) >> 62) & 1)
 #define PM_FILE(e) (((e) >> 61) & 1)
 
+const struct shm_obj *
+shm_find(struct shm_table *t, dev_t dev, ino_t ino)
+{
+  for (size_t i = 0; i < t->n; i++)
+    if (t->o[i].dev_major == major(dev) && t->o[i].dev_minor == minor(dev) && t->o[i].ino == ino)
+      return &t->o[i];
+  return NULL;
+}
+
 static struct shm_obj *
 find_obj(struct shm_table *t, unsigned maj, unsigned min, uint64_t ino)
 {

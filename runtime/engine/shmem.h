@@ -46,6 +46,10 @@ struct shm_table
 int
 shm_collect(struct shm_table *t, pid_t pid, crest_error_t *err);
 
+/* The object with device DEV and inode INO, if the tree maps it. */
+const struct shm_obj *
+shm_find(struct shm_table *t, dev_t dev, ino_t ino);
+
 /* The object mapped at START-END in task PID: save its bytes into the image
    (once per object) and return the image file and its size. */
 int
