@@ -1,6 +1,8 @@
 /* zdtm-shm-anon: shared anonymous memory (MAP_SHARED|MAP_ANONYMOUS) in one
  * process survives, and is still shared memory:
- * - a 16-page region filled with a pattern, byte for byte;
+ * - a 16-page region filled with a pattern, byte for byte, three pages of
+ *   which the process dropped from its page tables (MADV_DONTNEED: the
+ *   bytes stay in the object, but no mapping shows them present);
  * - a 64-page region with every fourth page written: the others read zero;
  * - a 4-page region whose first half was made read-only (two mappings of one
  *   object): protections kept, both halves still one object (same inode);
@@ -54,6 +56,8 @@ main(int argc, char **argv)
   b = shmap(64 * PG);
   c = shmap(4 * PG);
   zdtm_fill(a, 16 * PG, 61, 0);
+  if (madvise(a + 2 * PG, 3 * PG, MADV_DONTNEED) < 0)
+    zdtm_error("madvise MADV_DONTNEED: %s", strerror(errno));
   for (int i = 0; i < 64; i += 4)
     zdtm_fill(b + i * PG, PG, 62, i * PG);
   zdtm_fill(c, 4 * PG, 63, 0);

@@ -834,6 +834,21 @@ free_vmas(struct vma *v, size_t n)
   free(v);
 }
 
+/* shmem.c's probe runs its syscalls through this. */
+struct inj_ctx
+{
+  pid_t tid;
+  const struct user_regs_struct *regs;
+  uint64_t gadget;
+};
+
+static int
+inject_cb(void *ctx, long nr, const long a[6], long *ret, crest_error_t *err)
+{
+  const struct inj_ctx *ic = ctx;
+  return pt_inject(ic->tid, ic->regs, ic->gadget, nr, a, ret, err);
+}
+
 /* Put back the masks inject_state saved. Also on the failure paths (then
    ERR already holds the first reason and keeps it). */
 static int
@@ -979,6 +994,13 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
                   ch->stop_sig, ch->stop_reported ? "already collected" : "not yet collected",
                   p->pid);
     }
+  {
+    /* Which pages of its shared memory objects are in memory (shmem.c);
+       the first scratch page is free again. */
+    struct inj_ctx ic = { m->tid, &m->regs, p->gadget };
+    if (shm_probe(&c->shm, p->pid, inject_cb, &ic, scratch, PAGE, err) < 0)
+      goto out;
+  }
   rc = 0;
 out:
   {

@@ -13,12 +13,15 @@
  *   2. a descriptor of the object some task of the tree holds (a memfd, an
  *      unlinked file), taken with pidfd_getfd;
  *   3. the mappings themselves, through /proc/PID/mem, which the owner of
- *      the tree may always read. Of a shmem object only the pages some
- *      mapping of the tree has present are read (reading a hole through a
- *      mapping would allocate it in the running tree); where smaps shows
- *      that part of the object is swapped out, the whole mapping is read,
- *      which brings those pages back. Of a disk file every page but a
- *      task's private copy is read, from the file.
+ *      the tree may always read. Of a shmem object only the pages in memory
+ *      are read (reading a hole through a mapping would allocate it in the
+ *      running tree): those the task itself reports with mincore(2), run as
+ *      an injected syscall (shm_probe), which for shmem answers from the
+ *      object's page cache, mapped or not (pagemap shows only what this
+ *      mapping has present: nothing right after a restore). Where smaps
+ *      shows part of the object swapped out, or mincore could not say, the
+ *      whole mapping is read, which brings those pages back. Of a disk file
+ *      every page but a task's private copy is read, from the file.
  * Whatever the source, the image holds the same: the object's bytes, one
  * file per object (docs/image-format.md). */
 #include <config.h>
@@ -31,6 +34,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include "image.h"
@@ -69,6 +73,9 @@ find_obj(struct shm_table *t, unsigned maj, unsigned min, uint64_t ino)
   return NULL;
 }
 
+static bool
+shmem_name(const char *name);
+
 static struct shm_obj *
 add_obj(struct shm_table *t, unsigned maj, unsigned min, uint64_t ino, const char *path)
 {
@@ -78,7 +85,7 @@ add_obj(struct shm_table *t, unsigned maj, unsigned min, uint64_t ino, const cha
   memset(o, 0, sizeof *o);
   o->dev_major = maj, o->dev_minor = min, o->ino = ino;
   o->path = xstrdup(path);
-  o->shmem = strncmp(path, "/memfd:", 7) == 0 || strcmp(path, "/dev/zero (deleted)") == 0;
+  o->shmem = shmem_name(path);
   return o;
 }
 
@@ -132,6 +139,73 @@ shm_collect(struct shm_table *t, pid_t pid, crest_error_t *err)
       o->nm++;
     }
   return 0;
+}
+
+static bool
+shmem_name(const char *name)
+{
+  return strncmp(name, "/memfd:", 7) == 0 || strcmp(name, "/dev/zero (deleted)") == 0;
+}
+
+int
+shm_probe(struct shm_table *t, pid_t pid, shm_inject_fn inject, void *ctx, uint64_t scratch,
+          size_t len, crest_error_t *err)
+{
+  cleanup_free char *path = xasprintf("/proc/%d/maps", pid);
+  cleanup_free char *maps = NULL;
+  char *save = NULL;
+
+  if (read_file(path, &maps, NULL, 0, err) < 0)
+    return crest_error_wrap(err, "task %d", pid);
+  for (char *l = strtok_r(maps, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+    {
+      unsigned long s, e;
+      int pos = 0;
+      uint64_t npages;
+      struct shm_resident *r;
+      if (sscanf(l, "%lx-%lx %*s %*s %*s %*s %n", &s, &e, &pos) < 2 || !pos || !shmem_name(l + pos))
+        continue;
+      npages = (e - s) / SHM_PAGE;
+      t->res = xrealloc(t->res, (t->nres + 1) * sizeof *t->res);
+      r = &t->res[t->nres++];
+      r->pid = pid, r->start = s, r->end = e;
+      r->vec = xmalloc(npages + 1);
+      for (uint64_t off = 0; off < npages; off += len)
+        {
+          uint64_t n = npages - off < len ? npages - off : len;
+          long a[6] = { (long)(s + off * SHM_PAGE), (long)(n * SHM_PAGE), (long)scratch };
+          long ret;
+          struct iovec lo = { r->vec + off, n }, ro = { (void *)scratch, n };
+          if (inject(ctx, SYS_mincore, a, &ret, err) < 0)
+            return -1;
+          if (ret != 0 || process_vm_readv(pid, &lo, 1, &ro, 1, 0) != (ssize_t)n)
+            {
+              /* Unknown: the whole mapping is read (shm_save). */
+              crest_debug("task %d: mincore of %lx-%lx: %ld: reading all of it", pid, s, e, ret);
+              free(r->vec);
+              r->vec = NULL;
+              break;
+            }
+        }
+      if (r->vec)
+        {
+          size_t nin = 0;
+          for (uint64_t k = 0; k < npages; k++)
+            nin += r->vec[k] & 1;
+          crest_debug("task %d: %lx-%lx: %zu of %" PRIu64 " pages in memory", pid, s, e, nin,
+                      npages);
+        }
+    }
+  return 0;
+}
+
+static const struct shm_resident *
+resident(const struct shm_table *t, pid_t pid, uint64_t start)
+{
+  for (size_t i = 0; i < t->nres; i++)
+    if (t->res[i].pid == pid && t->res[i].start == start)
+      return &t->res[i];
+  return NULL;
 }
 
 /* 1. map_files, when the kernel opens it to crest. */
@@ -269,8 +343,8 @@ read_run(int mem, const struct shm_map *m, uint64_t k, uint64_t j, uint8_t *buf,
 }
 
 static int
-read_mapping(struct shm_obj *o, const struct shm_map *m, uint8_t *buf, uint8_t *have,
-             crest_error_t *err)
+read_mapping(const struct shm_table *t, struct shm_obj *o, const struct shm_map *m, uint8_t *buf,
+             uint8_t *have, crest_error_t *err)
 {
   uint64_t npages = (m->end - m->start) / SHM_PAGE;
   cleanup_free char *pmpath = xasprintf("/proc/%d/pagemap", m->pid);
@@ -279,8 +353,11 @@ read_mapping(struct shm_obj *o, const struct shm_map *m, uint8_t *buf, uint8_t *
   cleanup_close int pm = open(pmpath, O_RDONLY | O_CLOEXEC);
   cleanup_close int mem = open(mempath, O_RDONLY | O_CLOEXEC);
   /* A disk file's pages come from the file wherever they are not mapped;
-     a shmem object's swapped-out pages only through a read of them. */
-  bool full = !o->shmem || swapped_kb(m->pid, m->start) > 0;
+     a shmem object's swapped-out pages only through a read of them; and
+     where the task could not tell which pages are in memory, all are
+     read. */
+  const struct shm_resident *r = o->shmem ? resident(t, m->pid, m->start) : NULL;
+  bool full = !o->shmem || !r || !r->vec || swapped_kb(m->pid, m->start) > 0;
 
   if (pm < 0 || mem < 0)
     return crest_error_errno(err, "task %d: open %s", m->pid, pm < 0 ? "pagemap" : "mem");
@@ -294,7 +371,7 @@ read_mapping(struct shm_obj *o, const struct shm_map *m, uint8_t *buf, uint8_t *
          swapped) in a private mapping. */
 #define OWN(e) (PM_SWAPPED(e) || (PM_PRESENT(e) && !PM_FILE(e)))
 #define WANT(i)                                                                                    \
-  (!have[m->pgoff + (i)] && (full ? !OWN(ent[i]) : PM_PRESENT(ent[i]) && !OWN(ent[i])))
+  (!have[m->pgoff + (i)] && !OWN(ent[i]) && (full || PM_PRESENT(ent[i]) || (r->vec[i] & 1)))
       if (!WANT(k))
         {
           k++;
@@ -312,7 +389,7 @@ read_mapping(struct shm_obj *o, const struct shm_map *m, uint8_t *buf, uint8_t *
 
 /* 3. the object's bytes through every mapping of it in the tree. */
 static int
-read_mappings(struct shm_obj *o, uint8_t **buf, crest_error_t *err)
+read_mappings(const struct shm_table *t, struct shm_obj *o, uint8_t **buf, crest_error_t *err)
 {
   uint64_t size = 0, last = 0, npages;
   cleanup_free uint8_t *have = NULL;
@@ -327,7 +404,7 @@ read_mappings(struct shm_obj *o, uint8_t **buf, crest_error_t *err)
   *buf = xzalloc(size + 1);
   have = xzalloc(npages + 1);
   for (size_t i = 0; i < o->nm; i++)
-    if (read_mapping(o, &o->m[i], *buf, have, err) < 0)
+    if (read_mapping(t, o, &o->m[i], *buf, have, err) < 0)
       return -1;
   /* A shmem object is as large as its largest mapping says; a disk file
      ends after the last page that could be read (pages past its end fault
@@ -380,7 +457,7 @@ shm_save(struct shm_table *t, struct img_writer *w, pid_t pid, uint64_t start, u
   else
     {
       o->by = "its mappings";
-      rc = read_mappings(o, &buf, err);
+      rc = read_mappings(t, o, &buf, err);
     }
   if (rc < 0)
     return crest_error_wrap(err, "task %d: mapping %" PRIx64 "-%" PRIx64, pid, start, end);
@@ -449,5 +526,8 @@ shm_free(struct shm_table *t)
     free(t->o[i].path), free(t->o[i].m), free(t->o[i].data);
   free(t->o);
   free(t->pids);
+  for (size_t i = 0; i < t->nres; i++)
+    free(t->res[i].vec);
+  free(t->res);
   memset(t, 0, sizeof *t);
 }

@@ -33,14 +33,36 @@ struct shm_obj
   const char *by; /* how it was read: map_files, a descriptor, or the mappings */
 };
 
+/* Which pages of a shmem mapping are in the object's page cache, as
+   mincore(2) run by the task itself answered (VEC NULL: it could not say). */
+struct shm_resident
+{
+  pid_t pid;
+  uint64_t start, end;
+  uint8_t *vec;
+};
+
 struct shm_table
 {
   struct shm_obj *o;
   size_t n, nsaved;
   pid_t *pids; /* every live task of the tree (descriptors are looked for there) */
   size_t npids;
+  struct shm_resident *res;
+  size_t nres;
   int map_files; /* does the kernel open map_files to crest: 0 not tried yet, 1 yes, -1 no */
 };
+
+/* Run one syscall NR with arguments A in the seized task (dump.c's
+   injection); *RET is its result. */
+typedef int (*shm_inject_fn)(void *ctx, long nr, const long a[6], long *ret, crest_error_t *err);
+
+/* While task PID runs injected syscalls: ask it, with mincore(2) into its
+   scratch page SCRATCH (LEN bytes), which pages of each of its shmem
+   mappings are in memory, mapped by it or not. */
+int
+shm_probe(struct shm_table *t, pid_t pid, shm_inject_fn inject, void *ctx, uint64_t scratch,
+          size_t len, crest_error_t *err);
 
 /* Record every mapping of task PID whose object has no path to open again. */
 int
