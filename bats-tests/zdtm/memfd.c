@@ -4,7 +4,7 @@
  *   which page 1 is changed; the descriptor at offset 777, O_RDWR, without
  *   close-on-exec. A child shares the descriptor and the mapping.
  * - "zdtm-sealed": 2 pages, F_SEAL_WRITE and F_SEAL_SEAL, descriptor only,
- *   close-on-exec.
+ *   close-on-exec, and a second, read-only open of it (/proc/self/fd).
  * After restore: names (the /proc link), sizes, seals, contents (through the
  * descriptor and the mapping), offset, flags, close-on-exec; the
  * descriptor and the mapping are still one memfd (a pwrite shows in the
@@ -50,7 +50,9 @@ int
 main(int argc, char **argv)
 {
   uint8_t *buf = malloc(SIZE), *m;
-  int fd, sfd, st;
+  int fd, sfd, rfd, st;
+  struct stat s1, s2;
+  char self[64];
   size_t off;
   pid_t kid;
   struct zdtm_map mm;
@@ -72,6 +74,9 @@ main(int argc, char **argv)
   if (pwrite(sfd, buf, 2 * PG, 0) != 2 * PG
       || fcntl(sfd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SEAL | F_SEAL_GROW) < 0)
     zdtm_error("fill and seal zdtm-sealed: %s", strerror(errno));
+  snprintf(self, sizeof self, "/proc/self/fd/%d", sfd);
+  if ((rfd = open(self, O_RDONLY | O_CLOEXEC)) < 0)
+    zdtm_error("open %s: %s", self, strerror(errno));
   kid = fork();
   if (kid == 0)
     {
@@ -113,6 +118,13 @@ main(int argc, char **argv)
     zdtm_fail("zdtm-sealed: contents differ");
   if (pwrite(sfd, buf, 1, 0) >= 0 || errno != EPERM)
     zdtm_fail("zdtm-sealed: a write is allowed now (F_SEAL_WRITE lost)");
+  if (fstat(sfd, &s1) < 0 || fstat(rfd, &s2) < 0 || s1.st_ino != s2.st_ino
+      || s1.st_dev != s2.st_dev)
+    zdtm_fail("zdtm-sealed: the read-only open is another file now");
+  if ((fcntl(rfd, F_GETFL) & O_ACCMODE) != O_RDONLY)
+    zdtm_fail("zdtm-sealed: the second open is not read-only any more");
+  if (pread(rfd, buf, 16, 0) != 16 || (off = zdtm_check(buf, 16, 103, 0)) != (size_t)-1)
+    zdtm_fail("zdtm-sealed: the read-only open reads other bytes");
   kill(kid, SIGTERM);
   if (waitpid(kid, &st, 0) != kid || st != 0)
     zdtm_fail("child ended with status %#x", st);

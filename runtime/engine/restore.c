@@ -884,8 +884,11 @@ seal_memfds(struct rctx *c, crest_error_t *err)
       const struct rfile *f = &c->f[i];
       if (strcmp(f->type, "memfd") != 0 || !f->seals)
         continue;
+      /* Two open file descriptions of one memfd: sealed once. */
       for (size_t k = 0; k < c->nmf; k++)
-        if (strcmp(c->mf[k].data, f->data) == 0 && fcntl(c->mf[k].svc, F_ADD_SEALS, f->seals) < 0)
+        if (strcmp(c->mf[k].data, f->data) == 0
+            && (fcntl(c->mf[k].svc, F_GET_SEALS) & f->seals) != f->seals
+            && fcntl(c->mf[k].svc, F_ADD_SEALS, f->seals) < 0)
           return crest_error_errno(err, "restore: memfd %s: seals %#x", f->path, f->seals);
     }
   return 0;
