@@ -61,16 +61,21 @@ zdtm_cycle() {
 # the result must be the same.
 @test "zdtm-shm-anon in a container (shared anonymous memory)" { zdtm_cycle shm-anon; }
 @test "zdtm-shm-tree in a container (one shared object, three processes, saved once)" {
-	zdtm_run "z-shm-tree-$$" shm-tree
-	cr_checkpoint "z-shm-tree-$$"
+	local id="z-shm-tree-$$" before after files
+	zdtm_run "$id" shm-tree
+	before=$(cr_ns_pids "$id")
+	cr_checkpoint "$id"
 	[ "$status" = 0 ] || fail "checkpoint of zdtm-shm-tree failed: $output"
-	local files=("$IMAGE"/memfile-*.img)
+	cr_gone "$id"
+	files=("$IMAGE"/memfile-*.img)
 	[ "${#files[@]}" = 1 ] || fail "expected one memory file for the one object, got: ${files[*]}"
 	[ "$(stat -c %s "${files[0]}")" = $((64 * 4096)) ] \
 		|| fail "memory file ${files[0]}: $(stat -c %s "${files[0]}") bytes, expected the object's $((64 * 4096))"
-	cr_restore "z-shm-tree-$$"
+	cr_restore "$id"
 	[ "$status" = 0 ] || fail "restore of zdtm-shm-tree failed: $output"
-	zdtm_verdict "z-shm-tree-$$"
+	after=$(cr_ns_pids "$id")
+	[ "$after" = "$before" ] || fail "PIDs and names differ: before [$before] after [$after]"
+	zdtm_verdict "$id"
 }
 @test "zdtm-memfd in a container (descriptors: name, size, seals, contents, offset; shared with a mapping)" { zdtm_cycle memfd; }
 @test "zdtm-memfd-closed in a container (a memfd mapped, its descriptor closed)" { zdtm_cycle memfd-closed; }
