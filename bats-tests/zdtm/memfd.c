@@ -10,7 +10,10 @@
  * descriptor and the mapping are still one memfd (a pwrite shows in the
  * mapping, a store shows in a pread), the child's descriptor is the same
  * open file (an lseek in the child moves the parent's offset), the write
- * seal still holds (write fails with EPERM), growing still fails. */
+ * seal still holds (write fails with EPERM), growing still fails.
+ * ZDTM_MEMFD_REFUSE=1 adds a memfd mapped shared and writable, then sealed
+ * with F_SEAL_FUTURE_WRITE: restore could not map it again, so checkpoint
+ * must refuse the process (and leave it running). */
 #define _GNU_SOURCE
 #include "zdtm.h"
 #include "maps.h"
@@ -77,6 +80,16 @@ main(int argc, char **argv)
   snprintf(self, sizeof self, "/proc/self/fd/%d", sfd);
   if ((rfd = open(self, O_RDONLY | O_CLOEXEC)) < 0)
     zdtm_error("open %s: %s", self, strerror(errno));
+  if (getenv("ZDTM_MEMFD_REFUSE"))
+    {
+      int ffd = memfd_create("zdtm-future", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+      uint8_t *fm;
+      if (ffd < 0 || ftruncate(ffd, PG) < 0
+          || (fm = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, ffd, 0)) == MAP_FAILED
+          || fcntl(ffd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE) < 0)
+        zdtm_error("memfd sealed with F_SEAL_FUTURE_WRITE: %s", strerror(errno));
+      fm[0] = 1;
+    }
   kid = fork();
   if (kid == 0)
     {

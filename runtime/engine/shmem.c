@@ -124,15 +124,12 @@ shm_collect(struct shm_table *t, pid_t pid, crest_error_t *err)
         continue;
       o = find_obj(t, maj, min, ino);
       if (!o)
-        {
-          t->o = xrealloc(t->o, (t->n + 1) * sizeof *t->o);
-          o = &t->o[t->n++];
-          memset(o, 0, sizeof *o);
-          o->dev_major = maj, o->dev_minor = min, o->ino = ino;
-          o->path = xstrdup(l + pos);
-          o->shmem
-              = strncmp(o->path, "/memfd:", 7) == 0 || strcmp(o->path, "/dev/zero (deleted)") == 0;
-        }
+        o = add_obj(t, maj, min, ino, l + pos);
+      if (perms[3] == 's' && (o->seals & SEALS_NO_SHARED))
+        return crest_error_make(err, ENOTSUP,
+                                "task %d: mapping %lx-%lx of %s: shared, of a memfd sealed "
+                                "against writes (seals %#x), which restore cannot map again",
+                                pid, s, e, o->path, o->seals);
       o->m = xrealloc(o->m, (o->nm + 1) * sizeof *o->m);
       o->m[o->nm].pid = pid, o->m[o->nm].start = s, o->m[o->nm].end = e;
       o->m[o->nm].pgoff = off / SHM_PAGE, o->m[o->nm].shared = perms[3] == 's';
