@@ -137,3 +137,28 @@ lost_case() {
 @test "zdtm-lost reparented: restored" { lost_case reparented restore; }
 @test "zdtm-lost orphan-pgrp: refused" { lost_case orphan-pgrp "process group"; }
 @test "zdtm-lost orphan-session: refused" { lost_case orphan-session "session"; }
+# Memory with no path to open again (runtime/engine/shmem.c): on the stock
+# kernel crest reads it without map_files, on the patched one through it;
+# the result must be the same.
+@test "zdtm-shm-anon in a container (shared anonymous memory)" { zdtm_cycle shm-anon; }
+@test "zdtm-shm-tree in a container (one shared object, three processes, saved once)" {
+	local id="z-shm-tree-$$" before after files
+	zdtm_run "$id" shm-tree
+	before=$(cr_ns_pids "$id")
+	cr_checkpoint "$id"
+	[ "$status" = 0 ] || fail "checkpoint of zdtm-shm-tree failed: $output"
+	cr_gone "$id"
+	files=("$IMAGE"/memfile-*.img)
+	[ "${#files[@]}" = 1 ] || fail "expected one memory file for the one object, got: ${files[*]}"
+	[ "$(stat -c %s "${files[0]}")" = $((64 * 4096)) ] \
+		|| fail "memory file ${files[0]}: $(stat -c %s "${files[0]}") bytes, expected the object's $((64 * 4096))"
+	cr_restore "$id"
+	[ "$status" = 0 ] || fail "restore of zdtm-shm-tree failed: $output"
+	after=$(cr_ns_pids "$id")
+	[ "$after" = "$before" ] || fail "PIDs and names differ: before [$before] after [$after]"
+	zdtm_verdict "$id"
+}
+@test "zdtm-memfd in a container (descriptors: name, size, seals, contents, offset; shared with a mapping)" { zdtm_cycle memfd; }
+@test "zdtm-memfd-closed in a container (a memfd mapped, its descriptor closed)" { zdtm_cycle memfd-closed; }
+@test "zdtm-deleted-map in a container (mappings of a deleted file)" { zdtm_cycle deleted-map; }
+@test "zdtm-shared-file in a container (a shared file mapping with mixed protections)" { zdtm_cycle shared-file; }

@@ -34,6 +34,7 @@
 #include "kernel-abi.h"
 #include "log.h"
 #include "testhook.h"
+#include "shmem.h"
 #include "util.h"
 
 #ifndef PTRACE_PEEKSIGINFO
@@ -99,6 +100,7 @@ struct dfile
   struct unlinked_info u;
   bool deleted_dir;      /* a directory removed while open: u holds its mode and owner */
   struct lock_set locks; /* flock and OFD locks (locks.c) */
+  int seals;             /* memfd */
   uint64_t ino_pipe;
   bool pipe_read;
 };
@@ -155,12 +157,7 @@ struct dctx
   uint64_t pages_bytes, readv_calls;
   struct timespec t0;
   bool progress;
-  struct
-  {
-    dev_t dev;
-    ino_t ino;
-  } * mf; /* memory files already saved, named memfile-<index>.img */
-  size_t nmf;
+  struct shm_table shm; /* objects with no path, mapped in the tree */
   /* Container mode: the container's terminal, the pty slave that
      /dev/console names inside the container and that is its init's
      controlling terminal (what crun sets up for process.terminal). */
@@ -875,6 +872,23 @@ free_vmas(struct vma *v, size_t n)
   free(v);
 }
 
+/* shmem.c's probe runs its syscalls through this, without single-step as
+   every injected call of the dump. */
+struct inj_ctx
+{
+  pid_t tid;
+  const struct user_regs_struct *regs;
+  uint64_t mask;
+  uint64_t gadget;
+};
+
+static int
+inject_cb(void *ctx, long nr, const long a[6], long *ret, crest_error_t *err)
+{
+  const struct inj_ctx *ic = ctx;
+  return pt_inject_nostep(ic->tid, ic->regs, ic->mask, ic->gadget, nr, a, ret, err);
+}
+
 #define SCRATCH_LEN (2 * PAGE)
 
 /* Where the injected calls write their answers (SCRATCH_LEN bytes). When
@@ -1083,6 +1097,13 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
                   ch->stop_sig, ch->stop_reported ? "already collected" : "not yet collected",
                   p->pid);
     }
+  {
+    /* Which pages of its shared memory objects are in memory (shmem.c);
+       the first scratch page is free again. */
+    struct inj_ctx ic = { m->tid, &m->regs, m->sigmask, p->gadget };
+    if (shm_probe(&c->shm, p->pid, inject_cb, &ic, scratch, PAGE, err) < 0)
+      goto out;
+  }
   rc = 0;
 out:
   if (scratch_put(p, &sc, err) < 0)
@@ -1466,11 +1487,17 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
           size_t ll = strlen(link);
           nf.type = "reg";
           if (strncmp(link, "/memfd:", 7) == 0)
-            return crest_error_make(err, ENOTSUP,
-                                    "task %d: fd %d (%s): memfd descriptors are not supported yet",
-                                    p->pid, fd, link);
-          if (st.st_nlink == 0 && ll > 10 && strcmp(link + ll - 10, " (deleted)") == 0
-              && dump_removed(c, p, fd, flags, link, &st, &nf, err) < 0)
+            {
+              /* One object with its mappings (shmem.c). */
+              const struct shm_obj *o;
+              if (shm_save_fd(&c->shm, c->w, p->pid, fd, &st, link, &o, err) < 0)
+                return -1;
+              nf.type = "memfd";
+              nf.data = xstrdup(o->data);
+              nf.seals = o->seals;
+            }
+          else if (st.st_nlink == 0 && ll > 10 && strcmp(link + ll - 10, " (deleted)") == 0
+                   && dump_removed(c, p, fd, flags, link, &st, &nf, err) < 0)
             return -1;
         }
       else if (S_ISDIR(st.st_mode))
@@ -1890,77 +1917,18 @@ out:
 }
 
 /* A mapping with no path to open again (memfd, shared anonymous memory, a
-   deleted file): its object is read through /proc/PID/map_files, which the
-   kernel opens to crest only with CAP_CHECKPOINT_RESTORE in the initial user
-   namespace (a file capability on crest), or, with the project's kernel
-   series, to the owner of the task's user namespace. Whether it is open is
-   found by trying. Each object is saved once; restore maps a memfd holding
-   the same bytes, shared as the object was. */
+   deleted file): its object is saved once (shmem.c); restore maps a memfd
+   holding the same bytes, shared as the object was. */
 static int
 dump_memfile(struct dctx *c, struct dproc *p, struct vma *m, yajl_gen g, crest_error_t *err)
 {
-  cleanup_free char *link
-      = xasprintf("/proc/%d/map_files/%" PRIx64 "-%" PRIx64, p->pid, m->start, m->end);
-  cleanup_close int fd = open(link, O_RDONLY | O_CLOEXEC);
-  cleanup_free char *data = NULL;
-  struct stat st;
-  size_t k;
-  if (fd < 0)
-    {
-      if (errno == EPERM || errno == EACCES)
-        return crest_error_errno(
-            err,
-            "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: its contents are readable "
-            "only through /proc/PID/map_files, which this kernel does not open to crest "
-            "(it needs cap_checkpoint_restore on crest, or the kernel series)",
-            p->pid, m->start, m->end, m->path);
-      return crest_error_errno(err,
-                               "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: open map_files",
-                               p->pid, m->start, m->end, m->path);
-    }
-  if (fstat(fd, &st) < 0)
-    return crest_error_errno(err, "task %d: mapping %" PRIx64 "-%" PRIx64 ": stat", p->pid,
-                             m->start, m->end);
-  if (!S_ISREG(st.st_mode))
-    return crest_error_make(err, ENOTSUP,
-                            "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: not a regular file or "
-                            "memfd, cannot checkpoint it",
-                            p->pid, m->start, m->end, m->path);
-  for (k = 0; k < c->nmf; k++)
-    if (c->mf[k].dev == st.st_dev && c->mf[k].ino == st.st_ino)
-      break;
-  if (k == c->nmf)
-    {
-      cleanup_free char *buf = NULL;
-      struct img_out o;
-      if (st.st_size > (1LL << 30))
-        return crest_error_make(err, EFBIG,
-                                "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: larger than 1 GiB",
-                                p->pid, m->start, m->end, m->path);
-      buf = xmalloc(st.st_size + 1);
-      for (off_t done = 0; done < st.st_size;)
-        {
-          ssize_t r = pread(fd, buf + done, st.st_size - done, done);
-          if (r <= 0)
-            return crest_error_make(err, r < 0 ? errno : EIO,
-                                    "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: read", p->pid,
-                                    m->start, m->end, m->path);
-          done += r;
-        }
-      data = xasprintf("memfile-%zu.img", k);
-      if (img_out_open(c->w, data, &o, err) < 0 || img_out_write(&o, buf, st.st_size, err) < 0
-          || img_out_close(&o, err) < 0)
-        return -1;
-      c->mf = xrealloc(c->mf, (c->nmf + 1) * sizeof *c->mf);
-      c->mf[c->nmf].dev = st.st_dev, c->mf[c->nmf].ino = st.st_ino;
-      c->nmf++;
-    }
-  else
-    data = xasprintf("memfile-%zu.img", k);
+  const struct shm_obj *o;
+  if (shm_save(&c->shm, c->w, p->pid, m->start, m->end, &o, err) < 0)
+    return -1;
   jput_str(g, "path", m->path);
   jput_u64(g, "pgoff", m->pgoff);
-  jput_u64(g, "file_size", st.st_size);
-  jput_str(g, "data", data);
+  jput_u64(g, "file_size", o->size);
+  jput_str(g, "data", o->data);
   return 0;
 }
 
@@ -2535,7 +2503,7 @@ free_ctx(struct dctx *c)
   for (size_t i = 0; i < c->npp; i++)
     free(c->pp[i].data), free(c->pp[i].path);
   free(c->pp);
-  free(c->mf);
+  shm_free(&c->shm);
   free(c->fds);
 }
 
@@ -2603,6 +2571,22 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
     }
   if (dump_fault("files", err) < 0 || dump_pipes(&c, err) < 0)
     goto out;
+  /* Memory objects are shared across the tree: every mapping of each is
+     known before the first is saved. */
+  for (size_t i = 0; i < c.np; i++)
+    if (!c.p[i].zombie && shm_collect(&c.shm, c.p[i].pid, err) < 0)
+      goto out;
+  /* An unlinked file comes back as a new file for its descriptors and a
+     memfd for its mappings: they would no longer share its bytes. */
+  for (size_t i = 0; i < c.nf; i++)
+    if (c.f[i].unlinked && shm_find(&c.shm, c.f[i].dev, c.f[i].ino))
+      {
+        crest_error_make(err, ENOTSUP,
+                         "task %d: fd %d (%s): an unlinked file that is also mapped, cannot "
+                         "checkpoint it",
+                         c.f[i].pid, c.f[i].fd, c.f[i].path);
+        goto out;
+      }
   if (fault && strcmp(fault, "dump-signal") == 0)
     kill(getpid(), SIGTERM); /* test hook: crest is told to stop mid-dump */
   if (fault && strcmp(fault, "dump-task-exit") == 0 && c.np > 1)
@@ -2657,6 +2641,8 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
       if (f->deleted_dir)
         deleted_dir_put(g, &f->u);
       put_attrs(&c, locks_put(g, &f->locks, (1u << LOCK_KIND_FLOCK) | (1u << LOCK_KIND_OFD)));
+      if (strcmp(f->type, "memfd") == 0)
+        jput_int(g, "seals", f->seals);
       yajl_gen_map_close(g);
     }
   yajl_gen_array_close(g);

@@ -158,6 +158,7 @@ struct rfile
   int64_t pos;
   uint64_t pipe;
   bool read_end;
+  int seals; /* memfd: F_ADD_SEALS once every descriptor and mapping exists */
   int svc;
   int stdio; /* tty: the lowest descriptor 0-2 on it in the image, or -1 */
   struct unlinked_info u;
@@ -713,7 +714,9 @@ check_file(struct rctx *c, const struct rfile *f, crest_error_t *err)
     return crest_error_make(err, EINVAL,
                             "image %s: tree.json: file %d: %.64s is not a device crest restores",
                             c->o->image_dir, f->id, f->path);
-  if (f->data && (strcmp(f->type, "reg") != 0 || !img_reader_find(c->img, f->data)))
+  if (f->data
+      && ((strcmp(f->type, "reg") != 0 && strcmp(f->type, "memfd") != 0)
+          || !img_reader_find(c->img, f->data)))
     return crest_error_make(err, EINVAL,
                             "image %s: tree.json: file %d: data %.64s is not a listed file",
                             c->o->image_dir, f->id, f->data);
@@ -836,6 +839,23 @@ parse_file_attrs(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err
   return 0;
 }
 
+/* A memfd descriptor: its object's bytes (shared with its mappings) and
+   seals. */
+static int
+parse_memfd(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
+{
+  int64_t seals;
+  const struct img_file *df;
+  if (!f->data || jget_i64(v, "seals", &seals, err) < 0)
+    return crest_error_make(err, EINVAL, "memfd without data or seals");
+  df = img_reader_find(c->img, f->data);
+  if (!df || seals < 0 || seals > 0x1f || strncmp(f->path, "/memfd:", 7) != 0)
+    return crest_error_make(err, EINVAL, "memfd %s: data %s missing, or bad seals or name", f->path,
+                            f->data);
+  f->seals = seals;
+  return 0;
+}
+
 static int
 parse_tree(struct rctx *c, crest_error_t *err)
 {
@@ -919,9 +939,11 @@ parse_tree(struct rctx *c, crest_error_t *err)
         crest_error_release(&e2);
       }
       f->stdio = -1;
+      if (strcmp(f->type, "memfd") == 0 && parse_memfd(c, items[i], f, err) < 0)
+        return crest_error_wrap(err, "image %s: tree.json: file %ld", c->o->image_dir, i);
       if (strcmp(f->type, "reg") && strcmp(f->type, "dir") && strcmp(f->type, "dev")
           && strcmp(f->type, "pipe") && strcmp(f->type, "fifo") && strcmp(f->type, "inherited")
-          && strcmp(f->type, "tty") && strcmp(f->type, "link"))
+          && strcmp(f->type, "tty") && strcmp(f->type, "link") && strcmp(f->type, "memfd"))
         return crest_error_make(err, EINVAL, "image %s: tree.json: file %ld has unknown type %s",
                                 c->o->image_dir, i, f->type);
       if (check_file(c, f, err) < 0)
@@ -971,22 +993,24 @@ svc_place(struct rctx *c, int fd, crest_error_t *err)
 /* One memfd per saved memory object, whatever process maps it: the
    mappings share it as they shared the object. */
 static int
-memfile_svc(struct rctx *c, const struct rvma *m, crest_error_t *err)
+memfile_svc(struct rctx *c, const char *data, const char *path, crest_error_t *err)
 {
   char name[64];
   const char *base;
   uint64_t size;
   int fd, in;
   for (size_t k = 0; k < c->nmf; k++)
-    if (strcmp(c->mf[k].data, m->data) == 0)
+    if (strcmp(c->mf[k].data, data) == 0)
       return c->mf[k].svc;
-  base = strncmp(m->path, "/memfd:", 7) == 0 ? m->path + 7 : m->path;
+  base = strncmp(path, "/memfd:", 7) == 0 ? path + 7 : path;
   snprintf(name, sizeof name, "%s", base);
   name[strcspn(name, " ")] = 0;
-  fd = syscall(SYS_memfd_create, name, MFD_CLOEXEC);
+  /* Sealing allowed: a memfd descriptor gets its seals back at the end
+     (seal_memfds). */
+  fd = syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0)
     return crest_error_errno(err, "memfd_create");
-  in = img_reader_open_file(c->img, m->data, &size, err);
+  in = img_reader_open_file(c->img, data, &size, err);
   if (in < 0)
     {
       close(fd);
@@ -1000,7 +1024,7 @@ memfile_svc(struct rctx *c, const struct rvma *m, crest_error_t *err)
         {
           int e = r < 0 ? errno : EIO;
           close(in), close(fd);
-          return crest_error_make(err, e, "refill from %s", m->data);
+          return crest_error_make(err, e, "refill from %s", data);
         }
       done += r;
     }
@@ -1008,9 +1032,48 @@ memfile_svc(struct rctx *c, const struct rvma *m, crest_error_t *err)
   if ((fd = svc_place(c, fd, err)) < 0)
     return -1;
   c->mf = xrealloc(c->mf, (c->nmf + 1) * sizeof *c->mf);
-  c->mf[c->nmf].data = m->data, c->mf[c->nmf].svc = fd;
+  c->mf[c->nmf].data = data, c->mf[c->nmf].svc = fd;
   c->nmf++;
   return fd;
+}
+
+/* A memfd descriptor: a new open of its object's memfd, with the flags
+   the descriptor had. */
+static int
+open_memfd(struct rctx *c, const struct rfile *f, int flags, crest_error_t *err)
+{
+  cleanup_free char *self = NULL;
+  int m = memfile_svc(c, f->data, f->path, err);
+  if (m < 0)
+    return -1;
+  self = xasprintf("/proc/self/fd/%d", m);
+  m = open(self, flags);
+  if (m < 0)
+    return crest_error_errno(err, "restore: reopen memfd %s", f->path);
+  return m;
+}
+
+/* A memfd descriptor's seals go on once its object is refilled and every
+   descriptor of it is open (F_SEAL_SEAL forbids later seals). Checkpoint
+   refuses write seals on an object with shared mappings, which the tasks
+   could not map again. A memfd with no descriptor left shows no seals
+   without map_files: it gets none. */
+static int
+seal_memfds(struct rctx *c, crest_error_t *err)
+{
+  for (size_t i = 0; i < c->nf; i++)
+    {
+      const struct rfile *f = &c->f[i];
+      if (strcmp(f->type, "memfd") != 0 || !f->seals)
+        continue;
+      /* Two open file descriptions of one memfd: sealed once. */
+      for (size_t k = 0; k < c->nmf; k++)
+        if (strcmp(c->mf[k].data, f->data) == 0
+            && (fcntl(c->mf[k].svc, F_GET_SEALS) & f->seals) != f->seals
+            && fcntl(c->mf[k].svc, F_ADD_SEALS, f->seals) < 0)
+          return crest_error_errno(err, "restore: memfd %s: seals %#x", f->path, f->seals);
+    }
+  return 0;
 }
 
 /* The container's terminal. Descriptors on it (type "tty") get the
@@ -1189,7 +1252,12 @@ open_files(struct rctx *c, crest_error_t *err)
             return crest_error_errno(err, "restore: pipe flags");
           continue;
         }
-      if (strcmp(f->type, "fifo") == 0)
+      if (strcmp(f->type, "memfd") == 0)
+        {
+          if ((fd = open_memfd(c, f, flags, err)) < 0)
+            return -1;
+        }
+      else if (strcmp(f->type, "fifo") == 0)
         {
           fd = img_open_typed(f->path, flags | O_NONBLOCK, S_IFIFO, "FIFO", err);
           if (fd >= 0 && !(f->flags & O_NONBLOCK) && fcntl(fd, F_SETFL, f->flags & O_APPEND) < 0)
@@ -1269,7 +1337,7 @@ open_files(struct rctx *c, crest_error_t *err)
             continue;
           if (m->data)
             {
-              if ((m->svc = memfile_svc(c, m, err)) < 0)
+              if ((m->svc = memfile_svc(c, m->data, m->path, err)) < 0)
                 return crest_error_wrap(err, "restore: process %d: mapping of %s", p->pid, m->path);
               continue;
             }
@@ -1294,6 +1362,8 @@ open_files(struct rctx *c, crest_error_t *err)
             return -1;
         }
     }
+  if (seal_memfds(c, err) < 0)
+    return -1;
   if (c->use_nslp)
     {
       int fd = open("/proc/sys/kernel/ns_last_pid", O_RDWR | O_CLOEXEC);
