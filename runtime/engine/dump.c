@@ -2405,6 +2405,24 @@ release_tree(struct dctx *c, bool kill_it, bool *frozen, crest_error_t *thaw_err
     }
 }
 
+/* A tree left running goes back to how it was while every task is still
+   held: a container the user paused is frozen again before its tasks are
+   let go, so that none of them runs an instruction in between. A failure
+   to do so fails a checkpoint that had succeeded (*RC). */
+static void
+put_back_freezer(struct dctx *c, bool *frozen, int *rc, crest_error_t *err)
+{
+  crest_error_t e2 = NULL;
+  *frozen = false;
+  if (c->o->freeze(c->o->freeze_data, c->root, CREST_FREEZE_RESTORE, &e2) < 0)
+    {
+      if (*rc == 0)
+        *err = e2, *rc = -1;
+      else
+        crest_error_release(&e2);
+    }
+}
+
 static void
 free_ctx(struct dctx *c)
 {
@@ -2663,21 +2681,8 @@ out:
             break;
           }
       }
-  /* A tree left running goes back to how it was while every task is still
-     held: a container the user paused is frozen again before its tasks
-     are let go, so that none of them runs an instruction in between. */
   if (frozen && !(rc == 0 && !o->leave_running))
-    {
-      crest_error_t e2 = NULL;
-      frozen = false;
-      if (o->freeze(o->freeze_data, root, CREST_FREEZE_RESTORE, &e2) < 0)
-        {
-          if (rc == 0)
-            *err = e2, rc = -1;
-          else
-            crest_error_release(&e2);
-        }
-    }
+    put_back_freezer(&c, &frozen, &rc, err);
   {
     crest_error_t e2 = NULL, thaw = NULL;
     if (release_tree(&c, rc == 0 && !o->leave_running, &frozen, &thaw, &e2) < 0)
