@@ -5,8 +5,9 @@
  * the OOM killer, a kill of its process group, a lost terminal), the worker
  * is told (PR_SET_PDEATHSIG) and fails the dump at its next safe point like
  * any interrupted checkpoint: registers, masks and mappings put back, every
- * thread detached, cgroup thawed, temporary image removed. If the worker
- * dies instead, the caller's process thaws the cgroup and removes the
+ * thread detached, cgroup put back as it was (frozen again only if the user
+ * had paused the container), temporary image removed. If the worker dies
+ * instead, the caller's process puts the cgroup back and removes the
  * temporary image; the kernel's own detach lets the threads go, in a state
  * the injection keeps sound at every moment but one syscall's (ptrace.c). */
 #include <config.h>
@@ -187,7 +188,7 @@ worker_died(pid_t w, int st, const struct crest_dump_opts *o, pid_t root, crest_
 {
   cleanup_free char *tmp = xasprintf("%s.tmp-%d", o->image_dir, (int)w);
   crest_error_t e = NULL;
-  if (o->freeze && o->freeze(o->freeze_data, root, false, &e) < 0)
+  if (o->freeze && o->freeze(o->freeze_data, root, CREST_FREEZE_RESTORE, &e) < 0)
     crest_error_release(&e);
   if (remove_tree(tmp, &e) < 0)
     crest_error_release(&e);

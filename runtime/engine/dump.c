@@ -2425,11 +2425,12 @@ release_tree(struct dctx *c, bool kill_it, bool *frozen, crest_error_t *thaw_err
   /* Thawed now, before waiting for the killed tree to go: SIGKILL is
      already pending for every task, so none runs its own code again, and a
      task of a frozen cgroup (one in a group stop was seen to) need not
-     leave the freezer on its own to die. */
+     leave the freezer on its own to die. (A tree left running was put back
+     as it was before the detach: dump_tree_here.) */
   if (*frozen)
     {
       *frozen = false;
-      c->o->freeze(c->o->freeze_data, c->root, false, thaw_err);
+      c->o->freeze(c->o->freeze_data, c->root, CREST_FREEZE_THAW, thaw_err);
     }
   if (!kill_it)
     return 0;
@@ -2481,6 +2482,24 @@ release_tree(struct dctx *c, bool kill_it, bool *frozen, crest_error_t *thaw_err
                                   first, limit_ms / 1000, left);
         }
       usleep(1000);
+    }
+}
+
+/* A tree left running goes back to how it was while every task is still
+   held: a container the user paused is frozen again before its tasks are
+   let go, so that none of them runs an instruction in between. A failure
+   to do so fails a checkpoint that had succeeded (*RC). */
+static void
+put_back_freezer(struct dctx *c, bool *frozen, int *rc, crest_error_t *err)
+{
+  crest_error_t e2 = NULL;
+  *frozen = false;
+  if (c->o->freeze(c->o->freeze_data, c->root, CREST_FREEZE_RESTORE, &e2) < 0)
+    {
+      if (*rc == 0)
+        *err = e2, *rc = -1;
+      else
+        crest_error_release(&e2);
     }
 }
 
@@ -2537,13 +2556,23 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
   sigprocmask(SIG_BLOCK, &hold, &old_mask);
   if (o->freeze)
     {
-      if (o->freeze(o->freeze_data, root, true, err) < 0)
+      if (o->freeze(o->freeze_data, root, CREST_FREEZE_ON, err) < 0)
         return -1;
       frozen = true;
     }
   if (img_writer_open(o->image_dir, &c.w, err) < 0)
     goto out;
-  if (collect_tree(&c, err) < 0 || dump_fault("seize", err) < 0)
+  if (collect_tree(&c, err) < 0)
+    goto out;
+  /* Every task is in a ptrace stop now (the interrupt stop is reached in a
+     frozen cgroup too), which holds the tree as still as the freezer: no
+     task runs its own code or forks until it is detached. The freezer is
+     let go, because a task it holds never runs what the dump injects (it
+     would wait for a stop that never comes); put back as it was before
+     crest came, before the detach, at the end. */
+  if (frozen && o->freeze(o->freeze_data, root, CREST_FREEZE_THAW, err) < 0)
+    goto out;
+  if (dump_fault("seize", err) < 0)
     goto out;
   crest_debug("checkpoint: %zu processes seized", c.np);
   if (ns_ids(&c, err) < 0 || user_ns(&c, err) < 0 || same_namespaces(&c, err) < 0
@@ -2765,6 +2794,8 @@ out:
             break;
           }
       }
+  if (frozen && !(rc == 0 && !o->leave_running))
+    put_back_freezer(&c, &frozen, &rc, err);
   {
     crest_error_t e2 = NULL, thaw = NULL;
     if (release_tree(&c, rc == 0 && !o->leave_running, &frozen, &thaw, &e2) < 0)
@@ -2785,7 +2816,7 @@ out:
   if (frozen)
     {
       crest_error_t e2 = NULL;
-      if (o->freeze(o->freeze_data, root, false, &e2) < 0)
+      if (o->freeze(o->freeze_data, root, CREST_FREEZE_RESTORE, &e2) < 0)
         {
           if (rc == 0)
             *err = e2, rc = -1;

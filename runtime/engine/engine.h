@@ -30,11 +30,23 @@
    "madv", "prctl", unlinked files' "extents"...); see docs/image-format.md. */
 #define CREST_IMAGE_FORMAT_ATTRS 3
 
-/* Freeze callback: called once, before any task is seized, with the tree's
-   root PID. Return < 0 (filling err) to abort the dump; the engine then calls
-   thaw (when not NULL) and leaves the tree alone. Used by the container glue
-   to set cgroup.freeze; NULL in process mode. */
-typedef int (*crest_freeze_fn)(void *data, pid_t root, bool freeze, crest_error_t *err);
+/* Freeze callback, used by the container glue to set cgroup.freeze; NULL in
+   process mode. Called with the tree's root PID and one of:
+   - CREST_FREEZE_ON, before any task is seized: the tree stops where it is
+     while every task is seized. Return < 0 (filling err) to abort the dump.
+   - CREST_FREEZE_THAW, once every task is in a ptrace stop (which holds the
+     tree still: a task the cgroup v2 freezer holds would never run the
+     syscalls the dump injects), and when the tree is killed: thaw.
+   - CREST_FREEZE_RESTORE, at the end, every task still held: back to how
+     the tree was before crest came (frozen again if the user had paused
+     it, thawed otherwise). */
+enum crest_freeze_op
+{
+  CREST_FREEZE_ON,
+  CREST_FREEZE_THAW,
+  CREST_FREEZE_RESTORE,
+};
+typedef int (*crest_freeze_fn)(void *data, pid_t root, enum crest_freeze_op op, crest_error_t *err);
 
 struct crest_dump_opts
 {

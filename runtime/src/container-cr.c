@@ -210,18 +210,18 @@ cgroup_dir_of(pid_t pid)
 }
 
 static int
-cg_freeze(void *data, pid_t root, bool freeze, crest_error_t *err)
+cg_freeze(void *data, pid_t root, enum crest_freeze_op op, crest_error_t *err)
 {
   struct freezer *f = data;
   cleanup_free char *ctl = xasprintf("%s/cgroup.freeze", f->dir);
   cleanup_free char *events = xasprintf("%s/cgroup.events", f->dir);
+  /* Only a freeze crest made is undone: a paused container is frozen again
+     at the end (its tasks still held by ptrace, so none runs meanwhile). */
+  bool freeze = op == CREST_FREEZE_ON || (op == CREST_FREEZE_RESTORE && f->was_frozen);
   uint64_t t0 = now_us();
   int i;
 
   (void)root;
-  /* Only a freeze crest made is undone: a paused container stays paused. */
-  if (!freeze && f->was_frozen)
-    return 0;
   {
     cleanup_close int fd = open(ctl, O_WRONLY | O_CLOEXEC);
     if (fd < 0 || write(fd, freeze ? "1" : "0", 1) != 1)
@@ -229,7 +229,8 @@ cg_freeze(void *data, pid_t root, bool freeze, crest_error_t *err)
   }
   if (!freeze)
     return 0;
-  /* The write only asks; cgroup.events says when every task is frozen. */
+  /* The write only asks; cgroup.events says when every task is frozen (a
+     task in a ptrace stop counts as frozen). */
   for (i = 0; i < 5000; i++)
     {
       cleanup_free char *text = NULL;
@@ -241,7 +242,8 @@ cg_freeze(void *data, pid_t root, bool freeze, crest_error_t *err)
         }
       if (strstr(text, "frozen 1"))
         {
-          f->freezing_us = now_us() - t0;
+          if (op == CREST_FREEZE_ON)
+            f->freezing_us = now_us() - t0;
           return 0;
         }
       usleep(1000);
@@ -472,6 +474,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
   size_t config_len = 0;
   pid_t init = 0;
   uint64_t t0;
+  bool paused;
   int r;
 
   memset(info, 0, sizeof *info);
@@ -494,19 +497,10 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
   if (crun_state(g, id, &init, &status, &info->created, err) < 0)
     goto fail_state;
   info->bundle = xstrdup(st.bundle);
-  /* A paused container (CRI-O pauses before it checkpoints) would need the
-     engine to seize tasks a cgroup v2 freezer holds; today its wait for
-     their ptrace stop never ends. Refused, so it stays paused, untouched;
-     the freezer hook already leaves a freeze it did not make (was_frozen). */
-  if (strcmp(status, "paused") == 0)
-    {
-      crest_error_make(err, 0,
-                       "container `%s`: checkpoint: the container is paused, which crest cannot "
-                       "checkpoint yet (`crest resume` it first)",
-                       id);
-      goto fail_state;
-    }
-  if (strcmp(status, "running") != 0)
+  /* A paused container (CRI-O pauses before it checkpoints) is
+     checkpointed through its cgroup's freezer, and stays paused. */
+  paused = strcmp(status, "paused") == 0;
+  if (!paused && strcmp(status, "running") != 0)
     {
       crest_error_make(err, 0, "container `%s`: checkpoint: the container is %s, not running", id,
                        status);
@@ -542,6 +536,17 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
       d.freeze = cg_freeze;
       d.freeze_data = &fz;
       d.cgroup_path = fz.dir;
+    }
+  /* Paused, but not through a cgroup crest may thaw and freeze again: its
+     tasks would never run what the dump injects. */
+  if (paused && !fz.was_frozen)
+    {
+      unlink(tmp_config);
+      crest_error_make(err, 0,
+                       "container `%s`: checkpoint: the container is paused, but not through a "
+                       "cgroup of its own that crest may thaw (`crest resume` it first)",
+                       id);
+      goto fail_state;
     }
   crest_debug("container `%s`: dumping init PID %d into `%s`%s", id, (int)init, image,
               fz.dir ? " (frozen through its cgroup)" : "");

@@ -27,6 +27,11 @@ tests_progs_engine_tracer_SOURCES = tests/progs/engine-tracer.c
 TESTS += tests/host/engine-stopped.test
 EXTRA_DIST += tests/host/engine-stopped.test
 
+# A container frozen through its own cgroup (cgroupfs manager, a delegated
+# cgroup2 subtree): checkpointed running or paused, and crest killed meanwhile.
+TESTS += tests/host/checkpoint-freeze.test
+EXTRA_DIST += tests/host/checkpoint-freeze.test
+
 # A checkpoint never harms the tree: SIGKILL of crest at many moments of a
 # checkpoint of a 200 MiB tree (zdtm-busy-tree), the checkpoint fault matrix.
 TESTS += tests/host/checkpoint-safety.test
