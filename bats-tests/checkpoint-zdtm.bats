@@ -76,7 +76,7 @@ lost_case() {
 	fi
 	init=$(cr_init "$id")
 	before=$(cr_ns_pids "$id")
-	cr_checkpoint "$id"
+	cr_checkpoint "$id" --file-locks
 	if [ "$want" = restore ]; then
 		[ "$status" = 0 ] || fail "checkpoint of zdtm-lost $c failed: $output"
 		cr_gone "$id"

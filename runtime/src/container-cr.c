@@ -385,8 +385,9 @@ ns_pid_of(int pid)
 
 /* Does a task in INIT's PID namespace hold a file lock? /proc/locks names
    the owner's PID for POSIX and flock locks (OFD locks show -1 and are not
-   attributed here). crest cannot restore locks yet, so such a tree is
-   refused with or without --file-locks: one line naming the first. */
+   attributed here). Without --file-locks such a tree is refused, as CRIU
+   and the engines that drive it expect: one line naming the first. With
+   it the engine saves and restores the locks (locks.c). */
 static int
 check_file_locks(const char *id, pid_t init, crest_error_t *err)
 {
@@ -416,7 +417,7 @@ check_file_locks(const char *id, pid_t init, crest_error_t *err)
         continue;
       return crest_error_make(err, 0,
                               "container `%s`: checkpoint: task %ld holds a file lock (%s %s on "
-                              "inode %s), which crest cannot restore yet",
+                              "inode %s): checkpoint it with --file-locks to save its locks",
                               id, ns_pid_of(pid), kind, rw, dev);
     }
   return 0;
@@ -506,7 +507,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
                        status);
       goto fail_state;
     }
-  if (check_file_locks(id, init, err) < 0)
+  if (!opts->file_locks && check_file_locks(id, init, err) < 0)
     goto fail_state;
   if (read_file(st.config, &config_text, &config_len, 16u << 20, err) < 0)
     {

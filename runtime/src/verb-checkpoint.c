@@ -34,7 +34,7 @@ enum
 struct ckpt_args
 {
   const char *image, *work, *export, *compress;
-  bool leave, ns_init, image_given;
+  bool leave, ns_init, image_given, file_locks;
   long pid;
 };
 
@@ -48,7 +48,7 @@ usage(FILE *f)
              "      --leave-running    let the tree run on after the checkpoint\n"
              "      --export=FILE      also write the checkpoint as one archive FILE\n"
              "      --compress=ALG     the archive's compression: none, gzip, zstd (default)\n"
-             "      --file-locks       accepted; a tree holding a file lock is refused\n"
+             "      --file-locks       save and restore the file locks a container holds\n"
              "      --manage-cgroups-mode=soft|full|strict|ignore   accepted; crest never\n"
              "                         dumps cgroups\n"
              "      --tcp-established, --ext-unix-sk, --shell-job   accepted (see crest(1))\n"
@@ -135,7 +135,9 @@ parse(int argc, char **argv, struct ckpt_args *a, crest_error_t *err)
         a->compress = optarg;
         break;
       case OPT_FILE_LOCKS:
-        /* A tree holding a lock is refused either way (container-cr.c). */
+        /* Without it a container holding a lock is refused, as CRIU does
+           (container-cr.c); with it the engine saves and restores them. */
+        a->file_locks = true;
         break;
       case OPT_CGROUPS_MODE:
         if (crest_check_cgroups_mode("checkpoint", optarg, err) < 0)
@@ -220,6 +222,7 @@ crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error
       co.image_path = a.image;
       co.work_path = a.work;
       co.leave_running = a.leave;
+      co.file_locks = a.file_locks;
       crest_debug("checkpoint of container `%s` starts", argv[optind]);
       if (a.export)
         r = checkpoint_export(g, argv[optind], &a, &co, err);
