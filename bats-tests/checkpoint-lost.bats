@@ -1,0 +1,100 @@
+#!/usr/bin/env bats
+# "Nothing lost silently": each case of tests/progs/zdtm/lost.c (one
+# attribute the kernel shows) as the init of a rootless busybox container,
+# restored or refused at checkpoint as the attribute tables of
+# docs/engine.md say. A suite of its own so that image/vm-suites can run it
+# in a second VM beside checkpoint-zdtm.bats. The same cases run in process
+# mode on the host (tests/host/zdtm-process.test).
+
+load helpers
+load checkpoint-helpers
+
+setup() {
+	requires non-root vm cmd:crest
+	cr_setup
+}
+
+teardown() {
+	teardown_bundle
+	# Images are not needed once a test is over; kept, they fill the VM's disk.
+	rm -rf "$IMAGE"
+}
+
+# zdtm-lost CASE (tests/progs/zdtm/lost.c: one attribute per case)
+# as the container's init. WANT "restore": checkpoint, restore, the program
+# checks the value. Otherwise WANT is a word the one-line refusal must hold;
+# the container then runs on untouched and its own check passes. A case the
+# kernel cannot set up (no THP, no guard regions in 6.1...) is a skip that
+# says so.
+lost_case() {
+	local c=$1 want=$2 id="l-$1-$$" result init before
+	result=$(in_rootfs /tmp/result)
+	rm -f "$(in_rootfs /tmp/ready)" "$result"
+	cr_run "$id" "$PROGS/zdtm-lost" /tmp/ready /tmp/result "$c"
+	if ! wait_file "$(in_rootfs /tmp/ready)" 120; then
+		grep -q 'not supported by this kernel' "$result" 2>/dev/null && skip "zdtm-lost $c: $(cat "$result")"
+		fail "zdtm-lost $c never became ready: $(cat "$result" 2>/dev/null)"
+	fi
+	init=$(cr_init "$id")
+	before=$(cr_ns_pids "$id")
+	cr_checkpoint "$id" --file-locks
+	if [ "$want" = restore ]; then
+		[ "$status" = 0 ] || fail "checkpoint of zdtm-lost $c failed: $output"
+		cr_gone "$id"
+		cr_restore "$id"
+		[ "$status" = 0 ] || fail "restore of zdtm-lost $c failed: $output"
+	else
+		[ "$status" != 0 ] || fail "checkpoint of zdtm-lost $c succeeded (expected a refusal naming $want)"
+		[ "${#lines[@]}" = 1 ] || fail "the refusal is not one line: $output"
+		echo "$output" | grep -qi -- "$want" || fail "the refusal does not name $want: $output"
+		[ ! -e "$IMAGE" ] || fail "a refused checkpoint left $IMAGE behind"
+		[ "$(cr_init "$id")" = "$init" ] || fail "the init changed"
+		task_untouched "$init" >/dev/null || fail "init left stopped or traced: $(task_untouched "$init")"
+		[ "$(cr_ns_pids "$id")" = "$before" ] || fail "tasks changed"
+	fi
+	zdtm_verdict "$id"
+}
+
+@test "zdtm-lost posix-lock: restored" { lost_case posix-lock restore; }
+@test "zdtm-lost flock: restored" { lost_case flock restore; }
+@test "zdtm-lost ofd-lock: restored" { lost_case ofd-lock restore; }
+@test "zdtm-lost lease: refused" { lost_case lease "lease"; }
+@test "zdtm-lost pipe-nonblock: restored" { lost_case pipe-nonblock restore; }
+@test "zdtm-lost pipe-two-opens: restored" { lost_case pipe-two-opens restore; }
+@test "zdtm-lost o-async: refused" { lost_case o-async "O_ASYNC"; }
+@test "zdtm-lost pipe-packet: refused" { lost_case pipe-packet "O_DIRECT"; }
+@test "zdtm-lost madv-dontfork: restored" { lost_case madv-dontfork restore; }
+@test "zdtm-lost madv-wipeonfork: restored" { lost_case madv-wipeonfork restore; }
+@test "zdtm-lost madv-dontdump: restored" { lost_case madv-dontdump restore; }
+@test "zdtm-lost madv-hugepage: restored" { lost_case madv-hugepage restore; }
+@test "zdtm-lost madv-nohugepage: restored" { lost_case madv-nohugepage restore; }
+@test "zdtm-lost guard-region: refused" { lost_case guard-region "guard region"; }
+@test "zdtm-lost subreaper: restored" { lost_case subreaper restore; }
+@test "zdtm-lost pdeathsig: restored" { lost_case pdeathsig restore; }
+@test "zdtm-lost pdeathsig-root: restored (a container's init)" { lost_case pdeathsig-root restore; }
+@test "zdtm-lost thp-disable: restored" { lost_case thp-disable restore; }
+@test "zdtm-lost dumpable: restored" { lost_case dumpable restore; }
+@test "zdtm-lost timerslack: restored" { lost_case timerslack restore; }
+@test "zdtm-lost membarrier: restored" { lost_case membarrier restore; }
+@test "zdtm-lost posix-timer: refused" { lost_case posix-timer "POSIX timer"; }
+@test "zdtm-lost unlinked-holes: restored" { lost_case unlinked-holes restore; }
+@test "zdtm-lost unlinked-mode: restored" { lost_case unlinked-mode restore; }
+@test "zdtm-lost unlinked-shared: restored" { lost_case unlinked-shared restore; }
+@test "zdtm-lost unlinked-wronly: restored" { lost_case unlinked-wronly restore; }
+@test "zdtm-lost unlinked-big: restored" { lost_case unlinked-big restore; }
+@test "zdtm-lost deleted-dir: restored" { lost_case deleted-dir restore; }
+@test "zdtm-lost deleted-fifo: refused" { lost_case deleted-fifo "deleted FIFO"; }
+@test "zdtm-lost opath: restored" { lost_case opath restore; }
+@test "zdtm-lost opath-symlink: restored" { lost_case opath-symlink restore; }
+@test "zdtm-lost pidfd: refused" { lost_case pidfd "pidfd"; }
+@test "zdtm-lost proc-fd: refused" { lost_case proc-fd "/proc"; }
+@test "zdtm-lost deleted-cwd: refused" { lost_case deleted-cwd "deleted"; }
+@test "zdtm-lost pipe-no-writer: restored" { lost_case pipe-no-writer restore; }
+@test "zdtm-lost pipe-no-reader: restored" { lost_case pipe-no-reader restore; }
+# In a container the orphaned writer is reparented to the init: in the tree.
+@test "zdtm-lost pipe-outside: restored (the writer is the init's child)" { lost_case pipe-outside restore; }
+# Not leader-exit here: crun reports a container whose init's main thread
+# exited as stopped (no init PID); tests/host/zdtm-process.test covers it.
+@test "zdtm-lost reparented: restored" { lost_case reparented restore; }
+@test "zdtm-lost orphan-pgrp: refused" { lost_case orphan-pgrp "process group"; }
+@test "zdtm-lost orphan-session: refused" { lost_case orphan-session "session"; }
