@@ -14,8 +14,8 @@ setup() {
 
 teardown() {
 	teardown_bundle
-	# Images are not needed once a test is over; kept, 59 of them fill the
-	# VM's disk (the run stopped at "No space left on device" after 27).
+	# Images are not needed once a test is over; kept, they fill the VM's
+	# /tmp (a tmpfs) with the bundles (teardown_bundle removes those).
 	rm -rf "$IMAGE"
 }
 

@@ -231,6 +231,10 @@ teardown_bundle() {
 		"$CREST" delete --force "$id" >/dev/null 2>&1 || true
 	done
 	CONTAINERS=()
+	# Each test's bundle is a copy of the rootfs with every test program,
+	# tens of MB on the VM's /tmp (a tmpfs of half its memory): it goes with
+	# its test, or a long suite fills /tmp ("No space left on device").
+	[ -z "${BUNDLE:-}" ] || rm -rf "$BUNDLE" 2>/dev/null || true
 }
 
 # --- MSR suites (seeds-msr-*.bats) ---------------------------------------------
