@@ -228,19 +228,31 @@ inject_once(pid_t tid, const struct user_regs_struct *saved, uint64_t gadget, lo
   return pt_setregs(tid, saved, err);
 }
 
+/* After an injected call that returned RET on its TRIES-th try: 0 when it
+   is done, 1 to run it again (a signal interrupted it), -1 with ERR when it
+   was interrupted too often. Both injection paths retry the same way. */
+static int
+retry_interrupted(pid_t tid, long nr, int tries, long ret, crest_error_t *err)
+{
+  if (!interrupted_syscall(ret))
+    return 0;
+  if (tries == 100)
+    return crest_error_make(err, EINTR, "task %d: injected syscall %ld interrupted %d times", tid,
+                            nr, tries + 1);
+  return 1;
+}
+
 int
 pt_inject(pid_t tid, const struct user_regs_struct *saved, uint64_t gadget, long nr,
           const long a[6], long *ret, crest_error_t *err)
 {
+  int r;
   for (int tries = 0;; tries++)
     {
       if (inject_once(tid, saved, gadget, nr, a, ret, err) < 0)
         return -1;
-      if (!interrupted_syscall(*ret))
-        return 0;
-      if (tries == 100)
-        return crest_error_make(err, EINTR, "task %d: injected syscall %ld interrupted %d times",
-                                tid, nr, tries + 1);
+      if ((r = retry_interrupted(tid, nr, tries, *ret, err)) <= 0)
+        return r;
     }
 }
 
@@ -376,15 +388,13 @@ int
 pt_inject_nostep(pid_t tid, const struct user_regs_struct *saved, uint64_t mask, uint64_t gadget,
                  long nr, const long a[6], long *ret, crest_error_t *err)
 {
+  int r;
   for (int tries = 0;; tries++)
     {
       if (inject_nostep_once(tid, saved, mask, gadget, nr, a, ret, err) < 0)
         return -1;
-      if (!interrupted_syscall(*ret))
-        return 0;
-      if (tries == 100)
-        return crest_error_make(err, EINTR, "task %d: injected syscall %ld interrupted %d times",
-                                tid, nr, tries + 1);
+      if ((r = retry_interrupted(tid, nr, tries, *ret, err)) <= 0)
+        return r;
     }
 }
 
