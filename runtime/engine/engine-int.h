@@ -265,4 +265,95 @@ locks_apply_ofd(int fd, const char *path, const struct lock_set *s, crest_error_
 extern const unsigned char crest_restorer_blob[];
 extern const size_t crest_restorer_blob_size;
 
+/* Event descriptors (docs/engine.md, "Event descriptors"): eventfd.c,
+   timerfd.c, signalfd.c, eventpoll.c. Each reads what /proc/PID/fdinfo
+   shows of one open file description (dump), writes and checks its image
+   record, and makes a new one like it (restore, in the restorer, before
+   the tasks exist). The state of all four in one record. */
+struct epoll_target
+{
+  int tfd;         /* the descriptor number it was added with */
+  uint32_t events; /* as fdinfo shows them (EPOLLONESHOT fired: no poll bits) */
+  uint64_t data;
+  int toff;     /* dump: its rank among the epoll's targets of this tfd */
+  uint64_t ino; /* dump: the target's inode, to narrow the search */
+  int file;     /* the target's open file description (image id) */
+};
+struct evfd
+{
+  /* eventfd */
+  uint64_t count;
+  bool semaphore;
+  /* timerfd: the value to arm it with, relative, or absolute on its
+     clock when TFD_TIMER_ABSTIME is set (0, 0: disarmed) */
+  int clockid, settime_flags;
+  uint64_t ticks;
+  int64_t value[2], interval[2];
+  /* signalfd */
+  uint64_t sigmask;
+  /* epoll */
+  struct epoll_target *t;
+  size_t nt;
+};
+/* The kind of event descriptor an fd link names ("eventfd", "timerfd",
+   "signalfd", "epoll"), or NULL. */
+const char *
+evfd_kind(const char *link);
+/* Task PID's /proc/PID/fdinfo/FD. */
+int
+evfd_fdinfo(pid_t pid, int fd, char **info, crest_error_t *err);
+/* Dump: read the state of task PID's descriptor FD of kind KIND into EV;
+   refuse (one line, after "task PID: fd FD (LINK): ") what restore could
+   not give back. */
+int
+eventfd_dump(pid_t pid, int fd, struct evfd *ev, crest_error_t *err);
+int
+timerfd_dump(pid_t pid, int fd, struct evfd *ev, crest_error_t *err);
+int
+signalfd_dump(pid_t pid, int fd, struct evfd *ev, crest_error_t *err);
+int
+epoll_dump(pid_t pid, int fd, struct evfd *ev, crest_error_t *err);
+/* Is target T of the epoll at EPID's descriptor EFD the open file
+   description at PID's descriptor FD? (kcmp) */
+bool
+epoll_target_is(pid_t epid, int efd, const struct epoll_target *t, pid_t pid, int fd);
+/* A fired EPOLLONESHOT target (no poll bits left), and the check that it
+   is ready now, on crest's copy FD of it (refused if not). */
+bool
+epoll_target_fired(const struct epoll_target *t);
+int
+epoll_check_fired(const struct epoll_target *t, int fd, crest_error_t *err);
+/* Image record of each (tree.json, a file's keys). */
+void
+eventfd_put(yajl_gen g, const struct evfd *ev);
+void
+timerfd_put(yajl_gen g, const struct evfd *ev);
+void
+signalfd_put(yajl_gen g, const struct evfd *ev);
+void
+epoll_put(yajl_gen g, const struct evfd *ev);
+/* Parse and range-check one; NF is the number of files of the image. */
+int
+eventfd_parse(yajl_val v, struct evfd *ev, crest_error_t *err);
+int
+timerfd_parse(yajl_val v, struct evfd *ev, crest_error_t *err);
+int
+signalfd_parse(yajl_val v, struct evfd *ev, crest_error_t *err);
+int
+epoll_parse(yajl_val v, size_t nf, struct evfd *ev, crest_error_t *err);
+/* Restore: a new open file description with FLAGS (fdinfo's) and EV's
+   state, close-on-exec. */
+int
+eventfd_open(const struct evfd *ev, int flags, crest_error_t *err);
+int
+timerfd_open(const struct evfd *ev, int flags, crest_error_t *err);
+int
+signalfd_open(const struct evfd *ev, int flags, crest_error_t *err);
+int
+epoll_open(const struct evfd *ev, int flags, crest_error_t *err);
+/* Add target T to the epoll EP: the open file description TARGET (a
+   descriptor of the restorer) under T's descriptor number. */
+int
+epoll_add_target(int ep, const struct epoll_target *t, int target, crest_error_t *err);
+
 #endif
