@@ -291,9 +291,9 @@ struct evfd
   int64_t value[2], interval[2];
   /* signalfd */
   uint64_t sigmask;
-  /* epoll */
-  struct epoll_target *t;
+  /* epoll: its targets, in the same allocation (one free() frees all) */
   size_t nt;
+  struct epoll_target t[];
 };
 /* The kind of event descriptor an fd link names ("eventfd", "timerfd",
    "signalfd", "epoll"), or NULL. */
@@ -302,7 +302,8 @@ evfd_kind(const char *link);
 /* Task PID's /proc/PID/fdinfo/FD. */
 int
 evfd_fdinfo(pid_t pid, int fd, char **info, crest_error_t *err);
-/* Dump: read the state of task PID's descriptor FD of kind KIND into EV;
+/* Dump: read the state of task PID's descriptor FD of kind KIND into EV
+   (xzalloc'ed; an epoll's grows with its targets);
    refuse (one line, after "task PID: fd FD (LINK): ") what restore could
    not give back. */
 int
@@ -312,7 +313,7 @@ timerfd_dump(pid_t pid, int fd, struct evfd *ev, crest_error_t *err);
 int
 signalfd_dump(pid_t pid, int fd, struct evfd *ev, crest_error_t *err);
 int
-epoll_dump(pid_t pid, int fd, struct evfd *ev, crest_error_t *err);
+epoll_dump(pid_t pid, int fd, struct evfd **ev, crest_error_t *err);
 /* Is target T of the epoll at EPID's descriptor EFD the open file
    description at PID's descriptor FD? (kcmp) */
 bool
@@ -340,7 +341,7 @@ timerfd_parse(yajl_val v, struct evfd *ev, crest_error_t *err);
 int
 signalfd_parse(yajl_val v, struct evfd *ev, crest_error_t *err);
 int
-epoll_parse(yajl_val v, size_t nf, struct evfd *ev, crest_error_t *err);
+epoll_parse(yajl_val v, size_t nf, struct evfd **ev, crest_error_t *err);
 /* Restore: a new open file description with FLAGS (fdinfo's) and EV's
    state, close-on-exec. */
 int

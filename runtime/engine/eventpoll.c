@@ -32,8 +32,9 @@ struct kcmp_epoll_slot
 };
 
 int
-epoll_dump(pid_t pid, int fd, struct evfd *ev, crest_error_t *err)
+epoll_dump(pid_t pid, int fd, struct evfd **evp, crest_error_t *err)
 {
+  struct evfd *ev = *evp;
   cleanup_free char *info = NULL;
   const char *s;
   if (evfd_fdinfo(pid, fd, &info, err) < 0)
@@ -62,7 +63,7 @@ epoll_dump(pid_t pid, int fd, struct evfd *ev, crest_error_t *err)
         t.toff += ev->t[k].tfd == t.tfd;
       if (ev->nt >= TARGETS_MAX)
         return crest_error_make(err, ENOTSUP, "more than %d targets", TARGETS_MAX);
-      ev->t = xrealloc(ev->t, (ev->nt + 1) * sizeof *ev->t);
+      ev = *evp = xrealloc(ev, sizeof *ev + (ev->nt + 1) * sizeof *ev->t);
       ev->t[ev->nt++] = t;
     }
   return 0;
@@ -117,13 +118,15 @@ epoll_put(yajl_gen g, const struct evfd *ev)
 }
 
 int
-epoll_parse(yajl_val v, size_t nf, struct evfd *ev, crest_error_t *err)
+epoll_parse(yajl_val v, size_t nf, struct evfd **evp, crest_error_t *err)
 {
+  struct evfd *ev;
   yajl_val *items;
   long n = jget_array(v, "targets", &items, err);
   if (n < 0 || n > TARGETS_MAX)
     return crest_error_make(err, EINVAL, "bad epoll target list");
-  ev->t = xzalloc((n + 1) * sizeof *ev->t);
+  ev = *evp = xrealloc(*evp, sizeof *ev + (n + 1) * sizeof *ev->t);
+  memset(ev->t, 0, (n + 1) * sizeof *ev->t);
   ev->nt = n;
   for (long i = 0; i < n; i++)
     {
