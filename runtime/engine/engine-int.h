@@ -2,6 +2,7 @@
 #ifndef CREST_ENGINE_INT_H
 #define CREST_ENGINE_INT_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -324,6 +325,28 @@ bool
 epoll_target_fired(const struct epoll_target *t);
 int
 epoll_check_fired(const struct epoll_target *t, int fd, crest_error_t *err);
+/* inotify.c: each watch with its number, mask and a path to its inode
+   (in the same allocation as the record). */
+#define INOTIFY_WATCHES_MAX 8192
+struct inotify_watch
+{
+  int wd;
+  uint32_t mask;
+  char path[PATH_MAX];
+};
+struct inotify_rec
+{
+  size_t nw;
+  struct inotify_watch w[];
+};
+int
+inotify_dump(pid_t pid, int fd, struct inotify_rec **rec, crest_error_t *err);
+void
+inotify_put(yajl_gen g, const struct inotify_rec *r);
+int
+inotify_parse(yajl_val v, struct inotify_rec **rec, crest_error_t *err);
+int
+inotify_open(const struct inotify_rec *r, int flags, crest_error_t *err);
 /* Image record of each (tree.json, a file's keys). */
 void
 eventfd_put(yajl_gen g, const struct evfd *ev);

@@ -26,6 +26,8 @@ evfd_kind(const char *link)
     return "signalfd";
   if (strcmp(link, "anon_inode:[eventpoll]") == 0)
     return "epoll";
+  if (strcmp(link, "anon_inode:inotify") == 0)
+    return "inotify";
   return NULL;
 }
 

@@ -979,22 +979,43 @@ chk_timerfd_cancel(void)
     zdtm_fail("timerfd: read %llu expirations (expected 1)", (unsigned long long)v);
 }
 
+/* An inotify watch with an event not yet read: fdinfo does not show
+   queued events. */
 static void
-set_inotify(void)
+set_inotify_unread(void)
 {
   fd = inotify_init1(IN_NONBLOCK);
   need(fd >= 0 && inotify_add_watch(fd, ".", IN_CREATE) >= 0, "inotify");
+  close(open("zdtm-lost-inotify", O_CREAT | O_WRONLY, 0600));
 }
 
 static void
-chk_inotify(void)
+chk_inotify_unread(void)
+{
+  char b[4096] __attribute__((aligned(8)));
+  struct inotify_event *e = (struct inotify_event *)b;
+  unlink("zdtm-lost-inotify");
+  if (read(fd, b, sizeof b) <= 0 || !(e->mask & IN_CREATE) || strcmp(e->name, "zdtm-lost-inotify"))
+    zdtm_fail("inotify: the event queued before checkpoint is gone");
+}
+
+/* A watch on a directory two levels below the cwd, which the task holds
+   no descriptor of: crest finds no path to it. */
+static void
+set_inotify_nopath(void)
+{
+  need(mkdir("zdtm-lost-deep", 0700) == 0 && mkdir("zdtm-lost-deep/a", 0700) == 0
+           && mkdir("zdtm-lost-deep/a/b", 0700) == 0,
+       "mkdir zdtm-lost-deep/a/b");
+  fd = inotify_init1(IN_NONBLOCK);
+  need(fd >= 0 && inotify_add_watch(fd, "zdtm-lost-deep/a/b", IN_CREATE) >= 0, "inotify");
+}
+
+static void
+chk_inotify_nopath(void)
 {
   char b[4096];
-  int f = open("zdtm-lost-inotify", O_CREAT | O_WRONLY, 0600);
-  if (f < 0)
-    zdtm_fail("create a file in the watched directory: %s", strerror(errno));
-  close(f);
-  unlink("zdtm-lost-inotify");
+  close(open("zdtm-lost-deep/a/b/f", O_CREAT | O_WRONLY, 0600));
   if (read(fd, b, sizeof b) <= 0)
     zdtm_fail("inotify: no event for a file created in the watched directory");
 }
@@ -1058,7 +1079,8 @@ static const struct
   { "pipe-outside", set_pipe_outside, chk_pipe_outside },
   { "epoll-outside", set_epoll_outside, chk_epoll_outside },
   { "timerfd-cancel", set_timerfd_cancel, chk_timerfd_cancel },
-  { "inotify", set_inotify, chk_inotify },
+  { "inotify-unread", set_inotify_unread, chk_inotify_unread },
+  { "inotify-nopath", set_inotify_nopath, chk_inotify_nopath },
   { "fanotify", set_fanotify, chk_fanotify },
   { "leader-exit", set_leader_exit, NULL },
   { "reparented", set_orphan, NULL },
