@@ -15,9 +15,9 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/image-check.c runtime/engine/image-check.h \
 	runtime/engine/ptrace.c \
 	runtime/engine/shmem.c runtime/engine/shmem.h \
-	runtime/engine/dump.c \
+	runtime/engine/dump.c runtime/engine/dump-int.h \
 	runtime/engine/dump-guard.c \
-	runtime/engine/restore.c \
+	runtime/engine/restore.c runtime/engine/restore-int.h \
 	runtime/engine/files-check.c \
 	runtime/engine/pstree-check.c \
 	runtime/engine/timers.c \
