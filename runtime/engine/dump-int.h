@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include "engine-int.h"
+#include "files.h"
 #include "shmem.h"
 
 #ifndef PTRACE_PEEKSIGINFO
@@ -63,7 +64,7 @@ struct dproc
 struct dfile
 {
   int id;
-  const char *type; /* reg, dir, dev, pipe, fifo, inherited, tty */
+  const struct fd_ops *ops; /* its type (files.h) */
   char *path;
   int flags;
   int64_t pos;
@@ -79,6 +80,7 @@ struct dfile
   int seals;             /* memfd */
   uint64_t ino_pipe;
   bool pipe_read;
+  void *priv; /* a type's own record (files.h), freed with the context */
 };
 
 struct dpipe
@@ -148,5 +150,27 @@ struct dctx
     struct winsize ws;
   } term;
 };
+
+/* dump.c: helpers of the files that dump one kind of object. */
+/* /proc/PID/WHAT, whole, in *OUT (malloc'd). */
+int
+read_proc(pid_t pid, const char *what, char **out, crest_error_t *err);
+/* The value of "KEY:" in a /proc status-like text, or NULL. */
+const char *
+status_field(const char *status, const char *key);
+/* PATH opened as task P would resolve it, inside its root. */
+int
+open_in_root(const struct dctx *c, const struct dproc *p, const char *path, int flags,
+             crest_error_t *err);
+/* A user or group ID as the tree sees it. */
+long
+inner_id(const struct dctx *c, const struct idmap *m, long id);
+/* A copy of descriptor FD of task PID (pidfd_getfd). */
+int
+getfd(pid_t pid, int fd, crest_error_t *err);
+/* WROTE (> 0): a record of docs/engine.md's attribute tables went into
+   the image, which makes it format 3 at least. Returns WROTE. */
+int
+put_attrs(struct dctx *c, int wrote);
 
 #endif

@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 #include "engine-int.h"
+#include "files.h"
 #include "image.h"
 
 #define PAGE 4096UL
@@ -123,7 +124,8 @@ struct rproc
 struct rfile
 {
   int id;
-  const char *type, *path, *data;
+  const struct fd_ops *ops; /* its type (files.h) */
+  const char *path, *data;
   int flags;
   int64_t pos;
   uint64_t pipe;
@@ -134,6 +136,7 @@ struct rfile
   struct unlinked_info u;
   struct unlinked_info deleted_dir; /* present: a directory removed while open */
   struct lock_set locks;            /* flock and OFD locks, taken by crest (locks.c) */
+  void *priv;                       /* a type's own record (files.h), freed with the context */
 };
 
 struct rpipe
@@ -193,5 +196,21 @@ struct report
   uint64_t base, size;
   char msg[240];
 };
+
+/* Image checks: refuse with one line unless COND. */
+#define CHECK(cond, ...)                                                                           \
+  do                                                                                               \
+    {                                                                                              \
+      if (!(cond))                                                                                 \
+        return crest_error_make(err, EINVAL, __VA_ARGS__);                                         \
+    }                                                                                              \
+  while (0)
+
+/* restore.c: helpers of the files that restore one kind of object. */
+bool
+has_key(yajl_val v, const char *key);
+/* Move FD to the service range, above every descriptor of the tree. */
+int
+svc_place(struct rctx *c, int fd, crest_error_t *err);
 
 #endif
