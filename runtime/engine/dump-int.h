@@ -151,6 +151,18 @@ struct dctx
   } term;
 };
 
+/* A mapping, as /proc/PID/maps shows it (mem.c). */
+struct vma
+{
+  uint64_t start, end, pgoff;
+  int prot;
+  bool shared;
+  char kind[16];
+  char *path;
+  unsigned dev_major, dev_minor;
+  uint64_t ino;
+};
+
 /* dump.c: helpers of the files that dump one kind of object. */
 /* /proc/PID/WHAT, whole, in *OUT (malloc'd). */
 int
@@ -172,5 +184,41 @@ getfd(pid_t pid, int fd, crest_error_t *err);
    the image, which makes it format 3 at least. Returns WROTE. */
 int
 put_attrs(struct dctx *c, int wrote);
+/* A stopping signal is pending (held off during the dump): -1 with ERR. */
+int
+interrupted(crest_error_t *err);
+/* Say what the dump does, once it has taken over a second. */
+void
+maybe_progress(struct dctx *c, const char *what);
+/* Read LEN bytes of task PID's memory at ADDR (process_vm_readv). */
+int
+vm_read(pid_t pid, uint64_t addr, void *buf, size_t len, crest_error_t *err);
+
+/* mem.c */
+int
+parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err);
+void
+free_vmas(struct vma *v, size_t n);
+void
+mem_put_mm(const struct dproc *p, const unsigned long long f[64], const char *auxv, size_t auxlen,
+           yajl_gen g);
+int
+mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err);
+
+/* sig.c */
+/* Write KEY: the N siginfos (128 bytes each, as PTRACE_PEEKSIGINFO gives
+   them) in SI. Is a SIGCONT among them? */
+bool
+sig_put_pending(yajl_gen g, const char *key, const uint8_t *si, long n);
+int
+sig_put_process(const struct dproc *p, yajl_gen g, bool *cont, crest_error_t *err);
+
+/* creds.c */
+int
+creds_put(struct dctx *c, struct dproc *p, const char *status, yajl_gen g, crest_error_t *err);
+
+/* files.c */
+void
+files_put_fds(struct dctx *c, const struct dproc *p, yajl_gen g);
 
 #endif

@@ -2,16 +2,21 @@
  * kind of object: reading /proc of a task, paths in its root, IDs as the
  * tree sees them, a copy of one of its descriptors. */
 #include <config.h>
+#include <signal.h>
+#include <time.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <inttypes.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <linux/openat2.h>
 #include "dump-int.h"
 #include "image.h"
+#include "log.h"
 #include "util.h"
 
 int
@@ -102,4 +107,43 @@ put_attrs(struct dctx *c, int wrote)
   if (wrote > 0 && c->w->format < CREST_IMAGE_FORMAT_ATTRS)
     c->w->format = CREST_IMAGE_FORMAT_ATTRS;
   return wrote;
+}
+
+int
+vm_read(pid_t pid, uint64_t addr, void *buf, size_t len, crest_error_t *err)
+{
+  struct iovec l = { buf, len }, r = { (void *)addr, len };
+  ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+  if (n != (ssize_t)len)
+    return crest_error_make(err, n < 0 ? errno : EIO, "task %d: read memory at %#" PRIx64, pid,
+                            addr);
+  return 0;
+}
+
+/* SIGINT, SIGTERM, SIGHUP and SIGQUIT are held off during a dump (dying with
+   threads half-injected would leave them with foreign registers) and turn
+   into a clean failure at the next safe point. */
+int
+interrupted(crest_error_t *err)
+{
+  sigset_t set;
+  static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+  sigpending(&set);
+  for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+    if (sigismember(&set, sigs[i]))
+      return crest_error_make(err, EINTR, "checkpoint interrupted by signal %d (%s)", sigs[i],
+                              strsignal(sigs[i]));
+  return 0;
+}
+
+void
+maybe_progress(struct dctx *c, const char *what)
+{
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  if ((now.tv_sec - c->t0.tv_sec) * 1000000000L + (now.tv_nsec - c->t0.tv_nsec) >= 1000000000L)
+    {
+      c->progress = true;
+      crest_progress("checkpoint of %d: %s", c->root, what);
+    }
 }

@@ -39,34 +39,6 @@
 
 #include "dump-int.h"
 
-/* SIGINT, SIGTERM, SIGHUP and SIGQUIT are held off during a dump (dying with
-   threads half-injected would leave them with foreign registers) and turn
-   into a clean failure at the next safe point. */
-static int
-interrupted(crest_error_t *err)
-{
-  sigset_t set;
-  static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
-  sigpending(&set);
-  for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
-    if (sigismember(&set, sigs[i]))
-      return crest_error_make(err, EINTR, "checkpoint interrupted by signal %d (%s)", sigs[i],
-                              strsignal(sigs[i]));
-  return 0;
-}
-
-static void
-maybe_progress(struct dctx *c, const char *what)
-{
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  if ((now.tv_sec - c->t0.tv_sec) * 1000000000L + (now.tv_nsec - c->t0.tv_nsec) >= 1000000000L)
-    {
-      c->progress = true;
-      crest_progress("checkpoint of %d: %s", c->root, what);
-    }
-}
-
 static struct dproc *
 find_proc(struct dctx *c, pid_t pid)
 {
@@ -558,119 +530,6 @@ collect_tree(struct dctx *c, crest_error_t *err)
   return 0;
 }
 
-static int
-vm_read(pid_t pid, uint64_t addr, void *buf, size_t len, crest_error_t *err)
-{
-  struct iovec l = { buf, len }, r = { (void *)addr, len };
-  ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
-  if (n != (ssize_t)len)
-    return crest_error_make(err, n < 0 ? errno : EIO, "task %d: read memory at %#" PRIx64, pid,
-                            addr);
-  return 0;
-}
-
-struct vma
-{
-  uint64_t start, end, pgoff;
-  int prot;
-  bool shared;
-  char kind[16];
-  char *path;
-  unsigned dev_major, dev_minor;
-  uint64_t ino;
-};
-
-static int
-parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
-{
-  cleanup_free char *maps = NULL;
-  char *save = NULL;
-  struct vma *v = NULL;
-  size_t nv = 0;
-
-  if (read_proc(pid, "maps", &maps, err) < 0)
-    return -1;
-  for (char *l = strtok_r(maps, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-    {
-      unsigned long s, e, off, ino;
-      char perms[8], dev[16];
-      int pos = 0;
-      struct vma x;
-      memset(&x, 0, sizeof x);
-      if (sscanf(l, "%lx-%lx %7s %lx %15s %lu %n", &s, &e, perms, &off, dev, &ino, &pos) < 6)
-        continue;
-      x.start = s, x.end = e, x.pgoff = off / PAGE;
-      x.prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0)
-               | (perms[2] == 'x' ? PROT_EXEC : 0);
-      x.shared = perms[3] == 's';
-      x.ino = ino;
-      if (sscanf(dev, "%x:%x", &x.dev_major, &x.dev_minor) != 2)
-        x.dev_major = x.dev_minor = 0;
-      const char *name = pos ? l + pos : "";
-      if (*name == 0 || strncmp(name, "[anon:", 6) == 0)
-        strcpy(x.kind, "anon");
-      else if (strcmp(name, "[heap]") == 0)
-        strcpy(x.kind, "heap");
-      else if (strcmp(name, "[stack]") == 0)
-        strcpy(x.kind, "stack");
-      else if (strcmp(name, "[vdso]") == 0)
-        strcpy(x.kind, "vdso");
-      else if (strcmp(name, "[vvar]") == 0)
-        strcpy(x.kind, "vvar");
-      else if (strcmp(name, "[vvar_vclock]") == 0)
-        strcpy(x.kind, "vvar_vclock");
-      else if (strcmp(name, "[vsyscall]") == 0)
-        continue;
-      else if (name[0] == '/')
-        {
-          size_t nl = strlen(name);
-          if (strncmp(name, "/SYSV", 5) == 0)
-            {
-              free(v);
-              return crest_error_make(err, ENOTSUP,
-                                      "task %d: mapping %lx-%lx of SysV shared memory %s is not "
-                                      "supported",
-                                      pid, s, e, name);
-            }
-          /* A memfd, shared anonymous memory or a deleted file: no path to
-             open again, its contents are saved through map_files. */
-          if ((nl > 10 && strcmp(name + nl - 10, " (deleted)") == 0)
-              || strncmp(name, "/memfd:", 7) == 0)
-            strcpy(x.kind, "memfile");
-          else
-            strcpy(x.kind, "file");
-          x.path = xstrdup(name);
-        }
-      else
-        {
-          free(v);
-          return crest_error_make(err, ENOTSUP,
-                                  "task %d: mapping %lx-%lx of type %s is not supported", pid, s, e,
-                                  name);
-        }
-      if (x.shared && strcmp(x.kind, "file") != 0 && strcmp(x.kind, "memfile") != 0)
-        {
-          free(v);
-          return crest_error_make(err, ENOTSUP,
-                                  "task %d: shared anonymous mapping %lx-%lx is not supported", pid,
-                                  s, e);
-        }
-      v = xrealloc(v, (nv + 1) * sizeof *v);
-      v[nv++] = x;
-    }
-  *out = v;
-  *n = nv;
-  return 0;
-}
-
-static void
-free_vmas(struct vma *v, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    free(v[i].path);
-  free(v);
-}
-
 /* shmem.c's probe runs its syscalls through this, without single-step as
    every injected call of the dump. */
 struct inj_ctx
@@ -1043,241 +902,169 @@ dump_roots(struct dctx *c, crest_error_t *err)
   return 0;
 }
 
-/* --- memory --- */
+/* --- the per-process record --- */
 
-struct run
-{
-  uint64_t vaddr, len, off;
-};
-
+/* A zombie: only what its parent's wait() will see. */
 static int
-dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, yajl_gen g,
-            crest_error_t *err)
+dump_zombie(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
 {
-  cleanup_free char *name = xasprintf("pages-%d.img", p->ipid);
-  cleanup_free char *pmpath = xasprintf("/proc/%d/pagemap", p->pid);
-  cleanup_free char *mempath = xasprintf("/proc/%d/mem", p->pid);
-  cleanup_close int pm = open(pmpath, O_RDONLY | O_CLOEXEC);
-  cleanup_close int mem = -1;
-  cleanup_free uint64_t *ent = NULL;
-  cleanup_free char *buf = NULL;
-  struct run *runs = NULL;
-  size_t nruns = 0, nbatch = 0;
-  struct iovec riov[IOV_MAX];
-  uint64_t off = 0, bfill = 0;
-  struct img_out o;
-  int rc = -1;
-
-  if (pm < 0)
-    return crest_error_errno(err, "task %d: open pagemap", p->pid);
-  if (img_out_open(c->w, name, &o, err) < 0)
+  cleanup_free char *name = NULL;
+  if (read_proc(p->pid, "comm", &name, err) < 0)
     return -1;
-  buf = xmalloc(BATCH);
-
-  /* Flush the batch: one process_vm_readv for up to IOV_MAX runs. */
-#define FLUSH()                                                                                    \
-  do                                                                                               \
-    {                                                                                              \
-      if (bfill)                                                                                   \
-        {                                                                                          \
-          struct iovec l = { buf, bfill };                                                         \
-          ssize_t got = process_vm_readv(p->pid, &l, 1, riov, nbatch, 0);                          \
-          c->readv_calls++;                                                                        \
-          if (got != (ssize_t)bfill)                                                               \
-            {                                                                                      \
-              crest_error_make(err, got < 0 ? errno : EIO,                                         \
-                               "task %d: copy memory (process_vm_readv)", p->pid);                 \
-              goto out;                                                                            \
-            }                                                                                      \
-          if (img_out_write(&o, buf, bfill, err) < 0)                                              \
-            goto out;                                                                              \
-          bfill = 0, nbatch = 0;                                                                   \
-        }                                                                                          \
-    }                                                                                              \
-  while (0)
-
-  for (size_t i = 0; i < nv; i++)
-    {
-      struct vma *m = &v[i];
-      uint64_t npages = (m->end - m->start) / PAGE;
-      bool file = strcmp(m->kind, "file") == 0 || strcmp(m->kind, "memfile") == 0;
-      if (m->shared || strcmp(m->kind, "vdso") == 0 || strncmp(m->kind, "vvar", 4) == 0)
-        continue;
-      ent = xrealloc(ent, npages * 8);
-      if (pread(pm, ent, npages * 8, m->start / PAGE * 8) != (ssize_t)(npages * 8))
-        {
-          crest_error_errno(err, "task %d: read pagemap of %" PRIx64 "-%" PRIx64, p->pid, m->start,
-                            m->end);
-          goto out;
-        }
-      for (uint64_t k = 0; k < npages;)
-        {
-          /* present or swapped; in a file mapping only the private
-             (copied-on-write) pages, the rest comes from the file. */
-#define WANT(e) ((((e) >> 63) & 1 && (!file || !(((e) >> 61) & 1))) || (((e) >> 62) & 1))
-          uint64_t j;
-          if (!WANT(ent[k]))
-            {
-              k++;
-              continue;
-            }
-          for (j = k; j < npages && WANT(ent[j]); j++)
-            ;
-          uint64_t addr = m->start + k * PAGE, len = (j - k) * PAGE;
-          if (nruns && runs[nruns - 1].vaddr + runs[nruns - 1].len == addr)
-            runs[nruns - 1].len += len;
-          else
-            {
-              runs = xrealloc(runs, (nruns + 1) * sizeof *runs);
-              runs[nruns].vaddr = addr, runs[nruns].len = len, runs[nruns].off = off;
-              nruns++;
-            }
-          off += len;
-          c->pages_bytes += len;
-          if (!(m->prot & PROT_READ))
-            {
-              /* process_vm_readv honours protections; /proc/PID/mem does not. */
-              FLUSH();
-              if (mem < 0 && (mem = open(mempath, O_RDONLY | O_CLOEXEC)) < 0)
-                {
-                  crest_error_errno(err, "task %d: open mem", p->pid);
-                  goto out;
-                }
-              for (uint64_t done = 0; done < len;)
-                {
-                  uint64_t chunk = len - done < BATCH ? len - done : BATCH;
-                  if (pread(mem, buf, chunk, addr + done) != (ssize_t)chunk)
-                    {
-                      crest_error_errno(err, "task %d: read memory at %#" PRIx64, p->pid,
-                                        addr + done);
-                      goto out;
-                    }
-                  if (img_out_write(&o, buf, chunk, err) < 0)
-                    goto out;
-                  done += chunk;
-                }
-            }
-          else
-            while (len)
-              {
-                uint64_t room = BATCH - bfill, chunk = len < room ? len : room;
-                riov[nbatch].iov_base = (void *)addr;
-                riov[nbatch].iov_len = chunk;
-                nbatch++, bfill += chunk, addr += chunk, len -= chunk;
-                if (bfill == BATCH || nbatch == IOV_MAX)
-                  {
-                    FLUSH();
-                    maybe_progress(c, "copying memory");
-                    if (interrupted(err) < 0)
-                      goto out;
-                  }
-              }
-          k = j;
-        }
-    }
-  FLUSH();
-#undef FLUSH
-  if (img_out_close(&o, err) < 0)
-    goto out;
-  jput_str(g, "pages_file", name);
-  jput_key(g, "pages");
-  yajl_gen_array_open(g);
-  for (size_t i = 0; i < nruns; i++)
-    {
-      yajl_gen_map_open(g);
-      jput_u64(g, "vaddr", runs[i].vaddr);
-      jput_u64(g, "len", runs[i].len);
-      jput_u64(g, "off", runs[i].off);
-      yajl_gen_map_close(g);
-    }
-  yajl_gen_array_close(g);
-  rc = 0;
-out:
-  if (o.fd >= 0 && rc < 0)
-    {
-      close(o.fd);
-      free(o.name);
-    }
-  free(runs);
-  return rc;
-}
-
-/* A mapping with no path to open again (memfd, shared anonymous memory, a
-   deleted file): its object is saved once (shmem.c); restore maps a memfd
-   holding the same bytes, shared as the object was. */
-static int
-dump_memfile(struct dctx *c, struct dproc *p, struct vma *m, yajl_gen g, crest_error_t *err)
-{
-  const struct shm_obj *o;
-  if (shm_save(&c->shm, c->w, p->pid, m->start, m->end, &o, err) < 0)
-    return -1;
-  jput_str(g, "path", m->path);
-  jput_u64(g, "pgoff", m->pgoff);
-  jput_u64(g, "file_size", o->size);
-  jput_str(g, "data", o->data);
+  name[strcspn(name, "\n")] = 0;
+  yajl_gen_map_open(g);
+  jput_int(g, "pid", p->ipid);
+  jput_int(g, "ppid", find_proc(c, p->ppid) ? find_proc(c, p->ppid)->ipid : 0);
+  jput_int(g, "pgid", p->ipgid);
+  jput_int(g, "sid", p->isid);
+  jput_bool(g, "zombie", true);
+  jput_int(g, "exit_status", p->exit_status);
+  jput_str(g, "comm", name);
+  yajl_gen_map_close(g);
   return 0;
 }
 
-/* --- the per-process record --- */
-
+/* Its executable and working directory, in EXE and CWD (PATH_MAX + 1). */
 static int
-parse_ids(const char *s, long out[4])
+dump_exe_cwd(struct dctx *c, struct dproc *p, char *exe, char *cwd, crest_error_t *err)
 {
-  return s && sscanf(s, "%ld %ld %ld %ld", &out[0], &out[1], &out[2], &out[3]) == 4 ? 0 : -1;
+  cleanup_free char *path = NULL;
+  ssize_t n;
+  path = xasprintf("/proc/%d/exe", p->pid);
+  if ((n = readlink(path, exe, PATH_MAX)) < 0)
+    return crest_error_errno(err, "task %d: readlink exe", p->pid);
+  exe[n] = 0;
+  free(path);
+  path = xasprintf("/proc/%d/cwd", p->pid);
+  if ((n = readlink(path, cwd, PATH_MAX)) < 0)
+    return crest_error_errno(err, "task %d: readlink cwd", p->pid);
+  cwd[n] = 0;
+  /* Restore opens both again by path inside the tree's root, before a
+     chroot'd task's chroot (dump_roots checked its root directory). */
+  {
+    const char *what[2] = { "exe", "cwd" }, *val[2] = { exe, cwd };
+    for (int k = 0; k < 2; k++)
+      {
+        struct stat want, got;
+        cleanup_free char *link = xasprintf("/proc/%d/%s", p->pid, what[k]);
+        cleanup_close int fd = -1;
+        size_t l = strlen(val[k]);
+        if (l > 10 && strcmp(val[k] + l - 10, " (deleted)") == 0)
+          return crest_error_make(err, ENOTSUP, "task %d: %s %s: deleted, cannot checkpoint it",
+                                  p->pid, what[k], val[k]);
+        if (stat(link, &want) < 0)
+          return crest_error_errno(err, "task %d: stat its %s", p->pid, what[k]);
+        if ((fd = open_in_root(c, p, val[k], O_PATH, err)) < 0)
+          return crest_error_wrap(err, "task %d: %s %s", p->pid, what[k], val[k]);
+        if (fstat(fd, &got) < 0)
+          return crest_error_errno(err, "task %d: %s %s: stat by path", p->pid, what[k], val[k]);
+        if (got.st_dev != want.st_dev || got.st_ino != want.st_ino)
+          return crest_error_make(err, ENOTSUP,
+                                  "task %d: %s %s: the path now names another file, cannot "
+                                  "checkpoint it",
+                                  p->pid, what[k], val[k]);
+      }
+  }
+  return 0;
 }
 
-/* Write KEY: the N siginfos (128 bytes each, as PTRACE_PEEKSIGINFO gives
-   them) in SI. Is a SIGCONT among them? */
-static bool
-put_pending(yajl_gen g, const char *key, const uint8_t *si, long n)
+static int
+put_rlimits(struct dproc *p, yajl_gen g, crest_error_t *err)
 {
-  bool cont = false;
-  jput_key(g, key);
+  jput_key(g, "rlimits");
   yajl_gen_array_open(g);
-  for (long i = 0; i < n; i++)
+  for (int r = 0; r < RLIM_NLIMITS; r++)
     {
-      int32_t sig;
-      memcpy(&sig, si + 128 * i, sizeof sig);
-      cont |= sig == SIGCONT;
-      jput_hex(g, NULL, si + 128 * i, 128);
+      struct rlimit rl;
+      if (prlimit(p->pid, r, NULL, &rl) < 0)
+        return crest_error_errno(err, "task %d: prlimit %d", p->pid, r);
+      yajl_gen_map_open(g);
+      jput_u64(g, "cur", rl.rlim_cur);
+      jput_u64(g, "max", rl.rlim_max);
+      yajl_gen_map_close(g);
     }
   yajl_gen_array_close(g);
-  return cont;
+  return 0;
+}
+
+/* One thread's record: registers, FPU state, signal mask, rseq, robust
+   list, alternate stack, scheduling, name, prctl state, pending signals
+   (*CONT: a SIGCONT among them). */
+static int
+dump_thread(struct dctx *c, struct dproc *p, struct dthread *th, yajl_gen g, bool *cont,
+            crest_error_t *err)
+{
+  uint64_t mask;
+  struct rseq_conf rc_;
+  uint64_t head = 0;
+  size_t hlen = 0;
+  struct crest_sched_attr sa;
+  struct
+  {
+    uint64_t off;
+    uint32_t flags;
+    int32_t nr;
+  } arg = { 0, 0, 64 };
+  uint8_t si[64 * 128];
+  long n;
+  cleanup_free char *what = xasprintf("task/%d/comm", th->tid);
+  cleanup_free char *tcomm = NULL;
+
+  yajl_gen_map_open(g);
+  jput_int(g, "tid", th->itid);
+  jput_hex(g, "regs", &th->regs, sizeof th->regs);
+  jput_hex(g, "xstate", th->xstate, th->xlen);
+  mask = th->sigmask; /* read by inject_state */
+  jput_u64(g, "sigmask", mask);
+  memset(&rc_, 0, sizeof rc_);
+  if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, th->tid, sizeof rc_, &rc_) < 0)
+    return crest_error_errno(err, "task %d: read rseq configuration", th->tid);
+  jput_u64(g, "rseq", rc_.rseq_abi_pointer);
+  jput_int(g, "rseq_size", rc_.rseq_abi_size);
+  jput_u64(g, "rseq_sig", rc_.signature);
+  if (syscall(SYS_get_robust_list, th->tid, &head, &hlen) < 0)
+    return crest_error_errno(err, "task %d: get_robust_list", th->tid);
+  jput_u64(g, "robust_list", head);
+  jput_int(g, "robust_len", hlen);
+  jput_u64(g, "clear_child_tid", th->clear_tid);
+  jput_u64(g, "altstack_sp", th->alt_sp);
+  jput_u64(g, "altstack_size", th->alt_size);
+  jput_int(g, "altstack_flags", th->alt_flags);
+  memset(&sa, 0, sizeof sa);
+  if (syscall(SYS_sched_getattr, th->tid, &sa, sizeof sa, 0) < 0)
+    return crest_error_errno(err, "task %d: sched_getattr", th->tid);
+  jput_int(g, "sched_policy", sa.policy);
+  jput_u64(g, "sched_flags", sa.flags);
+  jput_int(g, "nice", sa.nice);
+  jput_int(g, "sched_priority", sa.prio);
+  jput_int(g, "uclamp_min", sa.umin);
+  jput_int(g, "uclamp_max", sa.umax);
+  if (read_proc(p->pid, what, &tcomm, err) < 0)
+    return -1;
+  tcomm[strcspn(tcomm, "\n")] = 0;
+  jput_str(g, "comm", tcomm);
+  put_attrs(c, prctl_put_thread(g, &th->pr));
+  n = ptrace(PTRACE_PEEKSIGINFO, th->tid, &arg, si);
+  if (n < 0)
+    return crest_error_errno(err, "task %d: read pending signals", th->tid);
+  *cont |= sig_put_pending(g, "pending", si, n);
+  yajl_gen_map_close(g);
+  return 0;
 }
 
 static int
 dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
 {
-  cleanup_free char *statb = NULL, *status = NULL, *auxv = NULL, *pers = NULL, *oom = NULL,
-                    *comm = NULL;
+  cleanup_free char *statb = NULL, *status = NULL, *auxv = NULL, *pers = NULL, *oom = NULL;
   char exe[PATH_MAX + 1], cwd[PATH_MAX + 1];
   unsigned long long f[64] = { 0 };
-  struct vma *v = NULL;
-  struct vmflags_ent *vf = NULL;
-  size_t nv = 0, auxlen = 0, nvf = 0;
+  size_t auxlen = 0;
   const char *s;
-  long ids[4];
   char *q;
-  int rc = -1;
   bool cont_pending = false;
 
   if (p->zombie)
-    {
-      cleanup_free char *name = NULL;
-      if (read_proc(p->pid, "comm", &name, err) < 0)
-        return -1;
-      name[strcspn(name, "\n")] = 0;
-      yajl_gen_map_open(g);
-      jput_int(g, "pid", p->ipid);
-      jput_int(g, "ppid", find_proc(c, p->ppid) ? find_proc(c, p->ppid)->ipid : 0);
-      jput_int(g, "pgid", p->ipgid);
-      jput_int(g, "sid", p->isid);
-      jput_bool(g, "zombie", true);
-      jput_int(g, "exit_status", p->exit_status);
-      jput_str(g, "comm", name);
-      yajl_gen_map_close(g);
-      return 0;
-    }
+    return dump_zombie(c, p, g, err);
   if (read_proc(p->pid, "stat", &statb, err) < 0 || read_proc(p->pid, "status", &status, err) < 0)
     return -1;
   q = strrchr(statb, ')');
@@ -1295,45 +1082,8 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
     return crest_error_make(err, ENOTSUP, "task %d: seccomp filters are not supported yet", p->pid);
   if (timers_check(p->pid, err) < 0)
     return -1;
-  {
-    cleanup_free char *path = NULL;
-    ssize_t n;
-    path = xasprintf("/proc/%d/exe", p->pid);
-    if ((n = readlink(path, exe, PATH_MAX)) < 0)
-      return crest_error_errno(err, "task %d: readlink exe", p->pid);
-    exe[n] = 0;
-    free(path);
-    path = xasprintf("/proc/%d/cwd", p->pid);
-    if ((n = readlink(path, cwd, PATH_MAX)) < 0)
-      return crest_error_errno(err, "task %d: readlink cwd", p->pid);
-    cwd[n] = 0;
-    /* Restore opens both again by path inside the tree's root, before a
-       chroot'd task's chroot (dump_roots checked its root directory). */
-    {
-      const char *what[2] = { "exe", "cwd" }, *val[2] = { exe, cwd };
-      for (int k = 0; k < 2; k++)
-        {
-          struct stat want, got;
-          cleanup_free char *link = xasprintf("/proc/%d/%s", p->pid, what[k]);
-          cleanup_close int fd = -1;
-          size_t l = strlen(val[k]);
-          if (l > 10 && strcmp(val[k] + l - 10, " (deleted)") == 0)
-            return crest_error_make(err, ENOTSUP, "task %d: %s %s: deleted, cannot checkpoint it",
-                                    p->pid, what[k], val[k]);
-          if (stat(link, &want) < 0)
-            return crest_error_errno(err, "task %d: stat its %s", p->pid, what[k]);
-          if ((fd = open_in_root(c, p, val[k], O_PATH, err)) < 0)
-            return crest_error_wrap(err, "task %d: %s %s", p->pid, what[k], val[k]);
-          if (fstat(fd, &got) < 0)
-            return crest_error_errno(err, "task %d: %s %s: stat by path", p->pid, what[k], val[k]);
-          if (got.st_dev != want.st_dev || got.st_ino != want.st_ino)
-            return crest_error_make(err, ENOTSUP,
-                                    "task %d: %s %s: the path now names another file, cannot "
-                                    "checkpoint it",
-                                    p->pid, what[k], val[k]);
-        }
-    }
-  }
+  if (dump_exe_cwd(c, p, exe, cwd, err) < 0)
+    return -1;
   if (read_proc(p->pid, "personality", &pers, err) < 0
       || read_proc(p->pid, "oom_score_adj", &oom, err) < 0)
     return -1;
@@ -1357,279 +1107,17 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   jput_u64(g, "personality", strtoull(pers, NULL, 16));
   jput_int(g, "oom_score_adj", atoi(oom));
   put_attrs(c, prctl_put_process(g, &p->pr));
-  jput_key(g, "creds");
-  yajl_gen_map_open(g);
-  if (parse_ids(status_field(status, "Uid"), ids) < 0)
-    goto bad_status;
-  jput_key(g, "uids");
-  yajl_gen_array_open(g);
-  for (int i = 0; i < 4; i++)
-    yajl_gen_integer(g, inner_id(c, &c->uidmap, ids[i]));
-  yajl_gen_array_close(g);
-  if (parse_ids(status_field(status, "Gid"), ids) < 0)
-    goto bad_status;
-  jput_key(g, "gids");
-  yajl_gen_array_open(g);
-  for (int i = 0; i < 4; i++)
-    yajl_gen_integer(g, inner_id(c, &c->gidmap, ids[i]));
-  yajl_gen_array_close(g);
-  jput_key(g, "groups");
-  yajl_gen_array_open(g);
-  s = status_field(status, "Groups");
-  while (s && *s && *s != '\n')
-    {
-      char *e;
-      long gid = strtol(s, &e, 10);
-      if (e == s)
-        break;
-      yajl_gen_integer(g, inner_id(c, &c->gidmap, gid));
-      s = e;
-      while (*s == ' ')
-        s++;
-    }
-  yajl_gen_array_close(g);
-  {
-    static const char *caps[] = { "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb" };
-    static const char *keys[] = { "cap_inh", "cap_prm", "cap_eff", "cap_bnd", "cap_amb" };
-    for (int i = 0; i < 5; i++)
-      {
-        s = status_field(status, caps[i]);
-        if (!s)
-          goto bad_status;
-        jput_u64(g, keys[i], strtoull(s, NULL, 16));
-      }
-  }
-  jput_int(g, "securebits", p->securebits);
-  s = status_field(status, "NoNewPrivs");
-  jput_bool(g, "no_new_privs", s && atoi(s));
-  yajl_gen_map_close(g);
-
-  jput_key(g, "rlimits");
-  yajl_gen_array_open(g);
-  for (int r = 0; r < RLIM_NLIMITS; r++)
-    {
-      struct rlimit rl;
-      if (prlimit(p->pid, r, NULL, &rl) < 0)
-        {
-          crest_error_errno(err, "task %d: prlimit %d", p->pid, r);
-          goto out;
-        }
-      yajl_gen_map_open(g);
-      jput_u64(g, "cur", rl.rlim_cur);
-      jput_u64(g, "max", rl.rlim_max);
-      yajl_gen_map_close(g);
-    }
-  yajl_gen_array_close(g);
-
-  jput_key(g, "mm");
-  yajl_gen_map_open(g);
-  jput_u64(g, "start_code", f[26]);
-  jput_u64(g, "end_code", f[27]);
-  jput_u64(g, "start_stack", f[28]);
-  jput_u64(g, "start_data", f[45]);
-  jput_u64(g, "end_data", f[46]);
-  jput_u64(g, "start_brk", f[47]);
-  jput_u64(g, "brk", p->brk);
-  jput_u64(g, "arg_start", f[48]);
-  jput_u64(g, "arg_end", f[49]);
-  jput_u64(g, "env_start", f[50]);
-  jput_u64(g, "env_end", f[51]);
-  jput_hex(g, "auxv", auxv, auxlen);
-  yajl_gen_map_close(g);
-
-  jput_key(g, "sigactions");
-  yajl_gen_array_open(g);
-  for (int sg = 1; sg <= 64; sg++)
-    {
-      struct ksigaction *a = &p->sa[sg];
-      if (sg == SIGKILL || sg == SIGSTOP || (a->handler == 0 && a->flags == 0 && a->mask == 0))
-        continue;
-      yajl_gen_map_open(g);
-      jput_int(g, "sig", sg);
-      jput_u64(g, "handler", a->handler);
-      jput_u64(g, "flags", a->flags);
-      jput_u64(g, "restorer", a->restorer);
-      jput_u64(g, "mask", a->mask);
-      yajl_gen_map_close(g);
-    }
-  yajl_gen_array_close(g);
-  jput_key(g, "itimers");
-  yajl_gen_array_open(g);
-  for (int w = 0; w < 3; w++)
-    {
-      yajl_gen_map_open(g);
-      jput_u64(g, "interval_sec", p->itimer[w][0]);
-      jput_u64(g, "interval_usec", p->itimer[w][1]);
-      jput_u64(g, "value_sec", p->itimer[w][2]);
-      jput_u64(g, "value_usec", p->itimer[w][3]);
-      yajl_gen_map_close(g);
-    }
-  yajl_gen_array_close(g);
-  {
-    /* Process-wide pending signals. */
-    struct
-    {
-      uint64_t off;
-      uint32_t flags;
-      int32_t nr;
-    } arg = { 0, PTRACE_PEEKSIGINFO_SHARED, 64 };
-    uint8_t si[64 * 128];
-    long n = ptrace(PTRACE_PEEKSIGINFO, p->pid, &arg, si);
-    if (n < 0)
-      {
-        crest_error_errno(err, "task %d: read shared pending signals", p->pid);
-        goto out;
-      }
-    cont_pending |= put_pending(g, "shared_pending", si, n);
-  }
-
-  if (parse_maps(p->pid, &v, &nv, err) < 0 || vmflags_load(p->pid, &vf, &nvf, err) < 0)
-    goto out;
-  jput_key(g, "vmas");
-  yajl_gen_array_open(g);
-  for (size_t i = 0; i < nv; i++)
-    {
-      yajl_gen_map_open(g);
-      jput_u64(g, "start", v[i].start);
-      jput_u64(g, "end", v[i].end);
-      jput_int(g, "prot", v[i].prot);
-      jput_bool(g, "shared", v[i].shared);
-      jput_str(g, "kind", v[i].kind);
-      if (put_attrs(c, vmflags_put(g, vf, nvf, p->pid, v[i].start, v[i].end, v[i].kind, err)) < 0)
-        goto out;
-      if (v[i].path && strcmp(v[i].kind, "memfile") == 0)
-        {
-          if (dump_memfile(c, p, &v[i], g, err) < 0)
-            goto out;
-        }
-      else if (v[i].path)
-        {
-          struct stat st;
-          cleanup_close int mf = open_in_root(c, p, v[i].path, O_PATH, err);
-          if (mf < 0)
-            {
-              crest_error_wrap(err, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s", p->pid,
-                               v[i].start, v[i].end, v[i].path);
-              goto out;
-            }
-          if (fstat(mf, &st) < 0)
-            {
-              crest_error_errno(err, "task %d: mapped file %s: stat", p->pid, v[i].path);
-              goto out;
-            }
-          if (!S_ISREG(st.st_mode))
-            {
-              crest_error_make(err, ENOTSUP,
-                               "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: not a regular file",
-                               p->pid, v[i].start, v[i].end, v[i].path);
-              goto out;
-            }
-          /* An overlay file system shows the layer's device and inode in
-             maps and its own in stat: a difference is only worth a note. */
-          if (st.st_ino != v[i].ino || major(st.st_dev) != v[i].dev_major
-              || minor(st.st_dev) != v[i].dev_minor)
-            crest_debug("task %d: mapping %" PRIx64 "-%" PRIx64 ": %s is inode %u:%u/%" PRIu64
-                        " in maps, %u:%u/%" PRIu64 " by its path",
-                        p->pid, v[i].start, v[i].end, v[i].path, v[i].dev_major, v[i].dev_minor,
-                        v[i].ino, major(st.st_dev), minor(st.st_dev), (uint64_t)st.st_ino);
-          jput_str(g, "path", v[i].path);
-          jput_u64(g, "pgoff", v[i].pgoff);
-          jput_u64(g, "file_size", st.st_size);
-          jput_u64(g, "file_mtime", st.st_mtime);
-        }
-      yajl_gen_map_close(g);
-    }
-  yajl_gen_array_close(g);
-  if (dump_memory(c, p, v, nv, g, err) < 0)
-    goto out;
-
-  jput_key(g, "fds");
-  yajl_gen_array_open(g);
-  for (size_t i = 0; i < c->nfds; i++)
-    if (c->fds[i].pid == p->pid)
-      {
-        yajl_gen_map_open(g);
-        jput_int(g, "fd", c->fds[i].fd);
-        jput_bool(g, "cloexec", c->fds[i].cloexec);
-        jput_int(g, "file", c->fds[i].file);
-        put_attrs(c, locks_put(g, &c->fds[i].locks, 1u << LOCK_KIND_POSIX));
-        yajl_gen_map_close(g);
-      }
-  yajl_gen_array_close(g);
-
+  if (creds_put(c, p, status, g, err) < 0 || put_rlimits(p, g, err) < 0)
+    return -1;
+  mem_put_mm(p, f, auxv, auxlen, g);
+  if (sig_put_process(p, g, &cont_pending, err) < 0 || mem_dump(c, p, g, err) < 0)
+    return -1;
+  files_put_fds(c, p, g);
   jput_key(g, "threads");
   yajl_gen_array_open(g);
   for (size_t t = 0; t < p->nth; t++)
-    {
-      struct dthread *th = &p->th[t];
-      uint64_t mask;
-      struct rseq_conf rc_;
-      uint64_t head = 0;
-      size_t hlen = 0;
-      struct crest_sched_attr sa;
-      struct
-      {
-        uint64_t off;
-        uint32_t flags;
-        int32_t nr;
-      } arg = { 0, 0, 64 };
-      uint8_t si[64 * 128];
-      long n;
-      cleanup_free char *what = xasprintf("task/%d/comm", th->tid);
-      cleanup_free char *tcomm = NULL;
-
-      yajl_gen_map_open(g);
-      jput_int(g, "tid", th->itid);
-      jput_hex(g, "regs", &th->regs, sizeof th->regs);
-      jput_hex(g, "xstate", th->xstate, th->xlen);
-      mask = th->sigmask; /* read by inject_state */
-      jput_u64(g, "sigmask", mask);
-      memset(&rc_, 0, sizeof rc_);
-      if (ptrace(PTRACE_GET_RSEQ_CONFIGURATION, th->tid, sizeof rc_, &rc_) < 0)
-        {
-          crest_error_errno(err, "task %d: read rseq configuration", th->tid);
-          goto out;
-        }
-      jput_u64(g, "rseq", rc_.rseq_abi_pointer);
-      jput_int(g, "rseq_size", rc_.rseq_abi_size);
-      jput_u64(g, "rseq_sig", rc_.signature);
-      if (syscall(SYS_get_robust_list, th->tid, &head, &hlen) < 0)
-        {
-          crest_error_errno(err, "task %d: get_robust_list", th->tid);
-          goto out;
-        }
-      jput_u64(g, "robust_list", head);
-      jput_int(g, "robust_len", hlen);
-      jput_u64(g, "clear_child_tid", th->clear_tid);
-      jput_u64(g, "altstack_sp", th->alt_sp);
-      jput_u64(g, "altstack_size", th->alt_size);
-      jput_int(g, "altstack_flags", th->alt_flags);
-      memset(&sa, 0, sizeof sa);
-      if (syscall(SYS_sched_getattr, th->tid, &sa, sizeof sa, 0) < 0)
-        {
-          crest_error_errno(err, "task %d: sched_getattr", th->tid);
-          goto out;
-        }
-      jput_int(g, "sched_policy", sa.policy);
-      jput_u64(g, "sched_flags", sa.flags);
-      jput_int(g, "nice", sa.nice);
-      jput_int(g, "sched_priority", sa.prio);
-      jput_int(g, "uclamp_min", sa.umin);
-      jput_int(g, "uclamp_max", sa.umax);
-      if (read_proc(p->pid, what, &tcomm, err) < 0)
-        goto out;
-      tcomm[strcspn(tcomm, "\n")] = 0;
-      jput_str(g, "comm", tcomm);
-      put_attrs(c, prctl_put_thread(g, &th->pr));
-      n = ptrace(PTRACE_PEEKSIGINFO, th->tid, &arg, si);
-      if (n < 0)
-        {
-          crest_error_errno(err, "task %d: read pending signals", th->tid);
-          goto out;
-        }
-      cont_pending |= put_pending(g, "pending", si, n);
-      yajl_gen_map_close(g);
-    }
+    if (dump_thread(c, p, &p->th[t], g, &cont_pending, err) < 0)
+      return -1;
   yajl_gen_array_close(g);
   /* A SIGCONT that came while the engine held a stopped task ended its
      group stop at once (and the SIGCONT stays queued, as for any traced
@@ -1649,15 +1137,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
         c->w->format = CREST_IMAGE_FORMAT_STOP;
     }
   yajl_gen_map_close(g);
-  rc = 0;
-  goto out;
-bad_status:
-  crest_error_make(err, EINVAL, "task %d: cannot parse /proc status", p->pid);
-out:
-  free_vmas(v, nv);
-  free(vf);
-  (void)comm;
-  return rc;
+  return 0;
 }
 
 /* Has every thread of process P exited? A pidfd of a process polls
@@ -1812,13 +1292,152 @@ free_ctx(struct dctx *c)
   free(c->fds);
 }
 
+/* What the kernel shows of every task, from outside and through injected
+   calls, and its descriptors, pipes and shared memory objects. */
+static int
+dump_objects(struct dctx *c, crest_error_t *err)
+{
+  for (size_t i = 0; i < c->np; i++)
+    {
+      struct dproc *p = &c->p[i];
+      if (p->zombie)
+        continue;
+      for (size_t t = 0; t < p->nth; t++)
+        {
+          p->th[t].xstate = xmalloc(XSTATE_MAX);
+          if (pt_getregs(p->th[t].tid, &p->th[t].regs, err) < 0
+              || pt_getxstate(p->th[t].tid, p->th[t].xstate, &p->th[t].xlen, err) < 0)
+            return -1;
+        }
+      if (inject_state(c, p, err) < 0 || interrupted(err) < 0)
+        return -1;
+      if (dump_fds(c, p, err) < 0)
+        return -1;
+    }
+  if (dump_fault("files", err) < 0 || dump_pipes(c, err) < 0)
+    return -1;
+  /* Memory objects are shared across the tree: every mapping of each is
+     known before the first is saved. */
+  for (size_t i = 0; i < c->np; i++)
+    if (!c->p[i].zombie && shm_collect(&c->shm, c->p[i].pid, err) < 0)
+      return -1;
+  /* An unlinked file comes back as a new file for its descriptors and a
+     memfd for its mappings: they would no longer share its bytes. */
+  for (size_t i = 0; i < c->nf; i++)
+    if (c->f[i].unlinked && shm_find(&c->shm, c->f[i].dev, c->f[i].ino))
+      return crest_error_make(err, ENOTSUP,
+                              "task %d: fd %d (%s): an unlinked file that is also mapped, cannot "
+                              "checkpoint it",
+                              c->f[i].pid, c->f[i].fd, c->f[i].path);
+  return 0;
+}
+
+/* tree.json: the processes, their files and pipes, the terminal. */
+static int
+write_tree(struct dctx *c, crest_error_t *err)
+{
+  yajl_gen g;
+  int rc = -1;
+
+  g = yajl_gen_alloc(NULL);
+  yajl_gen_config(g, yajl_gen_beautify, 1);
+  yajl_gen_map_open(g);
+  jput_int(g, "root", c->p[0].ipid);
+  jput_bool(g, "root_is_ns_init", c->o->root_is_ns_init);
+  if (c->o->cgroup_path)
+    jput_str(g, "cgroup", c->o->cgroup_path);
+  jput_key(g, "processes");
+  yajl_gen_array_open(g);
+  for (size_t i = 0; i < c->np; i++)
+    {
+      if (dump_process(c, &c->p[i], g, err) < 0 || interrupted(err) < 0)
+        goto fail;
+      if (kill(c->p[i].pid, 0) < 0)
+        {
+          crest_error_make(err, ESRCH, "task %d: exited during the checkpoint", c->p[i].pid);
+          goto fail;
+        }
+    }
+  yajl_gen_array_close(g);
+  files_put(c, g);
+  pipes_put(c, g);
+  tty_put(c, g);
+  yajl_gen_map_close(g);
+  if (img_write_json(c->w, "tree.json", g, err) < 0)
+    goto fail;
+  rc = 0;
+fail:
+  yajl_gen_free(g);
+  return rc;
+}
+
+static int
+check_alive(struct dctx *c, crest_error_t *err)
+{
+  /* A task that died while we worked: the image would be inconsistent. */
+  for (size_t i = 0; i < c->np; i++)
+    {
+      cleanup_free char *st = NULL;
+      crest_error_t e2 = NULL;
+      const char *s;
+      if (c->p[i].zombie)
+        {
+          /* Reaped meanwhile: its parent's wait() already happened. */
+          if (kill(c->p[i].pid, 0) < 0)
+            return crest_error_make(err, ESRCH, "task %d: reaped during the checkpoint",
+                                    c->p[i].pid);
+          continue;
+        }
+      if (read_proc(c->p[i].pid, "status", &st, &e2) < 0 || !(s = status_field(st, "State"))
+          || *s == 'Z' || *s == 'X')
+        {
+          crest_error_release(&e2);
+          return crest_error_make(err, ESRCH, "task %d: exited during the checkpoint", c->p[i].pid);
+        }
+    }
+  return 0;
+}
+
+/* Whatever failed, a task that died meanwhile is the reason to report. */
+static void
+exit_reason(struct dctx *c, crest_error_t *err)
+{
+  for (size_t i = 0; i < c->np; i++)
+    {
+      cleanup_free char *st = NULL;
+      crest_error_t e2 = NULL;
+      const char *s;
+      if (c->p[i].zombie)
+        continue;
+      /* A leader gone before its other threads shows Z too: that was
+         the reason given (pstree_check_leader), not an exit. */
+      if (pstree_check_leader(c->p[i].pid, &e2) < 0)
+        {
+          crest_error_release(&e2);
+          continue;
+        }
+      if (read_proc(c->p[i].pid, "status", &st, &e2) < 0 || !(s = status_field(st, "State"))
+          || *s == 'Z' || *s == 'X')
+        {
+          crest_error_release(&e2);
+          if (*err)
+            {
+              cleanup_free char *why = crest_error_text(*err);
+              crest_debug("checkpoint: %s", why);
+            }
+          crest_error_release(err);
+          crest_error_make(err, ESRCH, "task %d: exited during the checkpoint", c->p[i].pid);
+          break;
+        }
+    }
+}
+
 /* The dump itself, in the tracer (crest_engine_dump runs it in a worker
    process: dump-guard.c). */
 int
 dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
 {
   struct dctx c;
-  yajl_gen g = NULL;
   int rc = -1;
   bool frozen = false;
   const char *fault = crest_test_knob("CREST_FAULT");
@@ -1867,41 +1486,8 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
   if (o->root_is_ns_init)
     tty_find(&c);
 
-  for (size_t i = 0; i < c.np; i++)
-    {
-      struct dproc *p = &c.p[i];
-      if (p->zombie)
-        continue;
-      for (size_t t = 0; t < p->nth; t++)
-        {
-          p->th[t].xstate = xmalloc(XSTATE_MAX);
-          if (pt_getregs(p->th[t].tid, &p->th[t].regs, err) < 0
-              || pt_getxstate(p->th[t].tid, p->th[t].xstate, &p->th[t].xlen, err) < 0)
-            goto out;
-        }
-      if (inject_state(&c, p, err) < 0 || interrupted(err) < 0)
-        goto out;
-      if (dump_fds(&c, p, err) < 0)
-        goto out;
-    }
-  if (dump_fault("files", err) < 0 || dump_pipes(&c, err) < 0)
+  if (dump_objects(&c, err) < 0)
     goto out;
-  /* Memory objects are shared across the tree: every mapping of each is
-     known before the first is saved. */
-  for (size_t i = 0; i < c.np; i++)
-    if (!c.p[i].zombie && shm_collect(&c.shm, c.p[i].pid, err) < 0)
-      goto out;
-  /* An unlinked file comes back as a new file for its descriptors and a
-     memfd for its mappings: they would no longer share its bytes. */
-  for (size_t i = 0; i < c.nf; i++)
-    if (c.f[i].unlinked && shm_find(&c.shm, c.f[i].dev, c.f[i].ino))
-      {
-        crest_error_make(err, ENOTSUP,
-                         "task %d: fd %d (%s): an unlinked file that is also mapped, cannot "
-                         "checkpoint it",
-                         c.f[i].pid, c.f[i].fd, c.f[i].path);
-        goto out;
-      }
   if (fault && strcmp(fault, "dump-signal") == 0)
     kill(getpid(), SIGTERM); /* test hook: crest is told to stop mid-dump */
   if (fault && strcmp(fault, "dump-task-exit") == 0 && c.np > 1)
@@ -1910,56 +1496,10 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
       kill(c.p[c.np - 1].pid, SIGKILL);
     }
 
-  g = yajl_gen_alloc(NULL);
-  yajl_gen_config(g, yajl_gen_beautify, 1);
-  yajl_gen_map_open(g);
-  jput_int(g, "root", c.p[0].ipid);
-  jput_bool(g, "root_is_ns_init", o->root_is_ns_init);
-  if (o->cgroup_path)
-    jput_str(g, "cgroup", o->cgroup_path);
-  jput_key(g, "processes");
-  yajl_gen_array_open(g);
-  for (size_t i = 0; i < c.np; i++)
-    {
-      if (dump_process(&c, &c.p[i], g, err) < 0 || interrupted(err) < 0)
-        goto out;
-      if (kill(c.p[i].pid, 0) < 0)
-        {
-          crest_error_make(err, ESRCH, "task %d: exited during the checkpoint", c.p[i].pid);
-          goto out;
-        }
-    }
-  yajl_gen_array_close(g);
-  files_put(&c, g);
-  pipes_put(&c, g);
-  tty_put(&c, g);
-  yajl_gen_map_close(g);
-  if (img_write_json(c.w, "tree.json", g, err) < 0)
+  if (write_tree(&c, err) < 0)
     goto out;
-  /* A task that died while we worked: the image would be inconsistent. */
-  for (size_t i = 0; i < c.np; i++)
-    {
-      cleanup_free char *st = NULL;
-      crest_error_t e2 = NULL;
-      const char *s;
-      if (c.p[i].zombie)
-        {
-          /* Reaped meanwhile: its parent's wait() already happened. */
-          if (kill(c.p[i].pid, 0) < 0)
-            {
-              crest_error_make(err, ESRCH, "task %d: reaped during the checkpoint", c.p[i].pid);
-              goto out;
-            }
-          continue;
-        }
-      if (read_proc(c.p[i].pid, "status", &st, &e2) < 0 || !(s = status_field(st, "State"))
-          || *s == 'Z' || *s == 'X')
-        {
-          crest_error_release(&e2);
-          crest_error_make(err, ESRCH, "task %d: exited during the checkpoint", c.p[i].pid);
-          goto out;
-        }
-    }
+  if (check_alive(&c, err) < 0)
+    goto out;
   {
     int format = 1;
     for (size_t i = 0; i < c.np; i++)
@@ -1977,38 +1517,8 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
             c.np, c.pages_bytes, c.readv_calls);
   rc = 0;
 out:
-  if (g)
-    yajl_gen_free(g);
   if (rc < 0)
-    /* Whatever failed, a task that died meanwhile is the reason to report. */
-    for (size_t i = 0; i < c.np; i++)
-      {
-        cleanup_free char *st = NULL;
-        crest_error_t e2 = NULL;
-        const char *s;
-        if (c.p[i].zombie)
-          continue;
-        /* A leader gone before its other threads shows Z too: that was
-           the reason given (pstree_check_leader), not an exit. */
-        if (pstree_check_leader(c.p[i].pid, &e2) < 0)
-          {
-            crest_error_release(&e2);
-            continue;
-          }
-        if (read_proc(c.p[i].pid, "status", &st, &e2) < 0 || !(s = status_field(st, "State"))
-            || *s == 'Z' || *s == 'X')
-          {
-            crest_error_release(&e2);
-            if (*err)
-              {
-                cleanup_free char *why = crest_error_text(*err);
-                crest_debug("checkpoint: %s", why);
-              }
-            crest_error_release(err);
-            crest_error_make(err, ESRCH, "task %d: exited during the checkpoint", c.p[i].pid);
-            break;
-          }
-      }
+    exit_reason(&c, err);
   if (frozen && !(rc == 0 && !o->leave_running))
     put_back_freezer(&c, &frozen, &rc, err);
   {

@@ -234,6 +234,26 @@ files_put(struct dctx *c, yajl_gen g)
   yajl_gen_array_close(g);
 }
 
+/* Process P's descriptors ("fds"): which file each is, close-on-exec,
+   its POSIX locks. */
+void
+files_put_fds(struct dctx *c, const struct dproc *p, yajl_gen g)
+{
+  jput_key(g, "fds");
+  yajl_gen_array_open(g);
+  for (size_t i = 0; i < c->nfds; i++)
+    if (c->fds[i].pid == p->pid)
+      {
+        yajl_gen_map_open(g);
+        jput_int(g, "fd", c->fds[i].fd);
+        jput_bool(g, "cloexec", c->fds[i].cloexec);
+        jput_int(g, "file", c->fds[i].file);
+        put_attrs(c, locks_put(g, &c->fds[i].locks, 1u << LOCK_KIND_POSIX));
+        yajl_gen_map_close(g);
+      }
+  yajl_gen_array_close(g);
+}
+
 /* --- restore --- */
 
 /* A file record: the paths restore opens are absolute, the bytes of an

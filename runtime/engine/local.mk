@@ -17,6 +17,9 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/shmem.c runtime/engine/shmem.h \
 	runtime/engine/dump.c runtime/engine/dump-int.h \
 	runtime/engine/dump-util.c \
+	runtime/engine/mem.c \
+	runtime/engine/sig.c \
+	runtime/engine/creds.c \
 	runtime/engine/dump-guard.c \
 	runtime/engine/restore.c runtime/engine/restore-int.h \
 	runtime/engine/files-check.c \
