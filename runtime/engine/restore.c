@@ -44,195 +44,9 @@
 #include "util.h"
 #include "blob/blob-abi.h"
 
-#define PAGE 4096UL
-#define TASK_TOP 0x7ffffffff000UL
-#define SVC_MIN 100
-#define THREAD_STACK (32 * 1024)
-#define MAIN_STACK (64 * 1024)
-
-#ifndef PR_SET_MM_MAP
-#define PR_SET_MM 35
-#define PR_SET_MM_MAP 14
-#endif
-struct mm_map
-{
-  uint64_t start_code, end_code, start_data, end_data, start_brk, brk, start_stack, arg_start,
-      arg_end, env_start, env_end;
-  uint64_t auxv;
-  uint32_t auxv_size;
-  uint32_t exe_fd;
-};
-
-struct rthread
-{
-  pid_t tid;
-  struct user_regs_struct regs;
-  uint8_t *xstate;
-  size_t xlen;
-  uint64_t sigmask, rseq, rseq_sig, robust, robust_len, clear_tid, alt_sp, alt_size;
-  int64_t rseq_size, alt_flags, policy, nice, prio, umin, umax;
-  uint64_t sched_flags;
-  char comm[16];
-  uint8_t (*pending)[128];
-  size_t npending;
-  bool parked;
-  struct prctl_thread pr;
-};
-
-struct rvma
-{
-  uint64_t start, end, pgoff;
-  int prot;
-  bool shared;
-  char kind[16];
-  const char *path;
-  uint64_t file_size;
-  const char *data; /* memfile: the image file with the object's bytes */
-  int svc;          /* file mappings: the descriptor the blob maps */
-  uint32_t madv;    /* VMF_* bits (vmflags.c) */
-};
-
-struct rrun
-{
-  uint64_t vaddr, len, off;
-};
-
-struct rfd
-{
-  int fd;
-  bool cloexec;
-  int file;
-  struct lock_set locks; /* POSIX locks, taken by the blob (locks.c) */
-};
-
-struct rproc
-{
-  pid_t pid, ppid, pgid, sid;
-  const char *exe, *cwd;
-  const char *root_dir; /* its chroot, a path in the tree's root; NULL: none */
-  int64_t umask, oom;
-  struct prctl_proc pr;
-  uint64_t personality;
-  int64_t uids[4], gids[4];
-  gid_t *groups;
-  size_t ngroups;
-  uint64_t caps[5]; /* inh prm eff bnd amb */
-  int64_t securebits;
-  bool nnp;
-  uint64_t rl[RLIM_NLIMITS][2];
-  struct mm_map mm;
-  uint8_t *auxv;
-  size_t auxv_len;
-  struct ksigaction sa[65];
-  uint64_t itimer[3][4];
-  uint8_t (*shared_pending)[128];
-  size_t nshared_pending;
-  struct rvma *vmas;
-  size_t nvmas;
-  struct rrun *runs;
-  size_t nruns;
-  const char *pages_file;
-  int pages_svc, exe_svc;
-  struct rfd *fds;
-  size_t nfds;
-  struct rthread *th;
-  size_t nth;
-  bool zombie;      /* exited before the checkpoint, not yet waited for */
-  int exit_status;  /* then: the status its parent's wait() gets */
-  const char *comm; /* and its name */
-  /* In a group stop at checkpoint: its stop signal (else 0), and whether
-     its parent had already collected that stop with waitpid(WUNTRACED). */
-  int stop_sig;
-  bool stop_reported;
-  /* at restore time */
-  pid_t real;
-  uint64_t base, size;
-  bool seized;
-};
-
-struct rfile
-{
-  int id;
-  const char *type, *path, *data;
-  int flags;
-  int64_t pos;
-  uint64_t pipe;
-  bool read_end;
-  int seals; /* memfd: F_ADD_SEALS once every descriptor and mapping exists */
-  int svc;
-  int stdio; /* tty: the lowest descriptor 0-2 on it in the image, or -1 */
-  struct unlinked_info u;
-  struct unlinked_info deleted_dir; /* present: a directory removed while open */
-  struct lock_set locks;            /* flock and OFD locks, taken by crest (locks.c) */
-};
-
-struct rpipe
-{
-  uint64_t ino;
-  int64_t size;
-  const char *data, *path;
-  int r, w;
-  bool no_r, no_w;       /* that end was closed everywhere: closed again */
-  bool r_taken, w_taken; /* an open file description of the tree has it */
-};
-
-struct rctx
-{
-  const struct crest_restore_opts *o;
-  struct img_reader *img;
-  yajl_val tree;
-  struct rproc *p;
-  size_t np;
-  struct rfile *f;
-  size_t nf;
-  struct rpipe *pp;
-  size_t npp;
-  int svc_base, svc_next;
-  int stdio_svc[3];
-  /* The container's terminal (tree.json "terminal"): its settings, and the
-     restore's own terminal (/dev/tty) to give them to. */
-  bool has_term;
-  struct termios tio;
-  struct winsize ws;
-  pid_t term_fg; /* foreground process group to set, 0: none */
-  int term_svc;
-  int nslp_fd;
-  bool use_nslp;
-  int report[2];
-  int32_t *go;
-  struct
-  {
-    const char *data;
-    int svc;
-  } * mf; /* memory files made so far, shared by every mapping of one */
-  size_t nmf;
-  bool progress;
-  struct timespec t0;
-  /* Container mode: the restorer itself, as the image's init, fails back
-     into crest_engine_restore so that its caller can report the reason
-     (when init exits, the PID namespace and every line it would print go). */
-  sigjmp_buf *init_fail;
-  char init_msg[240];
-};
-
-struct report
-{
-  char kind; /* 'R' ready, 'E' error */
-  int32_t idx;
-  int32_t pid;
-  uint64_t base, size;
-  char msg[240];
-};
+#include "restore-int.h"
 
 /* ---------- reading the image ---------- */
-
-#define CHECK(cond, ...)                                                                           \
-  do                                                                                               \
-    {                                                                                              \
-      if (!(cond))                                                                                 \
-        return crest_error_make(err, EINVAL, __VA_ARGS__);                                         \
-    }                                                                                              \
-  while (0)
 
 static int
 parse_thread(struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
@@ -335,7 +149,7 @@ parse_siginfos(yajl_val v, const char *key, uint8_t (**out)[128], size_t *nout, 
   return 0;
 }
 
-static bool
+bool
 has_key(yajl_val v, const char *key)
 {
   for (size_t i = 0; YAJL_IS_OBJECT(v) && i < YAJL_GET_OBJECT(v)->len; i++)
@@ -660,69 +474,6 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
   return 0;
 }
 
-/* The optional "terminal" object: the container's terminal's settings. */
-static int
-parse_terminal(struct rctx *c, crest_error_t *err)
-{
-  const char *path[] = { "terminal", NULL };
-  yajl_val t = yajl_tree_get(c->tree, path, yajl_t_any);
-  int64_t v[11], fg = 0;
-  static const char *const keys[] = { "iflag", "oflag", "cflag", "lflag",  "ispeed", "ospeed",
-                                      "line",  "rows",  "cols",  "xpixel", "ypixel" };
-  crest_error_t e2 = NULL;
-
-  if (!t)
-    return 0;
-  if (!YAJL_IS_OBJECT(t))
-    return crest_error_make(err, EINVAL, "image %s: tree.json: terminal is not an object",
-                            c->o->image_dir);
-  for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
-    {
-      /* flags and speeds are 32 bits, the line discipline 8, sizes 16. */
-      int64_t max = i < 6 ? (int64_t)UINT32_MAX : i == 6 ? 255 : 65535;
-      if (jget_i64(t, keys[i], &v[i], err) < 0)
-        return crest_error_wrap(err, "image %s: tree.json: terminal", c->o->image_dir);
-      CHECK(v[i] >= 0 && v[i] <= max, "image %s: tree.json: terminal: %s %lld out of range",
-            c->o->image_dir, keys[i], (long long)v[i]);
-    }
-  if (jget_hex(t, "cc", c->tio.c_cc, sizeof c->tio.c_cc, err) < 0)
-    return crest_error_wrap(err, "image %s: tree.json: terminal", c->o->image_dir);
-  if (jget_i64(t, "fg_pgid", &fg, &e2) < 0)
-    fg = 0;
-  crest_error_release(&e2);
-  CHECK(fg >= 0 && fg < (1 << 22), "image %s: tree.json: terminal: bad fg_pgid %lld",
-        c->o->image_dir, (long long)fg);
-  c->tio.c_iflag = v[0], c->tio.c_oflag = v[1], c->tio.c_cflag = v[2], c->tio.c_lflag = v[3];
-  c->tio.c_ispeed = v[4], c->tio.c_ospeed = v[5], c->tio.c_line = v[6];
-  c->ws.ws_row = v[7], c->ws.ws_col = v[8], c->ws.ws_xpixel = v[9], c->ws.ws_ypixel = v[10];
-  c->term_fg = fg;
-  c->has_term = true;
-  return 0;
-}
-
-/* A file record: the paths restore opens are absolute, a device is one of
-   the memory devices, the bytes of an unlinked file are in the image. */
-static int
-check_file(struct rctx *c, const struct rfile *f, crest_error_t *err)
-{
-  bool opened = strcmp(f->type, "inherited") != 0 && strcmp(f->type, "tty") != 0
-                && strcmp(f->type, "pipe") != 0;
-  if (opened && !img_path_ok(f->path))
-    return crest_error_make(err, EINVAL, "image %s: tree.json: file %d: path %.64s is not absolute",
-                            c->o->image_dir, f->id, f->path);
-  if (strcmp(f->type, "dev") == 0 && !img_dev_ok(f->path))
-    return crest_error_make(err, EINVAL,
-                            "image %s: tree.json: file %d: %.64s is not a device crest restores",
-                            c->o->image_dir, f->id, f->path);
-  if (f->data
-      && ((strcmp(f->type, "reg") != 0 && strcmp(f->type, "memfd") != 0)
-          || !img_reader_find(c->img, f->data)))
-    return crest_error_make(err, EINVAL,
-                            "image %s: tree.json: file %d: data %.64s is not a listed file",
-                            c->o->image_dir, f->id, f->data);
-  return 0;
-}
-
 /* PIDs and TIDs are unique in the whole tree, threads of one process
    included: two tasks cannot be created with one ID. */
 static int
@@ -744,115 +495,6 @@ check_ids_unique(struct rctx *c, crest_error_t *err)
   if (img_ids_unique(ids, n, &dup) < 0)
     return crest_error_make(err, EINVAL, "image %s: tree.json: PID or TID %d appears twice",
                             c->o->image_dir, dup);
-  return 0;
-}
-
-/* The pipes and FIFOs with their unread bytes; every pipe descriptor's
-   pipe is among them. */
-static int
-parse_pipes(struct rctx *c, crest_error_t *err)
-{
-  yajl_val *items;
-  long n;
-
-  n = jget_array(c->tree, "pipes", &items, err);
-  if (n < 0 || n > (1 << 20))
-    return crest_error_make(err, EINVAL, "image %s: tree.json: bad pipe list", c->o->image_dir);
-  c->pp = xzalloc((n + 1) * sizeof *c->pp);
-  for (long i = 0; i < n; i++)
-    {
-      struct rpipe *pp = &c->pp[i];
-      crest_error_t e2 = NULL;
-      if (jget_u64(items[i], "ino", &pp->ino, err) < 0
-          || jget_i64(items[i], "size", &pp->size, err) < 0)
-        return crest_error_wrap(err, "image %s: tree.json: pipe %ld", c->o->image_dir, i);
-      if (jget_str(items[i], "data", &pp->data, &e2) < 0)
-        pp->data = NULL;
-      crest_error_release(&e2);
-      if (jget_str(items[i], "path", &pp->path, &e2) < 0)
-        pp->path = NULL;
-      crest_error_release(&e2);
-      /* F_SETPIPE_SZ takes an int, and the saved bytes must fit. */
-      if (pp->size < 0 || pp->size > INT_MAX)
-        return crest_error_make(err, EINVAL,
-                                "image %s: tree.json: pipe %ld: size %lld out of range",
-                                c->o->image_dir, i, (long long)pp->size);
-      if (pp->data)
-        {
-          const struct img_file *df = img_reader_find(c->img, pp->data);
-          if (!df || df->size > (uint64_t)(pp->size > 0 ? pp->size : 65536))
-            return crest_error_make(err, EINVAL,
-                                    "image %s: tree.json: pipe %ld: data %s missing or larger "
-                                    "than the pipe",
-                                    c->o->image_dir, i, pp->data);
-        }
-      if (pp->path && !img_path_ok(pp->path))
-        return crest_error_make(err, EINVAL, "image %s: tree.json: pipe %ld: relative FIFO path",
-                                c->o->image_dir, i);
-      pp->no_r = has_key(items[i], "no_reader");
-      pp->no_w = has_key(items[i], "no_writer");
-      if ((pp->no_r || pp->no_w)
-          && (c->img->format < CREST_IMAGE_FORMAT_ATTRS || pp->path || (pp->no_r && pp->no_w)))
-        return crest_error_make(err, EINVAL,
-                                "image %s: tree.json: pipe %ld: bad no_reader/no_writer",
-                                c->o->image_dir, i);
-      pp->r = pp->w = -1;
-    }
-  c->npp = n;
-  for (size_t i = 0; i < c->nf; i++)
-    if (strcmp(c->f[i].type, "pipe") == 0)
-      {
-        bool found = false;
-        for (size_t k = 0; k < c->npp && !found; k++)
-          found = c->pp[k].ino == c->f[i].pipe;
-        if (!found)
-          return crest_error_make(err, EINVAL,
-                                  "image %s: file %zu: pipe:[%" PRIu64 "] is not in the pipe list",
-                                  c->o->image_dir, i, c->f[i].pipe);
-      }
-  return 0;
-}
-
-/* A file's records of docs/engine.md's attribute tables (format 3): an
-   unlinked file's extents or the file it opens again, a deleted
-   directory, flock and OFD locks, a symlink's O_PATH open. F is the
-   F->id-th of c->f, the ones before it parsed. */
-static int
-parse_file_attrs(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
-{
-  const struct img_file *df = f->data ? img_reader_find(c->img, f->data) : NULL;
-  if (unlinked_parse(v, c->img->format, f->id, df ? df->size : 0, &f->u, err) < 0
-      || deleted_dir_parse(v, c->img->format, f->id, &f->deleted_dir, err) < 0
-      || locks_parse(v, c->img->format, (1u << LOCK_KIND_FLOCK) | (1u << LOCK_KIND_OFD), &f->locks,
-                     err)
-             < 0)
-    return -1;
-  if (f->deleted_dir.present && strcmp(f->type, "dir"))
-    return crest_error_make(err, EINVAL, "deleted_dir on a %s", f->type);
-  if (f->u.same_as >= 0 && (f->data || !c->f[f->u.same_as].data))
-    return crest_error_make(err, EINVAL, "unlinked_of a file without data");
-  if (strcmp(f->type, "link") == 0
-      && (!(f->flags & O_PATH) || !(f->flags & O_NOFOLLOW)
-          || c->img->format < CREST_IMAGE_FORMAT_ATTRS))
-    return crest_error_make(err, EINVAL,
-                            "a link must be an O_PATH|O_NOFOLLOW open, in a format 3 image");
-  return 0;
-}
-
-/* A memfd descriptor: its object's bytes (shared with its mappings) and
-   seals. */
-static int
-parse_memfd(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
-{
-  int64_t seals;
-  const struct img_file *df;
-  if (!f->data || jget_i64(v, "seals", &seals, err) < 0)
-    return crest_error_make(err, EINVAL, "memfd without data or seals");
-  df = img_reader_find(c->img, f->data);
-  if (!df || seals < 0 || seals > 0x1f || strncmp(f->path, "/memfd:", 7) != 0)
-    return crest_error_make(err, EINVAL, "memfd %s: data %s missing, or bad seals or name", f->path,
-                            f->data);
-  f->seals = seals;
   return 0;
 }
 
@@ -902,70 +544,11 @@ parse_tree(struct rctx *c, crest_error_t *err)
                                 c->o->image_dir, c->p[i].ppid, c->p[i].pid);
     }
 
-  n = jget_array(c->tree, "files", &items, err);
-  if (n < 0 || n > (1 << 20))
-    return crest_error_make(err, EINVAL, "image %s: tree.json: bad file list", c->o->image_dir);
-  c->f = xzalloc((n + 1) * sizeof *c->f);
-  for (long i = 0; i < n; i++)
-    {
-      struct rfile *f = &c->f[i];
-      int64_t id, flags;
-      if (jget_i64(items[i], "id", &id, err) < 0 || jget_str(items[i], "type", &f->type, err) < 0
-          || jget_str(items[i], "path", &f->path, err) < 0
-          || jget_i64(items[i], "flags", &flags, err) < 0
-          || jget_i64(items[i], "pos", &f->pos, err) < 0)
-        return crest_error_wrap(err, "image %s: tree.json: file %ld", c->o->image_dir, i);
-      if (id != i)
-        return crest_error_make(err, EINVAL, "image %s: tree.json: file %ld has id %lld",
-                                c->o->image_dir, i, (long long)id);
-      if (flags < 0 || flags > INT_MAX || f->pos < 0)
-        return crest_error_make(err, EINVAL,
-                                "image %s: tree.json: file %ld: flags or pos out of range",
-                                c->o->image_dir, i);
-      f->id = id;
-      f->flags = flags;
-      f->svc = -1;
-      if (strcmp(f->type, "fifo") == 0 && jget_u64(items[i], "pipe", &f->pipe, err) < 0)
-        return crest_error_wrap(err, "image %s: tree.json: file %ld", c->o->image_dir, i);
-      if (strcmp(f->type, "pipe") == 0
-          && (jget_u64(items[i], "pipe", &f->pipe, err) < 0
-              || jget_bool(items[i], "read_end", &f->read_end, err) < 0))
-        return crest_error_wrap(err, "image %s: tree.json: file %ld", c->o->image_dir, i);
-      {
-        const char *d = NULL;
-        crest_error_t e2 = NULL;
-        if (jget_str(items[i], "data", &d, &e2) == 0)
-          f->data = d;
-        crest_error_release(&e2);
-      }
-      f->stdio = -1;
-      if (strcmp(f->type, "memfd") == 0 && parse_memfd(c, items[i], f, err) < 0)
-        return crest_error_wrap(err, "image %s: tree.json: file %ld", c->o->image_dir, i);
-      if (strcmp(f->type, "reg") && strcmp(f->type, "dir") && strcmp(f->type, "dev")
-          && strcmp(f->type, "pipe") && strcmp(f->type, "fifo") && strcmp(f->type, "inherited")
-          && strcmp(f->type, "tty") && strcmp(f->type, "link") && strcmp(f->type, "memfd"))
-        return crest_error_make(err, EINVAL, "image %s: tree.json: file %ld has unknown type %s",
-                                c->o->image_dir, i, f->type);
-      if (check_file(c, f, err) < 0)
-        return -1;
-      if (parse_file_attrs(c, items[i], f, err) < 0)
-        return crest_error_wrap(err, "image %s: tree.json: file %ld", c->o->image_dir, i);
-    }
-  c->nf = n;
-  for (size_t i = 0; i < c->np; i++)
-    for (size_t k = 0; k < c->p[i].nfds; k++)
-      {
-        const struct rfd *d = &c->p[i].fds[k];
-        if ((size_t)d->file >= c->nf)
-          return crest_error_make(err, EINVAL,
-                                  "image %s: tree.json: process %d fd %d names file %d of %zu",
-                                  c->o->image_dir, c->p[i].pid, d->fd, d->file, c->nf);
-        if (d->fd <= 2 && (c->f[d->file].stdio < 0 || d->fd < c->f[d->file].stdio))
-          c->f[d->file].stdio = d->fd;
-      }
-  if (parse_terminal(c, err) < 0)
+  if (files_parse(c, err) < 0)
     return -1;
-  if (parse_pipes(c, err) < 0)
+  if (tty_parse(c, err) < 0)
+    return -1;
+  if (pipes_parse(c, err) < 0)
     return -1;
   return 0;
 }
@@ -973,7 +556,7 @@ parse_tree(struct rctx *c, crest_error_t *err)
 /* ---------- service descriptors ---------- */
 
 /* Move FD to the service range, above every descriptor of the tree. */
-static int
+int
 svc_place(struct rctx *c, int fd, crest_error_t *err)
 {
   int n;
@@ -988,149 +571,6 @@ svc_place(struct rctx *c, int fd, crest_error_t *err)
   close(fd);
   c->svc_next = n + 1;
   return n;
-}
-
-/* One memfd per saved memory object, whatever process maps it: the
-   mappings share it as they shared the object. */
-static int
-memfile_svc(struct rctx *c, const char *data, const char *path, crest_error_t *err)
-{
-  char name[64];
-  const char *base;
-  uint64_t size;
-  int fd, in;
-  for (size_t k = 0; k < c->nmf; k++)
-    if (strcmp(c->mf[k].data, data) == 0)
-      return c->mf[k].svc;
-  base = strncmp(path, "/memfd:", 7) == 0 ? path + 7 : path;
-  snprintf(name, sizeof name, "%s", base);
-  name[strcspn(name, " ")] = 0;
-  /* Sealing allowed: a memfd descriptor gets its seals back at the end
-     (seal_memfds). */
-  fd = syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0)
-    return crest_error_errno(err, "memfd_create");
-  in = img_reader_open_file(c->img, data, &size, err);
-  if (in < 0)
-    {
-      close(fd);
-      return -1;
-    }
-  for (off_t done = 0; done < (off_t)size;)
-    {
-      char buf[65536];
-      ssize_t r = pread(in, buf, sizeof buf, done);
-      if (r <= 0 || write_all(fd, buf, r) < 0)
-        {
-          int e = r < 0 ? errno : EIO;
-          close(in), close(fd);
-          return crest_error_make(err, e, "refill from %s", data);
-        }
-      done += r;
-    }
-  close(in);
-  if ((fd = svc_place(c, fd, err)) < 0)
-    return -1;
-  c->mf = xrealloc(c->mf, (c->nmf + 1) * sizeof *c->mf);
-  c->mf[c->nmf].data = data, c->mf[c->nmf].svc = fd;
-  c->nmf++;
-  return fd;
-}
-
-/* A memfd descriptor: a new open of its object's memfd, with the flags
-   the descriptor had. */
-static int
-open_memfd(struct rctx *c, const struct rfile *f, int flags, crest_error_t *err)
-{
-  cleanup_free char *self = NULL;
-  int m = memfile_svc(c, f->data, f->path, err);
-  if (m < 0)
-    return -1;
-  self = xasprintf("/proc/self/fd/%d", m);
-  m = open(self, flags);
-  if (m < 0)
-    return crest_error_errno(err, "restore: reopen memfd %s", f->path);
-  return m;
-}
-
-/* A memfd descriptor's seals go on once its object is refilled and every
-   descriptor of it is open (F_SEAL_SEAL forbids later seals). Checkpoint
-   refuses write seals on an object with shared mappings, which the tasks
-   could not map again. A memfd with no descriptor left shows no seals
-   without map_files: it gets none. */
-static int
-seal_memfds(struct rctx *c, crest_error_t *err)
-{
-  for (size_t i = 0; i < c->nf; i++)
-    {
-      const struct rfile *f = &c->f[i];
-      if (strcmp(f->type, "memfd") != 0 || !f->seals)
-        continue;
-      /* Two open file descriptions of one memfd: sealed once. */
-      for (size_t k = 0; k < c->nmf; k++)
-        if (strcmp(c->mf[k].data, f->data) == 0
-            && (fcntl(c->mf[k].svc, F_GET_SEALS) & f->seals) != f->seals
-            && fcntl(c->mf[k].svc, F_ADD_SEALS, f->seals) < 0)
-          return crest_error_errno(err, "restore: memfd %s: seals %#x", f->path, f->seals);
-    }
-  return 0;
-}
-
-/* The container's terminal. Descriptors on it (type "tty") get the
-   restore's own terminal: those at 0-2 the restorer's descriptor of the same
-   number, like "inherited" ones; one above 2 the description of a stdio
-   descriptor it shared in the image, or else a new open of /dev/tty, the
-   restorer's controlling terminal (crun, with process.terminal, makes the
-   pty it creates that). In container mode the terminal also gets the
-   checkpointed settings, and the window size unless the holder of its
-   master set one already. This runs before any other task exists, so the
-   SIGWINCH a new size sends to the foreground group reaches this process
-   alone, which takes it off its queue. */
-static int
-open_terminal(struct rctx *c, crest_error_t *err)
-{
-  bool need = c->has_term && c->o->as_ns_init;
-  const char *why = NULL;
-  int fd;
-
-  for (size_t i = 0; i < c->nf; i++)
-    if (strcmp(c->f[i].type, "tty") == 0 && c->f[i].stdio < 0)
-      need = true, why = c->f[i].path;
-  if (!need)
-    return 0;
-  fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0)
-    return crest_error_errno(err,
-                             "restore: the checkpointed tree used its container's terminal%s%s%s, "
-                             "but this restore has no controlling terminal (open /dev/tty)",
-                             why ? " (" : "", why ? why : "", why ? ")" : "");
-  if ((c->term_svc = svc_place(c, fd, err)) < 0)
-    return -1;
-  if (c->has_term && c->o->as_ns_init)
-    {
-      struct winsize now;
-      sigset_t winch, old;
-      const struct timespec zero = { 0, 0 };
-      int r = 0;
-      if (tcsetattr(c->term_svc, TCSANOW, &c->tio) < 0)
-        return crest_error_errno(err, "restore: give the terminal its checkpointed settings");
-      if (ioctl(c->term_svc, TIOCGWINSZ, &now) < 0)
-        return crest_error_errno(err, "restore: read the terminal's window size");
-      if (now.ws_row == 0 && now.ws_col == 0)
-        {
-          sigemptyset(&winch);
-          sigaddset(&winch, SIGWINCH);
-          sigprocmask(SIG_BLOCK, &winch, &old);
-          r = ioctl(c->term_svc, TIOCSWINSZ, &c->ws);
-          while (sigtimedwait(&winch, NULL, &zero) == SIGWINCH)
-            ;
-          sigprocmask(SIG_SETMASK, &old, NULL);
-        }
-      if (r < 0)
-        return crest_error_errno(err, "restore: set the terminal's window size to %ux%u",
-                                 c->ws.ws_row, c->ws.ws_col);
-    }
-  return 0;
 }
 
 static int
@@ -1156,163 +596,8 @@ open_files(struct rctx *c, crest_error_t *err)
       int d = fcntl(src, F_DUPFD_CLOEXEC, 0);
       c->stdio_svc[i] = d < 0 ? -1 : svc_place(c, d, err);
     }
-  if (open_terminal(c, err) < 0)
+  if (tty_open(c, err) < 0 || pipes_open(c, err) < 0 || files_open(c, err) < 0)
     return -1;
-  for (size_t i = 0; i < c->npp; i++)
-    {
-      struct rpipe *pp = &c->pp[i];
-      int fds[2];
-      if (pp->path)
-        {
-          /* Named FIFO: one descriptor that both reads and writes holds the
-             bytes until the tree's own descriptors are open. */
-          fds[0] = img_open_typed(pp->path, O_RDWR | O_NONBLOCK, S_IFIFO, "named FIFO", err);
-          if (fds[0] < 0)
-            return -1;
-          fds[1] = fcntl(fds[0], F_DUPFD_CLOEXEC, 0);
-        }
-      else if (pipe2(fds, O_CLOEXEC) < 0)
-        return crest_error_errno(err, "restore: pipe");
-      if (pp->size > 0 && fcntl(fds[1], F_SETPIPE_SZ, (int)pp->size) < 0)
-        {
-          close(fds[0]), close(fds[1]);
-          return crest_error_errno(err, "restore: pipe:[%" PRIu64 "]: set size %lld", pp->ino,
-                                   (long long)pp->size);
-        }
-      if (pp->data)
-        {
-          uint64_t size;
-          cleanup_close int d = img_reader_open_file(c->img, pp->data, &size, err);
-          cleanup_free char *buf = NULL;
-          if (d < 0 || size > (uint64_t)(pp->size > 0 ? pp->size : 65536))
-            {
-              close(fds[0]), close(fds[1]);
-              if (d >= 0)
-                crest_error_make(err, EINVAL, "image %s: %s: more bytes than the pipe holds",
-                                 c->o->image_dir, pp->data);
-              return -1;
-            }
-          buf = xmalloc(size + 1);
-          /* Non-blocking: bytes that do not fit fail here instead of
-             waiting for a reader that never comes. */
-          if (read_all(d, buf, size) < 0 || fcntl(fds[1], F_SETFL, O_NONBLOCK) < 0
-              || write_all(fds[1], buf, size) < 0)
-            {
-              close(fds[0]), close(fds[1]);
-              return crest_error_errno(
-                  err, "restore: refill pipe:[%" PRIu64 "] with %" PRIu64 " bytes", pp->ino, size);
-            }
-        }
-      if ((pp->r = svc_place(c, fds[0], err)) < 0 || (pp->w = svc_place(c, fds[1], err)) < 0)
-        return -1;
-    }
-  for (size_t i = 0; i < c->nf; i++)
-    {
-      struct rfile *f = &c->f[i];
-      int fd = -1;
-      int flags = (f->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY)) | O_CLOEXEC | O_NOCTTY;
-      if (strcmp(f->type, "inherited") == 0)
-        continue;
-      if (strcmp(f->type, "tty") == 0)
-        {
-          /* Its own open file description (see open_terminal). */
-          if (f->stdio >= 0)
-            continue;
-          fd = open("/dev/tty",
-                    (f->flags & (O_ACCMODE | O_NONBLOCK | O_APPEND)) | O_NOCTTY | O_CLOEXEC);
-          if (fd < 0)
-            return crest_error_errno(err, "restore: open the terminal /dev/tty in place of %s",
-                                     f->path);
-          if ((f->svc = svc_place(c, fd, err)) < 0)
-            return -1;
-          continue;
-        }
-      if (strcmp(f->type, "pipe") == 0)
-        {
-          struct rpipe *pp = NULL;
-          for (size_t k = 0; k < c->npp; k++)
-            if (c->pp[k].ino == f->pipe)
-              pp = &c->pp[k];
-          if (!pp)
-            return crest_error_make(err, EINVAL,
-                                    "image %s: file %d: pipe:[%" PRIu64 "] is not in the pipe list",
-                                    c->o->image_dir, f->id, f->pipe);
-          f->svc = f->read_end ? pp->r : pp->w;
-          /* A second open file description of the same end: its own. */
-          if (f->read_end ? pp->r_taken : pp->w_taken)
-            {
-              int d = pipe_reopen(f->svc, f->read_end, f->flags, err);
-              if (d < 0 || (f->svc = svc_place(c, d, err)) < 0)
-                return -1;
-              continue;
-            }
-          *(f->read_end ? &pp->r_taken : &pp->w_taken) = true;
-          /* O_NONBLOCK lives in the open file description. */
-          if (fcntl(f->svc, F_SETFL, f->flags & (O_NONBLOCK | O_APPEND)) < 0)
-            return crest_error_errno(err, "restore: pipe flags");
-          continue;
-        }
-      if (strcmp(f->type, "memfd") == 0)
-        {
-          if ((fd = open_memfd(c, f, flags, err)) < 0)
-            return -1;
-        }
-      else if (strcmp(f->type, "fifo") == 0)
-        {
-          fd = img_open_typed(f->path, flags | O_NONBLOCK, S_IFIFO, "FIFO", err);
-          if (fd >= 0 && !(f->flags & O_NONBLOCK) && fcntl(fd, F_SETFL, f->flags & O_APPEND) < 0)
-            {
-              close(fd);
-              return crest_error_errno(err, "restore: FIFO %s: flags", f->path);
-            }
-        }
-      else if (f->u.same_as >= 0)
-        {
-          /* Another open of an unlinked file restored before: its inode. */
-          cleanup_free char *lp = xasprintf("/proc/self/fd/%d", c->f[f->u.same_as].svc);
-          fd = open(lp, flags);
-        }
-      else if (f->data)
-        {
-          /* An unlinked file (files-unlinked.c). */
-          fd = unlinked_open(c->img, f->data, f->path, &f->u, flags, err);
-          if (fd < 0)
-            return -1;
-        }
-      else if (strcmp(f->type, "dir") == 0 && f->deleted_dir.present)
-        {
-          fd = deleted_dir_open(f->path, &f->deleted_dir, flags, err);
-          if (fd < 0)
-            return -1;
-        }
-      else if (strcmp(f->type, "dir") == 0)
-        fd = img_open_typed(f->path, flags | O_DIRECTORY, S_IFDIR, "directory", err);
-      else if (strcmp(f->type, "dev") == 0)
-        fd = img_open_typed(f->path, flags, S_IFCHR, "device", err);
-      else if (strcmp(f->type, "link") == 0)
-        fd = img_open_typed(f->path, flags, S_IFLNK, "symbolic link", err);
-      else
-        fd = img_open_typed(f->path, flags, S_IFREG, "file", err);
-      if (fd < 0)
-        return -1;
-      if (f->pos && strcmp(f->type, "fifo") != 0 && lseek(fd, f->pos, SEEK_SET) < 0)
-        {
-          close(fd);
-          return crest_error_errno(err, "restore: %s: seek to %lld", f->path, (long long)f->pos);
-        }
-      if ((f->svc = svc_place(c, fd, err)) < 0)
-        return -1;
-      if (f->locks.n && locks_apply_ofd(f->svc, f->path, &f->locks, err) < 0)
-        return -1;
-    }
-  /* An end closed in every process at checkpoint is closed again. */
-  for (size_t i = 0; i < c->npp; i++)
-    if (c->pp[i].no_r || c->pp[i].no_w)
-      {
-        int *end = c->pp[i].no_r ? &c->pp[i].r : &c->pp[i].w;
-        close(*end);
-        *end = -1;
-      }
   for (size_t i = 0; i < c->np; i++)
     {
       struct rproc *p = &c->p[i];
@@ -1362,7 +647,7 @@ open_files(struct rctx *c, crest_error_t *err)
             return -1;
         }
     }
-  if (seal_memfds(c, err) < 0)
+  if (files_finish(c, err) < 0)
     return -1;
   if (c->use_nslp)
     {
@@ -1884,11 +1169,7 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
           continue;
         }
       struct rfile *f = &c->f[want->file];
-      int src = f->svc;
-      if (strcmp(f->type, "inherited") == 0)
-        src = fd <= 2 ? c->stdio_svc[fd] : -1;
-      else if (strcmp(f->type, "tty") == 0)
-        src = fd <= 2 ? c->stdio_svc[fd] : f->stdio >= 0 ? c->stdio_svc[f->stdio] : f->svc;
+      int src = files_task_src(c, f, fd);
       if (src < 0 || dup2(src, fd) < 0)
         task_fail(c, idx, "process %d: install fd %d (%s): %s", p->pid, fd, f->path,
                   strerror(errno));
@@ -2694,6 +1975,8 @@ free_ctx(struct rctx *c)
       free(p->th), free(p->vmas), free(p->runs), free(p->fds), free(p->groups), free(p->auxv);
       free(p->shared_pending);
     }
+  for (size_t i = 0; i < c->nf; i++)
+    free(c->f[i].priv);
   free(c->p), free(c->f), free(c->pp), free(c->mf);
   if (c->tree)
     yajl_tree_free(c->tree);
