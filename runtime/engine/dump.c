@@ -1314,7 +1314,7 @@ dump_objects(struct dctx *c, crest_error_t *err)
       if (dump_fds(c, p, err) < 0)
         return -1;
     }
-  if (dump_fault("files", err) < 0 || dump_pipes(c, err) < 0)
+  if (dump_fault("files", err) < 0 || dump_pipes(c, err) < 0 || files_resolve(c, err) < 0)
     return -1;
   /* Memory objects are shared across the tree: every mapping of each is
      known before the first is saved. */

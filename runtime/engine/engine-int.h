@@ -267,10 +267,9 @@ extern const unsigned char crest_restorer_blob[];
 extern const size_t crest_restorer_blob_size;
 
 /* Event descriptors (docs/engine.md, "Event descriptors"): eventfd.c,
-   timerfd.c, signalfd.c, eventpoll.c. Each reads what /proc/PID/fdinfo
-   shows of one open file description (dump), writes and checks its image
-   record, and makes a new one like it (restore, in the restorer, before
-   the tasks exist). The state of all four in one record. */
+   timerfd.c, signalfd.c, eventpoll.c, inotify.c, each one descriptor type
+   of files.h. The first four keep their state in one record (dfile->priv,
+   rfile->priv): what fdinfo shows of the open file description. */
 struct epoll_target
 {
   int tfd;         /* the descriptor number it was added with */
@@ -296,88 +295,11 @@ struct evfd
   size_t nt;
   struct epoll_target t[];
 };
-/* The kind of event descriptor an fd link names ("eventfd", "timerfd",
-   "signalfd", "epoll"), or NULL. */
-const char *
+/* Is LINK (an fd link) one of the event descriptors crest restores? */
+bool
 evfd_kind(const char *link);
 /* Task PID's /proc/PID/fdinfo/FD. */
 int
 evfd_fdinfo(pid_t pid, int fd, char **info, crest_error_t *err);
-/* Dump: read the state of task PID's descriptor FD of kind KIND into EV
-   (xzalloc'ed; an epoll's grows with its targets);
-   refuse (one line, after "task PID: fd FD (LINK): ") what restore could
-   not give back. */
-int
-eventfd_dump(pid_t pid, int fd, struct evfd *ev, crest_error_t *err);
-int
-timerfd_dump(pid_t pid, int fd, struct evfd *ev, crest_error_t *err);
-int
-signalfd_dump(pid_t pid, int fd, struct evfd *ev, crest_error_t *err);
-int
-epoll_dump(pid_t pid, int fd, struct evfd **ev, crest_error_t *err);
-/* Is target T of the epoll at EPID's descriptor EFD the open file
-   description at PID's descriptor FD? (kcmp) */
-bool
-epoll_target_is(pid_t epid, int efd, const struct epoll_target *t, pid_t pid, int fd);
-/* A fired EPOLLONESHOT target (no poll bits left), and the check that it
-   is ready now, on crest's copy FD of it (refused if not). */
-bool
-epoll_target_fired(const struct epoll_target *t);
-int
-epoll_check_fired(const struct epoll_target *t, int fd, crest_error_t *err);
-/* inotify.c: each watch with its number, mask and a path to its inode
-   (in the same allocation as the record). */
-#define INOTIFY_WATCHES_MAX 8192
-struct inotify_watch
-{
-  int wd;
-  uint32_t mask;
-  char path[PATH_MAX];
-};
-struct inotify_rec
-{
-  size_t nw;
-  struct inotify_watch w[];
-};
-int
-inotify_dump(pid_t pid, int fd, struct inotify_rec **rec, crest_error_t *err);
-void
-inotify_put(yajl_gen g, const struct inotify_rec *r);
-int
-inotify_parse(yajl_val v, struct inotify_rec **rec, crest_error_t *err);
-int
-inotify_open(const struct inotify_rec *r, int flags, crest_error_t *err);
-/* Image record of each (tree.json, a file's keys). */
-void
-eventfd_put(yajl_gen g, const struct evfd *ev);
-void
-timerfd_put(yajl_gen g, const struct evfd *ev);
-void
-signalfd_put(yajl_gen g, const struct evfd *ev);
-void
-epoll_put(yajl_gen g, const struct evfd *ev);
-/* Parse and range-check one; NF is the number of files of the image. */
-int
-eventfd_parse(yajl_val v, struct evfd *ev, crest_error_t *err);
-int
-timerfd_parse(yajl_val v, struct evfd *ev, crest_error_t *err);
-int
-signalfd_parse(yajl_val v, struct evfd *ev, crest_error_t *err);
-int
-epoll_parse(yajl_val v, size_t nf, struct evfd **ev, crest_error_t *err);
-/* Restore: a new open file description with FLAGS (fdinfo's) and EV's
-   state, close-on-exec. */
-int
-eventfd_open(const struct evfd *ev, int flags, crest_error_t *err);
-int
-timerfd_open(const struct evfd *ev, int flags, crest_error_t *err);
-int
-signalfd_open(const struct evfd *ev, int flags, crest_error_t *err);
-int
-epoll_open(const struct evfd *ev, int flags, crest_error_t *err);
-/* Add target T to the epoll EP: the open file description TARGET (a
-   descriptor of the restorer) under T's descriptor number. */
-int
-epoll_add_target(int ep, const struct epoll_target *t, int target, crest_error_t *err);
 
 #endif

@@ -11,24 +11,23 @@
 #include <sys/eventfd.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "dump-int.h"
 #include "engine-int.h"
+#include "files.h"
+#include "restore-int.h"
 #include "image.h"
 #include "util.h"
 
-const char *
+bool
 evfd_kind(const char *link)
 {
-  if (strcmp(link, "anon_inode:[eventfd]") == 0)
-    return "eventfd";
-  if (strcmp(link, "anon_inode:[timerfd]") == 0)
-    return "timerfd";
-  if (strcmp(link, "anon_inode:[signalfd]") == 0)
-    return "signalfd";
-  if (strcmp(link, "anon_inode:[eventpoll]") == 0)
-    return "epoll";
-  if (strcmp(link, "anon_inode:inotify") == 0)
-    return "inotify";
-  return NULL;
+  static const char *const links[]
+      = { "anon_inode:[eventfd]", "anon_inode:[timerfd]", "anon_inode:[signalfd]",
+          "anon_inode:[eventpoll]", "anon_inode:inotify" };
+  for (size_t i = 0; i < ARRAY_SIZE(links); i++)
+    if (strcmp(link, links[i]) == 0)
+      return true;
+  return false;
 }
 
 int
@@ -90,7 +89,7 @@ probe_semaphore(pid_t pid, int fd, struct evfd *ev, crest_error_t *err)
   return 0;
 }
 
-int
+static int
 eventfd_dump(pid_t pid, int fd, struct evfd *ev, crest_error_t *err)
 {
   cleanup_free char *info = NULL;
@@ -108,14 +107,14 @@ eventfd_dump(pid_t pid, int fd, struct evfd *ev, crest_error_t *err)
   return probe_semaphore(pid, fd, ev, err);
 }
 
-void
+static void
 eventfd_put(yajl_gen g, const struct evfd *ev)
 {
   jput_u64(g, "count", ev->count);
   jput_bool(g, "semaphore", ev->semaphore);
 }
 
-int
+static int
 eventfd_parse(yajl_val v, struct evfd *ev, crest_error_t *err)
 {
   if (jget_u64(v, "count", &ev->count, err) < 0
@@ -127,7 +126,7 @@ eventfd_parse(yajl_val v, struct evfd *ev, crest_error_t *err)
   return 0;
 }
 
-int
+static int
 eventfd_open(const struct evfd *ev, int flags, crest_error_t *err)
 {
   /* eventfd() takes an unsigned int: the count is written instead, which
@@ -143,3 +142,49 @@ eventfd_open(const struct evfd *ev, int flags, crest_error_t *err)
     }
   return fd;
 }
+
+/* --- the descriptor type (files.h) --- */
+
+static int
+eventfd_probe(struct dctx *c, struct dproc *p, const struct fd_probe *d, struct dfile *nf,
+              crest_error_t *err)
+{
+  (void)c, (void)p;
+  if (strcmp(d->link, "anon_inode:[eventfd]") != 0)
+    return 0;
+  nf->priv = xzalloc(sizeof(struct evfd));
+  if (eventfd_dump(d->pid, d->fd, nf->priv, err) < 0)
+    return crest_error_wrap(err, "task %d: fd %d (%s)", d->pid, d->fd, d->link);
+  return 1;
+}
+
+static void
+eventfd_write_rec(struct dctx *c, const struct dfile *f, yajl_gen g)
+{
+  (void)c;
+  eventfd_put(g, f->priv);
+}
+
+static int
+eventfd_parse_rec(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
+{
+  f->priv = xzalloc(sizeof(struct evfd));
+  return eventfd_parse(v, f->priv, err);
+}
+
+static int
+eventfd_open_rec(struct rctx *c, struct rfile *f, int flags, crest_error_t *err)
+{
+  (void)flags;
+  if (file_place(c, f, eventfd_open(f->priv, f->flags, err), false, err) < 0)
+    return crest_error_wrap(err, "file %d (anon_inode:[eventfd])", f->id);
+  return 0;
+}
+
+const struct fd_ops fd_eventfd_ops = {
+  .type = "eventfd",
+  .probe = eventfd_probe,
+  .write = eventfd_write_rec,
+  .parse = eventfd_parse_rec,
+  .open = eventfd_open_rec,
+};

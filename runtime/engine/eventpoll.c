@@ -14,7 +14,10 @@
 #include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "dump-int.h"
 #include "engine-int.h"
+#include "files.h"
+#include "restore-int.h"
 #include "image.h"
 #include "util.h"
 
@@ -31,7 +34,7 @@ struct kcmp_epoll_slot
   uint32_t efd, tfd, toff;
 };
 
-int
+static int
 epoll_dump(pid_t pid, int fd, struct evfd **evp, crest_error_t *err)
 {
   struct evfd *ev = *evp;
@@ -69,14 +72,14 @@ epoll_dump(pid_t pid, int fd, struct evfd **evp, crest_error_t *err)
   return 0;
 }
 
-bool
+static bool
 epoll_target_is(pid_t epid, int efd, const struct epoll_target *t, pid_t pid, int fd)
 {
   struct kcmp_epoll_slot slot = { (uint32_t)efd, (uint32_t)t->tfd, (uint32_t)t->toff };
   return syscall(SYS_kcmp, pid, epid, KCMP_EPOLL_TFD, fd, &slot) == 0;
 }
 
-bool
+static bool
 epoll_target_fired(const struct epoll_target *t)
 {
   return !(t->events & ~PRIVATE_BITS);
@@ -86,7 +89,7 @@ epoll_target_fired(const struct epoll_target *t)
    and EPOLLHUP, which every epoll_ctl adds: restore can only get there by
    firing it again, which needs the target ready for something (on its
    copy FD). */
-int
+static int
 epoll_check_fired(const struct epoll_target *t, int fd, crest_error_t *err)
 {
   struct pollfd p = { .fd = fd, .events = POLL_BITS & 0xffff };
@@ -100,7 +103,7 @@ epoll_check_fired(const struct epoll_target *t, int fd, crest_error_t *err)
   return 0;
 }
 
-void
+static void
 epoll_put(yajl_gen g, const struct evfd *ev)
 {
   jput_key(g, "targets");
@@ -150,7 +153,7 @@ epoll_parse(yajl_val v, size_t nf, struct evfd **evp, crest_error_t *err)
   return 0;
 }
 
-int
+static int
 epoll_open(const struct evfd *ev, int flags, crest_error_t *err)
 {
   int fd = epoll_create1(EPOLL_CLOEXEC);
@@ -172,7 +175,7 @@ epoll_open(const struct evfd *ev, int flags, crest_error_t *err)
    of the restorer's table holds the target (what held it is moved aside and
    put back after). The entry lives on with the open file description, not
    with the number. */
-int
+static int
 epoll_add_target(int ep, const struct epoll_target *t, int target, crest_error_t *err)
 {
   struct epoll_event e = { .events = t->events, .data.u64 = t->data };
@@ -223,3 +226,118 @@ epoll_add_target(int ep, const struct epoll_target *t, int target, crest_error_t
                             t->events);
   return 0;
 }
+
+/* --- the descriptor type (files.h) --- */
+
+static int
+epoll_probe(struct dctx *c, struct dproc *p, const struct fd_probe *d, struct dfile *nf,
+            crest_error_t *err)
+{
+  (void)c, (void)p;
+  if (strcmp(d->link, "anon_inode:[eventpoll]") != 0)
+    return 0;
+  nf->priv = xzalloc(sizeof(struct evfd));
+  if (epoll_dump(d->pid, d->fd, (struct evfd **)&nf->priv, err) < 0)
+    return crest_error_wrap(err, "task %d: fd %d (%s)", d->pid, d->fd, d->link);
+  return 1;
+}
+
+static void
+epoll_write(struct dctx *c, const struct dfile *f, yajl_gen g)
+{
+  (void)c;
+  epoll_put(g, f->priv);
+}
+
+static int
+epoll_parse_rec(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
+{
+  yajl_val *items;
+  /* Targets may come later in the list: checked against all of it. */
+  long nf = jget_array(c->tree, "files", &items, err);
+  f->priv = xzalloc(sizeof(struct evfd));
+  if (nf < 0 || epoll_parse(v, (size_t)nf, (struct evfd **)&f->priv, err) < 0)
+    return -1;
+  for (size_t k = 0; k < ((struct evfd *)f->priv)->nt; k++)
+    if (((struct evfd *)f->priv)->t[k].file == f->id)
+      return crest_error_make(err, EINVAL, "epoll target %zu is the epoll itself", k);
+  return 0;
+}
+
+/* Each target is an open file description of the tree: found among the
+   files by kcmp, once every descriptor is known. A target held only
+   outside the tree, or standing for a file outside it, is refused; so is
+   a fired one-shot target that restore could not disarm again. */
+static int
+epoll_resolve(struct dctx *c, struct dfile *ep, crest_error_t *err)
+{
+  struct evfd *ev = ep->priv;
+  for (size_t k = 0; k < ev->nt; k++)
+    {
+      struct epoll_target *t = &ev->t[k];
+      const struct dfile *tf;
+      for (size_t j = 0; j < c->nf && t->file < 0; j++)
+        if (c->f[j].ino == t->ino && epoll_target_is(ep->pid, ep->fd, t, c->f[j].pid, c->f[j].fd))
+          t->file = c->f[j].id;
+      if (t->file < 0)
+        return crest_error_make(err, ENOTSUP,
+                                "task %d: fd %d (%s): watches fd %d, a file held only outside the "
+                                "checkpointed tree, cannot checkpoint it",
+                                ep->pid, ep->fd, ep->path, t->tfd);
+      tf = &c->f[t->file];
+      if (tf->ops->flags & FDT_OUTSIDE || tf->ops == &fd_tty_ops)
+        return crest_error_make(err, ENOTSUP,
+                                "task %d: fd %d (%s): watches fd %d (%s), which leads outside the "
+                                "checkpointed tree, cannot checkpoint it",
+                                ep->pid, ep->fd, ep->path, t->tfd, tf->path);
+      if (epoll_target_fired(t))
+        {
+          cleanup_close int d = getfd(tf->pid, tf->fd, err);
+          if (d < 0 || epoll_check_fired(t, d, err) < 0)
+            return crest_error_wrap(err, "task %d: fd %d (%s)", ep->pid, ep->fd, ep->path);
+        }
+    }
+  return 0;
+}
+
+/* Once every file is open: the targets, under the numbers they were
+   added with, fired one-shot targets first (each is fired again alone). */
+static int
+epoll_finish(struct rctx *c, struct rfile *f, crest_error_t *err)
+{
+  const struct evfd *ev = f->priv;
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t k = 0; k < ev->nt; k++)
+      {
+        const struct rfile *t = &c->f[ev->t[k].file];
+        if (epoll_target_fired(&ev->t[k]) != (pass == 0))
+          continue;
+        if (t->svc < 0)
+          return crest_error_make(err, EINVAL,
+                                  "image %s: file %d: epoll target %d is file %d (%s), which "
+                                  "restore does not open",
+                                  c->o->image_dir, f->id, ev->t[k].tfd, t->id, t->ops->type);
+        if (epoll_add_target(f->svc, &ev->t[k], t->svc, err) < 0)
+          return -1;
+      }
+  return 0;
+}
+
+static int
+epoll_open_rec(struct rctx *c, struct rfile *f, int flags, crest_error_t *err)
+{
+  (void)flags;
+  if (file_place(c, f, epoll_open(f->priv, f->flags, err), false, err) < 0)
+    return crest_error_wrap(err, "file %d (anon_inode:[eventpoll])", f->id);
+  return 0;
+}
+
+const struct fd_ops fd_epoll_ops = {
+  .type = "epoll",
+  .probe = epoll_probe,
+  .resolve = epoll_resolve,
+  .write = epoll_write,
+  .parse = epoll_parse_rec,
+  .open = epoll_open_rec,
+  .finish = epoll_finish,
+};

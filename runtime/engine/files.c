@@ -26,11 +26,15 @@
 /* Every descriptor type, in probe order: the first whose probe claims a
    descriptor takes it (files.h says how to add one). */
 static const struct fd_ops *const fd_types[] = {
-  &fd_inherited_ops, /* stdio leading outside the task's root, before the file types */
-  &fd_memfd_ops,     /* before reg: a memfd is a regular file too */
-  &fd_reg_ops,       &fd_dir_ops,  &fd_link_ops,
-  &fd_dev_ops,       &fd_tty_ops, /* after dev; hands stdio on another terminal to inherited */
-  &fd_pipe_ops,      &fd_fifo_ops,
+  /* Event descriptors first: they claim their anon_inode link by name,
+     whatever mode a kernel gives anonymous inodes. */
+  &fd_eventfd_ops, &fd_timerfd_ops,   &fd_signalfd_ops, &fd_epoll_ops,
+  &fd_inotify_ops, &fd_inherited_ops, /* stdio leading outside the task's root, before the file
+                                         types */
+  &fd_memfd_ops,                      /* before reg: a memfd is a regular file too */
+  &fd_reg_ops,     &fd_dir_ops,       &fd_link_ops,     &fd_dev_ops,
+  &fd_tty_ops, /* after dev; hands stdio on another terminal to inherited */
+  &fd_pipe_ops,    &fd_fifo_ops,
 };
 
 /* The type an image's file record names, or NULL. */
@@ -389,6 +393,16 @@ files_open(struct rctx *c, crest_error_t *err)
         return -1;
     }
   pipes_close_unused(c);
+  return 0;
+}
+
+/* Once every descriptor of the tree is known (fd_ops.resolve). */
+int
+files_resolve(struct dctx *c, crest_error_t *err)
+{
+  for (size_t i = 0; i < c->nf; i++)
+    if (c->f[i].ops->resolve && c->f[i].ops->resolve(c, &c->f[i], err) < 0)
+      return -1;
   return 0;
 }
 

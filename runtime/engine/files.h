@@ -1,6 +1,7 @@
 /* crest: descriptor types. Every kind of open file description crest
  * checkpoints is one struct fd_ops, in a file of its own that holds both
- * directions (files-reg.c, files-memfd.c, pipes.c, tty.c), and one row of
+ * directions (files-reg.c, files-memfd.c, pipes.c, tty.c, eventfd.c,
+ * timerfd.c, signalfd.c, eventpoll.c, inotify.c), and one row of
  * fd_types[] in files.c. files.c walks the descriptors (the kcmp sharing,
  * locks, placement) and dispatches to the type in one place on each side:
  * dump_fd (probe), files_put (write), files_parse (parse), files_open
@@ -64,6 +65,10 @@ struct fd_ops
                crest_error_t *err);
   /* Optional: each descriptor on the file, the first included. */
   void (*attach)(struct dctx *c, struct dfile *f, int fd);
+  /* Optional: once every descriptor of the tree is known and the pipes
+     are read, before anything is written (an epoll finds its targets
+     among the files); -1 refused or failed. */
+  int (*resolve)(struct dctx *c, struct dfile *f, crest_error_t *err);
   /* Optional: the record's keys after the common ones (id, type, path,
      flags, pos). */
   void (*write)(struct dctx *c, const struct dfile *f, yajl_gen g);
@@ -87,10 +92,14 @@ extern const struct fd_ops fd_inherited_ops, fd_reg_ops, fd_dir_ops, fd_link_ops
 extern const struct fd_ops fd_memfd_ops;
 extern const struct fd_ops fd_tty_ops;
 extern const struct fd_ops fd_pipe_ops, fd_fifo_ops;
+extern const struct fd_ops fd_eventfd_ops, fd_timerfd_ops, fd_signalfd_ops, fd_epoll_ops;
+extern const struct fd_ops fd_inotify_ops;
 
 /* files.c: the dump side. */
 int
 dump_fds(struct dctx *c, struct dproc *p, crest_error_t *err);
+int
+files_resolve(struct dctx *c, crest_error_t *err);
 void
 files_put(struct dctx *c, yajl_gen g);
 /* files.c: the restore side. */

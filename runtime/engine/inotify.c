@@ -22,12 +22,30 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include <linux/openat2.h>
+#include "dump-int.h"
 #include "engine-int.h"
+#include "files.h"
+#include "restore-int.h"
 #include "image.h"
 #include "image-check.h"
 #include "util.h"
 
 #define DIR_ENTRIES_MAX 4096 /* entries looked at in one directory */
+#define INOTIFY_WATCHES_MAX 8192
+
+/* Each watch with its number, mask and a path to its inode, in the same
+   allocation as the record (one free() frees all). */
+struct inotify_watch
+{
+  int wd;
+  uint32_t mask;
+  char path[PATH_MAX];
+};
+struct inotify_rec
+{
+  size_t nw;
+  struct inotify_watch w[];
+};
 
 /* The inode a path leads to inside the task's root ROOTFD (the path
    itself if a symlink). */
@@ -146,7 +164,7 @@ cmp_wd(const void *a, const void *b)
   return (x->wd > y->wd) - (x->wd < y->wd);
 }
 
-int
+static int
 inotify_dump(pid_t pid, int fd, struct inotify_rec **recp, crest_error_t *err)
 {
   cleanup_free char *info = NULL, *rootl = xasprintf("/proc/%d/root", pid);
@@ -195,7 +213,7 @@ inotify_dump(pid_t pid, int fd, struct inotify_rec **recp, crest_error_t *err)
   return rc;
 }
 
-void
+static void
 inotify_put(yajl_gen g, const struct inotify_rec *r)
 {
   jput_key(g, "watches");
@@ -211,7 +229,7 @@ inotify_put(yajl_gen g, const struct inotify_rec *r)
   yajl_gen_array_close(g);
 }
 
-int
+static int
 inotify_parse(yajl_val v, struct inotify_rec **recp, crest_error_t *err)
 {
   yajl_val *items;
@@ -259,7 +277,7 @@ add_watch(int fd, const struct inotify_watch *w, crest_error_t *err)
                           w->path, w->wd);
 }
 
-int
+static int
 inotify_open(const struct inotify_rec *r, int flags, crest_error_t *err)
 {
   char buf[4096];
@@ -283,3 +301,50 @@ inotify_open(const struct inotify_rec *r, int flags, crest_error_t *err)
     }
   return fd;
 }
+
+/* --- the descriptor type (files.h) --- */
+
+static int
+inotify_probe(struct dctx *c, struct dproc *p, const struct fd_probe *d, struct dfile *nf,
+              crest_error_t *err)
+{
+  (void)c, (void)p;
+  if (strcmp(d->link, "anon_inode:inotify") != 0)
+    return 0;
+  nf->priv = xzalloc(sizeof(struct inotify_rec));
+  if (inotify_dump(d->pid, d->fd, (struct inotify_rec **)&nf->priv, err) < 0)
+    return crest_error_wrap(err, "task %d: fd %d (%s)", d->pid, d->fd, d->link);
+  return 1;
+}
+
+static void
+inotify_write(struct dctx *c, const struct dfile *f, yajl_gen g)
+{
+  (void)c;
+  inotify_put(g, f->priv);
+}
+
+static int
+inotify_parse_rec(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
+{
+  (void)c;
+  f->priv = xzalloc(sizeof(struct inotify_rec));
+  return inotify_parse(v, (struct inotify_rec **)&f->priv, err);
+}
+
+static int
+inotify_open_rec(struct rctx *c, struct rfile *f, int flags, crest_error_t *err)
+{
+  (void)flags;
+  if (file_place(c, f, inotify_open(f->priv, f->flags, err), false, err) < 0)
+    return crest_error_wrap(err, "file %d (anon_inode:inotify)", f->id);
+  return 0;
+}
+
+const struct fd_ops fd_inotify_ops = {
+  .type = "inotify",
+  .probe = inotify_probe,
+  .write = inotify_write,
+  .parse = inotify_parse_rec,
+  .open = inotify_open_rec,
+};

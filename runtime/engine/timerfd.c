@@ -12,7 +12,10 @@
 #include <sys/ioctl.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
+#include "dump-int.h"
 #include "engine-int.h"
+#include "files.h"
+#include "restore-int.h"
 #include "image.h"
 #include "util.h"
 
@@ -44,7 +47,7 @@ pair(const char *info, const char *key, int64_t out[2])
   return 0;
 }
 
-int
+static int
 timerfd_dump(pid_t pid, int fd, struct evfd *ev, crest_error_t *err)
 {
   cleanup_free char *info = NULL;
@@ -95,7 +98,7 @@ timerfd_dump(pid_t pid, int fd, struct evfd *ev, crest_error_t *err)
   return 0;
 }
 
-void
+static void
 timerfd_put(yajl_gen g, const struct evfd *ev)
 {
   jput_int(g, "clockid", ev->clockid);
@@ -107,7 +110,7 @@ timerfd_put(yajl_gen g, const struct evfd *ev)
   jput_int(g, "interval_nsec", ev->interval[1]);
 }
 
-int
+static int
 timerfd_parse(yajl_val v, struct evfd *ev, crest_error_t *err)
 {
   int64_t id, fl;
@@ -126,7 +129,7 @@ timerfd_parse(yajl_val v, struct evfd *ev, crest_error_t *err)
   return 0;
 }
 
-int
+static int
 timerfd_open(const struct evfd *ev, int flags, crest_error_t *err)
 {
   struct itimerspec its;
@@ -147,3 +150,49 @@ timerfd_open(const struct evfd *ev, int flags, crest_error_t *err)
   close(fd);
   return -1;
 }
+
+/* --- the descriptor type (files.h) --- */
+
+static int
+timerfd_probe(struct dctx *c, struct dproc *p, const struct fd_probe *d, struct dfile *nf,
+              crest_error_t *err)
+{
+  (void)c, (void)p;
+  if (strcmp(d->link, "anon_inode:[timerfd]") != 0)
+    return 0;
+  nf->priv = xzalloc(sizeof(struct evfd));
+  if (timerfd_dump(d->pid, d->fd, nf->priv, err) < 0)
+    return crest_error_wrap(err, "task %d: fd %d (%s)", d->pid, d->fd, d->link);
+  return 1;
+}
+
+static void
+timerfd_write(struct dctx *c, const struct dfile *f, yajl_gen g)
+{
+  (void)c;
+  timerfd_put(g, f->priv);
+}
+
+static int
+timerfd_parse_rec(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
+{
+  f->priv = xzalloc(sizeof(struct evfd));
+  return timerfd_parse(v, f->priv, err);
+}
+
+static int
+timerfd_open_rec(struct rctx *c, struct rfile *f, int flags, crest_error_t *err)
+{
+  (void)flags;
+  if (file_place(c, f, timerfd_open(f->priv, f->flags, err), false, err) < 0)
+    return crest_error_wrap(err, "file %d (anon_inode:[timerfd])", f->id);
+  return 0;
+}
+
+const struct fd_ops fd_timerfd_ops = {
+  .type = "timerfd",
+  .probe = timerfd_probe,
+  .write = timerfd_write,
+  .parse = timerfd_parse_rec,
+  .open = timerfd_open_rec,
+};
