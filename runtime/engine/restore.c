@@ -116,39 +116,6 @@ parse_thread(struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
   return 0;
 }
 
-static int
-parse_siginfos(yajl_val v, const char *key, uint8_t (**out)[128], size_t *nout, crest_error_t *err)
-{
-  yajl_val *items;
-  long n = jget_array(v, key, &items, err);
-  if (n < 0)
-    return -1;
-  CHECK(n <= 64, "%s: %ld entries", key, n);
-  *out = xzalloc((n + 1) * 128);
-  for (long i = 0; i < n; i++)
-    {
-      const char *k = "s";
-      struct yajl_val_s obj;
-      uint8_t *b;
-      size_t len;
-      obj.type = yajl_t_object;
-      obj.u.object.keys = &k;
-      obj.u.object.values = &items[i];
-      obj.u.object.len = 1;
-      if (jget_hex_alloc(&obj, "s", 128, &b, &len, err) < 0)
-        return -1;
-      if (len != 128)
-        {
-          free(b);
-          return crest_error_make(err, EINVAL, "%s: siginfo of %zu bytes", key, len);
-        }
-      memcpy((*out)[i], b, 128);
-      free(b);
-    }
-  *nout = n;
-  return 0;
-}
-
 bool
 has_key(yajl_val v, const char *key)
 {
@@ -158,39 +125,49 @@ has_key(yajl_val v, const char *key)
   return false;
 }
 
+/* A zombie: its IDs and its exit status are all there is. 1: V is one,
+   0: it is not, -1: bad. */
+static int
+parse_zombie(yajl_val v, struct rproc *p, crest_error_t *err)
+{
+  int64_t pid, ppid, pgid, sid;
+  crest_error_t e2 = NULL;
+  bool z = false;
+  int64_t st;
+  if (jget_bool(v, "zombie", &z, &e2) < 0)
+    crest_error_release(&e2), z = false;
+  if (z)
+    {
+      if (jget_i64(v, "pid", &pid, err) < 0 || jget_i64(v, "ppid", &ppid, err) < 0
+          || jget_i64(v, "pgid", &pgid, err) < 0 || jget_i64(v, "sid", &sid, err) < 0
+          || jget_i64(v, "exit_status", &st, err) < 0)
+        return -1;
+      CHECK(pid > 0 && pid < (1 << 22) && ppid > 0 && ppid < (1 << 22) && pgid >= 0
+                && pgid < (1 << 22) && sid >= 0 && sid < (1 << 22),
+            "process %lld: bad ids", (long long)pid);
+      CHECK(st >= 0 && st <= 0xffff && (WIFEXITED(st) || WIFSIGNALED(st)),
+            "process %lld: bad exit status %lld", (long long)pid, (long long)st);
+      p->pid = pid, p->ppid = ppid, p->pgid = pgid, p->sid = sid;
+      p->zombie = true;
+      p->exit_status = (int)st;
+      if (jget_str(v, "comm", &p->comm, err) < 0)
+        return -1;
+      return 1;
+    }
+  return 0;
+}
+
 static int
 parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
 {
   int64_t pid, ppid, pgid, sid, pers;
   yajl_val *items, cr = NULL, mm = NULL;
   long n;
-  uint64_t pages_size = 0;
 
   {
-    /* A zombie: its IDs and its exit status are all there is. */
-    crest_error_t e2 = NULL;
-    bool z = false;
-    int64_t st;
-    if (jget_bool(v, "zombie", &z, &e2) < 0)
-      crest_error_release(&e2), z = false;
-    if (z)
-      {
-        if (jget_i64(v, "pid", &pid, err) < 0 || jget_i64(v, "ppid", &ppid, err) < 0
-            || jget_i64(v, "pgid", &pgid, err) < 0 || jget_i64(v, "sid", &sid, err) < 0
-            || jget_i64(v, "exit_status", &st, err) < 0)
-          return -1;
-        CHECK(pid > 0 && pid < (1 << 22) && ppid > 0 && ppid < (1 << 22) && pgid >= 0
-                  && pgid < (1 << 22) && sid >= 0 && sid < (1 << 22),
-              "process %lld: bad ids", (long long)pid);
-        CHECK(st >= 0 && st <= 0xffff && (WIFEXITED(st) || WIFSIGNALED(st)),
-              "process %lld: bad exit status %lld", (long long)pid, (long long)st);
-        p->pid = pid, p->ppid = ppid, p->pgid = pgid, p->sid = sid;
-        p->zombie = true;
-        p->exit_status = (int)st;
-        if (jget_str(v, "comm", &p->comm, err) < 0)
-          return -1;
-        return 0;
-      }
+    int z = parse_zombie(v, p, err);
+    if (z != 0)
+      return z < 0 ? -1 : 0;
   }
   if (jget_i64(v, "pid", &pid, err) < 0 || jget_i64(v, "ppid", &ppid, err) < 0
       || jget_i64(v, "pgid", &pgid, err) < 0 || jget_i64(v, "sid", &sid, err) < 0
@@ -223,47 +200,8 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
         }
     }
   CHECK(cr && mm, "process %d: missing creds or mm", p->pid);
-  {
-    static const char *ck[] = { "cap_inh", "cap_prm", "cap_eff", "cap_bnd", "cap_amb" };
-    yajl_val *u;
-    if (jget_array(cr, "uids", &u, err) != 4)
-      return crest_error_make(err, EINVAL, "process %d: uids", p->pid);
-    for (int i = 0; i < 4; i++)
-      {
-        CHECK(YAJL_IS_INTEGER(u[i]), "process %d: uids", p->pid);
-        p->uids[i] = YAJL_GET_INTEGER(u[i]);
-      }
-    if (jget_array(cr, "gids", &u, err) != 4)
-      return crest_error_make(err, EINVAL, "process %d: gids", p->pid);
-    for (int i = 0; i < 4; i++)
-      {
-        CHECK(YAJL_IS_INTEGER(u[i]), "process %d: gids", p->pid);
-        p->gids[i] = YAJL_GET_INTEGER(u[i]);
-      }
-    n = jget_array(cr, "groups", &u, err);
-    CHECK(n >= 0 && n <= 65536, "process %d: groups", p->pid);
-    p->groups = xzalloc((n + 1) * sizeof *p->groups);
-    for (long i = 0; i < n; i++)
-      {
-        CHECK(YAJL_IS_INTEGER(u[i]) && YAJL_GET_INTEGER(u[i]) >= 0
-                  && YAJL_GET_INTEGER(u[i]) < UINT32_MAX,
-              "process %d: groups", p->pid);
-        p->groups[i] = YAJL_GET_INTEGER(u[i]);
-      }
-    p->ngroups = n;
-    for (int i = 0; i < 5; i++)
-      if (jget_u64(cr, ck[i], &p->caps[i], err) < 0)
-        return -1;
-    if (jget_i64(cr, "securebits", &p->securebits, err) < 0
-        || jget_bool(cr, "no_new_privs", &p->nnp, err) < 0)
-      return -1;
-    for (int i = 0; i < 4; i++)
-      CHECK(p->uids[i] >= 0 && p->uids[i] < UINT32_MAX && p->gids[i] >= 0
-                && p->gids[i] < UINT32_MAX,
-            "process %d: a UID or GID out of range", p->pid);
-    CHECK(p->securebits >= 0 && p->securebits <= 0xff, "process %d: securebits out of range",
-          p->pid);
-  }
+  if (creds_parse(cr, p, err) < 0)
+    return -1;
   CHECK(img_path_ok(p->exe) && img_path_ok(p->cwd),
         "process %d: exe or cwd is not an absolute path", p->pid);
   CHECK(p->umask >= 0 && p->umask <= 0777 && p->oom >= -1000 && p->oom <= 1000
@@ -275,49 +213,9 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
     if (jget_u64(items[i], "cur", &p->rl[i][0], err) < 0
         || jget_u64(items[i], "max", &p->rl[i][1], err) < 0)
       return -1;
-  if (jget_u64(mm, "start_code", &p->mm.start_code, err) < 0
-      || jget_u64(mm, "end_code", &p->mm.end_code, err) < 0
-      || jget_u64(mm, "start_stack", &p->mm.start_stack, err) < 0
-      || jget_u64(mm, "start_data", &p->mm.start_data, err) < 0
-      || jget_u64(mm, "end_data", &p->mm.end_data, err) < 0
-      || jget_u64(mm, "start_brk", &p->mm.start_brk, err) < 0
-      || jget_u64(mm, "brk", &p->mm.brk, err) < 0
-      || jget_u64(mm, "arg_start", &p->mm.arg_start, err) < 0
-      || jget_u64(mm, "arg_end", &p->mm.arg_end, err) < 0
-      || jget_u64(mm, "env_start", &p->mm.env_start, err) < 0
-      || jget_u64(mm, "env_end", &p->mm.env_end, err) < 0
-      || jget_hex_alloc(mm, "auxv", 4096, &p->auxv, &p->auxv_len, err) < 0)
+  if (mem_parse_mm(mm, p, err) < 0)
     return -1;
-  n = jget_array(v, "sigactions", &items, err);
-  CHECK(n >= 0 && n <= 64, "process %d: sigactions", p->pid);
-  for (long i = 0; i < n; i++)
-    {
-      int64_t sg;
-      struct ksigaction a;
-      if (jget_i64(items[i], "sig", &sg, err) < 0
-          || jget_u64(items[i], "handler", &a.handler, err) < 0
-          || jget_u64(items[i], "flags", &a.flags, err) < 0
-          || jget_u64(items[i], "restorer", &a.restorer, err) < 0
-          || jget_u64(items[i], "mask", &a.mask, err) < 0)
-        return -1;
-      CHECK(sg >= 1 && sg <= 64 && sg != SIGKILL && sg != SIGSTOP,
-            "process %d: sigaction for signal %lld", p->pid, (long long)sg);
-      p->sa[sg] = a;
-    }
-  n = jget_array(v, "itimers", &items, err);
-  CHECK(n == 3, "process %d: itimers", p->pid);
-  for (long i = 0; i < 3; i++)
-    {
-      if (jget_u64(items[i], "interval_sec", &p->itimer[i][0], err) < 0
-          || jget_u64(items[i], "interval_usec", &p->itimer[i][1], err) < 0
-          || jget_u64(items[i], "value_sec", &p->itimer[i][2], err) < 0
-          || jget_u64(items[i], "value_usec", &p->itimer[i][3], err) < 0)
-        return -1;
-      CHECK(p->itimer[i][0] <= INT64_MAX && p->itimer[i][2] <= INT64_MAX
-                && p->itimer[i][1] < 1000000 && p->itimer[i][3] < 1000000,
-            "process %d: itimer %ld out of range", p->pid, i);
-    }
-  if (parse_siginfos(v, "shared_pending", &p->shared_pending, &p->nshared_pending, err) < 0)
+  if (sig_parse_process(v, p, err) < 0)
     return -1;
   if (prctl_parse_process(v, c->img->format, &p->pr, err) < 0)
     return crest_error_wrap(err, "process %d", p->pid);
@@ -337,130 +235,10 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
         return -1;
     }
 
-  /* VMAs: page aligned, ordered, inside the user address space. */
-  n = jget_array(v, "vmas", &items, err);
-  CHECK(n > 0 && n <= 65536, "process %d: %ld mappings", p->pid, n);
-  p->vmas = xzalloc(n * sizeof *p->vmas);
-  for (long i = 0; i < n; i++)
-    {
-      struct rvma *m = &p->vmas[i];
-      const char *kind;
-      int64_t prot;
-      if (jget_u64(items[i], "start", &m->start, err) < 0
-          || jget_u64(items[i], "end", &m->end, err) < 0
-          || jget_i64(items[i], "prot", &prot, err) < 0
-          || jget_bool(items[i], "shared", &m->shared, err) < 0
-          || jget_str(items[i], "kind", &kind, err) < 0)
-        return -1;
-      CHECK(m->start < m->end && m->start % PAGE == 0 && m->end % PAGE == 0 && m->end <= TASK_TOP
-                && (i == 0 || m->start >= p->vmas[i - 1].end) && prot >= 0 && prot <= 7
-                && strlen(kind) < 16,
-            "process %d: mapping %ld (%#" PRIx64 "-%#" PRIx64 ") is malformed", p->pid, i, m->start,
-            m->end);
-      m->prot = prot;
-      strcpy(m->kind, kind);
-      if (has_key(items[i], "madv"))
-        {
-          int64_t madv;
-          if (jget_i64(items[i], "madv", &madv, err) < 0)
-            return -1;
-          CHECK(c->img->format >= CREST_IMAGE_FORMAT_ATTRS && madv > 0 && madv <= VMF_ALL,
-                "process %d: mapping %ld: bad madv %lld (format %d)", p->pid, i, (long long)madv,
-                c->img->format);
-          m->madv = (uint32_t)madv;
-        }
-      m->svc = -1;
-      if (strcmp(kind, "file") == 0)
-        {
-          if (jget_str(items[i], "path", &m->path, err) < 0
-              || jget_u64(items[i], "pgoff", &m->pgoff, err) < 0
-              || jget_u64(items[i], "file_size", &m->file_size, err) < 0)
-            return -1;
-          CHECK(img_path_ok(m->path) && m->pgoff < (1UL << 52),
-                "process %d: mapping %ld: relative path or offset out of range", p->pid, i);
-        }
-      else if (strcmp(kind, "memfile") == 0)
-        {
-          const struct img_file *df;
-          if (jget_str(items[i], "path", &m->path, err) < 0
-              || jget_u64(items[i], "pgoff", &m->pgoff, err) < 0
-              || jget_u64(items[i], "file_size", &m->file_size, err) < 0
-              || jget_str(items[i], "data", &m->data, err) < 0)
-            return -1;
-          CHECK(img_path_ok(m->path) && m->pgoff < (1UL << 52),
-                "process %d: mapping %ld: relative path or offset out of range", p->pid, i);
-          df = img_reader_find(c->img, m->data);
-          CHECK(df && df->size == m->file_size,
-                "process %d: mapping %ld: memory file %s missing or not %" PRIu64 " bytes", p->pid,
-                i, m->data, m->file_size);
-        }
-      else
-        CHECK(!m->shared
-                  && (strcmp(kind, "anon") == 0 || strcmp(kind, "heap") == 0
-                      || strcmp(kind, "stack") == 0 || strcmp(kind, "vdso") == 0
-                      || strcmp(kind, "vvar") == 0 || strcmp(kind, "vvar_vclock") == 0),
-              "process %d: mapping %ld: unknown kind %s", p->pid, i, kind);
-    }
-  p->nvmas = n;
-
-  /* Page runs: inside private mappings, inside the page file. */
-  {
-    const struct img_file *pf = img_reader_find(c->img, p->pages_file);
-    CHECK(pf, "process %d: page file %s is not in the manifest", p->pid, p->pages_file);
-    pages_size = pf->size;
-  }
-  n = jget_array(v, "pages", &items, err);
-  CHECK(n >= 0 && n <= (1 << 24), "process %d: %ld page runs", p->pid, n);
-  p->runs = xzalloc((n + 1) * sizeof *p->runs);
-  for (long i = 0; i < n; i++)
-    {
-      struct rrun *r = &p->runs[i];
-      uint64_t a;
-      size_t k = 0;
-      if (jget_u64(items[i], "vaddr", &r->vaddr, err) < 0
-          || jget_u64(items[i], "len", &r->len, err) < 0
-          || jget_u64(items[i], "off", &r->off, err) < 0)
-        return -1;
-      CHECK(r->vaddr % PAGE == 0 && r->len % PAGE == 0 && r->off % PAGE == 0 && r->len > 0
-                && r->vaddr + r->len > r->vaddr && r->vaddr + r->len <= TASK_TOP
-                && r->off <= pages_size && r->len <= pages_size - r->off
-                && (i == 0 || r->vaddr >= p->runs[i - 1].vaddr + p->runs[i - 1].len),
-            "process %d: page run %ld (%#" PRIx64 "+%#" PRIx64 " at %" PRIu64
-            ") lies outside %s or its mappings",
-            p->pid, i, r->vaddr, r->len, r->off, p->pages_file);
-      /* Every page of the run must be in a private, ordinary mapping. */
-      for (a = r->vaddr; a < r->vaddr + r->len;)
-        {
-          while (k < p->nvmas && p->vmas[k].end <= a)
-            k++;
-          CHECK(k < p->nvmas && p->vmas[k].start <= a && !p->vmas[k].shared
-                    && strcmp(p->vmas[k].kind, "vdso") != 0
-                    && strncmp(p->vmas[k].kind, "vvar", 4) != 0,
-                "process %d: page run %ld covers %#" PRIx64 ", which no private mapping holds",
-                p->pid, i, a);
-          a = p->vmas[k].end < r->vaddr + r->len ? p->vmas[k].end : r->vaddr + r->len;
-        }
-    }
-  p->nruns = n;
-
-  n = jget_array(v, "fds", &items, err);
-  CHECK(n >= 0 && n <= 65536, "process %d: %ld descriptors", p->pid, n);
-  p->fds = xzalloc((n + 1) * sizeof *p->fds);
-  for (long i = 0; i < n; i++)
-    {
-      int64_t fd, file;
-      if (jget_i64(items[i], "fd", &fd, err) < 0
-          || jget_bool(items[i], "cloexec", &p->fds[i].cloexec, err) < 0
-          || jget_i64(items[i], "file", &file, err) < 0)
-        return -1;
-      CHECK(fd >= 0 && fd < (1 << 20) && file >= 0 && file <= (1 << 20)
-                && (i == 0 || fd > p->fds[i - 1].fd),
-            "process %d: descriptor entry %ld is malformed", p->pid, i);
-      p->fds[i].fd = fd, p->fds[i].file = file;
-      if (locks_parse(items[i], c->img->format, 1u << LOCK_KIND_POSIX, &p->fds[i].locks, err) < 0)
-        return crest_error_wrap(err, "process %d: fd %lld", p->pid, (long long)fd);
-    }
-  p->nfds = n;
+  if (mem_parse_vmas(c, v, p, err) < 0 || mem_parse_pages(c, v, p, err) < 0)
+    return -1;
+  if (files_parse_fds(c, v, p, err) < 0)
+    return -1;
 
   n = jget_array(v, "threads", &items, err);
   CHECK(n >= 1 && n <= 4096, "process %d: %ld threads", p->pid, n);
@@ -700,7 +478,7 @@ op(struct oplist *l, long nr, int check, int64_t expect, uint64_t a0, uint64_t a
 #define OP(l, nr, ...) op((l), (nr), BLOB_CHECK_NONNEG, 0, __VA_ARGS__)
 #define OPEQ(l, nr, ex, ...) op((l), (nr), BLOB_CHECK_EQ, (ex), __VA_ARGS__)
 
-static void __attribute__((noreturn)) task_fail(struct rctx *c, int idx, const char *fmt, ...)
+void __attribute__((noreturn)) task_fail(struct rctx *c, int idx, const char *fmt, ...)
 {
   struct report r;
   va_list ap;
@@ -1020,22 +798,9 @@ nslp_set(struct rctx *c, short type)
 static pid_t
 create_task(struct rctx *c, int idx);
 
-static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
+static void
+task_session(struct rctx *c, int idx, const struct rproc *p)
 {
-  struct rproc *p = &c->p[idx];
-  struct special sp[8];
-  static uint64_t lay[4096][2];
-  size_t nsp, nlay, nvsp = 0;
-  uint64_t size, base, args_addr, scratch;
-  struct bld b;
-  struct oplist main_ops = { 0 }, *tops;
-  struct report r;
-  uint8_t *region;
-
-  if (!(c->o->as_ns_init && idx == 0))
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-  close(c->report[0]);
-
   /* Session and process group, before the children inherit them. */
   /* crun already made a container's init lead its own session. */
   if (p->sid == p->pid && getsid(0) != getpid())
@@ -1051,93 +816,51 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
         task_fail(c, idx, "process %d: join process group %d: %s", p->pid, p->pgid,
                   strerror(errno));
     }
+}
 
-  if (p->zombie)
-    zombie_exit(p);
-
-  /* Children: group leaders first, so that their groups exist for the
-     others to join. A zombie child exits at once; its SIGCHLD is taken
-     back here (the checkpointed pending signals come back in the blob),
-     after it has exited, so the restored process sees no new one. A group
-     a zombie leads lives on until the zombie is waited for. */
-  {
-    sigset_t chld, old;
-    bool zombies = false;
+/* Children: group leaders first, so that their groups exist for the
+   others to join. A zombie child exits at once; its SIGCHLD is taken
+   back here (the checkpointed pending signals come back in the blob),
+   after it has exited, so the restored process sees no new one. A group
+   a zombie leads lives on until the zombie is waited for. */
+static void
+task_children(struct rctx *c, int idx, const struct rproc *p)
+{
+  sigset_t chld, old;
+  bool zombies = false;
+  for (size_t i = 1; i < c->np; i++)
+    zombies |= c->p[i].ppid == p->pid && c->p[i].zombie;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  if (zombies)
+    sigprocmask(SIG_BLOCK, &chld, &old);
+  for (int pass = 0; pass < 2; pass++)
     for (size_t i = 1; i < c->np; i++)
-      zombies |= c->p[i].ppid == p->pid && c->p[i].zombie;
-    sigemptyset(&chld);
-    sigaddset(&chld, SIGCHLD);
-    if (zombies)
-      sigprocmask(SIG_BLOCK, &chld, &old);
-    for (int pass = 0; pass < 2; pass++)
-      for (size_t i = 1; i < c->np; i++)
-        if (c->p[i].ppid == p->pid && ((c->p[i].pgid == c->p[i].pid) == (pass == 0)))
-          {
-            siginfo_t si;
-            if (create_task(c, i) < 0)
-              task_fail(c, idx, "process %d: create child %d: %s", p->pid, c->p[i].pid,
+      if (c->p[i].ppid == p->pid && ((c->p[i].pgid == c->p[i].pid) == (pass == 0)))
+        {
+          siginfo_t si;
+          if (create_task(c, i) < 0)
+            task_fail(c, idx, "process %d: create child %d: %s", p->pid, c->p[i].pid,
+                      strerror(errno));
+          /* Not reaped (WNOWAIT); once it has exited, its group exists
+             for the members created after it. */
+          while (c->p[i].zombie && waitid(P_PID, c->p[i].pid, &si, WEXITED | WNOWAIT) < 0)
+            if (errno != EINTR)
+              task_fail(c, idx, "process %d: wait for zombie %d: %s", p->pid, c->p[i].pid,
                         strerror(errno));
-            /* Not reaped (WNOWAIT); once it has exited, its group exists
-               for the members created after it. */
-            while (c->p[i].zombie && waitid(P_PID, c->p[i].pid, &si, WEXITED | WNOWAIT) < 0)
-              if (errno != EINTR)
-                task_fail(c, idx, "process %d: wait for zombie %d: %s", p->pid, c->p[i].pid,
-                          strerror(errno));
-          }
-    if (zombies)
-      {
-        struct timespec zero = { 0, 0 };
-        while (sigtimedwait(&chld, NULL, &zero) == SIGCHLD)
-          ;
-        sigprocmask(SIG_SETMASK, &old, NULL);
-      }
-  }
-
-  /* After the children exist (each one drops its own), before setresuid
-     could clear the capabilities the drops need. */
-  restore_bounding(c, idx, p);
-
-  /* Credentials that are the same for the whole process. */
-  {
-    uid_t ru, eu, su;
-    gid_t rg, eg, sg;
-    getresuid(&ru, &eu, &su);
-    getresgid(&rg, &eg, &sg);
-    if ((rg != (gid_t)p->gids[0] || eg != (gid_t)p->gids[1] || sg != (gid_t)p->gids[2])
-        && setresgid(p->gids[0], p->gids[1], p->gids[2]) < 0)
-      task_fail(c, idx, "process %d: setresgid: %s", p->pid, strerror(errno));
+        }
+  if (zombies)
     {
-      gid_t cur[256];
-      int n = getgroups(256, cur);
-      bool same = n >= 0 && (size_t)n == p->ngroups;
-      for (int i = 0; same && i < n; i++)
-        same = cur[i] == p->groups[i];
-      if (!same && setgroups(p->ngroups, p->groups) < 0)
-        task_fail(c, idx, "process %d: set %zu supplementary groups: %s", p->pid, p->ngroups,
-                  strerror(errno));
+      struct timespec zero = { 0, 0 };
+      while (sigtimedwait(&chld, NULL, &zero) == SIGCHLD)
+        ;
+      sigprocmask(SIG_SETMASK, &old, NULL);
     }
-    if ((ru != (uid_t)p->uids[0] || eu != (uid_t)p->uids[1] || su != (uid_t)p->uids[2])
-        && setresuid(p->uids[0], p->uids[1], p->uids[2]) < 0)
-      task_fail(c, idx, "process %d: setresuid: %s", p->pid, strerror(errno));
-  }
-  {
-    /* The tree may not hold more than the restorer does. */
-    struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-    struct __user_cap_data_struct d[2];
-    uint64_t prm, want = p->caps[1] | p->caps[0];
-    if (syscall(SYS_capget, &h, d) < 0)
-      task_fail(c, idx, "process %d: capget: %s", p->pid, strerror(errno));
-    prm = d[0].permitted | (uint64_t)d[1].permitted << 32;
-    if ((p->caps[1] & ~prm) != 0)
-      task_fail(c, idx,
-                "process %d: held capabilities %#" PRIx64
-                " at checkpoint, the restorer holds only %#" PRIx64,
-                p->pid, p->caps[1], prm);
-    (void)want;
-    if (p->securebits != prctl(PR_GET_SECUREBITS) && prctl(PR_SET_SECUREBITS, p->securebits) < 0)
-      task_fail(c, idx, "process %d: set securebits %#llx: %s", p->pid, (long long)p->securebits,
-                strerror(errno));
-  }
+}
+
+static void
+task_attrs(struct rctx *c, int idx, const struct rproc *p)
+{
   umask(p->umask);
   if (personality(p->personality) < 0)
     task_fail(c, idx, "process %d: personality %#" PRIx64 ": %s", p->pid, p->personality,
@@ -1154,34 +877,13 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
                     strerror(errno));
       }
   }
+}
 
-  /* Descriptors: install the tree's, close the rest below the service
-     range. */
-  for (int fd = 0; fd < c->svc_base; fd++)
-    {
-      struct rfd *want = NULL;
-      for (size_t k = 0; k < p->nfds; k++)
-        if (p->fds[k].fd == fd)
-          want = &p->fds[k];
-      if (!want)
-        {
-          close(fd);
-          continue;
-        }
-      struct rfile *f = &c->f[want->file];
-      int src = files_task_src(c, f, fd);
-      if (src < 0 || dup2(src, fd) < 0)
-        task_fail(c, idx, "process %d: install fd %d (%s): %s", p->pid, fd, f->path,
-                  strerror(errno));
-      if (fcntl(fd, F_SETFD, want->cloexec ? FD_CLOEXEC : 0) < 0)
-        task_fail(c, idx, "process %d: fd %d: set close-on-exec: %s", p->pid, fd, strerror(errno));
-    }
-  for (size_t k = 0; k < p->nfds; k++)
-    if (p->fds[k].fd >= c->svc_base)
-      task_fail(c, idx, "process %d: fd %d lies in the service range", p->pid, p->fds[k].fd);
-
-  /* The blob region: code, arguments, operations, data, stacks. */
-  nsp = self_specials(sp, NULL, NULL, &nlay, lay);
+/* Its vDSO and vvar match this kernel's (SP, NSP: this process's). */
+static void
+check_specials(struct rctx *c, int idx, const struct rproc *p, const struct special *sp, size_t nsp)
+{
+  size_t nvsp = 0;
   for (size_t i = 0; i < p->nvmas; i++)
     if (strcmp(p->vmas[i].kind, "vdso") == 0 || strncmp(p->vmas[i].kind, "vvar", 4) == 0)
       {
@@ -1198,6 +900,269 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
     task_fail(c, idx,
               "process %d: vDSO layout differs from this kernel's (%zu special mappings, here %zu)",
               p->pid, nvsp, nsp);
+}
+
+/* The mappings: 1. the vDSO and vvar out of the way, 2. everything else
+   gone, 3. the vDSO where it was, 4. the target mappings, filled, then
+   their protections and advice. The blob region is BASE, SIZE long;
+   SCRATCH is room for the specials SP. */
+static void
+mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, uint64_t size,
+        uint64_t scratch, struct oplist *l)
+{
+  /* 1. the vDSO and vvar out of the way, 2. everything else gone,
+     3. the vDSO where it was. */
+  {
+    uint64_t s = scratch;
+    for (size_t k = 0; k < nsp; k++)
+      {
+        uint64_t len = sp[k].end - sp[k].start;
+        OPEQ(l, SYS_mremap, s, sp[k].start, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, s, 0);
+        sp[k].start = s, sp[k].end = s + len;
+        s += len;
+      }
+    OP(l, SYS_munmap, 0, base, 0, 0, 0, 0);
+    OP(l, SYS_munmap, base + size, TASK_TOP - (base + size), 0, 0, 0, 0);
+    for (size_t i = 0; i < p->nvmas; i++)
+      for (size_t k = 0; k < nsp; k++)
+        if (strcmp(sp[k].kind, p->vmas[i].kind) == 0 && sp[k].start)
+          {
+            uint64_t len = sp[k].end - sp[k].start;
+            OPEQ(l, SYS_mremap, p->vmas[i].start, sp[k].start, len, len,
+                 MREMAP_MAYMOVE | MREMAP_FIXED, p->vmas[i].start, 0);
+            sp[k].start = 0;
+            break;
+          }
+  }
+  /* 4. the target mappings, writable until filled. */
+  for (size_t i = 0; i < p->nvmas; i++)
+    {
+      struct rvma *m = &p->vmas[i];
+      int flags = MAP_FIXED | (m->shared ? MAP_SHARED : MAP_PRIVATE);
+      int prot = m->shared ? m->prot : m->prot | PROT_WRITE | PROT_READ;
+      if (strcmp(m->kind, "vdso") == 0 || strncmp(m->kind, "vvar", 4) == 0)
+        continue;
+      if (!m->path)
+        flags |= MAP_ANONYMOUS;
+      if (strcmp(m->kind, "stack") == 0)
+        flags |= MAP_GROWSDOWN;
+      if (m->madv & VMF_NORESERVE)
+        flags |= MAP_NORESERVE;
+      OPEQ(l, SYS_mmap, (int64_t)m->start, m->start, m->end - m->start, prot, flags,
+           m->path ? (uint64_t)m->svc : (uint64_t)-1, m->path ? m->pgoff * PAGE : 0);
+    }
+  for (size_t i = 0; i < p->nruns; i++)
+    OP(l, BLOB_OP_PREAD_FULL, p->pages_svc, p->runs[i].vaddr, p->runs[i].len, p->runs[i].off, 0, 0);
+  for (size_t i = 0; i < p->nvmas; i++)
+    {
+      struct rvma *m = &p->vmas[i];
+      if (m->shared || strcmp(m->kind, "vdso") == 0 || strncmp(m->kind, "vvar", 4) == 0
+          || m->prot == (PROT_READ | PROT_WRITE))
+        continue;
+      OP(l, SYS_mprotect, m->start, m->end - m->start, m->prot, 0, 0, 0);
+    }
+  /* The advice smaps showed (vmflags.c), once the pages are in. */
+  for (size_t i = 0; i < p->nvmas; i++)
+    for (uint32_t bit = 1; bit <= VMF_ALL; bit <<= 1)
+      if ((p->vmas[i].madv & bit) && vmflags_advice(bit))
+        OP(l, SYS_madvise, p->vmas[i].start, p->vmas[i].end - p->vmas[i].start, vmflags_advice(bit),
+           0, 0, 0);
+}
+
+/* 5. mm fields and the exe link (CAP_CHECKPOINT_RESTORE), 6. signal
+   dispositions and timers. */
+static void
+mm_sig_ops(const struct rproc *p, struct oplist *l, struct bld *b)
+{
+  /* 5. mm fields and the exe link (CAP_CHECKPOINT_RESTORE). */
+  {
+    struct mm_map mm = p->mm;
+    mm.auxv = bld_alloc(b, p->auxv_len, 8, p->auxv);
+    mm.auxv_size = p->auxv_len;
+    mm.exe_fd = p->exe_svc;
+    OP(l, SYS_prctl, PR_SET_MM, PR_SET_MM_MAP, bld_alloc(b, sizeof mm, 8, &mm), sizeof mm, 0, 0);
+  }
+  /* 6. signal dispositions and timers. */
+  for (int sg = 1; sg <= 64; sg++)
+    {
+      if (sg == SIGKILL || sg == SIGSTOP)
+        continue;
+      OP(l, SYS_rt_sigaction, sg, bld_alloc(b, sizeof p->sa[sg], 8, &p->sa[sg]), 0, 8, 0, 0);
+    }
+  for (int w = 0; w < 3; w++)
+    if (p->itimer[w][2] || p->itimer[w][3])
+      OP(l, SYS_setitimer, w, bld_alloc(b, sizeof p->itimer[w], 8, p->itimer[w]), 0, 0, 0, 0);
+}
+
+/* 7. the other threads, each finishing its own state (TOPS[t], t > 0);
+   ARGS_ADDR is the blob's arguments. */
+static void
+thread_ops(struct rctx *c, struct rproc *p, uint64_t args_addr, struct oplist *l,
+           struct oplist *tops, struct bld *b)
+{
+  for (size_t t = 1; t < p->nth; t++)
+    {
+      struct rthread *th = &p->th[t];
+      struct clone_args ca;
+      uint64_t stack = bld_alloc(b, THREAD_STACK, 64, NULL);
+      uint64_t tidp = bld_alloc(b, sizeof(pid_t), 8, &th->tid);
+      memset(&ca, 0, sizeof ca);
+      ca.flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
+      ca.stack = stack;
+      ca.stack_size = THREAD_STACK;
+      if (c->use_nslp)
+        {
+          char num[24];
+          int len = snprintf(num, sizeof num, "%d", th->tid - 1);
+          struct flock lk = nslp_lock(F_WRLCK);
+          OP(l, SYS_fcntl, c->nslp_fd, F_SETLKW, bld_alloc(b, sizeof lk, 8, &lk), 0, 0, 0);
+          OPEQ(l, SYS_pwrite64, len, c->nslp_fd, bld_alloc(b, len + 1, 8, num), len, 0, 0, 0);
+        }
+      else
+        {
+          ca.set_tid = tidp;
+          ca.set_tid_size = 1;
+        }
+      thread_tail_ops(c, p, th, &tops[t], b);
+      OPEQ(l, BLOB_OP_CLONE_THREAD, th->tid, bld_alloc(b, sizeof ca, 8, &ca), sizeof ca,
+           args_addr + sizeof(struct blob_args) + (t - 1) * sizeof(struct blob_ops), 0, 0, 0);
+      if (c->use_nslp)
+        {
+          struct flock ul = nslp_lock(F_UNLCK);
+          OP(l, SYS_fcntl, c->nslp_fd, F_SETLK, bld_alloc(b, sizeof ul, 8, &ul), 0, 0, 0);
+        }
+    }
+}
+
+/* 8. the main thread's own state, process-wide pending signals, limits,
+   and the service descriptors gone. */
+static void
+main_tail_ops(struct rctx *c, int idx, struct rproc *p, struct oplist *l, struct bld *b)
+{
+  OP(l, SYS_prctl, PR_SET_PDEATHSIG, 0, 0, 0, 0, 0);
+  for (size_t i = 0; i < p->nshared_pending; i++)
+    {
+      int32_t sig;
+      memcpy(&sig, p->shared_pending[i], 4);
+      OP(l, SYS_rt_sigqueueinfo, p->pid, sig, bld_alloc(b, 128, 8, p->shared_pending[i]), 0, 0, 0);
+    }
+  for (int r_ = 0; r_ < RLIM_NLIMITS; r_++)
+    OP(l, SYS_prlimit64, 0, r_, bld_alloc(b, 16, 8, p->rl[r_]), 0, 0, 0);
+  OP(l, SYS_close_range, c->svc_base, ~0U, 0, 0, 0, 0);
+  process_attr_ops(p, l, b);
+  {
+    /* Test hook: the last process's restorer fails here, after every task
+       exists, to prove that a late failure leaves nothing behind. */
+    const char *fault = crest_test_knob("CREST_FAULT");
+    if (fault && strcmp(fault, "restore-blob") == 0 && (size_t)idx == c->np - 1)
+      OP(l, SYS_close, (uint64_t)-1, 0, 0, 0, 0, 0);
+  }
+  thread_tail_ops(c, p, &p->th[0], l, b);
+}
+
+/* Lay the operation lists out in the region at BASE (REGION here). */
+static void
+lay_out_ops(const struct rproc *p, uint8_t *region, uint64_t base, uint64_t args_addr,
+            const struct oplist *main_ops, const struct oplist *tops, struct bld *b)
+{
+  struct blob_args a;
+  memset(&a, 0, sizeof a);
+  a.magic = BLOB_MAGIC;
+  a.main.n = main_ops->n;
+  a.main.ops = bld_alloc(b, main_ops->n * sizeof *main_ops->ops, 64, main_ops->ops);
+  a.main.status = -1;
+  memcpy(region + (args_addr - base), &a, sizeof a);
+  for (size_t t = 1; t < p->nth; t++)
+    {
+      struct blob_ops h;
+      h.n = tops[t].n;
+      h.ops = bld_alloc(b, tops[t].n * sizeof *tops[t].ops, 64, tops[t].ops);
+      h.status = -1;
+      h.result = 0;
+      memcpy(region + (args_addr - base) + sizeof a + (t - 1) * sizeof h, &h, sizeof h);
+    }
+}
+
+/* Report ready, wait for the go, and jump to the blob at BASE. */
+static void __attribute__((noreturn))
+task_go(struct rctx *c, int idx, uint64_t base, uint64_t size, uint64_t args_addr, struct bld *b)
+{
+  const struct rproc *p = &c->p[idx];
+  struct report r;
+  uint64_t stack_lo = bld_alloc(b, MAIN_STACK, 64, NULL);
+
+  /* glibc registered rseq for crest's thread area, which is about to
+     vanish: unregister it first. */
+  {
+    uint64_t tp;
+    extern const ptrdiff_t __rseq_offset __attribute__((weak));
+    extern const unsigned int __rseq_size __attribute__((weak));
+    if (&__rseq_size && __rseq_size && syscall(SYS_arch_prctl, ARCH_GET_FS, &tp) == 0)
+      {
+        if (syscall(334, tp + __rseq_offset, 32, 1 /* RSEQ_FLAG_UNREGISTER */, 0x53053053) < 0
+            && syscall(334, tp + __rseq_offset, __rseq_size, 1, 0x53053053) < 0)
+          task_fail(c, idx, "process %d: unregister crest's rseq area: %s", p->pid,
+                    strerror(errno));
+      }
+  }
+  memset(&r, 0, sizeof r);
+  r.kind = 'R';
+  r.idx = idx;
+  r.pid = getpid();
+  r.base = base;
+  r.size = size;
+  if (write(c->report[1], &r, sizeof r) != sizeof r)
+    _exit(125);
+  while (__atomic_load_n(&c->go[idx], __ATOMIC_ACQUIRE) == 0)
+    syscall(SYS_futex, &c->go[idx], FUTEX_WAIT, 0, NULL, NULL, 0);
+  if (__atomic_load_n(&c->go[idx], __ATOMIC_ACQUIRE) != 1)
+    {
+      if (c->o->as_ns_init && idx == 0)
+        {
+          /* The helper failed: its message is in the shared page. */
+          dprintf(2, "crest: %s\n", (char *)(c->go + c->np));
+          __atomic_store_n(&c->go[idx], 3, __ATOMIC_RELEASE);
+          syscall(SYS_futex, &c->go[idx], FUTEX_WAKE, 1, NULL, NULL, 0);
+        }
+      _exit(124);
+    }
+  task_jump(base + BLOB_OFF_ENTRY, stack_lo + MAIN_STACK - 64, args_addr);
+}
+
+static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
+{
+  struct rproc *p = &c->p[idx];
+  struct special sp[8];
+  static uint64_t lay[4096][2];
+  size_t nsp, nlay;
+  uint64_t size, base, args_addr, scratch;
+  struct bld b;
+  struct oplist main_ops = { 0 }, *tops;
+  uint8_t *region;
+
+  if (!(c->o->as_ns_init && idx == 0))
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+  close(c->report[0]);
+
+  task_session(c, idx, p);
+
+  if (p->zombie)
+    zombie_exit(p);
+
+  task_children(c, idx, p);
+
+  /* After the children exist (each one drops its own), before setresuid
+     could clear the capabilities the drops need. */
+  restore_bounding(c, idx, p);
+
+  creds_restore(c, idx, p);
+  task_attrs(c, idx, p);
+
+  files_install(c, idx, p);
+
+  /* The blob region: code, arguments, operations, data, stacks. */
+  nsp = self_specials(sp, NULL, NULL, &nlay, lay);
+  check_specials(c, idx, p, sp, nsp);
   size = ((crest_restorer_blob_size + PAGE - 1) & ~(PAGE - 1)) + PAGE /* args */
          + (16 + 3 * p->nvmas + p->nruns + 80 + p->nth * 90 + p->nshared_pending)
                * sizeof(struct blob_op)
@@ -1224,162 +1189,13 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
     scratch += sp[k].end - sp[k].start;
   scratch = bld_alloc(&b, scratch, PAGE, NULL);
 
-  /* 1. the vDSO and vvar out of the way, 2. everything else gone,
-     3. the vDSO where it was. */
-  {
-    uint64_t s = scratch;
-    for (size_t k = 0; k < nsp; k++)
-      {
-        uint64_t len = sp[k].end - sp[k].start;
-        OPEQ(&main_ops, SYS_mremap, s, sp[k].start, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, s, 0);
-        sp[k].start = s, sp[k].end = s + len;
-        s += len;
-      }
-    OP(&main_ops, SYS_munmap, 0, base, 0, 0, 0, 0);
-    OP(&main_ops, SYS_munmap, base + size, TASK_TOP - (base + size), 0, 0, 0, 0);
-    for (size_t i = 0; i < p->nvmas; i++)
-      for (size_t k = 0; k < nsp; k++)
-        if (strcmp(sp[k].kind, p->vmas[i].kind) == 0 && sp[k].start)
-          {
-            uint64_t len = sp[k].end - sp[k].start;
-            OPEQ(&main_ops, SYS_mremap, p->vmas[i].start, sp[k].start, len, len,
-                 MREMAP_MAYMOVE | MREMAP_FIXED, p->vmas[i].start, 0);
-            sp[k].start = 0;
-            break;
-          }
-  }
-  /* 4. the target mappings, writable until filled. */
-  for (size_t i = 0; i < p->nvmas; i++)
-    {
-      struct rvma *m = &p->vmas[i];
-      int flags = MAP_FIXED | (m->shared ? MAP_SHARED : MAP_PRIVATE);
-      int prot = m->shared ? m->prot : m->prot | PROT_WRITE | PROT_READ;
-      if (strcmp(m->kind, "vdso") == 0 || strncmp(m->kind, "vvar", 4) == 0)
-        continue;
-      if (!m->path)
-        flags |= MAP_ANONYMOUS;
-      if (strcmp(m->kind, "stack") == 0)
-        flags |= MAP_GROWSDOWN;
-      if (m->madv & VMF_NORESERVE)
-        flags |= MAP_NORESERVE;
-      OPEQ(&main_ops, SYS_mmap, (int64_t)m->start, m->start, m->end - m->start, prot, flags,
-           m->path ? (uint64_t)m->svc : (uint64_t)-1, m->path ? m->pgoff * PAGE : 0);
-    }
-  for (size_t i = 0; i < p->nruns; i++)
-    OP(&main_ops, BLOB_OP_PREAD_FULL, p->pages_svc, p->runs[i].vaddr, p->runs[i].len,
-       p->runs[i].off, 0, 0);
-  for (size_t i = 0; i < p->nvmas; i++)
-    {
-      struct rvma *m = &p->vmas[i];
-      if (m->shared || strcmp(m->kind, "vdso") == 0 || strncmp(m->kind, "vvar", 4) == 0
-          || m->prot == (PROT_READ | PROT_WRITE))
-        continue;
-      OP(&main_ops, SYS_mprotect, m->start, m->end - m->start, m->prot, 0, 0, 0);
-    }
-  /* The advice smaps showed (vmflags.c), once the pages are in. */
-  for (size_t i = 0; i < p->nvmas; i++)
-    for (uint32_t bit = 1; bit <= VMF_ALL; bit <<= 1)
-      if ((p->vmas[i].madv & bit) && vmflags_advice(bit))
-        OP(&main_ops, SYS_madvise, p->vmas[i].start, p->vmas[i].end - p->vmas[i].start,
-           vmflags_advice(bit), 0, 0, 0);
-  /* 5. mm fields and the exe link (CAP_CHECKPOINT_RESTORE). */
-  {
-    struct mm_map mm = p->mm;
-    mm.auxv = bld_alloc(&b, p->auxv_len, 8, p->auxv);
-    mm.auxv_size = p->auxv_len;
-    mm.exe_fd = p->exe_svc;
-    OP(&main_ops, SYS_prctl, PR_SET_MM, PR_SET_MM_MAP, bld_alloc(&b, sizeof mm, 8, &mm), sizeof mm,
-       0, 0);
-  }
-  /* 6. signal dispositions and timers. */
-  for (int sg = 1; sg <= 64; sg++)
-    {
-      if (sg == SIGKILL || sg == SIGSTOP)
-        continue;
-      OP(&main_ops, SYS_rt_sigaction, sg, bld_alloc(&b, sizeof p->sa[sg], 8, &p->sa[sg]), 0, 8, 0,
-         0);
-    }
-  for (int w = 0; w < 3; w++)
-    if (p->itimer[w][2] || p->itimer[w][3])
-      OP(&main_ops, SYS_setitimer, w, bld_alloc(&b, sizeof p->itimer[w], 8, p->itimer[w]), 0, 0, 0,
-         0);
-  /* 7. the other threads, each finishing its own state. */
+  mem_ops(p, sp, nsp, base, size, scratch, &main_ops);
+  mm_sig_ops(p, &main_ops, &b);
   tops = xzalloc(p->nth * sizeof *tops);
-  for (size_t t = 1; t < p->nth; t++)
-    {
-      struct rthread *th = &p->th[t];
-      struct clone_args ca;
-      uint64_t stack = bld_alloc(&b, THREAD_STACK, 64, NULL);
-      uint64_t tidp = bld_alloc(&b, sizeof(pid_t), 8, &th->tid);
-      memset(&ca, 0, sizeof ca);
-      ca.flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
-      ca.stack = stack;
-      ca.stack_size = THREAD_STACK;
-      if (c->use_nslp)
-        {
-          char num[24];
-          int len = snprintf(num, sizeof num, "%d", th->tid - 1);
-          struct flock lk = nslp_lock(F_WRLCK);
-          OP(&main_ops, SYS_fcntl, c->nslp_fd, F_SETLKW, bld_alloc(&b, sizeof lk, 8, &lk), 0, 0, 0);
-          OPEQ(&main_ops, SYS_pwrite64, len, c->nslp_fd, bld_alloc(&b, len + 1, 8, num), len, 0, 0,
-               0);
-        }
-      else
-        {
-          ca.set_tid = tidp;
-          ca.set_tid_size = 1;
-        }
-      thread_tail_ops(c, p, th, &tops[t], &b);
-      OPEQ(&main_ops, BLOB_OP_CLONE_THREAD, th->tid, bld_alloc(&b, sizeof ca, 8, &ca), sizeof ca,
-           args_addr + sizeof(struct blob_args) + (t - 1) * sizeof(struct blob_ops), 0, 0, 0);
-      if (c->use_nslp)
-        {
-          struct flock ul = nslp_lock(F_UNLCK);
-          OP(&main_ops, SYS_fcntl, c->nslp_fd, F_SETLK, bld_alloc(&b, sizeof ul, 8, &ul), 0, 0, 0);
-        }
-    }
-  /* 8. the main thread's own state, process-wide pending signals, limits,
-     and the service descriptors gone. */
-  OP(&main_ops, SYS_prctl, PR_SET_PDEATHSIG, 0, 0, 0, 0, 0);
-  for (size_t i = 0; i < p->nshared_pending; i++)
-    {
-      int32_t sig;
-      memcpy(&sig, p->shared_pending[i], 4);
-      OP(&main_ops, SYS_rt_sigqueueinfo, p->pid, sig, bld_alloc(&b, 128, 8, p->shared_pending[i]),
-         0, 0, 0);
-    }
-  for (int r_ = 0; r_ < RLIM_NLIMITS; r_++)
-    OP(&main_ops, SYS_prlimit64, 0, r_, bld_alloc(&b, 16, 8, p->rl[r_]), 0, 0, 0);
-  OP(&main_ops, SYS_close_range, c->svc_base, ~0U, 0, 0, 0, 0);
-  process_attr_ops(p, &main_ops, &b);
-  {
-    /* Test hook: the last process's restorer fails here, after every task
-       exists, to prove that a late failure leaves nothing behind. */
-    const char *fault = crest_test_knob("CREST_FAULT");
-    if (fault && strcmp(fault, "restore-blob") == 0 && (size_t)idx == c->np - 1)
-      OP(&main_ops, SYS_close, (uint64_t)-1, 0, 0, 0, 0, 0);
-  }
-  thread_tail_ops(c, p, &p->th[0], &main_ops, &b);
+  thread_ops(c, p, args_addr, &main_ops, tops, &b);
+  main_tail_ops(c, idx, p, &main_ops, &b);
 
-  /* Lay the operation lists out in the region. */
-  {
-    struct blob_args a;
-    memset(&a, 0, sizeof a);
-    a.magic = BLOB_MAGIC;
-    a.main.n = main_ops.n;
-    a.main.ops = bld_alloc(&b, main_ops.n * sizeof *main_ops.ops, 64, main_ops.ops);
-    a.main.status = -1;
-    memcpy(region + (args_addr - base), &a, sizeof a);
-    for (size_t t = 1; t < p->nth; t++)
-      {
-        struct blob_ops h;
-        h.n = tops[t].n;
-        h.ops = bld_alloc(&b, tops[t].n * sizeof *tops[t].ops, 64, tops[t].ops);
-        h.status = -1;
-        h.result = 0;
-        memcpy(region + (args_addr - base) + sizeof a + (t - 1) * sizeof h, &h, sizeof h);
-      }
-  }
+  lay_out_ops(p, region, base, args_addr, &main_ops, tops, &b);
   /* The root directory last of everything opened by path (files, exe and
      mapped files are open in the service range, the cwd and /proc/self are
      done): the image's paths are all in the tree's root, and a chroot'd
@@ -1389,46 +1205,7 @@ static void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   if (p->root_dir && chroot(p->root_dir) < 0)
     task_fail(c, idx, "process %d: chroot %s: %s%s", p->pid, p->root_dir, strerror(errno),
               errno == EPERM ? " (it needs CAP_SYS_CHROOT)" : "");
-  {
-    uint64_t stack_lo = bld_alloc(&b, MAIN_STACK, 64, NULL);
-
-    /* glibc registered rseq for crest's thread area, which is about to
-       vanish: unregister it first. */
-    {
-      uint64_t tp;
-      extern const ptrdiff_t __rseq_offset __attribute__((weak));
-      extern const unsigned int __rseq_size __attribute__((weak));
-      if (&__rseq_size && __rseq_size && syscall(SYS_arch_prctl, ARCH_GET_FS, &tp) == 0)
-        {
-          if (syscall(334, tp + __rseq_offset, 32, 1 /* RSEQ_FLAG_UNREGISTER */, 0x53053053) < 0
-              && syscall(334, tp + __rseq_offset, __rseq_size, 1, 0x53053053) < 0)
-            task_fail(c, idx, "process %d: unregister crest's rseq area: %s", p->pid,
-                      strerror(errno));
-        }
-    }
-    memset(&r, 0, sizeof r);
-    r.kind = 'R';
-    r.idx = idx;
-    r.pid = getpid();
-    r.base = base;
-    r.size = size;
-    if (write(c->report[1], &r, sizeof r) != sizeof r)
-      _exit(125);
-    while (__atomic_load_n(&c->go[idx], __ATOMIC_ACQUIRE) == 0)
-      syscall(SYS_futex, &c->go[idx], FUTEX_WAIT, 0, NULL, NULL, 0);
-    if (__atomic_load_n(&c->go[idx], __ATOMIC_ACQUIRE) != 1)
-      {
-        if (c->o->as_ns_init && idx == 0)
-          {
-            /* The helper failed: its message is in the shared page. */
-            dprintf(2, "crest: %s\n", (char *)(c->go + c->np));
-            __atomic_store_n(&c->go[idx], 3, __ATOMIC_RELEASE);
-            syscall(SYS_futex, &c->go[idx], FUTEX_WAKE, 1, NULL, NULL, 0);
-          }
-        _exit(124);
-      }
-    task_jump(base + BLOB_OFF_ENTRY, stack_lo + MAIN_STACK - 64, args_addr);
-  }
+  task_go(c, idx, base, size, args_addr, &b);
 }
 
 static pid_t
@@ -2155,6 +1932,134 @@ crest_engine_plan(const struct crest_restore_opts *o, crest_error_t *err)
   return rc;
 }
 
+/* Every PID and TID of the image is free here. */
+static int
+check_pids_free(struct rctx *c, crest_error_t *err)
+{
+  for (size_t i = 0; i < c->np; i++)
+    for (size_t t = 0; t < c->p[i].nth + c->p[i].zombie; t++)
+      {
+        pid_t tid = c->p[i].zombie ? c->p[i].pid : c->p[i].th[t].tid;
+        if (!(c->o->as_ns_init && tid == 1) && (kill(tid, 0) == 0 || errno != ESRCH))
+          return crest_error_make(err, EEXIST, "restore: PID %d is in use in this PID namespace",
+                                  tid);
+      }
+  return 0;
+}
+
+/* How the tasks report (a pipe) and are told to go (a shared page). */
+static int
+open_report(struct rctx *c, crest_error_t *err)
+{
+  if (pipe2(c->report, O_CLOEXEC) < 0)
+    return crest_error_errno(err, "restore: pipe");
+  /* The write end must survive each task's clean-up of low descriptors. */
+  if ((c->report[1] = svc_place(c, c->report[1], err)) < 0)
+    return -1;
+  c->go = mmap(NULL, ((c->np * 4 + PAGE - 1) & ~(PAGE - 1)) + PAGE, PROT_READ | PROT_WRITE,
+               MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (c->go == MAP_FAILED)
+    {
+      c->go = NULL;
+      return crest_error_errno(err, "restore: mmap");
+    }
+  return 0;
+}
+
+/* As the init of a new PID namespace: this process becomes the image's
+   init. Comes back only on a failure: -1, with OLD the signal mask put
+   back. */
+static int
+restore_as_init(struct rctx *c, sigset_t *all, sigset_t *old, crest_error_t *err)
+{
+  /* We are PID 1 and become the image's init. A helper child, with a PID
+     the image does not use, is the tracer that finishes the tree; it
+     exits when done (the restored init reaps it like any orphan). */
+  pid_t h;
+  sigprocmask(SIG_BLOCK, all, old);
+  h = helper_fork(c);
+  if (h < 0)
+    {
+      crest_error_errno(err, "restore: create the finishing helper");
+      sigprocmask(SIG_SETMASK, old, NULL);
+      return -1;
+    }
+  if (h == 0)
+    {
+      crest_error_t e = NULL;
+      close(c->report[1]);
+      c->report[1] = -1;
+      if (finish_tree(c, &e) < 0)
+        {
+          cleanup_free char *text = crest_error_text(e);
+          struct timespec ack = { 2, 0 };
+          snprintf((char *)(c->go + c->np), PAGE - 1, "%s", text ? text : "restore failed");
+          /* Tasks that are not traced yet go by hand; the traced ones by
+             PTRACE_O_EXITKILL when we exit. The init says why, once:
+             wait until it has (it sets 3), or it failed on its own and
+             says that instead. */
+          for (size_t i = 1; i < c->np; i++)
+            kill(c->p[i].pid, SIGKILL);
+          __atomic_store_n(&c->go[0], 2, __ATOMIC_RELEASE);
+          syscall(SYS_futex, &c->go[0], FUTEX_WAKE, 1, NULL, NULL, 0);
+          syscall(SYS_futex, &c->go[0], FUTEX_WAIT, 2, &ack, NULL, 0);
+          _exit(1);
+        }
+      _exit(0);
+    }
+  {
+    sigjmp_buf jb;
+    if (sigsetjmp(jb, 0) == 0)
+      {
+        c->init_fail = &jb;
+        task_main(c, 0);
+      }
+    /* Only a failure comes back: the helper and the tasks created so far
+       go with this process (their PID namespace ends with its init). */
+    c->init_fail = NULL;
+    kill(h, SIGKILL);
+    crest_error_make(err, 0, "restore: %s", c->init_msg);
+    sigprocmask(SIG_SETMASK, old, NULL);
+    return -1;
+  }
+}
+
+/* The tree runs: its root's PID, the pid file, and the wait for the root
+   unless detached. */
+static int
+restore_done(struct rctx *c, pid_t *root_out, crest_error_t *err)
+{
+  *root_out = c->p[0].pid;
+  {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (c->progress
+        || (now.tv_sec - c->t0.tv_sec) * 1000000000L + (now.tv_nsec - c->t0.tv_nsec) >= 1000000000L)
+      crest_progress("restore of %s: done, %zu processes running", c->o->image_dir, c->np);
+  }
+  if (c->o->pid_file)
+    {
+      /* All or nothing: a caller that gets no PID must not find the tree
+         running (its retry would meet "PID in use"). */
+      char num[24];
+      int n = snprintf(num, sizeof num, "%d", c->p[0].pid);
+      if (write_file_atomic(c->o->pid_file, num, n, 0644, err) < 0)
+        {
+          kill_all(c);
+          return -1;
+        }
+    }
+  if (!c->o->detach)
+    {
+      int st;
+      while (waitpid(c->p[0].pid, &st, 0) < 0 && errno == EINTR)
+        ;
+      if (c->o->root_status)
+        *c->o->root_status = st;
+    }
+  return 0;
+}
+
 int
 crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_error_t *err)
 {
@@ -2191,92 +2096,24 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
   c.use_nslp = o->force_ns_last_pid || (force && strcmp(force, "1") == 0);
   if (!c.use_nslp && syscall(SYS_clone3, NULL, 0) < 0 && errno == ENOSYS)
     c.use_nslp = true;
-  for (size_t i = 0; i < c.np; i++)
-    for (size_t t = 0; t < c.p[i].nth + c.p[i].zombie; t++)
-      {
-        pid_t tid = c.p[i].zombie ? c.p[i].pid : c.p[i].th[t].tid;
-        if (!(o->as_ns_init && tid == 1) && (kill(tid, 0) == 0 || errno != ESRCH))
-          {
-            crest_error_make(err, EEXIST, "restore: PID %d is in use in this PID namespace", tid);
-            free_ctx(&c);
-            return -1;
-          }
-      }
+  if (check_pids_free(&c, err) < 0)
+    {
+      free_ctx(&c);
+      return -1;
+    }
   if (o->pid_file && check_pid_file_dir(o->pid_file, err) < 0)
     goto out;
   fault_kill("checked");
   if (open_files(&c, err) < 0)
     goto out;
   fault_kill("files");
-  if (pipe2(c.report, O_CLOEXEC) < 0)
-    {
-      crest_error_errno(err, "restore: pipe");
-      goto out;
-    }
-  /* The write end must survive each task's clean-up of low descriptors. */
-  if ((c.report[1] = svc_place(&c, c.report[1], err)) < 0)
+  if (open_report(&c, err) < 0)
     goto out;
-  c.go = mmap(NULL, ((c.np * 4 + PAGE - 1) & ~(PAGE - 1)) + PAGE, PROT_READ | PROT_WRITE,
-              MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (c.go == MAP_FAILED)
-    {
-      c.go = NULL;
-      crest_error_errno(err, "restore: mmap");
-      goto out;
-    }
   sigfillset(&all);
   if (o->as_ns_init)
     {
-      /* We are PID 1 and become the image's init. A helper child, with a PID
-         the image does not use, is the tracer that finishes the tree; it
-         exits when done (the restored init reaps it like any orphan). */
-      pid_t h;
-      sigprocmask(SIG_BLOCK, &all, &old);
-      h = helper_fork(&c);
-      if (h < 0)
-        {
-          crest_error_errno(err, "restore: create the finishing helper");
-          sigprocmask(SIG_SETMASK, &old, NULL);
-          goto out;
-        }
-      if (h == 0)
-        {
-          crest_error_t e = NULL;
-          close(c.report[1]);
-          c.report[1] = -1;
-          if (finish_tree(&c, &e) < 0)
-            {
-              cleanup_free char *text = crest_error_text(e);
-              struct timespec ack = { 2, 0 };
-              snprintf((char *)(c.go + c.np), PAGE - 1, "%s", text ? text : "restore failed");
-              /* Tasks that are not traced yet go by hand; the traced ones by
-                 PTRACE_O_EXITKILL when we exit. The init says why, once:
-                 wait until it has (it sets 3), or it failed on its own and
-                 says that instead. */
-              for (size_t i = 1; i < c.np; i++)
-                kill(c.p[i].pid, SIGKILL);
-              __atomic_store_n(&c.go[0], 2, __ATOMIC_RELEASE);
-              syscall(SYS_futex, &c.go[0], FUTEX_WAKE, 1, NULL, NULL, 0);
-              syscall(SYS_futex, &c.go[0], FUTEX_WAIT, 2, &ack, NULL, 0);
-              _exit(1);
-            }
-          _exit(0);
-        }
-      {
-        sigjmp_buf jb;
-        if (sigsetjmp(jb, 0) == 0)
-          {
-            c.init_fail = &jb;
-            task_main(&c, 0);
-          }
-        /* Only a failure comes back: the helper and the tasks created so far
-           go with this process (their PID namespace ends with its init). */
-        c.init_fail = NULL;
-        kill(h, SIGKILL);
-        crest_error_make(err, 0, "restore: %s", c.init_msg);
-        sigprocmask(SIG_SETMASK, &old, NULL);
-        goto out;
-      }
+      restore_as_init(&c, &all, &old, err);
+      goto out;
     }
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   sigprocmask(SIG_BLOCK, &all, &old);
@@ -2293,34 +2130,8 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
     goto fail;
   fault_kill("running");
   sigprocmask(SIG_SETMASK, &old, NULL);
-  *root_out = c.p[0].pid;
-  {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    if (c.progress
-        || (now.tv_sec - c.t0.tv_sec) * 1000000000L + (now.tv_nsec - c.t0.tv_nsec) >= 1000000000L)
-      crest_progress("restore of %s: done, %zu processes running", o->image_dir, c.np);
-  }
-  if (o->pid_file)
-    {
-      /* All or nothing: a caller that gets no PID must not find the tree
-         running (its retry would meet "PID in use"). */
-      char num[24];
-      int n = snprintf(num, sizeof num, "%d", c.p[0].pid);
-      if (write_file_atomic(o->pid_file, num, n, 0644, err) < 0)
-        {
-          kill_all(&c);
-          goto out;
-        }
-    }
-  if (!o->detach)
-    {
-      int st;
-      while (waitpid(c.p[0].pid, &st, 0) < 0 && errno == EINTR)
-        ;
-      if (o->root_status)
-        *o->root_status = st;
-    }
+  if (restore_done(&c, root_out, err) < 0)
+    goto out;
   rc = 0;
   goto out;
 fail:
