@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
@@ -19,6 +20,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include "dump-int.h"
 #include "image-check.h"
@@ -179,4 +181,226 @@ creds_restore(struct rctx *c, int idx, const struct rproc *p)
       task_fail(c, idx, "process %d: set securebits %#llx: %s", p->pid, (long long)p->securebits,
                 strerror(errno));
   }
+}
+/* /proc/PID/status shows IDs as crest's user namespace sees them; the
+   restore sets them from inside the tree's own one (a rootless container
+   maps its root to the user who runs crest). */
+static int
+load_idmap(pid_t pid, const char *which, struct idmap *m, crest_error_t *err)
+{
+  cleanup_free char *text = NULL;
+  char *save = NULL;
+  if (read_proc(pid, which, &text, err) < 0)
+    return -1;
+  m->n = 0;
+  for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+    {
+      unsigned long in, out, len;
+      if (sscanf(l, "%lu %lu %lu", &in, &out, &len) != 3 || m->n == ARRAY_SIZE(m->in))
+        return crest_error_make(err, EINVAL, "task %d: cannot parse /proc %s", pid, which);
+      m->in[m->n] = in, m->out[m->n] = out, m->len[m->n] = len;
+      m->n++;
+    }
+  return 0;
+}
+
+int
+user_ns(struct dctx *c, crest_error_t *err)
+{
+  struct stat r, self;
+  cleanup_free char *rp = xasprintf("/proc/%d/ns/user", c->root);
+  if (stat(rp, &r) < 0)
+    return crest_error_errno(err, "task %d: its user namespace", c->root);
+  if (stat("/proc/self/ns/user", &self) < 0)
+    return crest_error_errno(err, "checkpoint: crest's own user namespace");
+  c->foreign_userns = r.st_dev != self.st_dev || r.st_ino != self.st_ino;
+  if (c->foreign_userns
+      && (load_idmap(c->root, "uid_map", &c->uidmap, err) < 0
+          || load_idmap(c->root, "gid_map", &c->gidmap, err) < 0))
+    return -1;
+  for (size_t i = 1; i < c->np; i++)
+    {
+      struct stat t;
+      cleanup_free char *tp = xasprintf("/proc/%d/ns/user", c->p[i].pid);
+      if (stat(tp, &t) < 0)
+        return crest_error_errno(err, "task %d: its user namespace", c->p[i].pid);
+      if (t.st_dev != r.st_dev || t.st_ino != r.st_ino)
+        return crest_error_make(
+            err, ENOTSUP, "task %d: a user namespace of its own (nested), cannot checkpoint it",
+            c->p[i].pid);
+    }
+  return 0;
+}
+
+/* Do status lines KEY of A and B say the same? */
+static bool
+same_status_line(const char *a, const char *b, const char *key)
+{
+  const char *x = status_field(a, key), *y = status_field(b, key);
+  size_t nx, ny;
+  if (!x || !y)
+    return x == y;
+  nx = strcspn(x, "\n");
+  ny = strcspn(y, "\n");
+  return nx == ny && memcmp(x, y, nx) == 0;
+}
+
+/* Credentials are restored per process: every thread gets the main
+   thread's. A thread that changed its own (a raw setresuid or capset, which
+   glibc's wrappers would have applied to all threads) cannot be restored
+   as it is, so it is refused. */
+int
+check_thread_creds(const struct dproc *p, pid_t tid, const char *main_st, const char *st,
+                   crest_error_t *err)
+{
+  static const char *const keys[]
+      = { "Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs" };
+  for (size_t k = 0; k < ARRAY_SIZE(keys); k++)
+    if (!same_status_line(main_st, st, keys[k]))
+      return crest_error_make(err, ENOTSUP,
+                              "task %d: thread %d has credentials of its own (%s differs from the "
+                              "main thread's), which crest cannot restore",
+                              p->pid, tid, keys[k]);
+  return 0;
+}
+
+/* The bounding set, set by the task itself (threads inherit it from the
+   main thread's clone3 in the blob). The restorer's is the container's
+   plus CAP_CHECKPOINT_RESTORE, so usually that one bit is all there is to
+   drop. A stock kernel drops a bounding capability only for a task holding
+   CAP_SETPCAP; a kernel with the project's series also drops
+   CAP_CHECKPOINT_RESTORE, and only that one, for a task holding
+   CAP_CHECKPOINT_RESTORE in its own user namespace, which every task does
+   here: the capset that lowers its sets comes at the very end of the blob.
+   Whether the kernel allows it is learned from the call itself, never from
+   the kernel's version: EPERM leaves the bit in place (the documented gap,
+   docs/engine.md) and the restore goes on as it always did; any other
+   error is a failure. */
+void
+restore_bounding(struct rctx *c, int idx, const struct rproc *p)
+{
+  const uint64_t cr = 1ULL << CAP_CHECKPOINT_RESTORE;
+  uint64_t have = 0, kept = 0;
+
+  for (int cap = 0; cap < 64; cap++)
+    {
+      int r = prctl(PR_CAPBSET_READ, cap);
+      if (r < 0)
+        break; /* past the kernel's last capability */
+      if (r == 1)
+        have |= 1ULL << cap;
+    }
+  /* CAP_CHECKPOINT_RESTORE first: with only that one allowed, the other
+     refusals must not decide anything about it. */
+  for (int k = -1; k < 64; k++)
+    {
+      int cap = k < 0 ? CAP_CHECKPOINT_RESTORE : k;
+      uint64_t bit = 1ULL << cap;
+      if ((k >= 0 && cap == CAP_CHECKPOINT_RESTORE) || !(have & bit) || (p->caps[3] & bit))
+        continue;
+      if (prctl(PR_CAPBSET_DROP, cap) == 0)
+        continue;
+      if (errno != EPERM)
+        task_fail(c, idx, "process %d: drop capability %d from the bounding set: %s", p->pid, cap,
+                  strerror(errno));
+      kept |= bit;
+    }
+  if (kept & cr)
+    crest_debug("process %d: this kernel does not let a task drop CAP_CHECKPOINT_RESTORE from "
+                "its bounding set without CAP_SETPCAP: it stays there (docs/engine.md)",
+                p->pid);
+  if (kept & ~cr)
+    crest_debug("process %d: bounding set keeps %#" PRIx64
+                " the task did not have: dropping them needs CAP_SETPCAP, which the "
+                "restorer lacks",
+                p->pid, kept & ~cr);
+  if (p->caps[3] & ~have)
+    crest_debug("process %d: bounding set lacks %#" PRIx64 " the task had: the restorer lacks them",
+                p->pid, p->caps[3] & ~have);
+}
+
+/* The capabilities a restored task may hold (docs/engine.md, "Capabilities
+   from the image"). An image is not signed: crest cannot tell the sets a
+   task really had from sets edited in, so it bounds them by what the
+   restore may give on its own authority. Container mode: what the
+   configuration gives (the restorer's permitted and inheritable sets, less
+   CAP_CHECKPOINT_RESTORE unless the configuration grants it). Process mode:
+   the restorer's permitted and inheritable sets, unless the kernel marked
+   this exec AT_SECURE: crest then holds its capabilities through its file
+   capability, they are crest's and not the user's, and no task gets any. */
+int
+caps_bound(const struct crest_restore_opts *o, uint64_t *bound, const char **whose,
+           crest_error_t *err)
+{
+  struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+  struct __user_cap_data_struct d[2];
+  if (syscall(SYS_capget, &h, d) < 0)
+    return crest_error_errno(err, "restore: capget");
+  *bound = (uint64_t)(d[0].permitted | d[0].inheritable)
+           | (uint64_t)(d[1].permitted | d[1].inheritable) << 32;
+  *whose = "this restore does not hold";
+  if (o->caps_from_config)
+    {
+      *whose = "the container's configuration does not give";
+      if (!o->cr_granted)
+        *bound &= ~(1ULL << CAP_CHECKPOINT_RESTORE);
+    }
+  else if (getauxval(AT_SECURE))
+    {
+      *bound = 0;
+      *whose = "the user running this restore does not hold (crest's own, from its file "
+               "capability, are not for the tree)";
+    }
+  return 0;
+}
+
+/* Process mode: could P get CAP_CHECKPOINT_RESTORE back by itself, by
+   executing a program? As root of its user namespace with the capability
+   in its bounding set (root's execve takes the bounding set), or through
+   its executable's file capabilities. The restorer holds the capability
+   for the restore, so holding it says nothing about what the task may. */
+static bool
+cr_regainable(const struct rproc *p)
+{
+  const uint64_t cr = 1ULL << CAP_CHECKPOINT_RESTORE;
+  struct vfs_ns_cap_data fc;
+  ssize_t n;
+  if (p->uids[1] == 0 && (p->caps[3] & cr) && !(p->securebits & (1 << 0) /* SECBIT_NOROOT */))
+    return true;
+  memset(&fc, 0, sizeof fc);
+  n = getxattr(p->exe, "security.capability", &fc, sizeof fc);
+  return n >= (ssize_t)XATTR_CAPS_SZ_2
+         && (fc.data[CAP_CHECKPOINT_RESTORE / 32].permitted & (1U << CAP_CHECKPOINT_RESTORE % 32));
+}
+
+/* Every process's inheritable, permitted, effective and ambient sets lie
+   within BOUND; one line naming the first capability that does not. */
+int
+check_caps(struct rctx *c, uint64_t bound, const char *whose, crest_error_t *err)
+{
+  static const char *const set[] = { "inheritable", "permitted", "effective", NULL, "ambient" };
+  for (size_t i = 0; i < c->np; i++)
+    for (int k = 0; k < 5 && !c->p[i].zombie; k++)
+      {
+        uint64_t b = bound;
+        uint64_t extra;
+        const char *who = whose;
+        if (!c->o->caps_from_config && (b & (1ULL << CAP_CHECKPOINT_RESTORE))
+            && !cr_regainable(&c->p[i]))
+          {
+            b &= ~(1ULL << CAP_CHECKPOINT_RESTORE);
+            who = "the task could not regain by itself (it is not root with it in its bounding "
+                  "set, its executable has no such file capability)";
+          }
+        extra = set[k] ? c->p[i].caps[k] & ~b : 0;
+        int cap = extra ? __builtin_ctzll(extra) : -1;
+        if (cap >= 0)
+          return crest_error_make(err, EPERM,
+                                  "image %s: process %d: its %s set has capability %d%s, which "
+                                  "%s",
+                                  c->o->image_dir, c->p[i].pid, set[k], cap,
+                                  cap == CAP_CHECKPOINT_RESTORE ? " (CAP_CHECKPOINT_RESTORE)" : "",
+                                  extra & bound ? who : whose);
+      }
+  return 0;
 }

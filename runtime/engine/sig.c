@@ -166,3 +166,18 @@ sig_parse_process(yajl_val v, struct rproc *p, crest_error_t *err)
     return -1;
   return 0;
 }
+
+/* Is signal SIG among the N siginfos in SI (128 bytes each, as the image
+   holds them)? */
+bool
+sig_in(const uint8_t (*si)[128], size_t n, int sig)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      int32_t s;
+      memcpy(&s, si[i], 4);
+      if (s == sig)
+        return true;
+    }
+  return false;
+}
