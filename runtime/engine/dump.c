@@ -895,15 +895,28 @@ fail:
   return rc;
 }
 
+/* Has task PID exited (or can its state no longer be read)? */
+static bool
+task_gone(pid_t pid)
+{
+  cleanup_free char *st = NULL;
+  crest_error_t e2 = NULL;
+  const char *s;
+  if (read_proc(pid, "status", &st, &e2) < 0 || !(s = status_field(st, "State")) || *s == 'Z'
+      || *s == 'X')
+    {
+      crest_error_release(&e2);
+      return true;
+    }
+  return false;
+}
+
 static int
 check_alive(struct dctx *c, crest_error_t *err)
 {
   /* A task that died while we worked: the image would be inconsistent. */
   for (size_t i = 0; i < c->np; i++)
     {
-      cleanup_free char *st = NULL;
-      crest_error_t e2 = NULL;
-      const char *s;
       if (c->p[i].zombie)
         {
           /* Reaped meanwhile: its parent's wait() already happened. */
@@ -912,12 +925,8 @@ check_alive(struct dctx *c, crest_error_t *err)
                                     c->p[i].pid);
           continue;
         }
-      if (read_proc(c->p[i].pid, "status", &st, &e2) < 0 || !(s = status_field(st, "State"))
-          || *s == 'Z' || *s == 'X')
-        {
-          crest_error_release(&e2);
-          return crest_error_make(err, ESRCH, "task %d: exited during the checkpoint", c->p[i].pid);
-        }
+      if (task_gone(c->p[i].pid))
+        return crest_error_make(err, ESRCH, "task %d: exited during the checkpoint", c->p[i].pid);
     }
   return 0;
 }
@@ -928,9 +937,7 @@ exit_reason(struct dctx *c, crest_error_t *err)
 {
   for (size_t i = 0; i < c->np; i++)
     {
-      cleanup_free char *st = NULL;
       crest_error_t e2 = NULL;
-      const char *s;
       if (c->p[i].zombie)
         continue;
       /* A leader gone before its other threads shows Z too: that was
@@ -940,10 +947,8 @@ exit_reason(struct dctx *c, crest_error_t *err)
           crest_error_release(&e2);
           continue;
         }
-      if (read_proc(c->p[i].pid, "status", &st, &e2) < 0 || !(s = status_field(st, "State"))
-          || *s == 'Z' || *s == 'X')
+      if (task_gone(c->p[i].pid))
         {
-          crest_error_release(&e2);
           if (*err)
             {
               cleanup_free char *why = crest_error_text(*err);
