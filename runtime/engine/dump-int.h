@@ -221,4 +221,25 @@ creds_put(struct dctx *c, struct dproc *p, const char *status, yajl_gen g, crest
 void
 files_put_fds(struct dctx *c, const struct dproc *p, yajl_gen g);
 
+/* pstree.c: the tree, seized (collect_tree), its IDs inside its PID
+   namespace (ns_ids), its groups and sessions checked, a zombie's record. */
+struct dproc *
+find_proc(struct dctx *c, pid_t pid);
+int
+collect_tree(struct dctx *c, crest_error_t *err);
+int
+ns_ids(struct dctx *c, crest_error_t *err);
+int
+check_groups(struct dctx *c, crest_error_t *err);
+int
+dump_zombie(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err);
+
+/* creds.c: the tree's user namespace and ID maps (user_ns); a thread
+   whose credentials differ from its process's is refused. */
+int
+user_ns(struct dctx *c, crest_error_t *err);
+int
+check_thread_creds(const struct dproc *p, pid_t tid, const char *main_st, const char *st,
+                   crest_error_t *err);
+
 #endif

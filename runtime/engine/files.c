@@ -421,3 +421,62 @@ files_task_src(const struct rctx *c, const struct rfile *f, int fd)
 {
   return f->ops->install ? f->ops->install(c, f, fd) : f->svc;
 }
+
+/* Process P's descriptors: which file each is, close-on-exec, its POSIX
+   locks. */
+int
+files_parse_fds(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
+{
+  yajl_val *items;
+  long n;
+
+  n = jget_array(v, "fds", &items, err);
+  CHECK(n >= 0 && n <= 65536, "process %d: %ld descriptors", p->pid, n);
+  p->fds = xzalloc((n + 1) * sizeof *p->fds);
+  for (long i = 0; i < n; i++)
+    {
+      int64_t fd, file;
+      if (jget_i64(items[i], "fd", &fd, err) < 0
+          || jget_bool(items[i], "cloexec", &p->fds[i].cloexec, err) < 0
+          || jget_i64(items[i], "file", &file, err) < 0)
+        return -1;
+      CHECK(fd >= 0 && fd < (1 << 20) && file >= 0 && file <= (1 << 20)
+                && (i == 0 || fd > p->fds[i - 1].fd),
+            "process %d: descriptor entry %ld is malformed", p->pid, i);
+      p->fds[i].fd = fd, p->fds[i].file = file;
+      if (locks_parse(items[i], c->img->format, 1u << LOCK_KIND_POSIX, &p->fds[i].locks, err) < 0)
+        return crest_error_wrap(err, "process %d: fd %lld", p->pid, (long long)fd);
+    }
+  p->nfds = n;
+
+  return 0;
+}
+
+/* In the new task: install the tree's descriptors, close the rest below
+   the service range. */
+void
+files_install(struct rctx *c, int idx, const struct rproc *p)
+{
+  for (int fd = 0; fd < c->svc_base; fd++)
+    {
+      struct rfd *want = NULL;
+      for (size_t k = 0; k < p->nfds; k++)
+        if (p->fds[k].fd == fd)
+          want = &p->fds[k];
+      if (!want)
+        {
+          close(fd);
+          continue;
+        }
+      struct rfile *f = &c->f[want->file];
+      int src = files_task_src(c, f, fd);
+      if (src < 0 || dup2(src, fd) < 0)
+        task_fail(c, idx, "process %d: install fd %d (%s): %s", p->pid, fd, f->path,
+                  strerror(errno));
+      if (fcntl(fd, F_SETFD, want->cloexec ? FD_CLOEXEC : 0) < 0)
+        task_fail(c, idx, "process %d: fd %d: set close-on-exec: %s", p->pid, fd, strerror(errno));
+    }
+  for (size_t k = 0; k < p->nfds; k++)
+    if (p->fds[k].fd >= c->svc_base)
+      task_fail(c, idx, "process %d: fd %d lies in the service range", p->pid, p->fds[k].fd);
+}

@@ -20,8 +20,10 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/mem.c \
 	runtime/engine/sig.c \
 	runtime/engine/creds.c \
+	runtime/engine/pstree.c \
 	runtime/engine/dump-guard.c \
 	runtime/engine/restore.c runtime/engine/restore-int.h \
+	runtime/engine/restore-task.c \
 	runtime/engine/files-check.c \
 	runtime/engine/pstree-check.c \
 	runtime/engine/timers.c \

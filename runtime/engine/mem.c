@@ -19,6 +19,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include "dump-int.h"
+#include "image-check.h"
+#include "restore-int.h"
 #include "image.h"
 #include "log.h"
 #include "util.h"
@@ -383,4 +385,149 @@ fail:
   free_vmas(v, nv);
   free(vf);
   return rc;
+}
+
+/* The "mm" record MM of process P. */
+int
+mem_parse_mm(yajl_val mm, struct rproc *p, crest_error_t *err)
+{
+  if (jget_u64(mm, "start_code", &p->mm.start_code, err) < 0
+      || jget_u64(mm, "end_code", &p->mm.end_code, err) < 0
+      || jget_u64(mm, "start_stack", &p->mm.start_stack, err) < 0
+      || jget_u64(mm, "start_data", &p->mm.start_data, err) < 0
+      || jget_u64(mm, "end_data", &p->mm.end_data, err) < 0
+      || jget_u64(mm, "start_brk", &p->mm.start_brk, err) < 0
+      || jget_u64(mm, "brk", &p->mm.brk, err) < 0
+      || jget_u64(mm, "arg_start", &p->mm.arg_start, err) < 0
+      || jget_u64(mm, "arg_end", &p->mm.arg_end, err) < 0
+      || jget_u64(mm, "env_start", &p->mm.env_start, err) < 0
+      || jget_u64(mm, "env_end", &p->mm.env_end, err) < 0
+      || jget_hex_alloc(mm, "auxv", 4096, &p->auxv, &p->auxv_len, err) < 0)
+    return -1;
+  return 0;
+}
+
+int
+mem_parse_vmas(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
+{
+  yajl_val *items;
+  long n;
+
+  /* VMAs: page aligned, ordered, inside the user address space. */
+  n = jget_array(v, "vmas", &items, err);
+  CHECK(n > 0 && n <= 65536, "process %d: %ld mappings", p->pid, n);
+  p->vmas = xzalloc(n * sizeof *p->vmas);
+  for (long i = 0; i < n; i++)
+    {
+      struct rvma *m = &p->vmas[i];
+      const char *kind;
+      int64_t prot;
+      if (jget_u64(items[i], "start", &m->start, err) < 0
+          || jget_u64(items[i], "end", &m->end, err) < 0
+          || jget_i64(items[i], "prot", &prot, err) < 0
+          || jget_bool(items[i], "shared", &m->shared, err) < 0
+          || jget_str(items[i], "kind", &kind, err) < 0)
+        return -1;
+      CHECK(m->start < m->end && m->start % PAGE == 0 && m->end % PAGE == 0 && m->end <= TASK_TOP
+                && (i == 0 || m->start >= p->vmas[i - 1].end) && prot >= 0 && prot <= 7
+                && strlen(kind) < 16,
+            "process %d: mapping %ld (%#" PRIx64 "-%#" PRIx64 ") is malformed", p->pid, i, m->start,
+            m->end);
+      m->prot = prot;
+      strcpy(m->kind, kind);
+      if (has_key(items[i], "madv"))
+        {
+          int64_t madv;
+          if (jget_i64(items[i], "madv", &madv, err) < 0)
+            return -1;
+          CHECK(c->img->format >= CREST_IMAGE_FORMAT_ATTRS && madv > 0 && madv <= VMF_ALL,
+                "process %d: mapping %ld: bad madv %lld (format %d)", p->pid, i, (long long)madv,
+                c->img->format);
+          m->madv = (uint32_t)madv;
+        }
+      m->svc = -1;
+      if (strcmp(kind, "file") == 0)
+        {
+          if (jget_str(items[i], "path", &m->path, err) < 0
+              || jget_u64(items[i], "pgoff", &m->pgoff, err) < 0
+              || jget_u64(items[i], "file_size", &m->file_size, err) < 0)
+            return -1;
+          CHECK(img_path_ok(m->path) && m->pgoff < (1UL << 52),
+                "process %d: mapping %ld: relative path or offset out of range", p->pid, i);
+        }
+      else if (strcmp(kind, "memfile") == 0)
+        {
+          const struct img_file *df;
+          if (jget_str(items[i], "path", &m->path, err) < 0
+              || jget_u64(items[i], "pgoff", &m->pgoff, err) < 0
+              || jget_u64(items[i], "file_size", &m->file_size, err) < 0
+              || jget_str(items[i], "data", &m->data, err) < 0)
+            return -1;
+          CHECK(img_path_ok(m->path) && m->pgoff < (1UL << 52),
+                "process %d: mapping %ld: relative path or offset out of range", p->pid, i);
+          df = img_reader_find(c->img, m->data);
+          CHECK(df && df->size == m->file_size,
+                "process %d: mapping %ld: memory file %s missing or not %" PRIu64 " bytes", p->pid,
+                i, m->data, m->file_size);
+        }
+      else
+        CHECK(!m->shared
+                  && (strcmp(kind, "anon") == 0 || strcmp(kind, "heap") == 0
+                      || strcmp(kind, "stack") == 0 || strcmp(kind, "vdso") == 0
+                      || strcmp(kind, "vvar") == 0 || strcmp(kind, "vvar_vclock") == 0),
+              "process %d: mapping %ld: unknown kind %s", p->pid, i, kind);
+    }
+  p->nvmas = n;
+
+  return 0;
+}
+
+int
+mem_parse_pages(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
+{
+  yajl_val *items;
+  long n;
+  uint64_t pages_size = 0;
+
+  /* Page runs: inside private mappings, inside the page file. */
+  {
+    const struct img_file *pf = img_reader_find(c->img, p->pages_file);
+    CHECK(pf, "process %d: page file %s is not in the manifest", p->pid, p->pages_file);
+    pages_size = pf->size;
+  }
+  n = jget_array(v, "pages", &items, err);
+  CHECK(n >= 0 && n <= (1 << 24), "process %d: %ld page runs", p->pid, n);
+  p->runs = xzalloc((n + 1) * sizeof *p->runs);
+  for (long i = 0; i < n; i++)
+    {
+      struct rrun *r = &p->runs[i];
+      uint64_t a;
+      size_t k = 0;
+      if (jget_u64(items[i], "vaddr", &r->vaddr, err) < 0
+          || jget_u64(items[i], "len", &r->len, err) < 0
+          || jget_u64(items[i], "off", &r->off, err) < 0)
+        return -1;
+      CHECK(r->vaddr % PAGE == 0 && r->len % PAGE == 0 && r->off % PAGE == 0 && r->len > 0
+                && r->vaddr + r->len > r->vaddr && r->vaddr + r->len <= TASK_TOP
+                && r->off <= pages_size && r->len <= pages_size - r->off
+                && (i == 0 || r->vaddr >= p->runs[i - 1].vaddr + p->runs[i - 1].len),
+            "process %d: page run %ld (%#" PRIx64 "+%#" PRIx64 " at %" PRIu64
+            ") lies outside %s or its mappings",
+            p->pid, i, r->vaddr, r->len, r->off, p->pages_file);
+      /* Every page of the run must be in a private, ordinary mapping. */
+      for (a = r->vaddr; a < r->vaddr + r->len;)
+        {
+          while (k < p->nvmas && p->vmas[k].end <= a)
+            k++;
+          CHECK(k < p->nvmas && p->vmas[k].start <= a && !p->vmas[k].shared
+                    && strcmp(p->vmas[k].kind, "vdso") != 0
+                    && strncmp(p->vmas[k].kind, "vvar", 4) != 0,
+                "process %d: page run %ld covers %#" PRIx64 ", which no private mapping holds",
+                p->pid, i, a);
+          a = p->vmas[k].end < r->vaddr + r->len ? p->vmas[k].end : r->vaddr + r->len;
+        }
+    }
+  p->nruns = n;
+
+  return 0;
 }

@@ -213,4 +213,45 @@ has_key(yajl_val v, const char *key);
 int
 svc_place(struct rctx *c, int fd, crest_error_t *err);
 
+/* The restore's readers of one kind of object's records. */
+int
+creds_parse(yajl_val cr, struct rproc *p, crest_error_t *err);
+int
+mem_parse_mm(yajl_val mm, struct rproc *p, crest_error_t *err);
+int
+mem_parse_vmas(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err);
+int
+mem_parse_pages(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err);
+/* KEY of V: a list of siginfos (128 bytes each), in *OUT. */
+int
+parse_siginfos(yajl_val v, const char *key, uint8_t (**out)[128], size_t *nout, crest_error_t *err);
+/* Is signal SIG among the N siginfos in SI (128 bytes each)? */
+bool
+sig_in(const uint8_t (*si)[128], size_t n, int sig);
+int
+sig_parse_process(yajl_val v, struct rproc *p, crest_error_t *err);
+int
+files_parse_fds(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err);
+/* In a new task: fail the restore with a message (restore.c). */
+void __attribute__((noreturn)) task_fail(struct rctx *c, int idx, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void
+creds_restore(struct rctx *c, int idx, const struct rproc *p);
+void
+files_install(struct rctx *c, int idx, const struct rproc *p);
+/* creds.c: the bounding set dropped in the new task; the capabilities a
+   restore may give (caps_bound) and the image's checked against them. */
+void
+restore_bounding(struct rctx *c, int idx, const struct rproc *p);
+int
+caps_bound(const struct crest_restore_opts *o, uint64_t *bound, const char **whose,
+           crest_error_t *err);
+int
+check_caps(struct rctx *c, uint64_t bound, const char *whose, crest_error_t *err);
+/* restore-task.c: fork task IDX of the image with its PID (its own
+   children are forked by it), and what it runs. */
+pid_t
+create_task(struct rctx *c, int idx);
+void __attribute__((noreturn)) task_main(struct rctx *c, int idx);
+
 #endif

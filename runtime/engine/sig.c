@@ -18,6 +18,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 #include "dump-int.h"
+#include "image-check.h"
+#include "restore-int.h"
 #include "image.h"
 #include "log.h"
 #include "util.h"
@@ -89,4 +91,93 @@ sig_put_process(const struct dproc *p, yajl_gen g, bool *cont, crest_error_t *er
     *cont |= sig_put_pending(g, "shared_pending", si, n);
   }
   return 0;
+}
+
+int
+parse_siginfos(yajl_val v, const char *key, uint8_t (**out)[128], size_t *nout, crest_error_t *err)
+{
+  yajl_val *items;
+  long n = jget_array(v, key, &items, err);
+  if (n < 0)
+    return -1;
+  CHECK(n <= 64, "%s: %ld entries", key, n);
+  *out = xzalloc((n + 1) * 128);
+  for (long i = 0; i < n; i++)
+    {
+      const char *k = "s";
+      struct yajl_val_s obj;
+      uint8_t *b;
+      size_t len;
+      obj.type = yajl_t_object;
+      obj.u.object.keys = &k;
+      obj.u.object.values = &items[i];
+      obj.u.object.len = 1;
+      if (jget_hex_alloc(&obj, "s", 128, &b, &len, err) < 0)
+        return -1;
+      if (len != 128)
+        {
+          free(b);
+          return crest_error_make(err, EINVAL, "%s: siginfo of %zu bytes", key, len);
+        }
+      memcpy((*out)[i], b, 128);
+      free(b);
+    }
+  *nout = n;
+  return 0;
+}
+
+/* Process P's signal handlers, interval timers and process-wide pending
+   signals, from its record V. */
+int
+sig_parse_process(yajl_val v, struct rproc *p, crest_error_t *err)
+{
+  yajl_val *items;
+  long n;
+  n = jget_array(v, "sigactions", &items, err);
+  CHECK(n >= 0 && n <= 64, "process %d: sigactions", p->pid);
+  for (long i = 0; i < n; i++)
+    {
+      int64_t sg;
+      struct ksigaction a;
+      if (jget_i64(items[i], "sig", &sg, err) < 0
+          || jget_u64(items[i], "handler", &a.handler, err) < 0
+          || jget_u64(items[i], "flags", &a.flags, err) < 0
+          || jget_u64(items[i], "restorer", &a.restorer, err) < 0
+          || jget_u64(items[i], "mask", &a.mask, err) < 0)
+        return -1;
+      CHECK(sg >= 1 && sg <= 64 && sg != SIGKILL && sg != SIGSTOP,
+            "process %d: sigaction for signal %lld", p->pid, (long long)sg);
+      p->sa[sg] = a;
+    }
+  n = jget_array(v, "itimers", &items, err);
+  CHECK(n == 3, "process %d: itimers", p->pid);
+  for (long i = 0; i < 3; i++)
+    {
+      if (jget_u64(items[i], "interval_sec", &p->itimer[i][0], err) < 0
+          || jget_u64(items[i], "interval_usec", &p->itimer[i][1], err) < 0
+          || jget_u64(items[i], "value_sec", &p->itimer[i][2], err) < 0
+          || jget_u64(items[i], "value_usec", &p->itimer[i][3], err) < 0)
+        return -1;
+      CHECK(p->itimer[i][0] <= INT64_MAX && p->itimer[i][2] <= INT64_MAX
+                && p->itimer[i][1] < 1000000 && p->itimer[i][3] < 1000000,
+            "process %d: itimer %ld out of range", p->pid, i);
+    }
+  if (parse_siginfos(v, "shared_pending", &p->shared_pending, &p->nshared_pending, err) < 0)
+    return -1;
+  return 0;
+}
+
+/* Is signal SIG among the N siginfos in SI (128 bytes each, as the image
+   holds them)? */
+bool
+sig_in(const uint8_t (*si)[128], size_t n, int sig)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      int32_t s;
+      memcpy(&s, si[i], 4);
+      if (s == sig)
+        return true;
+    }
+  return false;
 }
