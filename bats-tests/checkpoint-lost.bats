@@ -99,6 +99,12 @@ lost_case() {
 @test "zdtm-lost pipe-no-reader: restored" { lost_case pipe-no-reader restore; }
 # In a container the orphaned writer is reparented to the init: in the tree.
 @test "zdtm-lost pipe-outside: restored (the writer is the init's child)" { lost_case pipe-outside restore; }
+# The same for the holder of an epoll's only target.
+@test "zdtm-lost epoll-outside: restored (the holder is the init's child)" { lost_case epoll-outside restore; }
+@test "zdtm-lost timerfd-cancel: refused" { lost_case timerfd-cancel "CANCEL_ON_SET"; }
+@test "zdtm-lost inotify-unread: refused" { lost_case inotify-unread "unread"; }
+@test "zdtm-lost inotify-nopath: refused" { lost_case inotify-nopath "no path"; }
+@test "zdtm-lost fanotify: refused" { lost_case fanotify "fanotify"; }
 # Not leader-exit here: crun reports a container whose init's main thread
 # exited as stopped (no init PID); tests/host/zdtm-process.test covers it.
 @test "zdtm-lost reparented: restored" { lost_case reparented restore; }

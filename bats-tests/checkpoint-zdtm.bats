@@ -84,3 +84,8 @@ zdtm_cycle() {
 @test "zdtm-memfd-closed in a container (a memfd mapped, its descriptor closed)" { zdtm_cycle memfd-closed; }
 @test "zdtm-deleted-map in a container (mappings of a deleted file)" { zdtm_cycle deleted-map; }
 @test "zdtm-shared-file in a container (a shared file mapping with mixed protections)" { zdtm_cycle shared-file; }
+@test "zdtm-eventfd in a container (count, semaphore mode, flags, shared)" { zdtm_cycle eventfd; }
+@test "zdtm-timerfd in a container (clocks, time left, intervals, absolute, unread expirations)" { zdtm_cycle timerfd; }
+@test "zdtm-signalfd in a container (masks, flags, pending signals read through it)" { zdtm_cycle signalfd; }
+@test "zdtm-epoll in a container (targets: numbers, events, data; nested, shared)" { zdtm_cycle epoll; }
+@test "zdtm-inotify in a container (watches: numbers, masks, paths)" { zdtm_cycle inotify; }

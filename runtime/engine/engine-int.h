@@ -2,6 +2,7 @@
 #ifndef CREST_ENGINE_INT_H
 #define CREST_ENGINE_INT_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -264,5 +265,41 @@ locks_apply_ofd(int fd, const char *path, const struct lock_set *s, crest_error_
 
 extern const unsigned char crest_restorer_blob[];
 extern const size_t crest_restorer_blob_size;
+
+/* Event descriptors (docs/engine.md, "Event descriptors"): eventfd.c,
+   timerfd.c, signalfd.c, eventpoll.c, inotify.c, each one descriptor type
+   of files.h. The first four keep their state in one record (dfile->priv,
+   rfile->priv): what fdinfo shows of the open file description. */
+struct epoll_target
+{
+  int tfd;         /* the descriptor number it was added with */
+  uint32_t events; /* as fdinfo shows them (EPOLLONESHOT fired: no poll bits) */
+  uint64_t data;
+  int toff;     /* dump: its rank among the epoll's targets of this tfd */
+  uint64_t ino; /* dump: the target's inode, to narrow the search */
+  int file;     /* the target's open file description (image id) */
+};
+struct evfd
+{
+  /* eventfd */
+  uint64_t count;
+  bool semaphore;
+  /* timerfd: the value to arm it with, relative, or absolute on its
+     clock when TFD_TIMER_ABSTIME is set (0, 0: disarmed) */
+  int clockid, settime_flags;
+  uint64_t ticks;
+  int64_t value[2], interval[2];
+  /* signalfd */
+  uint64_t sigmask;
+  /* epoll: its targets, in the same allocation (one free() frees all) */
+  size_t nt;
+  struct epoll_target t[];
+};
+/* Is LINK (an fd link) one of the event descriptors crest restores? */
+bool
+evfd_kind(const char *link);
+/* Task PID's /proc/PID/fdinfo/FD. */
+int
+evfd_fdinfo(pid_t pid, int fd, char **info, crest_error_t *err);
 
 #endif

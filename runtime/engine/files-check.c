@@ -1,6 +1,8 @@
 /* crest: what a descriptor carries that crest does not restore, refused at
- * checkpoint with one line; its locks are read here (locks.c) (docs/engine.md, "Descriptors").
- * Called for each new open file description before dump.c records it. */
+ * checkpoint with one line (anonymous inodes other than the event
+ * descriptors, fanotify among them); its locks are read here (locks.c)
+ * (docs/engine.md, "Descriptors"). Called for each new open file
+ * description before dump.c records it. */
 #include <config.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -69,7 +71,13 @@ files_check_fd(pid_t pid, int fd, const char *link, const struct stat *st, struc
                             "task %d: fd %d (%s): a packet-mode pipe (O_DIRECT) is not restored: "
                             "cannot checkpoint it",
                             pid, fd, link);
-  if (strncmp(link, "anon_inode:", 11) == 0 || strncmp(link, "pidfd:", 6) == 0)
+  if (strcmp(link, "anon_inode:[fanotify]") == 0)
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: fd %d (%s): fanotify marks are not restored yet: cannot "
+                            "checkpoint it",
+                            pid, fd, link);
+  if ((strncmp(link, "anon_inode:", 11) == 0 && !evfd_kind(link))
+      || strncmp(link, "pidfd:", 6) == 0)
     return crest_error_make(err, ENOTSUP,
                             "task %d: fd %d (%s): %s is not supported: cannot "
                             "checkpoint it",

@@ -15,17 +15,32 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/image-check.c runtime/engine/image-check.h \
 	runtime/engine/ptrace.c \
 	runtime/engine/shmem.c runtime/engine/shmem.h \
-	runtime/engine/dump.c \
+	runtime/engine/dump.c runtime/engine/dump-int.h \
+	runtime/engine/dump-util.c \
+	runtime/engine/mem.c \
+	runtime/engine/sig.c \
+	runtime/engine/creds.c \
+	runtime/engine/pstree.c \
 	runtime/engine/dump-guard.c \
-	runtime/engine/restore.c \
+	runtime/engine/restore.c runtime/engine/restore-int.h \
+	runtime/engine/restore-task.c \
 	runtime/engine/files-check.c \
 	runtime/engine/pstree-check.c \
 	runtime/engine/timers.c \
 	runtime/engine/vmflags.c \
+	runtime/engine/files.c runtime/engine/files.h \
+	runtime/engine/files-reg.c \
+	runtime/engine/files-memfd.c \
+	runtime/engine/tty.c \
 	runtime/engine/pipes.c \
 	runtime/engine/prctl.c \
 	runtime/engine/files-unlinked.c \
 	runtime/engine/locks.c \
+	runtime/engine/eventfd.c \
+	runtime/engine/timerfd.c \
+	runtime/engine/signalfd.c \
+	runtime/engine/eventpoll.c \
+	runtime/engine/inotify.c \
 	runtime/engine/blob/blob-abi.h
 nodist_runtime_engine_libcrest_engine_a_SOURCES = runtime/engine/restorer-blob.c
 runtime_engine_libcrest_engine_a_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/engine

@@ -867,6 +867,213 @@ check_restore_config(const char *id, yajl_val config,
   return check_lsm(id, config, opts, err);
 }
 
+/* The image is whole, and its container config the one the manifest
+   names, fit for this restore: *CONFIG (parsed from *CONFIG_TEXT, read
+   from *CONFIG_PATH). */
+static int
+load_image_config(const char *id, const char *image,
+                  const struct crest_container_restore_opts *opts, char **config_path,
+                  char **config_text, size_t *config_len, yajl_val *config, crest_error_t *err)
+{
+  struct img_reader *rd = NULL;
+  char digest[65];
+
+  if (crest_engine_check_image(image, err) < 0)
+    return crest_error_wrap(err, "container `%s`: restore", id);
+  if (img_reader_open(image, false, false, &rd, err) < 0)
+    return crest_error_wrap(err, "container `%s`: restore", id);
+  *config_path = xasprintf("%s/%s", image, IMAGE_CONFIG);
+  if (read_file(*config_path, config_text, config_len, 16u << 20, err) < 0)
+    {
+      img_reader_free(rd);
+      return crest_error_wrap(
+          err,
+          "container `%s`: restore: the image holds no container config (was it "
+          "made with `crest checkpoint --pid`?)",
+          id);
+    }
+  sha256_hex_of(*config_text, *config_len, digest);
+  if (!rd->config_digest || strcmp(rd->config_digest, digest) != 0)
+    {
+      crest_error_make(
+          err, EINVAL,
+          "container `%s`: restore: `%s` does not match the image manifest's config_digest "
+          "(expected %s, got %s)",
+          id, *config_path, rd->config_digest ? rd->config_digest : "none", digest);
+      img_reader_free(rd);
+      return -1;
+    }
+  img_reader_free(rd);
+  if (crest_config_parse(*config_text, config, err) < 0)
+    return crest_error_wrap(err, "container `%s`: restore: `%s`", id, *config_path);
+  if (check_restore_config(id, *config, opts, err) < 0)
+    {
+      yajl_tree_free(*config);
+      *config = NULL;
+      return -1;
+    }
+  return 0;
+}
+
+/* `crun run` of the restore config; SYNC_W its end of the restorer's pipe,
+ *CRUN_ERR (made here when detached with a terminal) its stderr. */
+static pid_t
+spawn_crun(struct crest_global *g, const char *id, const struct crest_container_restore_opts *opts,
+           char *bundle, const char *restore_config, const char *pid_file, int sync_w,
+           int *crun_err, crest_error_t *err)
+{
+  cleanup_free char *console_arg = NULL;
+  char *args[16];
+  int n = 0;
+  cleanup_free char *config_arg = xasprintf("--config=%s", restore_config);
+  cleanup_free char *pid_arg = xasprintf("--pid-file=%s", pid_file);
+  args[n++] = config_arg;
+  args[n++] = (char *)"--bundle";
+  args[n++] = bundle;
+  args[n++] = pid_arg;
+  args[n++] = (char *)"--preserve-fds=1";
+  if (opts->console_socket)
+    {
+      console_arg = xasprintf("--console-socket=%s", opts->console_socket);
+      args[n++] = console_arg;
+    }
+  if (opts->detach)
+    args[n++] = (char *)"--detach";
+  if (opts->no_pivot)
+    args[n++] = (char *)"--no-pivot";
+  if (opts->no_new_keyring)
+    args[n++] = (char *)"--no-new-keyring";
+  args[n++] = (char *)id;
+  args[n] = NULL;
+  /* Detached with a terminal, the container's stdio is the pty and crun
+     exits once it runs, so crun's stderr is crun's alone: keep it, and
+     say why crun failed in the one line (a console socket nobody
+     listens on, say). */
+  if (opts->console_socket && opts->detach)
+    *crun_err = memfd_create("crun-stderr", MFD_CLOEXEC);
+  struct crest_crun_fds fds = { sync_w, -1, *crun_err };
+  return crest_crun_spawn(g, "run", args, &fds, err);
+}
+
+/* What restore_watch follows and finds. */
+struct restore_watch
+{
+  int sync_r;           /* the restorer's pipe */
+  pid_t crun;           /* crun run */
+  int crun_err;         /* crun's stderr, or -1 */
+  const char *pid_file; /* where crun writes the init's PID */
+  bool detach;
+  char msg[2048]; /* out: why it failed */
+  int status;     /* out: crun's status, once crun_done */
+  bool crun_done; /* out */
+  pid_t init;     /* out: the container's init, once known */
+  bool restored;  /* out: the init runs the restored tree */
+};
+
+/* Watch the restorer's message, the init's comm, crun itself, until the
+   restored tree runs or the restore failed. */
+static void
+restore_watch(struct restore_watch *w)
+{
+  bool started = false;
+  time_t deadline = time(NULL) + RESTORE_TIMEOUT_S;
+  for (;;)
+    {
+      struct pollfd pfd = { w->sync_r, POLLIN, 0 };
+      char comm[64];
+      int r;
+
+      drain(w->sync_r, w->msg, sizeof w->msg);
+      if (!started && strncmp(w->msg, "R\n", 2) == 0)
+        {
+          /* The restorer runs: before this, the init PID crun reported may
+             still be one of crun's own processes, with crun's names. */
+          started = true;
+          memmove(w->msg, w->msg + 2, strlen(w->msg + 2) + 1);
+        }
+      if (w->msg[0])
+        break;
+      if (!w->crun_done)
+        {
+          r = waitpid(w->crun, &w->status, WNOHANG);
+          if (r == w->crun)
+            {
+              w->crun_done = true;
+              w->status = WIFEXITED(w->status) ? WEXITSTATUS(w->status) : 128 + WTERMSIG(w->status);
+              if (w->detach && w->status != 0)
+                {
+                  snprintf(w->msg, sizeof w->msg, "crun run failed with status %d%s", w->status,
+                           crun_says(w->crun_err));
+                  break;
+                }
+            }
+        }
+      if (!w->init)
+        w->init = read_pid_file(w->pid_file);
+      if (w->init)
+        {
+          if (!pid_alive(w->init))
+            {
+              usleep(20000);
+              drain(w->sync_r, w->msg, sizeof w->msg);
+              if (strncmp(w->msg, "R\n", 2) == 0)
+                memmove(w->msg, w->msg + 2, strlen(w->msg + 2) + 1);
+              if (!w->msg[0])
+                snprintf(w->msg, sizeof w->msg, "the restorer (PID %d) exited without a message",
+                         (int)w->init);
+              break;
+            }
+          if (started && read_comm(w->init, comm, sizeof comm) && strcmp(comm, RESTORER_COMM) != 0)
+            {
+              w->restored = true;
+              break;
+            }
+        }
+      else if (w->crun_done)
+        {
+          snprintf(w->msg, sizeof w->msg, "crun run ended (status %d) before the container started",
+                   w->status);
+          break;
+        }
+      if (time(NULL) > deadline)
+        {
+          snprintf(w->msg, sizeof w->msg, "no restored tree after %d s", RESTORE_TIMEOUT_S);
+          break;
+        }
+      poll(&pfd, 1, 10);
+    }
+}
+
+/* Detached: crun has exited or exits now that the tree runs; its status
+   decides (CRUN_STATUS, when CRUN_DONE). */
+static int
+detached_done(const char *id, pid_t crun, bool crun_done, int crun_status, int crun_err,
+              crest_error_t *err)
+{
+  int status = crun_done ? crun_status : crest_crun_wait(crun, false);
+  if (status == 0)
+    {
+      /* What crun said while it worked (warnings) still reaches the
+         user. */
+      char b[4096];
+      ssize_t r;
+      for (off_t at = 0; crun_err >= 0 && (r = pread(crun_err, b, sizeof b, at)) > 0; at += r)
+        if (write(2, b, r) != r)
+          break;
+    }
+  /* All or nothing: crun failing after the tree exists (its pid file,
+     the console socket) must not leave the container behind. */
+  if (status != 0)
+    {
+      crest_error_make(err, 0,
+                       "container `%s`: restore: crun run failed with status %d after the "
+                       "tree was restored%s",
+                       id, status, crun_says(crun_err));
+      return -1;
+    }
+  return 0;
+}
+
 int
 crest_container_restore(struct crest_global *g, const char *id,
                         const struct crest_container_restore_opts *opts, crest_error_t *err)
@@ -875,17 +1082,15 @@ crest_container_restore(struct crest_global *g, const char *id,
                     *restorer = NULL;
   cleanup_free char *state_dir = NULL, *saved_config = NULL, *restore_config = NULL,
                     *restore_text = NULL;
-  cleanup_free char *pid_file = NULL, *config_arg = NULL, *pid_arg = NULL, *console_arg = NULL;
-  char digest[65], msg[2048] = "", real[PATH_MAX];
-  struct img_reader *rd = NULL;
+  cleanup_free char *pid_file = NULL;
+  char msg[2048] = "", real[PATH_MAX];
   struct crest_state st;
   yajl_val config = NULL;
   size_t config_len = 0, restore_len = 0;
   int sync[2] = { -1, -1 }, status = 0;
   cleanup_close int crun_err = -1;
   pid_t crun = -1, init = 0;
-  bool crun_done = false, restored = false, started = false;
-  time_t deadline;
+  bool crun_done = false, restored = false;
 
   if (crest_validate_id(id, err) < 0)
     return -1;
@@ -897,39 +1102,8 @@ crest_container_restore(struct crest_global *g, const char *id,
   image = xstrdup(real);
 
   /* Everything that can be checked is checked before anything is created. */
-  if (crest_engine_check_image(image, err) < 0)
-    return crest_error_wrap(err, "container `%s`: restore", id);
-  if (img_reader_open(image, false, false, &rd, err) < 0)
-    return crest_error_wrap(err, "container `%s`: restore", id);
-  config_path = xasprintf("%s/%s", image, IMAGE_CONFIG);
-  if (read_file(config_path, &config_text, &config_len, 16u << 20, err) < 0)
-    {
-      img_reader_free(rd);
-      return crest_error_wrap(
-          err,
-          "container `%s`: restore: the image holds no container config (was it "
-          "made with `crest checkpoint --pid`?)",
-          id);
-    }
-  sha256_hex_of(config_text, config_len, digest);
-  if (!rd->config_digest || strcmp(rd->config_digest, digest) != 0)
-    {
-      crest_error_make(
-          err, EINVAL,
-          "container `%s`: restore: `%s` does not match the image manifest's config_digest "
-          "(expected %s, got %s)",
-          id, config_path, rd->config_digest ? rd->config_digest : "none", digest);
-      img_reader_free(rd);
-      return -1;
-    }
-  img_reader_free(rd);
-  if (crest_config_parse(config_text, &config, err) < 0)
-    return crest_error_wrap(err, "container `%s`: restore: `%s`", id, config_path);
-  if (check_restore_config(id, config, opts, err) < 0)
-    {
-      yajl_tree_free(config);
-      return -1;
-    }
+  if (load_image_config(id, image, opts, &config_path, &config_text, &config_len, &config, err) < 0)
+    return -1;
   restorer = find_restorer();
   if (!restorer)
     {
@@ -998,38 +1172,7 @@ crest_container_restore(struct crest_global *g, const char *id,
       goto undo;
     }
   unlink(pid_file);
-  {
-    char *args[16];
-    int n = 0;
-    config_arg = xasprintf("--config=%s", restore_config);
-    pid_arg = xasprintf("--pid-file=%s", pid_file);
-    args[n++] = config_arg;
-    args[n++] = (char *)"--bundle";
-    args[n++] = bundle;
-    args[n++] = pid_arg;
-    args[n++] = (char *)"--preserve-fds=1";
-    if (opts->console_socket)
-      {
-        console_arg = xasprintf("--console-socket=%s", opts->console_socket);
-        args[n++] = console_arg;
-      }
-    if (opts->detach)
-      args[n++] = (char *)"--detach";
-    if (opts->no_pivot)
-      args[n++] = (char *)"--no-pivot";
-    if (opts->no_new_keyring)
-      args[n++] = (char *)"--no-new-keyring";
-    args[n++] = (char *)id;
-    args[n] = NULL;
-    /* Detached with a terminal, the container's stdio is the pty and crun
-       exits once it runs, so crun's stderr is crun's alone: keep it, and
-       say why crun failed in the one line (a console socket nobody
-       listens on, say). */
-    if (opts->console_socket && opts->detach)
-      crun_err = memfd_create("crun-stderr", MFD_CLOEXEC);
-    struct crest_crun_fds fds = { sync[1], -1, crun_err };
-    crun = crest_crun_spawn(g, "run", args, &fds, err);
-  }
+  crun = spawn_crun(g, id, opts, bundle, restore_config, pid_file, sync[1], &crun_err, err);
   close(sync[1]);
   sync[1] = -1;
   if (crun < 0)
@@ -1037,72 +1180,15 @@ crest_container_restore(struct crest_global *g, const char *id,
   fcntl(sync[0], F_SETFL, O_NONBLOCK);
 
   /* Watch: the restorer's message, the init's comm, crun itself. */
-  deadline = time(NULL) + RESTORE_TIMEOUT_S;
-  for (;;)
-    {
-      struct pollfd pfd = { sync[0], POLLIN, 0 };
-      char comm[64];
-      int w;
-
-      drain(sync[0], msg, sizeof msg);
-      if (!started && strncmp(msg, "R\n", 2) == 0)
-        {
-          /* The restorer runs: before this, the init PID crun reported may
-             still be one of crun's own processes, with crun's names. */
-          started = true;
-          memmove(msg, msg + 2, strlen(msg + 2) + 1);
-        }
-      if (msg[0])
-        break;
-      if (!crun_done)
-        {
-          w = waitpid(crun, &status, WNOHANG);
-          if (w == crun)
-            {
-              crun_done = true;
-              status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-              if (opts->detach && status != 0)
-                {
-                  snprintf(msg, sizeof msg, "crun run failed with status %d%s", status,
-                           crun_says(crun_err));
-                  break;
-                }
-            }
-        }
-      if (!init)
-        init = read_pid_file(pid_file);
-      if (init)
-        {
-          if (!pid_alive(init))
-            {
-              usleep(20000);
-              drain(sync[0], msg, sizeof msg);
-              if (strncmp(msg, "R\n", 2) == 0)
-                memmove(msg, msg + 2, strlen(msg + 2) + 1);
-              if (!msg[0])
-                snprintf(msg, sizeof msg, "the restorer (PID %d) exited without a message",
-                         (int)init);
-              break;
-            }
-          if (started && read_comm(init, comm, sizeof comm) && strcmp(comm, RESTORER_COMM) != 0)
-            {
-              restored = true;
-              break;
-            }
-        }
-      else if (crun_done)
-        {
-          snprintf(msg, sizeof msg, "crun run ended (status %d) before the container started",
-                   status);
-          break;
-        }
-      if (time(NULL) > deadline)
-        {
-          snprintf(msg, sizeof msg, "no restored tree after %d s", RESTORE_TIMEOUT_S);
-          break;
-        }
-      poll(&pfd, 1, 10);
-    }
+  {
+    struct restore_watch w;
+    memset(&w, 0, sizeof w);
+    w.sync_r = sync[0], w.crun = crun, w.crun_err = crun_err, w.pid_file = pid_file;
+    w.detach = opts->detach;
+    restore_watch(&w);
+    memcpy(msg, w.msg, sizeof msg);
+    status = w.status, crun_done = w.crun_done, init = w.init, restored = w.restored;
+  }
   close(sync[0]);
   sync[0] = -1;
   if (!restored)
@@ -1114,26 +1200,10 @@ crest_container_restore(struct crest_global *g, const char *id,
   crest_debug("container `%s`: restored, init PID %d", id, (int)init);
   if (opts->detach)
     {
-      if (!crun_done)
-        status = crest_crun_wait(crun, false), crun_done = true;
-      if (status == 0)
+      /* crun is waited for there: nothing to wait for at undo. */
+      if (detached_done(id, crun, crun_done, status, crun_err, err) < 0)
         {
-          /* What crun said while it worked (warnings) still reaches the
-             user. */
-          char b[4096];
-          ssize_t r;
-          for (off_t at = 0; crun_err >= 0 && (r = pread(crun_err, b, sizeof b, at)) > 0; at += r)
-            if (write(2, b, r) != r)
-              break;
-        }
-      /* All or nothing: crun failing after the tree exists (its pid file,
-         the console socket) must not leave the container behind. */
-      if (status != 0)
-        {
-          crest_error_make(err, 0,
-                           "container `%s`: restore: crun run failed with status %d after the "
-                           "tree was restored%s",
-                           id, status, crun_says(crun_err));
+          crun_done = true;
           goto undo;
         }
       return 0;

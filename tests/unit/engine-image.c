@@ -219,6 +219,28 @@ hostile_trees(void)
       "out of range" },
     { "an itimer of 2 million microseconds", "\"interval_usec\": 0", "\"interval_usec\": 2000000",
       "itimer 0 out of range" },
+    { "a valid eventfd record", "\"type\": \"dev\"",
+      "\"type\": \"eventfd\", \"count\": \"0x123456789\", \"semaphore\": true", NULL },
+    { "an eventfd count of 2^64 - 1", "\"type\": \"dev\"",
+      "\"type\": \"eventfd\", \"count\": \"0xffffffffffffffff\", \"semaphore\": false",
+      "eventfd count out of range" },
+    { "a signalfd mask with SIGKILL", "\"type\": \"dev\"",
+      "\"type\": \"signalfd\", \"sigmask\": \"0x100\"", "SIGKILL or SIGSTOP" },
+    { "a timerfd of 10^9 nanoseconds", "\"type\": \"dev\"",
+      "\"type\": \"timerfd\", \"clockid\": 1, \"settime_flags\": 0, \"ticks\": \"0x0\", "
+      "\"value_sec\": 1, \"value_nsec\": 1000000000, \"interval_sec\": 0, \"interval_nsec\": 0",
+      "times out of range" },
+    { "a timerfd on clock 3 (CLOCK_THREAD_CPUTIME_ID)", "\"type\": \"dev\"",
+      "\"type\": \"timerfd\", \"clockid\": 3, \"settime_flags\": 0, \"ticks\": \"0x0\", "
+      "\"value_sec\": 1, \"value_nsec\": 0, \"interval_sec\": 0, \"interval_nsec\": 0",
+      "out of range" },
+    { "an inotify watch on a relative path", "\"type\": \"dev\"",
+      "\"type\": \"inotify\", \"watches\": [{\"wd\": 1, \"mask\": 2, \"path\": \"etc\"}]",
+      "out of range" },
+    { "an epoll target naming file 5 of 1", "\"type\": \"dev\"",
+      "\"type\": \"epoll\", \"targets\": [{\"tfd\": 3, \"events\": 1, \"data\": \"0x0\", "
+      "\"file\": 5}]",
+      "out of range" },
   };
   for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
     {

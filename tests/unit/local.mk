@@ -35,7 +35,12 @@ tests_unit_test_state_root_CFLAGS = $(CREST_UNIT_CFLAGS)
 tests_unit_test_state_root_LDFLAGS = $(SANITIZER_LDFLAGS)
 tests_unit_test_state_root_LDADD = $(CREST_UNIT_LIBS)
 
-UNIT_TESTS = tests/unit/test-config tests/unit/test-args tests/unit/engine-image tests/unit/test-state-root
+# The style rule "functions <= 150 lines" on runtime/engine and runtime/src
+# (a script: no build needed).
+EXTRA_DIST += tests/unit/func-length.test
+
+UNIT_TESTS = tests/unit/test-config tests/unit/test-args tests/unit/engine-image tests/unit/test-state-root \
+	tests/unit/func-length.test
 TESTS += $(UNIT_TESTS)
 
 # `make check-unit`: only the C unit tests (CI runs them under the sanitizers).

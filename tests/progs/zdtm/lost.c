@@ -13,12 +13,18 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/fanotify.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
+#include <sys/timerfd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -915,6 +921,120 @@ chk_pipe_outside(void)
               strerror(errno));
 }
 
+/* An epoll whose target is held only by a process outside the tree (an
+   orphan: in process mode it leaves the tree; in a container, the init
+   adopts it). */
+static void
+set_epoll_outside(void)
+{
+  pid_t root = getpid(), k;
+  struct epoll_event e = { .events = EPOLLIN, .data.u64 = 0x5a };
+  fd = epoll_create1(0);
+  fd2 = eventfd(1, 0);
+  need(fd >= 0 && fd2 >= 0 && epoll_ctl(fd, EPOLL_CTL_ADD, fd2, &e) == 0, "epoll, eventfd");
+  k = fork();
+  need(k >= 0, "fork");
+  if (k == 0)
+    {
+      if (fork() == 0)
+        {
+          while (kill(root, 0) == 0)
+            usleep(100000);
+          _exit(0);
+        }
+      _exit(0);
+    }
+  waitpid(k, NULL, 0);
+  close(fd2);
+}
+
+static void
+chk_epoll_outside(void)
+{
+  struct epoll_event e;
+  if (epoll_wait(fd, &e, 1, 0) != 1 || e.data.u64 != 0x5a)
+    zdtm_fail("epoll: its target (an eventfd with count 1, data 0x5a) is not reported ready");
+}
+
+/* A TFD_TIMER_CANCEL_ON_SET timer that expired (an absolute time in the
+   past) and was not read: fdinfo shows one unread expiration, which could
+   as well be a cancellation by a clock change. */
+static void
+set_timerfd_cancel(void)
+{
+  struct itimerspec its = { { 0, 0 }, { time(NULL) - 10, 0 } };
+  struct pollfd p;
+  fd = timerfd_create(CLOCK_REALTIME, 0);
+  need(fd >= 0 && timerfd_settime(fd, TFD_TIMER_ABSTIME | TFD_TIMER_CANCEL_ON_SET, &its, NULL) == 0,
+       "timerfd");
+  p.fd = fd, p.events = POLLIN;
+  need(poll(&p, 1, 10000) == 1, "poll the expired timerfd");
+}
+
+static void
+chk_timerfd_cancel(void)
+{
+  uint64_t v = 0;
+  if (read(fd, &v, 8) != 8 || v != 1)
+    zdtm_fail("timerfd: read %llu expirations (expected 1)", (unsigned long long)v);
+}
+
+/* An inotify watch with an event not yet read: fdinfo does not show
+   queued events. */
+static void
+set_inotify_unread(void)
+{
+  fd = inotify_init1(IN_NONBLOCK);
+  need(fd >= 0 && inotify_add_watch(fd, ".", IN_CREATE) >= 0, "inotify");
+  close(open("zdtm-lost-inotify", O_CREAT | O_WRONLY, 0600));
+}
+
+static void
+chk_inotify_unread(void)
+{
+  char b[4096] __attribute__((aligned(8)));
+  struct inotify_event *e = (struct inotify_event *)b;
+  unlink("zdtm-lost-inotify");
+  if (read(fd, b, sizeof b) <= 0 || !(e->mask & IN_CREATE) || strcmp(e->name, "zdtm-lost-inotify"))
+    zdtm_fail("inotify: the event queued before checkpoint is gone");
+}
+
+/* A watch on a directory two levels below the cwd, which the task holds
+   no descriptor of: crest finds no path to it. */
+static void
+set_inotify_nopath(void)
+{
+  need(mkdir("zdtm-lost-deep", 0700) == 0 && mkdir("zdtm-lost-deep/a", 0700) == 0
+           && mkdir("zdtm-lost-deep/a/b", 0700) == 0,
+       "mkdir zdtm-lost-deep/a/b");
+  fd = inotify_init1(IN_NONBLOCK);
+  need(fd >= 0 && inotify_add_watch(fd, "zdtm-lost-deep/a/b", IN_CREATE) >= 0, "inotify");
+}
+
+static void
+chk_inotify_nopath(void)
+{
+  char b[4096];
+  close(open("zdtm-lost-deep/a/b/f", O_CREAT | O_WRONLY, 0600));
+  if (read(fd, b, sizeof b) <= 0)
+    zdtm_fail("inotify: no event for a file created in the watched directory");
+}
+
+static void
+set_fanotify(void)
+{
+  fd = fanotify_init(FAN_CLASS_NOTIF | FAN_REPORT_FID, O_RDONLY);
+  if (fd < 0)
+    unsupported("fanotify_init without privilege");
+}
+
+static void
+chk_fanotify(void)
+{
+  if (fcntl(fd, F_GETFD) < 0)
+    zdtm_fail("fanotify descriptor gone");
+}
+
 static const struct
 {
   const char *name;
@@ -957,6 +1077,11 @@ static const struct
   { "pipe-no-writer", set_widow_r, chk_widow_r },
   { "pipe-no-reader", set_widow_w, chk_widow_w },
   { "pipe-outside", set_pipe_outside, chk_pipe_outside },
+  { "epoll-outside", set_epoll_outside, chk_epoll_outside },
+  { "timerfd-cancel", set_timerfd_cancel, chk_timerfd_cancel },
+  { "inotify-unread", set_inotify_unread, chk_inotify_unread },
+  { "inotify-nopath", set_inotify_nopath, chk_inotify_nopath },
+  { "fanotify", set_fanotify, chk_fanotify },
   { "leader-exit", set_leader_exit, NULL },
   { "reparented", set_orphan, NULL },
   { "orphan-pgrp", set_orphan_pgrp, NULL },

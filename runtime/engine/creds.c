@@ -1,0 +1,406 @@
+/* crest: credentials of a process: user and group IDs as the tree sees
+ * them, supplementary groups, capabilities, securebits, no_new_privs. */
+#include <config.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+#include "dump-int.h"
+#include "image-check.h"
+#include "restore-int.h"
+#include "image.h"
+#include "log.h"
+#include "util.h"
+
+static int
+parse_ids(const char *s, long out[4])
+{
+  return s && sscanf(s, "%ld %ld %ld %ld", &out[0], &out[1], &out[2], &out[3]) == 4 ? 0 : -1;
+}
+
+/* The "creds" record of process P: IDs as the tree sees them, groups,
+   capabilities, securebits, no_new_privs; STATUS is its /proc status. */
+int
+creds_put(struct dctx *c, struct dproc *p, const char *status, yajl_gen g, crest_error_t *err)
+{
+  const char *s;
+  long ids[4];
+  jput_key(g, "creds");
+  yajl_gen_map_open(g);
+  if (parse_ids(status_field(status, "Uid"), ids) < 0)
+    return crest_error_make(err, EINVAL, "task %d: cannot parse /proc status", p->pid);
+  jput_key(g, "uids");
+  yajl_gen_array_open(g);
+  for (int i = 0; i < 4; i++)
+    yajl_gen_integer(g, inner_id(c, &c->uidmap, ids[i]));
+  yajl_gen_array_close(g);
+  if (parse_ids(status_field(status, "Gid"), ids) < 0)
+    return crest_error_make(err, EINVAL, "task %d: cannot parse /proc status", p->pid);
+  jput_key(g, "gids");
+  yajl_gen_array_open(g);
+  for (int i = 0; i < 4; i++)
+    yajl_gen_integer(g, inner_id(c, &c->gidmap, ids[i]));
+  yajl_gen_array_close(g);
+  jput_key(g, "groups");
+  yajl_gen_array_open(g);
+  s = status_field(status, "Groups");
+  while (s && *s && *s != '\n')
+    {
+      char *e;
+      long gid = strtol(s, &e, 10);
+      if (e == s)
+        break;
+      yajl_gen_integer(g, inner_id(c, &c->gidmap, gid));
+      s = e;
+      while (*s == ' ')
+        s++;
+    }
+  yajl_gen_array_close(g);
+  {
+    static const char *caps[] = { "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb" };
+    static const char *keys[] = { "cap_inh", "cap_prm", "cap_eff", "cap_bnd", "cap_amb" };
+    for (int i = 0; i < 5; i++)
+      {
+        s = status_field(status, caps[i]);
+        if (!s)
+          return crest_error_make(err, EINVAL, "task %d: cannot parse /proc status", p->pid);
+        jput_u64(g, keys[i], strtoull(s, NULL, 16));
+      }
+  }
+  jput_int(g, "securebits", p->securebits);
+  s = status_field(status, "NoNewPrivs");
+  jput_bool(g, "no_new_privs", s && atoi(s));
+  yajl_gen_map_close(g);
+  return 0;
+}
+
+/* The "creds" record CR of process P. */
+int
+creds_parse(yajl_val cr, struct rproc *p, crest_error_t *err)
+{
+  long n;
+  static const char *ck[] = { "cap_inh", "cap_prm", "cap_eff", "cap_bnd", "cap_amb" };
+  yajl_val *u;
+  if (jget_array(cr, "uids", &u, err) != 4)
+    return crest_error_make(err, EINVAL, "process %d: uids", p->pid);
+  for (int i = 0; i < 4; i++)
+    {
+      CHECK(YAJL_IS_INTEGER(u[i]), "process %d: uids", p->pid);
+      p->uids[i] = YAJL_GET_INTEGER(u[i]);
+    }
+  if (jget_array(cr, "gids", &u, err) != 4)
+    return crest_error_make(err, EINVAL, "process %d: gids", p->pid);
+  for (int i = 0; i < 4; i++)
+    {
+      CHECK(YAJL_IS_INTEGER(u[i]), "process %d: gids", p->pid);
+      p->gids[i] = YAJL_GET_INTEGER(u[i]);
+    }
+  n = jget_array(cr, "groups", &u, err);
+  CHECK(n >= 0 && n <= 65536, "process %d: groups", p->pid);
+  p->groups = xzalloc((n + 1) * sizeof *p->groups);
+  for (long i = 0; i < n; i++)
+    {
+      CHECK(YAJL_IS_INTEGER(u[i]) && YAJL_GET_INTEGER(u[i]) >= 0
+                && YAJL_GET_INTEGER(u[i]) < UINT32_MAX,
+            "process %d: groups", p->pid);
+      p->groups[i] = YAJL_GET_INTEGER(u[i]);
+    }
+  p->ngroups = n;
+  for (int i = 0; i < 5; i++)
+    if (jget_u64(cr, ck[i], &p->caps[i], err) < 0)
+      return -1;
+  if (jget_i64(cr, "securebits", &p->securebits, err) < 0
+      || jget_bool(cr, "no_new_privs", &p->nnp, err) < 0)
+    return -1;
+  for (int i = 0; i < 4; i++)
+    CHECK(p->uids[i] >= 0 && p->uids[i] < UINT32_MAX && p->gids[i] >= 0 && p->gids[i] < UINT32_MAX,
+          "process %d: a UID or GID out of range", p->pid);
+  CHECK(p->securebits >= 0 && p->securebits <= 0xff, "process %d: securebits out of range", p->pid);
+  return 0;
+}
+/* In the new task: credentials that are the same for the whole process
+   (the blob sets each thread's own). The tree may not hold more
+   capabilities than the restorer does. */
+void
+creds_restore(struct rctx *c, int idx, const struct rproc *p)
+{
+  {
+    uid_t ru, eu, su;
+    gid_t rg, eg, sg;
+    getresuid(&ru, &eu, &su);
+    getresgid(&rg, &eg, &sg);
+    if ((rg != (gid_t)p->gids[0] || eg != (gid_t)p->gids[1] || sg != (gid_t)p->gids[2])
+        && setresgid(p->gids[0], p->gids[1], p->gids[2]) < 0)
+      task_fail(c, idx, "process %d: setresgid: %s", p->pid, strerror(errno));
+    {
+      gid_t cur[256];
+      int n = getgroups(256, cur);
+      bool same = n >= 0 && (size_t)n == p->ngroups;
+      for (int i = 0; same && i < n; i++)
+        same = cur[i] == p->groups[i];
+      if (!same && setgroups(p->ngroups, p->groups) < 0)
+        task_fail(c, idx, "process %d: set %zu supplementary groups: %s", p->pid, p->ngroups,
+                  strerror(errno));
+    }
+    if ((ru != (uid_t)p->uids[0] || eu != (uid_t)p->uids[1] || su != (uid_t)p->uids[2])
+        && setresuid(p->uids[0], p->uids[1], p->uids[2]) < 0)
+      task_fail(c, idx, "process %d: setresuid: %s", p->pid, strerror(errno));
+  }
+  {
+    /* The tree may not hold more than the restorer does. */
+    struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct d[2];
+    uint64_t prm, want = p->caps[1] | p->caps[0];
+    if (syscall(SYS_capget, &h, d) < 0)
+      task_fail(c, idx, "process %d: capget: %s", p->pid, strerror(errno));
+    prm = d[0].permitted | (uint64_t)d[1].permitted << 32;
+    if ((p->caps[1] & ~prm) != 0)
+      task_fail(c, idx,
+                "process %d: held capabilities %#" PRIx64
+                " at checkpoint, the restorer holds only %#" PRIx64,
+                p->pid, p->caps[1], prm);
+    (void)want;
+    if (p->securebits != prctl(PR_GET_SECUREBITS) && prctl(PR_SET_SECUREBITS, p->securebits) < 0)
+      task_fail(c, idx, "process %d: set securebits %#llx: %s", p->pid, (long long)p->securebits,
+                strerror(errno));
+  }
+}
+/* /proc/PID/status shows IDs as crest's user namespace sees them; the
+   restore sets them from inside the tree's own one (a rootless container
+   maps its root to the user who runs crest). */
+static int
+load_idmap(pid_t pid, const char *which, struct idmap *m, crest_error_t *err)
+{
+  cleanup_free char *text = NULL;
+  char *save = NULL;
+  if (read_proc(pid, which, &text, err) < 0)
+    return -1;
+  m->n = 0;
+  for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+    {
+      unsigned long in, out, len;
+      if (sscanf(l, "%lu %lu %lu", &in, &out, &len) != 3 || m->n == ARRAY_SIZE(m->in))
+        return crest_error_make(err, EINVAL, "task %d: cannot parse /proc %s", pid, which);
+      m->in[m->n] = in, m->out[m->n] = out, m->len[m->n] = len;
+      m->n++;
+    }
+  return 0;
+}
+
+int
+user_ns(struct dctx *c, crest_error_t *err)
+{
+  struct stat r, self;
+  cleanup_free char *rp = xasprintf("/proc/%d/ns/user", c->root);
+  if (stat(rp, &r) < 0)
+    return crest_error_errno(err, "task %d: its user namespace", c->root);
+  if (stat("/proc/self/ns/user", &self) < 0)
+    return crest_error_errno(err, "checkpoint: crest's own user namespace");
+  c->foreign_userns = r.st_dev != self.st_dev || r.st_ino != self.st_ino;
+  if (c->foreign_userns
+      && (load_idmap(c->root, "uid_map", &c->uidmap, err) < 0
+          || load_idmap(c->root, "gid_map", &c->gidmap, err) < 0))
+    return -1;
+  for (size_t i = 1; i < c->np; i++)
+    {
+      struct stat t;
+      cleanup_free char *tp = xasprintf("/proc/%d/ns/user", c->p[i].pid);
+      if (stat(tp, &t) < 0)
+        return crest_error_errno(err, "task %d: its user namespace", c->p[i].pid);
+      if (t.st_dev != r.st_dev || t.st_ino != r.st_ino)
+        return crest_error_make(
+            err, ENOTSUP, "task %d: a user namespace of its own (nested), cannot checkpoint it",
+            c->p[i].pid);
+    }
+  return 0;
+}
+
+/* Do status lines KEY of A and B say the same? */
+static bool
+same_status_line(const char *a, const char *b, const char *key)
+{
+  const char *x = status_field(a, key), *y = status_field(b, key);
+  size_t nx, ny;
+  if (!x || !y)
+    return x == y;
+  nx = strcspn(x, "\n");
+  ny = strcspn(y, "\n");
+  return nx == ny && memcmp(x, y, nx) == 0;
+}
+
+/* Credentials are restored per process: every thread gets the main
+   thread's. A thread that changed its own (a raw setresuid or capset, which
+   glibc's wrappers would have applied to all threads) cannot be restored
+   as it is, so it is refused. */
+int
+check_thread_creds(const struct dproc *p, pid_t tid, const char *main_st, const char *st,
+                   crest_error_t *err)
+{
+  static const char *const keys[]
+      = { "Uid", "Gid", "Groups", "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs" };
+  for (size_t k = 0; k < ARRAY_SIZE(keys); k++)
+    if (!same_status_line(main_st, st, keys[k]))
+      return crest_error_make(err, ENOTSUP,
+                              "task %d: thread %d has credentials of its own (%s differs from the "
+                              "main thread's), which crest cannot restore",
+                              p->pid, tid, keys[k]);
+  return 0;
+}
+
+/* The bounding set, set by the task itself (threads inherit it from the
+   main thread's clone3 in the blob). The restorer's is the container's
+   plus CAP_CHECKPOINT_RESTORE, so usually that one bit is all there is to
+   drop. A stock kernel drops a bounding capability only for a task holding
+   CAP_SETPCAP; a kernel with the project's series also drops
+   CAP_CHECKPOINT_RESTORE, and only that one, for a task holding
+   CAP_CHECKPOINT_RESTORE in its own user namespace, which every task does
+   here: the capset that lowers its sets comes at the very end of the blob.
+   Whether the kernel allows it is learned from the call itself, never from
+   the kernel's version: EPERM leaves the bit in place (the documented gap,
+   docs/engine.md) and the restore goes on as it always did; any other
+   error is a failure. */
+void
+restore_bounding(struct rctx *c, int idx, const struct rproc *p)
+{
+  const uint64_t cr = 1ULL << CAP_CHECKPOINT_RESTORE;
+  uint64_t have = 0, kept = 0;
+
+  for (int cap = 0; cap < 64; cap++)
+    {
+      int r = prctl(PR_CAPBSET_READ, cap);
+      if (r < 0)
+        break; /* past the kernel's last capability */
+      if (r == 1)
+        have |= 1ULL << cap;
+    }
+  /* CAP_CHECKPOINT_RESTORE first: with only that one allowed, the other
+     refusals must not decide anything about it. */
+  for (int k = -1; k < 64; k++)
+    {
+      int cap = k < 0 ? CAP_CHECKPOINT_RESTORE : k;
+      uint64_t bit = 1ULL << cap;
+      if ((k >= 0 && cap == CAP_CHECKPOINT_RESTORE) || !(have & bit) || (p->caps[3] & bit))
+        continue;
+      if (prctl(PR_CAPBSET_DROP, cap) == 0)
+        continue;
+      if (errno != EPERM)
+        task_fail(c, idx, "process %d: drop capability %d from the bounding set: %s", p->pid, cap,
+                  strerror(errno));
+      kept |= bit;
+    }
+  if (kept & cr)
+    crest_debug("process %d: this kernel does not let a task drop CAP_CHECKPOINT_RESTORE from "
+                "its bounding set without CAP_SETPCAP: it stays there (docs/engine.md)",
+                p->pid);
+  if (kept & ~cr)
+    crest_debug("process %d: bounding set keeps %#" PRIx64
+                " the task did not have: dropping them needs CAP_SETPCAP, which the "
+                "restorer lacks",
+                p->pid, kept & ~cr);
+  if (p->caps[3] & ~have)
+    crest_debug("process %d: bounding set lacks %#" PRIx64 " the task had: the restorer lacks them",
+                p->pid, p->caps[3] & ~have);
+}
+
+/* The capabilities a restored task may hold (docs/engine.md, "Capabilities
+   from the image"). An image is not signed: crest cannot tell the sets a
+   task really had from sets edited in, so it bounds them by what the
+   restore may give on its own authority. Container mode: what the
+   configuration gives (the restorer's permitted and inheritable sets, less
+   CAP_CHECKPOINT_RESTORE unless the configuration grants it). Process mode:
+   the restorer's permitted and inheritable sets, unless the kernel marked
+   this exec AT_SECURE: crest then holds its capabilities through its file
+   capability, they are crest's and not the user's, and no task gets any. */
+int
+caps_bound(const struct crest_restore_opts *o, uint64_t *bound, const char **whose,
+           crest_error_t *err)
+{
+  struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+  struct __user_cap_data_struct d[2];
+  if (syscall(SYS_capget, &h, d) < 0)
+    return crest_error_errno(err, "restore: capget");
+  *bound = (uint64_t)(d[0].permitted | d[0].inheritable)
+           | (uint64_t)(d[1].permitted | d[1].inheritable) << 32;
+  *whose = "this restore does not hold";
+  if (o->caps_from_config)
+    {
+      *whose = "the container's configuration does not give";
+      if (!o->cr_granted)
+        *bound &= ~(1ULL << CAP_CHECKPOINT_RESTORE);
+    }
+  else if (getauxval(AT_SECURE))
+    {
+      *bound = 0;
+      *whose = "the user running this restore does not hold (crest's own, from its file "
+               "capability, are not for the tree)";
+    }
+  return 0;
+}
+
+/* Process mode: could P get CAP_CHECKPOINT_RESTORE back by itself, by
+   executing a program? As root of its user namespace with the capability
+   in its bounding set (root's execve takes the bounding set), or through
+   its executable's file capabilities. The restorer holds the capability
+   for the restore, so holding it says nothing about what the task may. */
+static bool
+cr_regainable(const struct rproc *p)
+{
+  const uint64_t cr = 1ULL << CAP_CHECKPOINT_RESTORE;
+  struct vfs_ns_cap_data fc;
+  ssize_t n;
+  if (p->uids[1] == 0 && (p->caps[3] & cr) && !(p->securebits & (1 << 0) /* SECBIT_NOROOT */))
+    return true;
+  memset(&fc, 0, sizeof fc);
+  n = getxattr(p->exe, "security.capability", &fc, sizeof fc);
+  return n >= (ssize_t)XATTR_CAPS_SZ_2
+         && (fc.data[CAP_CHECKPOINT_RESTORE / 32].permitted & (1U << CAP_CHECKPOINT_RESTORE % 32));
+}
+
+/* Every process's inheritable, permitted, effective and ambient sets lie
+   within BOUND; one line naming the first capability that does not. */
+int
+check_caps(struct rctx *c, uint64_t bound, const char *whose, crest_error_t *err)
+{
+  static const char *const set[] = { "inheritable", "permitted", "effective", NULL, "ambient" };
+  for (size_t i = 0; i < c->np; i++)
+    for (int k = 0; k < 5 && !c->p[i].zombie; k++)
+      {
+        uint64_t b = bound;
+        uint64_t extra;
+        const char *who = whose;
+        if (!c->o->caps_from_config && (b & (1ULL << CAP_CHECKPOINT_RESTORE))
+            && !cr_regainable(&c->p[i]))
+          {
+            b &= ~(1ULL << CAP_CHECKPOINT_RESTORE);
+            who = "the task could not regain by itself (it is not root with it in its bounding "
+                  "set, its executable has no such file capability)";
+          }
+        extra = set[k] ? c->p[i].caps[k] & ~b : 0;
+        int cap = extra ? __builtin_ctzll(extra) : -1;
+        if (cap >= 0)
+          return crest_error_make(err, EPERM,
+                                  "image %s: process %d: its %s set has capability %d%s, which "
+                                  "%s",
+                                  c->o->image_dir, c->p[i].pid, set[k], cap,
+                                  cap == CAP_CHECKPOINT_RESTORE ? " (CAP_CHECKPOINT_RESTORE)" : "",
+                                  extra & bound ? who : whose);
+      }
+  return 0;
+}

@@ -1,0 +1,245 @@
+/* crest: the dump's context, shared by dump.c and the files that dump one
+ * kind of object (files.c and the descriptor types, files.h). */
+#ifndef CREST_DUMP_INT_H
+#define CREST_DUMP_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+#include <termios.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include "engine-int.h"
+#include "files.h"
+#include "shmem.h"
+
+#ifndef PTRACE_PEEKSIGINFO
+#define PTRACE_PEEKSIGINFO 0x4209
+#endif
+#ifndef PTRACE_PEEKSIGINFO_SHARED
+#define PTRACE_PEEKSIGINFO_SHARED 1
+#endif
+#define KCMP_FILE 0
+#define PAGE 4096UL
+#define BATCH (64UL << 20) /* bytes per process_vm_readv batch */
+
+struct dthread
+{
+  pid_t tid;
+  pid_t itid; /* as recorded: inside the tree's PID namespace for a container */
+  struct user_regs_struct regs;
+  uint8_t *xstate;
+  size_t xlen;
+  uint64_t clear_tid;
+  uint64_t alt_sp, alt_size;
+  int32_t alt_flags;
+  uint64_t sigmask; /* the thread's own (blocked only within an injected call) */
+  struct prctl_thread pr;
+};
+
+struct dproc
+{
+  pid_t pid, ppid, pgid, sid;
+  pid_t ipid, ipgid, isid; /* as recorded (see struct dthread) */
+  struct dthread *th;
+  size_t nth;
+  uint64_t gadget;
+  struct ksigaction sa[65];
+  uint64_t itimer[3][4]; /* interval sec, usec, value sec, usec */
+  uint64_t brk;
+  long securebits;
+  struct prctl_proc pr;
+  bool zombie;     /* exited, waiting for its parent's wait() */
+  int exit_status; /* then: the status wait() will report */
+  /* In a group stop (kill -STOP, ^Z): the stop signal, else 0. */
+  int stop_sig;
+  /* Its parent, seized with it, has already collected that stop with
+     waitpid(WUNTRACED) (so another would report nothing). */
+  bool stop_reported;
+  char *root_dir; /* its root directory when it is not the tree's top (a
+                     chroot), as a path from the top; NULL: the top */
+};
+
+struct dfile
+{
+  int id;
+  const struct fd_ops *ops; /* its type (files.h) */
+  char *path;
+  int flags;
+  int64_t pos;
+  dev_t dev;
+  ino_t ino;
+  pid_t pid; /* one user of it (for kcmp and pidfd_getfd) */
+  int fd;
+  bool unlinked;
+  char *data; /* image file with the contents of an unlinked file */
+  struct unlinked_info u;
+  bool deleted_dir;      /* a directory removed while open: u holds its mode and owner */
+  struct lock_set locks; /* flock and OFD locks (locks.c) */
+  int seals;             /* memfd */
+  uint64_t ino_pipe;
+  bool pipe_read;
+  void *priv; /* a type's own record (files.h), freed with the context */
+};
+
+struct dpipe
+{
+  uint64_t ino;
+  char *path; /* named FIFO */
+  bool has_r, has_w;
+  bool low_fds_only; /* every descriptor on it is 0, 1 or 2 */
+  bool no_r, no_w;   /* that end is closed in every process (pipe_other_end_closed) */
+  pid_t rpid;
+  int rfd;
+  pid_t opid; /* a named FIFO: any descriptor on it */
+  int ofd;
+  int size;
+  char *data;
+  size_t len;
+};
+
+struct dfd
+{
+  pid_t pid;
+  int fd;
+  bool cloexec;
+  int file;
+  struct lock_set locks; /* the process's POSIX locks through this descriptor */
+};
+
+/* One user namespace ID map, as /proc/PID/[ug]id_map shows it to crest:
+   inside the task's namespace, outside in crest's. */
+struct idmap
+{
+  uint32_t in[64], out[64], len[64];
+  size_t n;
+};
+
+struct dctx
+{
+  const struct crest_dump_opts *o;
+  bool foreign_userns; /* the tree lives in another user namespace than crest */
+  struct idmap uidmap, gidmap;
+  pid_t root;
+  int topfd; /* the directory the paths /proc shows are relative to (open_top) */
+  struct dproc *p;
+  size_t np;
+  struct dfile *f;
+  size_t nf;
+  struct dpipe *pp;
+  size_t npp;
+  struct dfd *fds;
+  size_t nfds;
+  struct img_writer *w;
+  uint64_t pages_bytes, readv_calls;
+  struct timespec t0;
+  bool progress;
+  struct shm_table shm; /* objects with no path, mapped in the tree */
+  /* Container mode: the container's terminal, the pty slave that
+     /dev/console names inside the container and that is its init's
+     controlling terminal (what crun sets up for process.terminal). */
+  struct
+  {
+    bool found;
+    dev_t dev, rdev;
+    ino_t ino;
+    pid_t fg;   /* its foreground process group, as /proc shows it (0: none) */
+    bool saved; /* termios and ws read through a descriptor of the tree */
+    struct termios tio;
+    struct winsize ws;
+  } term;
+};
+
+/* A mapping, as /proc/PID/maps shows it (mem.c). */
+struct vma
+{
+  uint64_t start, end, pgoff;
+  int prot;
+  bool shared;
+  char kind[16];
+  char *path;
+  unsigned dev_major, dev_minor;
+  uint64_t ino;
+};
+
+/* dump.c: helpers of the files that dump one kind of object. */
+/* /proc/PID/WHAT, whole, in *OUT (malloc'd). */
+int
+read_proc(pid_t pid, const char *what, char **out, crest_error_t *err);
+/* The value of "KEY:" in a /proc status-like text, or NULL. */
+const char *
+status_field(const char *status, const char *key);
+/* PATH opened as task P would resolve it, inside its root. */
+int
+open_in_root(const struct dctx *c, const struct dproc *p, const char *path, int flags,
+             crest_error_t *err);
+/* A user or group ID as the tree sees it. */
+long
+inner_id(const struct dctx *c, const struct idmap *m, long id);
+/* A copy of descriptor FD of task PID (pidfd_getfd). */
+int
+getfd(pid_t pid, int fd, crest_error_t *err);
+/* WROTE (> 0): a record of docs/engine.md's attribute tables went into
+   the image, which makes it format 3 at least. Returns WROTE. */
+int
+put_attrs(struct dctx *c, int wrote);
+/* A stopping signal is pending (held off during the dump): -1 with ERR. */
+int
+interrupted(crest_error_t *err);
+/* Say what the dump does, once it has taken over a second. */
+void
+maybe_progress(struct dctx *c, const char *what);
+/* Read LEN bytes of task PID's memory at ADDR (process_vm_readv). */
+int
+vm_read(pid_t pid, uint64_t addr, void *buf, size_t len, crest_error_t *err);
+
+/* mem.c */
+int
+parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err);
+void
+free_vmas(struct vma *v, size_t n);
+void
+mem_put_mm(const struct dproc *p, const unsigned long long f[64], const char *auxv, size_t auxlen,
+           yajl_gen g);
+int
+mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err);
+
+/* sig.c */
+/* Write KEY: the N siginfos (128 bytes each, as PTRACE_PEEKSIGINFO gives
+   them) in SI. Is a SIGCONT among them? */
+bool
+sig_put_pending(yajl_gen g, const char *key, const uint8_t *si, long n);
+int
+sig_put_process(const struct dproc *p, yajl_gen g, bool *cont, crest_error_t *err);
+
+/* creds.c */
+int
+creds_put(struct dctx *c, struct dproc *p, const char *status, yajl_gen g, crest_error_t *err);
+
+/* files.c */
+void
+files_put_fds(struct dctx *c, const struct dproc *p, yajl_gen g);
+
+/* pstree.c: the tree, seized (collect_tree), its IDs inside its PID
+   namespace (ns_ids), its groups and sessions checked, a zombie's record. */
+struct dproc *
+find_proc(struct dctx *c, pid_t pid);
+int
+collect_tree(struct dctx *c, crest_error_t *err);
+int
+ns_ids(struct dctx *c, crest_error_t *err);
+int
+check_groups(struct dctx *c, crest_error_t *err);
+int
+dump_zombie(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err);
+
+/* creds.c: the tree's user namespace and ID maps (user_ns); a thread
+   whose credentials differ from its process's is refused. */
+int
+user_ns(struct dctx *c, crest_error_t *err);
+int
+check_thread_creds(const struct dproc *p, pid_t tid, const char *main_st, const char *st,
+                   crest_error_t *err);
+
+#endif

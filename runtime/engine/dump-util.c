@@ -1,0 +1,149 @@
+/* crest: helpers of the dump shared by dump.c and the files that dump one
+ * kind of object: reading /proc of a task, paths in its root, IDs as the
+ * tree sees them, a copy of one of its descriptors. */
+#include <config.h>
+#include <signal.h>
+#include <time.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <inttypes.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <linux/openat2.h>
+#include "dump-int.h"
+#include "image.h"
+#include "log.h"
+#include "util.h"
+
+int
+read_proc(pid_t pid, const char *what, char **out, crest_error_t *err)
+{
+  cleanup_free char *path = xasprintf("/proc/%d/%s", pid, what);
+  if (read_file(path, out, NULL, 0, err) < 0)
+    return crest_error_wrap(err, "task %d", pid);
+  return 0;
+}
+
+/* Open PATH, a path /proc showed for task P. The dump runs outside the
+   tree's mount namespace (a container's paths mean nothing on the host), so
+   the path is resolved under the task's root directory, where absolute
+   symlinks and ".." stay inside it and no magic link (a /proc/self/... of
+   the container's /proc would be crest's own) is followed: nothing in the
+   task's file system can make crest open a file of its own. /proc shows a
+   chroot'd task's paths from the tree's top, not from its root (open_top):
+   for such a task the top is where they are resolved. */
+int
+open_in_root(const struct dctx *c, const struct dproc *p, const char *path, int flags,
+             crest_error_t *err)
+{
+  cleanup_free char *rp = xasprintf("/proc/%d/root", p->pid);
+  cleanup_close int own = -1;
+  struct open_how how;
+  int fd, root;
+  if (p->root_dir)
+    root = c->topfd;
+  else if ((root = own = open(rp, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+    return crest_error_errno(err, "open the task's root directory");
+  memset(&how, 0, sizeof how);
+  how.flags = flags | O_CLOEXEC
+              | (flags & O_PATH ? 0 : O_NOCTTY); /* openat2 takes nothing else with O_PATH */
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  fd = syscall(SYS_openat2, root, path, &how, sizeof how);
+  if (fd < 0)
+    return crest_error_errno(err, "open inside the task's root directory");
+  return fd;
+}
+
+const char *
+status_field(const char *status, const char *key)
+{
+  size_t n = strlen(key);
+  for (const char *l = status; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+    if (strncmp(l, key, n) == 0 && l[n] == ':')
+      {
+        l += n + 1;
+        while (*l == ' ' || *l == '\t')
+          l++;
+        return l;
+      }
+  return NULL;
+}
+
+/* An ID as the tree's user namespace sees it; one it does not map reads
+   there as the overflow ID, 65534. */
+long
+inner_id(const struct dctx *c, const struct idmap *m, long id)
+{
+  if (!c->foreign_userns)
+    return id;
+  for (size_t i = 0; i < m->n; i++)
+    if ((uint64_t)id >= m->out[i] && (uint64_t)id - m->out[i] < m->len[i])
+      return m->in[i] + (id - m->out[i]);
+  return 65534;
+}
+
+int
+getfd(pid_t pid, int fd, crest_error_t *err)
+{
+  cleanup_close int pfd = syscall(SYS_pidfd_open, pid, 0);
+  int r;
+  if (pfd < 0)
+    return crest_error_errno(err, "task %d: pidfd_open", pid);
+  r = syscall(SYS_pidfd_getfd, pfd, fd, 0);
+  if (r < 0)
+    return crest_error_errno(err, "task %d: fd %d: pidfd_getfd", pid, fd);
+  return r;
+}
+
+/* WROTE (> 0): a record of docs/engine.md's attribute tables went into
+   the image, which makes it format 3 at least. Returns WROTE. */
+int
+put_attrs(struct dctx *c, int wrote)
+{
+  if (wrote > 0 && c->w->format < CREST_IMAGE_FORMAT_ATTRS)
+    c->w->format = CREST_IMAGE_FORMAT_ATTRS;
+  return wrote;
+}
+
+int
+vm_read(pid_t pid, uint64_t addr, void *buf, size_t len, crest_error_t *err)
+{
+  struct iovec l = { buf, len }, r = { (void *)addr, len };
+  ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
+  if (n != (ssize_t)len)
+    return crest_error_make(err, n < 0 ? errno : EIO, "task %d: read memory at %#" PRIx64, pid,
+                            addr);
+  return 0;
+}
+
+/* SIGINT, SIGTERM, SIGHUP and SIGQUIT are held off during a dump (dying with
+   threads half-injected would leave them with foreign registers) and turn
+   into a clean failure at the next safe point. */
+int
+interrupted(crest_error_t *err)
+{
+  sigset_t set;
+  static const int sigs[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
+  sigpending(&set);
+  for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+    if (sigismember(&set, sigs[i]))
+      return crest_error_make(err, EINTR, "checkpoint interrupted by signal %d (%s)", sigs[i],
+                              strsignal(sigs[i]));
+  return 0;
+}
+
+void
+maybe_progress(struct dctx *c, const char *what)
+{
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  if ((now.tv_sec - c->t0.tv_sec) * 1000000000L + (now.tv_nsec - c->t0.tv_nsec) >= 1000000000L)
+    {
+      c->progress = true;
+      crest_progress("checkpoint of %d: %s", c->root, what);
+    }
+}

@@ -1,0 +1,156 @@
+/* crest: descriptor types. Every kind of open file description crest
+ * checkpoints is one struct fd_ops, in a file of its own that holds both
+ * directions (files-reg.c, files-memfd.c, pipes.c, tty.c, eventfd.c,
+ * timerfd.c, signalfd.c, eventpoll.c, inotify.c), and one row of
+ * fd_types[] in files.c. files.c walks the descriptors (the kcmp sharing,
+ * locks, placement) and dispatches to the type in one place on each side:
+ * dump_fd (probe), files_put (write), files_parse (parse), files_open
+ * (open, finish), files_task_src (install).
+ *
+ * How to add a type (an eventfd, say):
+ *   1. eventfd.c: the functions of its struct fd_ops and
+ *      `const struct fd_ops fd_eventfd_ops = { .type = "eventfd", ... }`;
+ *      its own state in a record of its own, hung on dfile->priv at dump
+ *      and rfile->priv at restore (malloc'd; freed with the context), not
+ *      in new fields of struct dfile or struct rfile;
+ *   2. its extern line below, and its row in fd_types[] (files.c): the
+ *      first type whose probe claims a descriptor takes it, so a type that
+ *      is a special case of another comes before it;
+ *   3. eventfd.c in local.mk, its attribute table in docs/engine.md, and
+ *      a new image format version (image.h) if older crest could not read
+ *      the record.
+ * A descriptor no probe claims is refused at checkpoint in one line. */
+#ifndef CREST_FILES_H
+#define CREST_FILES_H
+
+#include <stdbool.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_tree.h>
+#include "error.h"
+
+struct dctx;
+struct dproc;
+struct dfile;
+struct rctx;
+struct rfile;
+
+/* One descriptor of a task, as /proc shows it, offered to each probe. */
+struct fd_probe
+{
+  pid_t pid;
+  int fd;
+  char *link; /* readlink of /proc/PID/fd/FD (a probe may cut " (deleted)") */
+  const struct stat *st;
+  int flags; /* fdinfo flags, O_CLOEXEC included */
+};
+
+/* fd_ops.flags */
+#define FDT_LOCKS 0x1u   /* flock and OFD locks on it are restored */
+#define FDT_PATH 0x2u    /* restore opens "path", which must be absolute */
+#define FDT_DATA 0x4u    /* may name a "data" file of the image */
+#define FDT_OUTSIDE 0x8u /* stands for a file outside the tree (stdio only) */
+
+struct fd_ops
+{
+  const char *type; /* "type" of the image's file record */
+  unsigned flags;   /* FDT_* */
+
+  /* Checkpoint. probe: is this descriptor of this type? 1 yes, with NF
+     filled (NF->ops is this type unless the probe hands it to another), 0
+     no, -1 refused or failed (ERR says why in one line). NF holds the
+     common fields (id, flags, pos, dev, ino, pid, fd) already. */
+  int (*probe)(struct dctx *c, struct dproc *p, const struct fd_probe *d, struct dfile *nf,
+               crest_error_t *err);
+  /* Optional: each descriptor on the file, the first included. */
+  void (*attach)(struct dctx *c, struct dfile *f, int fd);
+  /* Optional: once every descriptor of the tree is known and the pipes
+     are read, before anything is written (an epoll finds its targets
+     among the files); -1 refused or failed. */
+  int (*resolve)(struct dctx *c, struct dfile *f, crest_error_t *err);
+  /* Optional: the record's keys after the common ones (id, type, path,
+     flags, pos). */
+  void (*write)(struct dctx *c, const struct dfile *f, yajl_gen g);
+
+  /* Restore. parse (optional): the type's keys of record V, the common
+     ones (and "data") read already; files before F->id are parsed. */
+  int (*parse)(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err);
+  /* Optional: open the file again in the restoring process, before any
+     task exists, with open(2) FLAGS (the recorded ones, O_CLOEXEC and
+     O_NOCTTY). Sets F->svc, the service descriptor tasks dup (svc_place);
+     file_place does the common rest. */
+  int (*open)(struct rctx *c, struct rfile *f, int flags, crest_error_t *err);
+  /* Optional: once every file is open (a memfd's seals). */
+  int (*finish)(struct rctx *c, struct rfile *f, crest_error_t *err);
+  /* Optional, in the new task: the descriptor that becomes its FD (else
+     F->svc); -1: none. */
+  int (*install)(const struct rctx *c, const struct rfile *f, int fd);
+};
+
+extern const struct fd_ops fd_inherited_ops, fd_reg_ops, fd_dir_ops, fd_link_ops, fd_dev_ops;
+extern const struct fd_ops fd_memfd_ops;
+extern const struct fd_ops fd_tty_ops;
+extern const struct fd_ops fd_pipe_ops, fd_fifo_ops;
+extern const struct fd_ops fd_eventfd_ops, fd_timerfd_ops, fd_signalfd_ops, fd_epoll_ops;
+extern const struct fd_ops fd_inotify_ops;
+
+/* files.c: the dump side. */
+int
+dump_fds(struct dctx *c, struct dproc *p, crest_error_t *err);
+int
+files_resolve(struct dctx *c, crest_error_t *err);
+void
+files_put(struct dctx *c, yajl_gen g);
+/* files.c: the restore side. */
+int
+files_parse(struct rctx *c, crest_error_t *err);
+int
+files_open(struct rctx *c, crest_error_t *err);
+int
+files_finish(struct rctx *c, crest_error_t *err);
+int
+files_task_src(const struct rctx *c, const struct rfile *f, int fd);
+/* The common end of an open: seek to the recorded offset (SEEK), place FD
+   among the service descriptors as F->svc, take F's flock and OFD locks. */
+int
+file_place(struct rctx *c, struct rfile *f, int fd, bool seek, crest_error_t *err);
+
+/* files-reg.c: restore opens PATH again inside the task's root: it must
+   name this very file there (refused in one line if not). */
+int
+files_check_path(struct dctx *c, struct dproc *p, const struct fd_probe *d, bool nofollow,
+                 crest_error_t *err);
+/* files-reg.c: the keys of a file's records of docs/engine.md's attribute
+   tables (data, unlinked, deleted_dir, flock and OFD locks). */
+void
+files_put_attrs(struct dctx *c, const struct dfile *f, yajl_gen g);
+
+/* pipes.c: the pipes and FIFOs, with their bytes. */
+int
+dump_pipes(struct dctx *c, crest_error_t *err);
+void
+pipes_put(struct dctx *c, yajl_gen g);
+int
+pipes_parse(struct rctx *c, crest_error_t *err);
+int
+pipes_open(struct rctx *c, crest_error_t *err);
+void
+pipes_close_unused(struct rctx *c);
+
+/* tty.c: the container's terminal. */
+void
+tty_find(struct dctx *c);
+void
+tty_put(struct dctx *c, yajl_gen g);
+int
+tty_parse(struct rctx *c, crest_error_t *err);
+int
+tty_open(struct rctx *c, crest_error_t *err);
+
+/* files-memfd.c: one memfd per saved memory object (memfd descriptors and
+   mappings of it share it). */
+int
+memfile_svc(struct rctx *c, const char *data, const char *path, crest_error_t *err);
+
+#endif

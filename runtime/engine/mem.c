@@ -1,0 +1,533 @@
+/* crest: memory of a process (docs/engine.md, "Memory"): its mappings as
+ * /proc/PID/maps shows them, their advice (vmflags.c), its pages, and the
+ * layout of its mm. Objects shared between mappings: shmem.c. */
+#include <config.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "dump-int.h"
+#include "image-check.h"
+#include "restore-int.h"
+#include "image.h"
+#include "log.h"
+#include "util.h"
+
+int
+parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
+{
+  cleanup_free char *maps = NULL;
+  char *save = NULL;
+  struct vma *v = NULL;
+  size_t nv = 0;
+
+  if (read_proc(pid, "maps", &maps, err) < 0)
+    return -1;
+  for (char *l = strtok_r(maps, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+    {
+      unsigned long s, e, off, ino;
+      char perms[8], dev[16];
+      int pos = 0;
+      struct vma x;
+      memset(&x, 0, sizeof x);
+      if (sscanf(l, "%lx-%lx %7s %lx %15s %lu %n", &s, &e, perms, &off, dev, &ino, &pos) < 6)
+        continue;
+      x.start = s, x.end = e, x.pgoff = off / PAGE;
+      x.prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0)
+               | (perms[2] == 'x' ? PROT_EXEC : 0);
+      x.shared = perms[3] == 's';
+      x.ino = ino;
+      if (sscanf(dev, "%x:%x", &x.dev_major, &x.dev_minor) != 2)
+        x.dev_major = x.dev_minor = 0;
+      const char *name = pos ? l + pos : "";
+      if (*name == 0 || strncmp(name, "[anon:", 6) == 0)
+        strcpy(x.kind, "anon");
+      else if (strcmp(name, "[heap]") == 0)
+        strcpy(x.kind, "heap");
+      else if (strcmp(name, "[stack]") == 0)
+        strcpy(x.kind, "stack");
+      else if (strcmp(name, "[vdso]") == 0)
+        strcpy(x.kind, "vdso");
+      else if (strcmp(name, "[vvar]") == 0)
+        strcpy(x.kind, "vvar");
+      else if (strcmp(name, "[vvar_vclock]") == 0)
+        strcpy(x.kind, "vvar_vclock");
+      else if (strcmp(name, "[vsyscall]") == 0)
+        continue;
+      else if (name[0] == '/')
+        {
+          size_t nl = strlen(name);
+          if (strncmp(name, "/SYSV", 5) == 0)
+            {
+              free(v);
+              return crest_error_make(err, ENOTSUP,
+                                      "task %d: mapping %lx-%lx of SysV shared memory %s is not "
+                                      "supported",
+                                      pid, s, e, name);
+            }
+          /* A memfd, shared anonymous memory or a deleted file: no path to
+             open again, its contents are saved through map_files. */
+          if ((nl > 10 && strcmp(name + nl - 10, " (deleted)") == 0)
+              || strncmp(name, "/memfd:", 7) == 0)
+            strcpy(x.kind, "memfile");
+          else
+            strcpy(x.kind, "file");
+          x.path = xstrdup(name);
+        }
+      else
+        {
+          free(v);
+          return crest_error_make(err, ENOTSUP,
+                                  "task %d: mapping %lx-%lx of type %s is not supported", pid, s, e,
+                                  name);
+        }
+      if (x.shared && strcmp(x.kind, "file") != 0 && strcmp(x.kind, "memfile") != 0)
+        {
+          free(v);
+          return crest_error_make(err, ENOTSUP,
+                                  "task %d: shared anonymous mapping %lx-%lx is not supported", pid,
+                                  s, e);
+        }
+      v = xrealloc(v, (nv + 1) * sizeof *v);
+      v[nv++] = x;
+    }
+  *out = v;
+  *n = nv;
+  return 0;
+}
+
+void
+free_vmas(struct vma *v, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    free(v[i].path);
+  free(v);
+}
+
+struct run
+{
+  uint64_t vaddr, len, off;
+};
+
+static int
+dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, yajl_gen g,
+            crest_error_t *err)
+{
+  cleanup_free char *name = xasprintf("pages-%d.img", p->ipid);
+  cleanup_free char *pmpath = xasprintf("/proc/%d/pagemap", p->pid);
+  cleanup_free char *mempath = xasprintf("/proc/%d/mem", p->pid);
+  cleanup_close int pm = open(pmpath, O_RDONLY | O_CLOEXEC);
+  cleanup_close int mem = -1;
+  cleanup_free uint64_t *ent = NULL;
+  cleanup_free char *buf = NULL;
+  struct run *runs = NULL;
+  size_t nruns = 0, nbatch = 0;
+  struct iovec riov[IOV_MAX];
+  uint64_t off = 0, bfill = 0;
+  struct img_out o;
+  int rc = -1;
+
+  if (pm < 0)
+    return crest_error_errno(err, "task %d: open pagemap", p->pid);
+  if (img_out_open(c->w, name, &o, err) < 0)
+    return -1;
+  buf = xmalloc(BATCH);
+
+  /* Flush the batch: one process_vm_readv for up to IOV_MAX runs. */
+#define FLUSH()                                                                                    \
+  do                                                                                               \
+    {                                                                                              \
+      if (bfill)                                                                                   \
+        {                                                                                          \
+          struct iovec l = { buf, bfill };                                                         \
+          ssize_t got = process_vm_readv(p->pid, &l, 1, riov, nbatch, 0);                          \
+          c->readv_calls++;                                                                        \
+          if (got != (ssize_t)bfill)                                                               \
+            {                                                                                      \
+              crest_error_make(err, got < 0 ? errno : EIO,                                         \
+                               "task %d: copy memory (process_vm_readv)", p->pid);                 \
+              goto out;                                                                            \
+            }                                                                                      \
+          if (img_out_write(&o, buf, bfill, err) < 0)                                              \
+            goto out;                                                                              \
+          bfill = 0, nbatch = 0;                                                                   \
+        }                                                                                          \
+    }                                                                                              \
+  while (0)
+
+  for (size_t i = 0; i < nv; i++)
+    {
+      struct vma *m = &v[i];
+      uint64_t npages = (m->end - m->start) / PAGE;
+      bool file = strcmp(m->kind, "file") == 0 || strcmp(m->kind, "memfile") == 0;
+      if (m->shared || strcmp(m->kind, "vdso") == 0 || strncmp(m->kind, "vvar", 4) == 0)
+        continue;
+      ent = xrealloc(ent, npages * 8);
+      if (pread(pm, ent, npages * 8, m->start / PAGE * 8) != (ssize_t)(npages * 8))
+        {
+          crest_error_errno(err, "task %d: read pagemap of %" PRIx64 "-%" PRIx64, p->pid, m->start,
+                            m->end);
+          goto out;
+        }
+      for (uint64_t k = 0; k < npages;)
+        {
+          /* present or swapped; in a file mapping only the private
+             (copied-on-write) pages, the rest comes from the file. */
+#define WANT(e) ((((e) >> 63) & 1 && (!file || !(((e) >> 61) & 1))) || (((e) >> 62) & 1))
+          uint64_t j;
+          if (!WANT(ent[k]))
+            {
+              k++;
+              continue;
+            }
+          for (j = k; j < npages && WANT(ent[j]); j++)
+            ;
+          uint64_t addr = m->start + k * PAGE, len = (j - k) * PAGE;
+          if (nruns && runs[nruns - 1].vaddr + runs[nruns - 1].len == addr)
+            runs[nruns - 1].len += len;
+          else
+            {
+              runs = xrealloc(runs, (nruns + 1) * sizeof *runs);
+              runs[nruns].vaddr = addr, runs[nruns].len = len, runs[nruns].off = off;
+              nruns++;
+            }
+          off += len;
+          c->pages_bytes += len;
+          if (!(m->prot & PROT_READ))
+            {
+              /* process_vm_readv honours protections; /proc/PID/mem does not. */
+              FLUSH();
+              if (mem < 0 && (mem = open(mempath, O_RDONLY | O_CLOEXEC)) < 0)
+                {
+                  crest_error_errno(err, "task %d: open mem", p->pid);
+                  goto out;
+                }
+              for (uint64_t done = 0; done < len;)
+                {
+                  uint64_t chunk = len - done < BATCH ? len - done : BATCH;
+                  if (pread(mem, buf, chunk, addr + done) != (ssize_t)chunk)
+                    {
+                      crest_error_errno(err, "task %d: read memory at %#" PRIx64, p->pid,
+                                        addr + done);
+                      goto out;
+                    }
+                  if (img_out_write(&o, buf, chunk, err) < 0)
+                    goto out;
+                  done += chunk;
+                }
+            }
+          else
+            while (len)
+              {
+                uint64_t room = BATCH - bfill, chunk = len < room ? len : room;
+                riov[nbatch].iov_base = (void *)addr;
+                riov[nbatch].iov_len = chunk;
+                nbatch++, bfill += chunk, addr += chunk, len -= chunk;
+                if (bfill == BATCH || nbatch == IOV_MAX)
+                  {
+                    FLUSH();
+                    maybe_progress(c, "copying memory");
+                    if (interrupted(err) < 0)
+                      goto out;
+                  }
+              }
+          k = j;
+        }
+    }
+  FLUSH();
+#undef FLUSH
+  if (img_out_close(&o, err) < 0)
+    goto out;
+  jput_str(g, "pages_file", name);
+  jput_key(g, "pages");
+  yajl_gen_array_open(g);
+  for (size_t i = 0; i < nruns; i++)
+    {
+      yajl_gen_map_open(g);
+      jput_u64(g, "vaddr", runs[i].vaddr);
+      jput_u64(g, "len", runs[i].len);
+      jput_u64(g, "off", runs[i].off);
+      yajl_gen_map_close(g);
+    }
+  yajl_gen_array_close(g);
+  rc = 0;
+out:
+  if (o.fd >= 0 && rc < 0)
+    {
+      close(o.fd);
+      free(o.name);
+    }
+  free(runs);
+  return rc;
+}
+
+/* A mapping with no path to open again (memfd, shared anonymous memory, a
+   deleted file): its object is saved once (shmem.c); restore maps a memfd
+   holding the same bytes, shared as the object was. */
+static int
+dump_memfile(struct dctx *c, struct dproc *p, struct vma *m, yajl_gen g, crest_error_t *err)
+{
+  const struct shm_obj *o;
+  if (shm_save(&c->shm, c->w, p->pid, m->start, m->end, &o, err) < 0)
+    return -1;
+  jput_str(g, "path", m->path);
+  jput_u64(g, "pgoff", m->pgoff);
+  jput_u64(g, "file_size", o->size);
+  jput_str(g, "data", o->data);
+  return 0;
+}
+
+/* The "mm" record: the layout prctl(PR_SET_MM_MAP) puts back. F[n] is
+   field n of /proc/PID/stat. */
+void
+mem_put_mm(const struct dproc *p, const unsigned long long f[64], const char *auxv, size_t auxlen,
+           yajl_gen g)
+{
+  jput_key(g, "mm");
+  yajl_gen_map_open(g);
+  jput_u64(g, "start_code", f[26]);
+  jput_u64(g, "end_code", f[27]);
+  jput_u64(g, "start_stack", f[28]);
+  jput_u64(g, "start_data", f[45]);
+  jput_u64(g, "end_data", f[46]);
+  jput_u64(g, "start_brk", f[47]);
+  jput_u64(g, "brk", p->brk);
+  jput_u64(g, "arg_start", f[48]);
+  jput_u64(g, "arg_end", f[49]);
+  jput_u64(g, "env_start", f[50]);
+  jput_u64(g, "env_end", f[51]);
+  jput_hex(g, "auxv", auxv, auxlen);
+  yajl_gen_map_close(g);
+}
+
+/* The "vmas" of process P and its pages. */
+int
+mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
+{
+  struct vma *v = NULL;
+  struct vmflags_ent *vf = NULL;
+  size_t nv = 0, nvf = 0;
+  int rc = -1;
+
+  if (parse_maps(p->pid, &v, &nv, err) < 0 || vmflags_load(p->pid, &vf, &nvf, err) < 0)
+    goto fail;
+  jput_key(g, "vmas");
+  yajl_gen_array_open(g);
+  for (size_t i = 0; i < nv; i++)
+    {
+      yajl_gen_map_open(g);
+      jput_u64(g, "start", v[i].start);
+      jput_u64(g, "end", v[i].end);
+      jput_int(g, "prot", v[i].prot);
+      jput_bool(g, "shared", v[i].shared);
+      jput_str(g, "kind", v[i].kind);
+      if (put_attrs(c, vmflags_put(g, vf, nvf, p->pid, v[i].start, v[i].end, v[i].kind, err)) < 0)
+        goto fail;
+      if (v[i].path && strcmp(v[i].kind, "memfile") == 0)
+        {
+          if (dump_memfile(c, p, &v[i], g, err) < 0)
+            goto fail;
+        }
+      else if (v[i].path)
+        {
+          struct stat st;
+          cleanup_close int mf = open_in_root(c, p, v[i].path, O_PATH, err);
+          if (mf < 0)
+            {
+              crest_error_wrap(err, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s", p->pid,
+                               v[i].start, v[i].end, v[i].path);
+              goto fail;
+            }
+          if (fstat(mf, &st) < 0)
+            {
+              crest_error_errno(err, "task %d: mapped file %s: stat", p->pid, v[i].path);
+              goto fail;
+            }
+          if (!S_ISREG(st.st_mode))
+            {
+              crest_error_make(err, ENOTSUP,
+                               "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: not a regular file",
+                               p->pid, v[i].start, v[i].end, v[i].path);
+              goto fail;
+            }
+          /* An overlay file system shows the layer's device and inode in
+             maps and its own in stat: a difference is only worth a note. */
+          if (st.st_ino != v[i].ino || major(st.st_dev) != v[i].dev_major
+              || minor(st.st_dev) != v[i].dev_minor)
+            crest_debug("task %d: mapping %" PRIx64 "-%" PRIx64 ": %s is inode %u:%u/%" PRIu64
+                        " in maps, %u:%u/%" PRIu64 " by its path",
+                        p->pid, v[i].start, v[i].end, v[i].path, v[i].dev_major, v[i].dev_minor,
+                        v[i].ino, major(st.st_dev), minor(st.st_dev), (uint64_t)st.st_ino);
+          jput_str(g, "path", v[i].path);
+          jput_u64(g, "pgoff", v[i].pgoff);
+          jput_u64(g, "file_size", st.st_size);
+          jput_u64(g, "file_mtime", st.st_mtime);
+        }
+      yajl_gen_map_close(g);
+    }
+  yajl_gen_array_close(g);
+  if (dump_memory(c, p, v, nv, g, err) < 0)
+    goto fail;
+  rc = 0;
+fail:
+  free_vmas(v, nv);
+  free(vf);
+  return rc;
+}
+
+/* The "mm" record MM of process P. */
+int
+mem_parse_mm(yajl_val mm, struct rproc *p, crest_error_t *err)
+{
+  if (jget_u64(mm, "start_code", &p->mm.start_code, err) < 0
+      || jget_u64(mm, "end_code", &p->mm.end_code, err) < 0
+      || jget_u64(mm, "start_stack", &p->mm.start_stack, err) < 0
+      || jget_u64(mm, "start_data", &p->mm.start_data, err) < 0
+      || jget_u64(mm, "end_data", &p->mm.end_data, err) < 0
+      || jget_u64(mm, "start_brk", &p->mm.start_brk, err) < 0
+      || jget_u64(mm, "brk", &p->mm.brk, err) < 0
+      || jget_u64(mm, "arg_start", &p->mm.arg_start, err) < 0
+      || jget_u64(mm, "arg_end", &p->mm.arg_end, err) < 0
+      || jget_u64(mm, "env_start", &p->mm.env_start, err) < 0
+      || jget_u64(mm, "env_end", &p->mm.env_end, err) < 0
+      || jget_hex_alloc(mm, "auxv", 4096, &p->auxv, &p->auxv_len, err) < 0)
+    return -1;
+  return 0;
+}
+
+int
+mem_parse_vmas(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
+{
+  yajl_val *items;
+  long n;
+
+  /* VMAs: page aligned, ordered, inside the user address space. */
+  n = jget_array(v, "vmas", &items, err);
+  CHECK(n > 0 && n <= 65536, "process %d: %ld mappings", p->pid, n);
+  p->vmas = xzalloc(n * sizeof *p->vmas);
+  for (long i = 0; i < n; i++)
+    {
+      struct rvma *m = &p->vmas[i];
+      const char *kind;
+      int64_t prot;
+      if (jget_u64(items[i], "start", &m->start, err) < 0
+          || jget_u64(items[i], "end", &m->end, err) < 0
+          || jget_i64(items[i], "prot", &prot, err) < 0
+          || jget_bool(items[i], "shared", &m->shared, err) < 0
+          || jget_str(items[i], "kind", &kind, err) < 0)
+        return -1;
+      CHECK(m->start < m->end && m->start % PAGE == 0 && m->end % PAGE == 0 && m->end <= TASK_TOP
+                && (i == 0 || m->start >= p->vmas[i - 1].end) && prot >= 0 && prot <= 7
+                && strlen(kind) < 16,
+            "process %d: mapping %ld (%#" PRIx64 "-%#" PRIx64 ") is malformed", p->pid, i, m->start,
+            m->end);
+      m->prot = prot;
+      strcpy(m->kind, kind);
+      if (has_key(items[i], "madv"))
+        {
+          int64_t madv;
+          if (jget_i64(items[i], "madv", &madv, err) < 0)
+            return -1;
+          CHECK(c->img->format >= CREST_IMAGE_FORMAT_ATTRS && madv > 0 && madv <= VMF_ALL,
+                "process %d: mapping %ld: bad madv %lld (format %d)", p->pid, i, (long long)madv,
+                c->img->format);
+          m->madv = (uint32_t)madv;
+        }
+      m->svc = -1;
+      if (strcmp(kind, "file") == 0)
+        {
+          if (jget_str(items[i], "path", &m->path, err) < 0
+              || jget_u64(items[i], "pgoff", &m->pgoff, err) < 0
+              || jget_u64(items[i], "file_size", &m->file_size, err) < 0)
+            return -1;
+          CHECK(img_path_ok(m->path) && m->pgoff < (1UL << 52),
+                "process %d: mapping %ld: relative path or offset out of range", p->pid, i);
+        }
+      else if (strcmp(kind, "memfile") == 0)
+        {
+          const struct img_file *df;
+          if (jget_str(items[i], "path", &m->path, err) < 0
+              || jget_u64(items[i], "pgoff", &m->pgoff, err) < 0
+              || jget_u64(items[i], "file_size", &m->file_size, err) < 0
+              || jget_str(items[i], "data", &m->data, err) < 0)
+            return -1;
+          CHECK(img_path_ok(m->path) && m->pgoff < (1UL << 52),
+                "process %d: mapping %ld: relative path or offset out of range", p->pid, i);
+          df = img_reader_find(c->img, m->data);
+          CHECK(df && df->size == m->file_size,
+                "process %d: mapping %ld: memory file %s missing or not %" PRIu64 " bytes", p->pid,
+                i, m->data, m->file_size);
+        }
+      else
+        CHECK(!m->shared
+                  && (strcmp(kind, "anon") == 0 || strcmp(kind, "heap") == 0
+                      || strcmp(kind, "stack") == 0 || strcmp(kind, "vdso") == 0
+                      || strcmp(kind, "vvar") == 0 || strcmp(kind, "vvar_vclock") == 0),
+              "process %d: mapping %ld: unknown kind %s", p->pid, i, kind);
+    }
+  p->nvmas = n;
+
+  return 0;
+}
+
+int
+mem_parse_pages(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
+{
+  yajl_val *items;
+  long n;
+  uint64_t pages_size = 0;
+
+  /* Page runs: inside private mappings, inside the page file. */
+  {
+    const struct img_file *pf = img_reader_find(c->img, p->pages_file);
+    CHECK(pf, "process %d: page file %s is not in the manifest", p->pid, p->pages_file);
+    pages_size = pf->size;
+  }
+  n = jget_array(v, "pages", &items, err);
+  CHECK(n >= 0 && n <= (1 << 24), "process %d: %ld page runs", p->pid, n);
+  p->runs = xzalloc((n + 1) * sizeof *p->runs);
+  for (long i = 0; i < n; i++)
+    {
+      struct rrun *r = &p->runs[i];
+      uint64_t a;
+      size_t k = 0;
+      if (jget_u64(items[i], "vaddr", &r->vaddr, err) < 0
+          || jget_u64(items[i], "len", &r->len, err) < 0
+          || jget_u64(items[i], "off", &r->off, err) < 0)
+        return -1;
+      CHECK(r->vaddr % PAGE == 0 && r->len % PAGE == 0 && r->off % PAGE == 0 && r->len > 0
+                && r->vaddr + r->len > r->vaddr && r->vaddr + r->len <= TASK_TOP
+                && r->off <= pages_size && r->len <= pages_size - r->off
+                && (i == 0 || r->vaddr >= p->runs[i - 1].vaddr + p->runs[i - 1].len),
+            "process %d: page run %ld (%#" PRIx64 "+%#" PRIx64 " at %" PRIu64
+            ") lies outside %s or its mappings",
+            p->pid, i, r->vaddr, r->len, r->off, p->pages_file);
+      /* Every page of the run must be in a private, ordinary mapping. */
+      for (a = r->vaddr; a < r->vaddr + r->len;)
+        {
+          while (k < p->nvmas && p->vmas[k].end <= a)
+            k++;
+          CHECK(k < p->nvmas && p->vmas[k].start <= a && !p->vmas[k].shared
+                    && strcmp(p->vmas[k].kind, "vdso") != 0
+                    && strncmp(p->vmas[k].kind, "vvar", 4) != 0,
+                "process %d: page run %ld covers %#" PRIx64 ", which no private mapping holds",
+                p->pid, i, a);
+          a = p->vmas[k].end < r->vaddr + r->len ? p->vmas[k].end : r->vaddr + r->len;
+        }
+    }
+  p->nruns = n;
+
+  return 0;
+}

@@ -1,0 +1,419 @@
+/* crest: the process tree at checkpoint (docs/engine.md, "Dump"): each
+ * task seized with its threads, its parent, group and session as the
+ * tree's PID namespace sees them, zombies, and the checks of
+ * pstree-check.c on what restore could not rebuild. */
+#include <config.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "dump-int.h"
+#include "image.h"
+#include "log.h"
+#include "testhook.h"
+#include "util.h"
+
+struct dproc *
+find_proc(struct dctx *c, pid_t pid)
+{
+  for (size_t i = 0; i < c->np; i++)
+    if (c->p[i].pid == pid)
+      return &c->p[i];
+  return NULL;
+}
+
+/* An ID from a /proc status line listing it per PID namespace level
+   (NSpid, NSpgid, NSsid): the innermost level for a container, the first
+   (crest's own) otherwise. 0 when the level shows none (a session or group
+   whose leader lives outside the namespace). */
+static pid_t
+ns_field(const char *status, const char *key, bool inner, pid_t fallback)
+{
+  const char *s = status_field(status, key);
+  long v = fallback;
+  if (!s)
+    return fallback;
+  for (;;)
+    {
+      char *e;
+      long x = strtol(s, &e, 10);
+      if (e == s)
+        break;
+      v = x;
+      if (!inner)
+        break;
+      s = e;
+      while (*s == ' ' || *s == '\t')
+        s++;
+      if (*s == '\n' || *s == 0)
+        break;
+    }
+  return (pid_t)v;
+}
+
+int
+ns_ids(struct dctx *c, crest_error_t *err)
+{
+  bool inner = c->o->root_is_ns_init;
+  for (size_t i = 0; i < c->np; i++)
+    {
+      struct dproc *p = &c->p[i];
+      cleanup_free char *st = NULL;
+      cleanup_free char *statb = NULL;
+      char *q;
+      long ppid = 0, pgid = 0, sid = 0;
+      if (read_proc(p->pid, "status", &st, err) < 0 || read_proc(p->pid, "stat", &statb, err) < 0)
+        return -1;
+      q = strrchr(statb, ')');
+      if (!q || sscanf(q + 2, "%*c %ld %ld %ld", &ppid, &pgid, &sid) != 3)
+        return crest_error_make(err, EINVAL, "task %d: cannot parse /proc stat", p->pid);
+      p->ppid = ppid, p->pgid = pgid, p->sid = sid;
+      /* The restore stops threads at the int3 breakpoints of its blob: a
+         SIGTRAP the kernel forces while the task ignores it resets the
+         task's disposition to the default, which would change the tree. */
+      {
+        const char *ign = status_field(st, "SigIgn");
+        if (ign && strtoull(ign, NULL, 16) & (1ULL << (SIGTRAP - 1)))
+          return crest_error_make(err, ENOTSUP,
+                                  "task %d: ignores SIGTRAP, which crest's breakpoints would reset "
+                                  "to the default action: cannot checkpoint it",
+                                  p->pid);
+      }
+      p->ipid = ns_field(st, "NSpid", inner, p->pid);
+      p->ipgid = ns_field(st, "NSpgid", inner, p->pgid);
+      p->isid = ns_field(st, "NSsid", inner, p->sid);
+      if (inner && i == 0 && p->ipid != 1)
+        return crest_error_make(err, EINVAL,
+                                "task %d: not the init of its PID namespace (PID %d there)", p->pid,
+                                p->ipid);
+      for (size_t t = 0; t < p->nth; t++)
+        {
+          cleanup_free char *ts = NULL;
+          cleanup_free char *what = xasprintf("task/%d/status", p->th[t].tid);
+          if (read_proc(p->pid, what, &ts, err) < 0)
+            return -1;
+          p->th[t].itid = ns_field(ts, "NSpid", inner, p->th[t].tid);
+          if (p->th[t].tid != p->pid && check_thread_creds(p, p->th[t].tid, st, ts, err) < 0)
+            return -1;
+        }
+    }
+  return 0;
+}
+
+int
+check_groups(struct dctx *c, crest_error_t *err)
+{
+  cleanup_free pid_t *ids = xmalloc(3 * c->np * sizeof *ids);
+  for (size_t i = 0; i < c->np; i++)
+    ids[i] = c->p[i].ipid, ids[c->np + i] = c->p[i].ipgid, ids[2 * c->np + i] = c->p[i].isid;
+  return pstree_check_groups(c->np, ids, ids + c->np, ids + 2 * c->np, err);
+}
+
+/* Is PID a process that has exited and waits for its parent's wait() (its
+   whole thread group gone, only the leader's entry left)? Then *STATUS is
+   what wait() will report, from the exit_code field of /proc/PID/stat. */
+static int
+zombie_process(pid_t pid, bool *zombie, int *status, crest_error_t *err)
+{
+  cleanup_free char *st = NULL, *statb = NULL;
+  cleanup_free char *path = xasprintf("/proc/%d/task", pid);
+  const char *s;
+  char *q, *save = NULL, *t;
+  int n = 0, field = 3;
+  DIR *d;
+  struct dirent *de;
+
+  *zombie = false;
+  if (read_proc(pid, "status", &st, err) < 0)
+    return -1;
+  s = status_field(st, "State");
+  if (!s || *s != 'Z')
+    return 0;
+  if (!(d = opendir(path)))
+    return crest_error_errno(err, "task %d: list threads", pid);
+  while ((de = readdir(d)))
+    n += atoi(de->d_name) > 0;
+  closedir(d);
+  if (n != 1)
+    return 0; /* a leader gone before its threads: refused below */
+  if (read_proc(pid, "stat", &statb, err) < 0)
+    return -1;
+  q = strrchr(statb, ')');
+  for (t = q ? strtok_r(q + 2, " \n", &save) : NULL; t; t = strtok_r(NULL, " \n", &save), field++)
+    if (field == 52)
+      {
+        *status = atoi(t);
+        *zombie = true;
+        return 0;
+      }
+  return crest_error_make(err, ENOTSUP, "task %d: zombie whose exit status /proc does not show",
+                          pid);
+}
+
+/* PID, not the root, was alive when the walk found it and not one of its
+   threads is seized yet, but seizing its first thread failed: it may have
+   exited just now (a short-lived child of a busy parent). Its parent is
+   seized and cannot have waited for it, so it is either a zombie, dumped
+   as one, or, when its parent does not wait for children (SIGCHLD ignored,
+   SA_NOCLDWAIT), gone. Returns 1 then (*GONE tells which) with ERR
+   released, 0 when it is neither (ERR holds the first failure). */
+static int
+exited_meanwhile(struct dctx *c, struct dproc *p, bool *gone, crest_error_t *err)
+{
+  cleanup_free char *st = NULL;
+  crest_error_t e2 = NULL;
+  const char *s;
+  if (p == &c->p[0] || p->nth)
+    return 0;
+  /* No /proc entry, or one in state X (reaped, being released): gone. */
+  *gone
+      = read_proc(p->pid, "status", &st, &e2) < 0 || !(s = status_field(st, "State")) || *s == 'X';
+  crest_error_release(&e2);
+  if (!*gone && (zombie_process(p->pid, &p->zombie, &p->exit_status, &e2) < 0 || !p->zombie))
+    {
+      crest_error_release(&e2);
+      return 0;
+    }
+  crest_debug("checkpoint: task %d exited while the tree was seized: %s", p->pid,
+              *gone ? "reaped at once" : "dumped as a zombie");
+  crest_error_release(err);
+  return 1;
+}
+
+/* Is TRACER another crest (a checkpoint of the same tree under way)? */
+static bool
+tracer_is_crest(pid_t tracer)
+{
+  cleanup_free char *comm = NULL;
+  crest_error_t e = NULL;
+  if (read_proc(tracer, "comm", &comm, &e) < 0)
+    {
+      crest_error_release(&e);
+      return false;
+    }
+  return strcmp(comm, "crest\n") == 0;
+}
+
+/* TID, a thread of PID whose /proc status is STATUS: refused when it is
+   traced by another process, or in a tracing stop (t) without a tracer
+   (one that has just detached). */
+static int
+traced_by_other(pid_t pid, pid_t tid, const char *status, crest_error_t *err)
+{
+  const char *s = status_field(status, "TracerPid");
+  if (s && atoi(s) != 0 && tracer_is_crest(atoi(s)))
+    return crest_error_make(err, 0,
+                            "task %d (thread %d): already being checkpointed by crest (PID %d); "
+                            "one checkpoint at a time",
+                            pid, tid, atoi(s));
+  if (s && atoi(s) != 0)
+    return crest_error_make(err, 0,
+                            "task %d (thread %d): traced by another process (TracerPid %d): "
+                            "cannot checkpoint a task another tracer holds",
+                            pid, tid, atoi(s));
+  s = status_field(status, "State");
+  if (s && *s == 't')
+    return crest_error_make(err, 0,
+                            "task %d (thread %d): in a tracing stop (t): cannot checkpoint a "
+                            "traced task",
+                            pid, tid);
+  return 0;
+}
+
+/* Seize every thread of PID, repeating until the set is stable. Returns 1
+   when PID exited before any of it was seized and nothing is left of it
+   (see exited_meanwhile). */
+static int
+seize_process(struct dctx *c, struct dproc *p, crest_error_t *err)
+{
+  bool gone = false;
+  bool again = true;
+  int stopsig = 0;
+  if (zombie_process(p->pid, &p->zombie, &p->exit_status, err) < 0)
+    return exited_meanwhile(c, p, &gone, err) ? gone : -1;
+  if (p->zombie && p == &c->p[0])
+    return crest_error_make(err, ENOTSUP, "task %d: the root of the tree is a zombie", p->pid);
+  if (p->zombie)
+    return 0; /* nothing to seize: restore recreates it and lets it exit */
+  if (pstree_check_leader(p->pid, err) < 0)
+    return -1;
+  while (again)
+    {
+      cleanup_free char *path = xasprintf("/proc/%d/task", p->pid);
+      DIR *d = opendir(path);
+      struct dirent *de;
+      again = false;
+      if (!d)
+        {
+          crest_error_errno(err, "task %d: list threads", p->pid);
+          return exited_meanwhile(c, p, &gone, err) ? gone : -1;
+        }
+      while ((de = readdir(d)))
+        {
+          pid_t tid = atoi(de->d_name);
+          bool known = false;
+          if (tid <= 0)
+            continue;
+          for (size_t i = 0; i < p->nth; i++)
+            known |= p->th[i].tid == tid;
+          if (known)
+            continue;
+          {
+            cleanup_free char *st = NULL;
+            cleanup_free char *sp = xasprintf("task/%d/status", tid);
+            const char *s;
+            if (read_proc(p->pid, sp, &st, err) < 0)
+              {
+                closedir(d);
+                return exited_meanwhile(c, p, &gone, err) ? gone : -1;
+              }
+            s = status_field(st, "State");
+            if (s && (*s == 'Z' || *s == 'X'))
+              {
+                closedir(d);
+                crest_error_make(err, ENOTSUP,
+                                 "task %d (thread %d): zombie tasks are not supported", p->pid,
+                                 tid);
+                return exited_meanwhile(c, p, &gone, err) ? gone : -1;
+              }
+            /* Another tracer (a debugger, strace) owns it: taking it over
+               is impossible, and even a failed attempt must not disturb
+               it. A task stopped by a signal (T) is checkpointed. */
+            if (traced_by_other(p->pid, tid, st, err) < 0)
+              {
+                closedir(d);
+                return -1;
+              }
+          }
+          p->th = xrealloc(p->th, (p->nth + 1) * sizeof *p->th);
+          memset(&p->th[p->nth], 0, sizeof *p->th);
+          p->th[p->nth].tid = tid;
+          if (pt_seize_interrupt(tid, &stopsig, err) < 0)
+            {
+              cleanup_free char *st = NULL;
+              cleanup_free char *sp = xasprintf("task/%d/status", tid);
+              crest_error_t e2 = NULL;
+              closedir(d);
+              /* A tracer that came in between the check and the seize. */
+              if (*err && (*err)->status == EPERM && read_proc(p->pid, sp, &st, &e2) == 0
+                  && traced_by_other(p->pid, tid, st, &e2) < 0)
+                {
+                  crest_error_release(err);
+                  *err = e2;
+                  return -1;
+                }
+              crest_error_release(&e2);
+              return exited_meanwhile(c, p, &gone, err) ? gone : -1;
+            }
+          /* Every thread of a process in a group stop reports its stop
+             signal, every thread of a running one SIGTRAP; a mix means
+             the group began to stop while its threads were being seized. */
+          if (p->nth && (stopsig == SIGTRAP) != (p->stop_sig == 0))
+            {
+              closedir(d);
+              p->nth++;
+              return crest_error_make(err, EAGAIN,
+                                      "task %d (thread %d): began to stop (group stop) while it "
+                                      "was being seized; try again",
+                                      p->pid, tid);
+            }
+          p->stop_sig = stopsig == SIGTRAP ? 0 : stopsig;
+          p->nth++;
+          again = true;
+        }
+      closedir(d);
+    }
+  /* Its thread list emptied under us: it exited after the checks above. */
+  if (!p->nth)
+    {
+      crest_error_make(err, ESRCH, "task %d: no thread left to seize", p->pid);
+      return exited_meanwhile(c, p, &gone, err) ? gone : -1;
+    }
+  /* The thread group leader first: restore recreates the others. */
+  for (size_t i = 0; i < p->nth; i++)
+    if (p->th[i].tid == p->pid && i)
+      {
+        struct dthread t = p->th[0];
+        p->th[0] = p->th[i];
+        p->th[i] = t;
+      }
+  (void)c;
+  return 0;
+}
+
+int
+collect_tree(struct dctx *c, crest_error_t *err)
+{
+  c->p = xzalloc(sizeof *c->p);
+  c->p[0].pid = c->root;
+  c->np = 1;
+  for (size_t i = 0; i < c->np; i++)
+    {
+      struct dproc *p = &c->p[i];
+      pid_t pid = p->pid;
+      int r = seize_process(c, p, err);
+      if (r < 0)
+        return -1;
+      if (r > 0)
+        {
+          /* Exited and reaped since the walk found it: as if before. */
+          free(p->th);
+          memmove(p, p + 1, (c->np - i - 1) * sizeof *p);
+          c->np--;
+          i--;
+          continue;
+        }
+      if (p->zombie)
+        continue;
+      for (size_t t = 0; t < c->p[i].nth; t++)
+        {
+          cleanup_free char *kids = NULL;
+          cleanup_free char *what = xasprintf("task/%d/children", c->p[i].th[t].tid);
+          char *s, *save = NULL;
+          if (read_proc(pid, what, &kids, err) < 0)
+            return -1;
+          for (s = strtok_r(kids, " \n", &save); s; s = strtok_r(NULL, " \n", &save))
+            {
+              pid_t k = atoi(s);
+              if (k <= 0 || find_proc(c, k))
+                continue;
+              c->p = xrealloc(c->p, (c->np + 1) * sizeof *c->p);
+              memset(&c->p[c->np], 0, sizeof *c->p);
+              c->p[c->np].pid = k;
+              c->np++;
+            }
+        }
+    }
+  return 0;
+}
+
+/* A zombie: only what its parent's wait() will see. */
+int
+dump_zombie(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
+{
+  cleanup_free char *name = NULL;
+  if (read_proc(p->pid, "comm", &name, err) < 0)
+    return -1;
+  name[strcspn(name, "\n")] = 0;
+  yajl_gen_map_open(g);
+  jput_int(g, "pid", p->ipid);
+  jput_int(g, "ppid", find_proc(c, p->ppid) ? find_proc(c, p->ppid)->ipid : 0);
+  jput_int(g, "pgid", p->ipgid);
+  jput_int(g, "sid", p->isid);
+  jput_bool(g, "zombie", true);
+  jput_int(g, "exit_status", p->exit_status);
+  jput_str(g, "comm", name);
+  yajl_gen_map_close(g);
+  return 0;
+}

@@ -1,0 +1,257 @@
+/* crest: the restore's context, shared by restore.c and the files that
+ * restore one kind of object (files.c and the descriptor types, files.h). */
+#ifndef CREST_RESTORE_INT_H
+#define CREST_RESTORE_INT_H
+
+#include <setjmp.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+#include <termios.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include "engine-int.h"
+#include "files.h"
+#include "image.h"
+
+#define PAGE 4096UL
+#define TASK_TOP 0x7ffffffff000UL
+#define SVC_MIN 100
+#define THREAD_STACK (32 * 1024)
+#define MAIN_STACK (64 * 1024)
+
+#ifndef PR_SET_MM_MAP
+#define PR_SET_MM 35
+#define PR_SET_MM_MAP 14
+#endif
+struct mm_map
+{
+  uint64_t start_code, end_code, start_data, end_data, start_brk, brk, start_stack, arg_start,
+      arg_end, env_start, env_end;
+  uint64_t auxv;
+  uint32_t auxv_size;
+  uint32_t exe_fd;
+};
+
+struct rthread
+{
+  pid_t tid;
+  struct user_regs_struct regs;
+  uint8_t *xstate;
+  size_t xlen;
+  uint64_t sigmask, rseq, rseq_sig, robust, robust_len, clear_tid, alt_sp, alt_size;
+  int64_t rseq_size, alt_flags, policy, nice, prio, umin, umax;
+  uint64_t sched_flags;
+  char comm[16];
+  uint8_t (*pending)[128];
+  size_t npending;
+  bool parked;
+  struct prctl_thread pr;
+};
+
+struct rvma
+{
+  uint64_t start, end, pgoff;
+  int prot;
+  bool shared;
+  char kind[16];
+  const char *path;
+  uint64_t file_size;
+  const char *data; /* memfile: the image file with the object's bytes */
+  int svc;          /* file mappings: the descriptor the blob maps */
+  uint32_t madv;    /* VMF_* bits (vmflags.c) */
+};
+
+struct rrun
+{
+  uint64_t vaddr, len, off;
+};
+
+struct rfd
+{
+  int fd;
+  bool cloexec;
+  int file;
+  struct lock_set locks; /* POSIX locks, taken by the blob (locks.c) */
+};
+
+struct rproc
+{
+  pid_t pid, ppid, pgid, sid;
+  const char *exe, *cwd;
+  const char *root_dir; /* its chroot, a path in the tree's root; NULL: none */
+  int64_t umask, oom;
+  struct prctl_proc pr;
+  uint64_t personality;
+  int64_t uids[4], gids[4];
+  gid_t *groups;
+  size_t ngroups;
+  uint64_t caps[5]; /* inh prm eff bnd amb */
+  int64_t securebits;
+  bool nnp;
+  uint64_t rl[RLIM_NLIMITS][2];
+  struct mm_map mm;
+  uint8_t *auxv;
+  size_t auxv_len;
+  struct ksigaction sa[65];
+  uint64_t itimer[3][4];
+  uint8_t (*shared_pending)[128];
+  size_t nshared_pending;
+  struct rvma *vmas;
+  size_t nvmas;
+  struct rrun *runs;
+  size_t nruns;
+  const char *pages_file;
+  int pages_svc, exe_svc;
+  struct rfd *fds;
+  size_t nfds;
+  struct rthread *th;
+  size_t nth;
+  bool zombie;      /* exited before the checkpoint, not yet waited for */
+  int exit_status;  /* then: the status its parent's wait() gets */
+  const char *comm; /* and its name */
+  /* In a group stop at checkpoint: its stop signal (else 0), and whether
+     its parent had already collected that stop with waitpid(WUNTRACED). */
+  int stop_sig;
+  bool stop_reported;
+  /* at restore time */
+  pid_t real;
+  uint64_t base, size;
+  bool seized;
+};
+
+struct rfile
+{
+  int id;
+  const struct fd_ops *ops; /* its type (files.h) */
+  const char *path, *data;
+  int flags;
+  int64_t pos;
+  uint64_t pipe;
+  bool read_end;
+  int seals; /* memfd: F_ADD_SEALS once every descriptor and mapping exists */
+  int svc;
+  int stdio; /* tty: the lowest descriptor 0-2 on it in the image, or -1 */
+  struct unlinked_info u;
+  struct unlinked_info deleted_dir; /* present: a directory removed while open */
+  struct lock_set locks;            /* flock and OFD locks, taken by crest (locks.c) */
+  void *priv;                       /* a type's own record (files.h), freed with the context */
+};
+
+struct rpipe
+{
+  uint64_t ino;
+  int64_t size;
+  const char *data, *path;
+  int r, w;
+  bool no_r, no_w;       /* that end was closed everywhere: closed again */
+  bool r_taken, w_taken; /* an open file description of the tree has it */
+};
+
+struct rctx
+{
+  const struct crest_restore_opts *o;
+  struct img_reader *img;
+  yajl_val tree;
+  struct rproc *p;
+  size_t np;
+  struct rfile *f;
+  size_t nf;
+  struct rpipe *pp;
+  size_t npp;
+  int svc_base, svc_next;
+  int stdio_svc[3];
+  /* The container's terminal (tree.json "terminal"): its settings, and the
+     restore's own terminal (/dev/tty) to give them to. */
+  bool has_term;
+  struct termios tio;
+  struct winsize ws;
+  pid_t term_fg; /* foreground process group to set, 0: none */
+  int term_svc;
+  int nslp_fd;
+  bool use_nslp;
+  int report[2];
+  int32_t *go;
+  struct
+  {
+    const char *data;
+    int svc;
+  } * mf; /* memory files made so far, shared by every mapping of one */
+  size_t nmf;
+  bool progress;
+  struct timespec t0;
+  /* Container mode: the restorer itself, as the image's init, fails back
+     into crest_engine_restore so that its caller can report the reason
+     (when init exits, the PID namespace and every line it would print go). */
+  sigjmp_buf *init_fail;
+  char init_msg[240];
+};
+
+struct report
+{
+  char kind; /* 'R' ready, 'E' error */
+  int32_t idx;
+  int32_t pid;
+  uint64_t base, size;
+  char msg[240];
+};
+
+/* Image checks: refuse with one line unless COND. */
+#define CHECK(cond, ...)                                                                           \
+  do                                                                                               \
+    {                                                                                              \
+      if (!(cond))                                                                                 \
+        return crest_error_make(err, EINVAL, __VA_ARGS__);                                         \
+    }                                                                                              \
+  while (0)
+
+/* restore.c: helpers of the files that restore one kind of object. */
+bool
+has_key(yajl_val v, const char *key);
+/* Move FD to the service range, above every descriptor of the tree. */
+int
+svc_place(struct rctx *c, int fd, crest_error_t *err);
+
+/* The restore's readers of one kind of object's records. */
+int
+creds_parse(yajl_val cr, struct rproc *p, crest_error_t *err);
+int
+mem_parse_mm(yajl_val mm, struct rproc *p, crest_error_t *err);
+int
+mem_parse_vmas(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err);
+int
+mem_parse_pages(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err);
+/* KEY of V: a list of siginfos (128 bytes each), in *OUT. */
+int
+parse_siginfos(yajl_val v, const char *key, uint8_t (**out)[128], size_t *nout, crest_error_t *err);
+/* Is signal SIG among the N siginfos in SI (128 bytes each)? */
+bool
+sig_in(const uint8_t (*si)[128], size_t n, int sig);
+int
+sig_parse_process(yajl_val v, struct rproc *p, crest_error_t *err);
+int
+files_parse_fds(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err);
+/* In a new task: fail the restore with a message (restore.c). */
+void __attribute__((noreturn)) task_fail(struct rctx *c, int idx, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void
+creds_restore(struct rctx *c, int idx, const struct rproc *p);
+void
+files_install(struct rctx *c, int idx, const struct rproc *p);
+/* creds.c: the bounding set dropped in the new task; the capabilities a
+   restore may give (caps_bound) and the image's checked against them. */
+void
+restore_bounding(struct rctx *c, int idx, const struct rproc *p);
+int
+caps_bound(const struct crest_restore_opts *o, uint64_t *bound, const char **whose,
+           crest_error_t *err);
+int
+check_caps(struct rctx *c, uint64_t bound, const char *whose, crest_error_t *err);
+/* restore-task.c: fork task IDX of the image with its PID (its own
+   children are forked by it), and what it runs. */
+pid_t
+create_task(struct rctx *c, int idx);
+void __attribute__((noreturn)) task_main(struct rctx *c, int idx);
+
+#endif

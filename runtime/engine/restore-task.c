@@ -1,0 +1,805 @@
+/* crest: the new task's side of the restore (docs/engine.md, "Restore"):
+ * each task, forked with its PID (create_task), takes its session, group
+ * and credentials, forks its children, installs its descriptors, and
+ * builds the program the restorer blob runs to rebuild its address space
+ * and threads, then jumps to it (task_main). */
+#include <config.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <linux/capability.h>
+#include <linux/futex.h>
+#include <linux/sched.h>
+#include <poll.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/auxv.h>
+#include <sys/file.h>
+#include <sys/xattr.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <asm/prctl.h>
+#include <termios.h>
+#include <unistd.h>
+#include "engine.h"
+#include "engine-int.h"
+#include "image.h"
+#include "image-check.h"
+#include "kernel-abi.h"
+#include "log.h"
+#include "testhook.h"
+#include "util.h"
+#include "blob/blob-abi.h"
+
+#include "restore-int.h"
+
+/* ---------- the task side (runs in each new task, on crest's code) ---------- */
+
+struct bld
+{
+  uint8_t *buf;
+  uint64_t base, cap, used;
+};
+
+static uint64_t
+bld_alloc(struct bld *b, uint64_t size, uint64_t align, const void *init)
+{
+  uint64_t off = (b->used + align - 1) & ~(align - 1);
+  if (off + size > b->cap)
+    abort(); /* sized beforehand: a bug, not an input problem */
+  if (init)
+    memcpy(b->buf + off, init, size);
+  b->used = off + size;
+  return b->base + off;
+}
+
+struct oplist
+{
+  struct blob_op *ops;
+  size_t n;
+};
+
+static void
+op(struct oplist *l, long nr, int check, int64_t expect, uint64_t a0, uint64_t a1, uint64_t a2,
+   uint64_t a3, uint64_t a4, uint64_t a5)
+{
+  struct blob_op *o;
+  l->ops = xrealloc(l->ops, (l->n + 1) * sizeof *l->ops);
+  o = &l->ops[l->n++];
+  memset(o, 0, sizeof *o);
+  o->nr = nr, o->check = check, o->expect = expect;
+  o->a[0] = a0, o->a[1] = a1, o->a[2] = a2, o->a[3] = a3, o->a[4] = a4, o->a[5] = a5;
+}
+#define OP(l, nr, ...) op((l), (nr), BLOB_CHECK_NONNEG, 0, __VA_ARGS__)
+#define OPEQ(l, nr, ex, ...) op((l), (nr), BLOB_CHECK_EQ, (ex), __VA_ARGS__)
+
+void __attribute__((noreturn)) task_fail(struct rctx *c, int idx, const char *fmt, ...)
+{
+  struct report r;
+  va_list ap;
+  memset(&r, 0, sizeof r);
+  r.kind = 'E';
+  r.idx = idx;
+  r.pid = getpid();
+  va_start(ap, fmt);
+  vsnprintf(r.msg, sizeof r.msg, fmt, ap);
+  va_end(ap);
+  if (c->init_fail && idx == 0 && getpid() == 1)
+    {
+      memcpy(c->init_msg, r.msg, sizeof r.msg);
+      siglongjmp(*c->init_fail, 1);
+    }
+  if (write(c->report[1], &r, sizeof r) < 0)
+    _exit(126);
+  _exit(127);
+}
+
+struct special
+{
+  uint64_t start, end;
+  char kind[16];
+};
+
+static size_t
+self_specials(struct special *s, uint64_t *lo, uint64_t *hi, size_t *nlay, uint64_t lay[][2])
+{
+  FILE *f = fopen("/proc/self/maps", "re");
+  char line[512];
+  size_t n = 0;
+  *nlay = 0;
+  if (!f)
+    return 0;
+  while (fgets(line, sizeof line, f))
+    {
+      unsigned long a, b;
+      char name[256] = "";
+      if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %255s", &a, &b, name) < 2)
+        continue;
+      if (*nlay < 4096)
+        lay[*nlay][0] = a, lay[*nlay][1] = b, (*nlay)++;
+      if (strcmp(name, "[vdso]") == 0 || strcmp(name, "[vvar]") == 0
+          || strcmp(name, "[vvar_vclock]") == 0)
+        {
+          s[n].start = a, s[n].end = b;
+          snprintf(s[n].kind, sizeof s[n].kind, "%.*s", (int)strlen(name) - 2, name + 1);
+          n++;
+        }
+    }
+  fclose(f);
+  (void)lo, (void)hi;
+  return n;
+}
+
+/* The lowest gap of SIZE bytes (plus a guard page on each side) that
+   neither the current layout nor the target one uses. */
+static uint64_t
+find_gap(struct rproc *p, uint64_t lay[][2], size_t nlay, uint64_t size)
+{
+  for (uint64_t cand = 0x10000000; cand + size < TASK_TOP;)
+    {
+      uint64_t lo = cand - PAGE, hi = cand + size + PAGE, next = 0;
+      for (size_t i = 0; i < nlay; i++)
+        if (lay[i][0] < hi && lay[i][1] > lo && lay[i][1] > next)
+          next = lay[i][1];
+      for (size_t i = 0; i < p->nvmas; i++)
+        if (p->vmas[i].start < hi && p->vmas[i].end > lo && p->vmas[i].end > next)
+          next = p->vmas[i].end;
+      if (!next)
+        return cand;
+      cand = (next + PAGE + 0xfffff) & ~0xfffffUL;
+    }
+  return 0;
+}
+
+/* The process-wide state of docs/engine.md's attribute tables (prctl.c,
+   locks.c), after the service descriptors are closed: closing any
+   descriptor of a file drops the process's POSIX locks on it. */
+static void
+process_attr_ops(struct rproc *p, struct oplist *l, struct bld *b)
+{
+  long pops[8][3];
+  size_t npops = prctl_ops_process(&p->pr, pops);
+  for (size_t i = 0; i < npops; i++)
+    OP(l, pops[i][0], pops[i][1], pops[i][2], 0, 0, 0, 0);
+  for (size_t k = 0; k < p->nfds; k++)
+    for (size_t j = 0; j < p->fds[k].locks.n; j++)
+      {
+        struct flock fl;
+        locks_flock(&p->fds[k].locks.l[j], &fl);
+        OP(l, SYS_fcntl, p->fds[k].fd, F_SETLK, bld_alloc(b, sizeof fl, 8, &fl), 0, 0, 0);
+      }
+}
+
+static void
+thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplist *l, struct bld *b)
+{
+  uint8_t zero_attr[56];
+  (void)c;
+  OP(l, SYS_set_tid_address, t->clear_tid, 0, 0, 0, 0, 0);
+  if (t->robust)
+    OP(l, SYS_set_robust_list, t->robust, t->robust_len, 0, 0, 0, 0);
+  if (t->rseq)
+    OP(l, 334 /* rseq */, t->rseq, t->rseq_size, 0, t->rseq_sig, 0, 0);
+  if (t->alt_sp || t->alt_size || (t->alt_flags & ~4 /* SS_AUTODISARM */) != 2 /* SS_DISABLE */)
+    {
+      uint64_t ss[3] = { t->alt_sp, (uint64_t)(t->alt_flags & ~1 /* SS_ONSTACK */), t->alt_size };
+      OP(l, SYS_sigaltstack, bld_alloc(b, sizeof ss, 8, ss), 0, 0, 0, 0, 0);
+    }
+  OP(l, SYS_prctl, PR_SET_NAME, bld_alloc(b, 16, 8, t->comm), 0, 0, 0, 0);
+  /* 0: a real-time thread's, which the kernel keeps at 0 by itself (and
+     a write of 0 would mean "the default"). */
+  if (t->pr.slack > 0)
+    OP(l, SYS_prctl, PR_SET_TIMERSLACK, t->pr.slack, 0, 0, 0, 0);
+  if (t->pr.pdeathsig)
+    OP(l, SYS_prctl, PR_SET_PDEATHSIG, t->pr.pdeathsig, 0, 0, 0, 0);
+  memset(zero_attr, 0, sizeof zero_attr);
+  bool uclamp = t->umin != 0 || (t->umax != 0 && t->umax != 1024); /* 0: kernel without uclamp */
+  if (t->policy != 0 || t->nice != 0 || uclamp)
+    {
+      struct crest_sched_attr sa;
+      memset(&sa, 0, sizeof sa);
+      sa.size = sizeof sa;
+      sa.policy = t->policy;
+      sa.flags = t->sched_flags & ~0x60ULL;
+      if (uclamp)
+        sa.flags |= 0x20 | 0x40; /* SCHED_FLAG_UTIL_CLAMP_MIN | _MAX */
+      sa.nice = t->nice;
+      sa.prio = t->prio;
+      sa.umin = t->umin;
+      sa.umax = t->umax;
+      if (t->policy != 0 && t->policy != 3 /* SCHED_BATCH */ && t->nice != 0)
+        {
+          /* Outside the fair policies the kernel ignores the nice value:
+             set it under SCHED_NORMAL first. */
+          uint32_t pol = sa.policy;
+          uint64_t fl = sa.flags;
+          sa.policy = 0;
+          sa.flags = 0;
+          OP(l, SYS_sched_setattr, 0, bld_alloc(b, sizeof sa, 8, &sa), 0, 0, 0, 0);
+          sa.policy = pol;
+          sa.flags = fl;
+        }
+      OP(l, SYS_sched_setattr, 0, bld_alloc(b, sizeof sa, 8, &sa), 0, 0, 0, 0);
+    }
+  for (size_t i = 0; i < t->npending; i++)
+    {
+      int32_t sig;
+      memcpy(&sig, t->pending[i], 4);
+      OP(l, SYS_rt_tgsigqueueinfo, p->pid, t->tid, sig, bld_alloc(b, 128, 8, t->pending[i]), 0, 0);
+    }
+  /* The thread ends its operations at an int3. A SIGTRAP the kernel forces
+     while it is blocked resets its disposition to the default, and the
+     process's handler would be lost: SIGTRAP is unblocked for that moment
+     (crest, the tracer, takes the stop; the thread's mask is set afterwards
+     with ptrace). Not when a SIGTRAP of the image is pending: it would be
+     taken at once. */
+  if (!sig_in(t->pending, t->npending, SIGTRAP)
+      && !sig_in(p->shared_pending, p->nshared_pending, SIGTRAP))
+    {
+      uint64_t trap = 1ULL << (SIGTRAP - 1);
+      OP(l, SYS_rt_sigprocmask, SIG_UNBLOCK, bld_alloc(b, sizeof trap, 8, &trap), 0, 8, 0, 0);
+    }
+  /* Capabilities last: after them the thread may hold less than it needs
+     for anything above (set_tid, exe link). */
+  {
+    struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+    struct __user_cap_data_struct d[2];
+    d[0].effective = p->caps[2], d[1].effective = p->caps[2] >> 32;
+    d[0].permitted = p->caps[1], d[1].permitted = p->caps[1] >> 32;
+    d[0].inheritable = p->caps[0], d[1].inheritable = p->caps[0] >> 32;
+    OP(l, SYS_capset, bld_alloc(b, sizeof h, 8, &h), bld_alloc(b, sizeof d, 8, d), 0, 0, 0, 0);
+    OP(l, SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0);
+    for (int cap = 0; cap < 64; cap++)
+      if (p->caps[4] & (1ULL << cap))
+        OP(l, SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0, 0);
+    if (p->nnp)
+      OP(l, SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0);
+  }
+}
+
+/* A zombie of the image: exit the way it did, so that its parent's wait()
+   gets the same status. A signal death is made without a core dump (and
+   without the core flag in the status, which is not reproduced). */
+static void __attribute__((noreturn)) zombie_exit(const struct rproc *p)
+{
+  int st = p->exit_status;
+  prctl(PR_SET_NAME, p->comm); /* all a zombie shows but its IDs */
+  if (WIFSIGNALED(st))
+    {
+      struct rlimit none = { 0, 0 };
+      sigset_t s;
+      int sig = WTERMSIG(st);
+      if (WCOREDUMP(st))
+        crest_debug("process %d: died with a core dump; restored without one", p->pid);
+      setrlimit(RLIMIT_CORE, &none);
+      prctl(PR_SET_DUMPABLE, 0);
+      signal(sig, SIG_DFL);
+      sigemptyset(&s);
+      sigaddset(&s, sig);
+      sigprocmask(SIG_UNBLOCK, &s, NULL);
+      kill(getpid(), sig);
+    }
+  _exit(WEXITSTATUS(st));
+}
+
+static void __attribute__((noreturn)) task_jump(uint64_t entry, uint64_t sp, uint64_t args)
+{
+  __asm__ volatile("mov %0, %%rsp\n\t"
+                   "xor %%ebp, %%ebp\n\t"
+                   "jmp *%2\n\t"
+                   :
+                   : "r"(sp), "D"(args), "r"(entry)
+                   : "memory");
+  __builtin_unreachable();
+}
+
+/* The ns_last_pid fallback: one lock orders every write of ns_last_pid and
+   the fork that follows it, across all restoring tasks. It is a POSIX record
+   lock on the shared descriptor: such a lock belongs to the process (its
+   descriptor table), so tasks that inherited the same open file description
+   still exclude each other, and a child never inherits its parent's lock.
+   flock() would not do: its lock belongs to the open file description,
+   which every task shares, so each task's LOCK_EX succeeded at once. */
+static struct flock
+nslp_lock(short type)
+{
+  struct flock l;
+  memset(&l, 0, sizeof l);
+  l.l_type = type;
+  l.l_whence = SEEK_SET;
+  return l;
+}
+
+static int
+nslp_set(struct rctx *c, short type)
+{
+  struct flock l = nslp_lock(type);
+  while (fcntl(c->nslp_fd, F_SETLKW, &l) < 0)
+    if (errno != EINTR)
+      return -1;
+  return 0;
+}
+
+static void
+task_session(struct rctx *c, int idx, const struct rproc *p)
+{
+  /* Session and process group, before the children inherit them. */
+  /* crun already made a container's init lead its own session. */
+  if (p->sid == p->pid && getsid(0) != getpid())
+    {
+      if (setsid() < 0)
+        task_fail(c, idx, "process %d: setsid: %s", p->pid, strerror(errno));
+    }
+  else if (idx != 0 && getsid(0) != p->sid)
+    task_fail(c, idx, "process %d: session %d is neither its own nor its parent's", p->pid, p->sid);
+  if (p->pgid != getpgid(0) && (idx != 0 || p->pgid == p->pid))
+    {
+      if (setpgid(0, p->pgid) < 0)
+        task_fail(c, idx, "process %d: join process group %d: %s", p->pid, p->pgid,
+                  strerror(errno));
+    }
+}
+
+/* Children: group leaders first, so that their groups exist for the
+   others to join. A zombie child exits at once; its SIGCHLD is taken
+   back here (the checkpointed pending signals come back in the blob),
+   after it has exited, so the restored process sees no new one. A group
+   a zombie leads lives on until the zombie is waited for. */
+static void
+task_children(struct rctx *c, int idx, const struct rproc *p)
+{
+  sigset_t chld, old;
+  bool zombies = false;
+  for (size_t i = 1; i < c->np; i++)
+    zombies |= c->p[i].ppid == p->pid && c->p[i].zombie;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  if (zombies)
+    sigprocmask(SIG_BLOCK, &chld, &old);
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = 1; i < c->np; i++)
+      if (c->p[i].ppid == p->pid && ((c->p[i].pgid == c->p[i].pid) == (pass == 0)))
+        {
+          siginfo_t si;
+          if (create_task(c, i) < 0)
+            task_fail(c, idx, "process %d: create child %d: %s", p->pid, c->p[i].pid,
+                      strerror(errno));
+          /* Not reaped (WNOWAIT); once it has exited, its group exists
+             for the members created after it. */
+          while (c->p[i].zombie && waitid(P_PID, c->p[i].pid, &si, WEXITED | WNOWAIT) < 0)
+            if (errno != EINTR)
+              task_fail(c, idx, "process %d: wait for zombie %d: %s", p->pid, c->p[i].pid,
+                        strerror(errno));
+        }
+  if (zombies)
+    {
+      struct timespec zero = { 0, 0 };
+      while (sigtimedwait(&chld, NULL, &zero) == SIGCHLD)
+        ;
+      sigprocmask(SIG_SETMASK, &old, NULL);
+    }
+}
+
+static void
+task_attrs(struct rctx *c, int idx, const struct rproc *p)
+{
+  umask(p->umask);
+  if (personality(p->personality) < 0)
+    task_fail(c, idx, "process %d: personality %#" PRIx64 ": %s", p->pid, p->personality,
+              strerror(errno));
+  if (chdir(p->cwd) < 0)
+    task_fail(c, idx, "process %d: chdir %s: %s", p->pid, p->cwd, strerror(errno));
+  {
+    FILE *f = fopen("/proc/self/oom_score_adj", "we");
+    if (f)
+      {
+        fprintf(f, "%lld", (long long)p->oom);
+        if (fclose(f) != 0)
+          task_fail(c, idx, "process %d: oom_score_adj %lld: %s", p->pid, (long long)p->oom,
+                    strerror(errno));
+      }
+  }
+}
+
+/* Its vDSO and vvar match this kernel's (SP, NSP: this process's). */
+static void
+check_specials(struct rctx *c, int idx, const struct rproc *p, const struct special *sp, size_t nsp)
+{
+  size_t nvsp = 0;
+  for (size_t i = 0; i < p->nvmas; i++)
+    if (strcmp(p->vmas[i].kind, "vdso") == 0 || strncmp(p->vmas[i].kind, "vvar", 4) == 0)
+      {
+        bool match = false;
+        for (size_t k = 0; k < nsp; k++)
+          match |= strcmp(sp[k].kind, p->vmas[i].kind) == 0
+                   && sp[k].end - sp[k].start == p->vmas[i].end - p->vmas[i].start;
+        if (!match)
+          task_fail(c, idx, "process %d: its [%s] does not match this kernel's", p->pid,
+                    p->vmas[i].kind);
+        nvsp++;
+      }
+  if (nvsp != nsp)
+    task_fail(c, idx,
+              "process %d: vDSO layout differs from this kernel's (%zu special mappings, here %zu)",
+              p->pid, nvsp, nsp);
+}
+
+/* The mappings: 1. the vDSO and vvar out of the way, 2. everything else
+   gone, 3. the vDSO where it was, 4. the target mappings, filled, then
+   their protections and advice. The blob region is BASE, SIZE long;
+   SCRATCH is room for the specials SP. */
+static void
+mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, uint64_t size,
+        uint64_t scratch, struct oplist *l)
+{
+  /* 1. the vDSO and vvar out of the way, 2. everything else gone,
+     3. the vDSO where it was. */
+  {
+    uint64_t s = scratch;
+    for (size_t k = 0; k < nsp; k++)
+      {
+        uint64_t len = sp[k].end - sp[k].start;
+        OPEQ(l, SYS_mremap, s, sp[k].start, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, s, 0);
+        sp[k].start = s, sp[k].end = s + len;
+        s += len;
+      }
+    OP(l, SYS_munmap, 0, base, 0, 0, 0, 0);
+    OP(l, SYS_munmap, base + size, TASK_TOP - (base + size), 0, 0, 0, 0);
+    for (size_t i = 0; i < p->nvmas; i++)
+      for (size_t k = 0; k < nsp; k++)
+        if (strcmp(sp[k].kind, p->vmas[i].kind) == 0 && sp[k].start)
+          {
+            uint64_t len = sp[k].end - sp[k].start;
+            OPEQ(l, SYS_mremap, p->vmas[i].start, sp[k].start, len, len,
+                 MREMAP_MAYMOVE | MREMAP_FIXED, p->vmas[i].start, 0);
+            sp[k].start = 0;
+            break;
+          }
+  }
+  /* 4. the target mappings, writable until filled. */
+  for (size_t i = 0; i < p->nvmas; i++)
+    {
+      struct rvma *m = &p->vmas[i];
+      int flags = MAP_FIXED | (m->shared ? MAP_SHARED : MAP_PRIVATE);
+      int prot = m->shared ? m->prot : m->prot | PROT_WRITE | PROT_READ;
+      if (strcmp(m->kind, "vdso") == 0 || strncmp(m->kind, "vvar", 4) == 0)
+        continue;
+      if (!m->path)
+        flags |= MAP_ANONYMOUS;
+      if (strcmp(m->kind, "stack") == 0)
+        flags |= MAP_GROWSDOWN;
+      if (m->madv & VMF_NORESERVE)
+        flags |= MAP_NORESERVE;
+      OPEQ(l, SYS_mmap, (int64_t)m->start, m->start, m->end - m->start, prot, flags,
+           m->path ? (uint64_t)m->svc : (uint64_t)-1, m->path ? m->pgoff * PAGE : 0);
+    }
+  for (size_t i = 0; i < p->nruns; i++)
+    OP(l, BLOB_OP_PREAD_FULL, p->pages_svc, p->runs[i].vaddr, p->runs[i].len, p->runs[i].off, 0, 0);
+  for (size_t i = 0; i < p->nvmas; i++)
+    {
+      struct rvma *m = &p->vmas[i];
+      if (m->shared || strcmp(m->kind, "vdso") == 0 || strncmp(m->kind, "vvar", 4) == 0
+          || m->prot == (PROT_READ | PROT_WRITE))
+        continue;
+      OP(l, SYS_mprotect, m->start, m->end - m->start, m->prot, 0, 0, 0);
+    }
+  /* The advice smaps showed (vmflags.c), once the pages are in. */
+  for (size_t i = 0; i < p->nvmas; i++)
+    for (uint32_t bit = 1; bit <= VMF_ALL; bit <<= 1)
+      if ((p->vmas[i].madv & bit) && vmflags_advice(bit))
+        OP(l, SYS_madvise, p->vmas[i].start, p->vmas[i].end - p->vmas[i].start, vmflags_advice(bit),
+           0, 0, 0);
+}
+
+/* 5. mm fields and the exe link (CAP_CHECKPOINT_RESTORE), 6. signal
+   dispositions and timers. */
+static void
+mm_sig_ops(const struct rproc *p, struct oplist *l, struct bld *b)
+{
+  /* 5. mm fields and the exe link (CAP_CHECKPOINT_RESTORE). */
+  {
+    struct mm_map mm = p->mm;
+    mm.auxv = bld_alloc(b, p->auxv_len, 8, p->auxv);
+    mm.auxv_size = p->auxv_len;
+    mm.exe_fd = p->exe_svc;
+    OP(l, SYS_prctl, PR_SET_MM, PR_SET_MM_MAP, bld_alloc(b, sizeof mm, 8, &mm), sizeof mm, 0, 0);
+  }
+  /* 6. signal dispositions and timers. */
+  for (int sg = 1; sg <= 64; sg++)
+    {
+      if (sg == SIGKILL || sg == SIGSTOP)
+        continue;
+      OP(l, SYS_rt_sigaction, sg, bld_alloc(b, sizeof p->sa[sg], 8, &p->sa[sg]), 0, 8, 0, 0);
+    }
+  for (int w = 0; w < 3; w++)
+    if (p->itimer[w][2] || p->itimer[w][3])
+      OP(l, SYS_setitimer, w, bld_alloc(b, sizeof p->itimer[w], 8, p->itimer[w]), 0, 0, 0, 0);
+}
+
+/* 7. the other threads, each finishing its own state (TOPS[t], t > 0);
+   ARGS_ADDR is the blob's arguments. */
+static void
+thread_ops(struct rctx *c, struct rproc *p, uint64_t args_addr, struct oplist *l,
+           struct oplist *tops, struct bld *b)
+{
+  for (size_t t = 1; t < p->nth; t++)
+    {
+      struct rthread *th = &p->th[t];
+      struct clone_args ca;
+      uint64_t stack = bld_alloc(b, THREAD_STACK, 64, NULL);
+      uint64_t tidp = bld_alloc(b, sizeof(pid_t), 8, &th->tid);
+      memset(&ca, 0, sizeof ca);
+      ca.flags = CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM;
+      ca.stack = stack;
+      ca.stack_size = THREAD_STACK;
+      if (c->use_nslp)
+        {
+          char num[24];
+          int len = snprintf(num, sizeof num, "%d", th->tid - 1);
+          struct flock lk = nslp_lock(F_WRLCK);
+          OP(l, SYS_fcntl, c->nslp_fd, F_SETLKW, bld_alloc(b, sizeof lk, 8, &lk), 0, 0, 0);
+          OPEQ(l, SYS_pwrite64, len, c->nslp_fd, bld_alloc(b, len + 1, 8, num), len, 0, 0, 0);
+        }
+      else
+        {
+          ca.set_tid = tidp;
+          ca.set_tid_size = 1;
+        }
+      thread_tail_ops(c, p, th, &tops[t], b);
+      OPEQ(l, BLOB_OP_CLONE_THREAD, th->tid, bld_alloc(b, sizeof ca, 8, &ca), sizeof ca,
+           args_addr + sizeof(struct blob_args) + (t - 1) * sizeof(struct blob_ops), 0, 0, 0);
+      if (c->use_nslp)
+        {
+          struct flock ul = nslp_lock(F_UNLCK);
+          OP(l, SYS_fcntl, c->nslp_fd, F_SETLK, bld_alloc(b, sizeof ul, 8, &ul), 0, 0, 0);
+        }
+    }
+}
+
+/* 8. the main thread's own state, process-wide pending signals, limits,
+   and the service descriptors gone. */
+static void
+main_tail_ops(struct rctx *c, int idx, struct rproc *p, struct oplist *l, struct bld *b)
+{
+  OP(l, SYS_prctl, PR_SET_PDEATHSIG, 0, 0, 0, 0, 0);
+  for (size_t i = 0; i < p->nshared_pending; i++)
+    {
+      int32_t sig;
+      memcpy(&sig, p->shared_pending[i], 4);
+      OP(l, SYS_rt_sigqueueinfo, p->pid, sig, bld_alloc(b, 128, 8, p->shared_pending[i]), 0, 0, 0);
+    }
+  for (int r_ = 0; r_ < RLIM_NLIMITS; r_++)
+    OP(l, SYS_prlimit64, 0, r_, bld_alloc(b, 16, 8, p->rl[r_]), 0, 0, 0);
+  OP(l, SYS_close_range, c->svc_base, ~0U, 0, 0, 0, 0);
+  process_attr_ops(p, l, b);
+  {
+    /* Test hook: the last process's restorer fails here, after every task
+       exists, to prove that a late failure leaves nothing behind. */
+    const char *fault = crest_test_knob("CREST_FAULT");
+    if (fault && strcmp(fault, "restore-blob") == 0 && (size_t)idx == c->np - 1)
+      OP(l, SYS_close, (uint64_t)-1, 0, 0, 0, 0, 0);
+  }
+  thread_tail_ops(c, p, &p->th[0], l, b);
+}
+
+/* Lay the operation lists out in the region at BASE (REGION here). */
+static void
+lay_out_ops(const struct rproc *p, uint8_t *region, uint64_t base, uint64_t args_addr,
+            const struct oplist *main_ops, const struct oplist *tops, struct bld *b)
+{
+  struct blob_args a;
+  memset(&a, 0, sizeof a);
+  a.magic = BLOB_MAGIC;
+  a.main.n = main_ops->n;
+  a.main.ops = bld_alloc(b, main_ops->n * sizeof *main_ops->ops, 64, main_ops->ops);
+  a.main.status = -1;
+  memcpy(region + (args_addr - base), &a, sizeof a);
+  for (size_t t = 1; t < p->nth; t++)
+    {
+      struct blob_ops h;
+      h.n = tops[t].n;
+      h.ops = bld_alloc(b, tops[t].n * sizeof *tops[t].ops, 64, tops[t].ops);
+      h.status = -1;
+      h.result = 0;
+      memcpy(region + (args_addr - base) + sizeof a + (t - 1) * sizeof h, &h, sizeof h);
+    }
+}
+
+/* Report ready, wait for the go, and jump to the blob at BASE. */
+static void __attribute__((noreturn))
+task_go(struct rctx *c, int idx, uint64_t base, uint64_t size, uint64_t args_addr, struct bld *b)
+{
+  const struct rproc *p = &c->p[idx];
+  struct report r;
+  uint64_t stack_lo = bld_alloc(b, MAIN_STACK, 64, NULL);
+
+  /* glibc registered rseq for crest's thread area, which is about to
+     vanish: unregister it first. */
+  {
+    uint64_t tp;
+    extern const ptrdiff_t __rseq_offset __attribute__((weak));
+    extern const unsigned int __rseq_size __attribute__((weak));
+    if (&__rseq_size && __rseq_size && syscall(SYS_arch_prctl, ARCH_GET_FS, &tp) == 0)
+      {
+        if (syscall(334, tp + __rseq_offset, 32, 1 /* RSEQ_FLAG_UNREGISTER */, 0x53053053) < 0
+            && syscall(334, tp + __rseq_offset, __rseq_size, 1, 0x53053053) < 0)
+          task_fail(c, idx, "process %d: unregister crest's rseq area: %s", p->pid,
+                    strerror(errno));
+      }
+  }
+  memset(&r, 0, sizeof r);
+  r.kind = 'R';
+  r.idx = idx;
+  r.pid = getpid();
+  r.base = base;
+  r.size = size;
+  if (write(c->report[1], &r, sizeof r) != sizeof r)
+    _exit(125);
+  while (__atomic_load_n(&c->go[idx], __ATOMIC_ACQUIRE) == 0)
+    syscall(SYS_futex, &c->go[idx], FUTEX_WAIT, 0, NULL, NULL, 0);
+  if (__atomic_load_n(&c->go[idx], __ATOMIC_ACQUIRE) != 1)
+    {
+      if (c->o->as_ns_init && idx == 0)
+        {
+          /* The helper failed: its message is in the shared page. */
+          dprintf(2, "crest: %s\n", (char *)(c->go + c->np));
+          __atomic_store_n(&c->go[idx], 3, __ATOMIC_RELEASE);
+          syscall(SYS_futex, &c->go[idx], FUTEX_WAKE, 1, NULL, NULL, 0);
+        }
+      _exit(124);
+    }
+  task_jump(base + BLOB_OFF_ENTRY, stack_lo + MAIN_STACK - 64, args_addr);
+}
+
+void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
+{
+  struct rproc *p = &c->p[idx];
+  struct special sp[8];
+  static uint64_t lay[4096][2];
+  size_t nsp, nlay;
+  uint64_t size, base, args_addr, scratch;
+  struct bld b;
+  struct oplist main_ops = { 0 }, *tops;
+  uint8_t *region;
+
+  if (!(c->o->as_ns_init && idx == 0))
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+  close(c->report[0]);
+
+  task_session(c, idx, p);
+
+  if (p->zombie)
+    zombie_exit(p);
+
+  task_children(c, idx, p);
+
+  /* After the children exist (each one drops its own), before setresuid
+     could clear the capabilities the drops need. */
+  restore_bounding(c, idx, p);
+
+  creds_restore(c, idx, p);
+  task_attrs(c, idx, p);
+
+  files_install(c, idx, p);
+
+  /* The blob region: code, arguments, operations, data, stacks. */
+  nsp = self_specials(sp, NULL, NULL, &nlay, lay);
+  check_specials(c, idx, p, sp, nsp);
+  size = ((crest_restorer_blob_size + PAGE - 1) & ~(PAGE - 1)) + PAGE /* args */
+         + (16 + 3 * p->nvmas + p->nruns + 80 + p->nth * 90 + p->nshared_pending)
+               * sizeof(struct blob_op)
+         + 65536 + p->auxv_len + p->nth * (4096 + 128 * 64) + p->nshared_pending * 128
+         + (p->nth - 1) * THREAD_STACK + MAIN_STACK;
+  for (size_t k = 0; k < nsp; k++)
+    size += sp[k].end - sp[k].start;
+  size = (size + PAGE - 1) & ~(PAGE - 1);
+  base = find_gap(p, lay, nlay, size);
+  if (!base)
+    task_fail(c, idx, "process %d: no room for the restorer (%" PRIu64 " bytes)", p->pid, size);
+  region = mmap((void *)base, size, PROT_READ | PROT_WRITE | PROT_EXEC,
+                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  if (region != (void *)base)
+    task_fail(c, idx, "process %d: map the restorer at %#" PRIx64 ": %s", p->pid, base,
+              strerror(errno));
+  memcpy(region, crest_restorer_blob, crest_restorer_blob_size);
+  b.buf = region, b.base = base, b.cap = size;
+  b.used = (crest_restorer_blob_size + PAGE - 1) & ~(PAGE - 1);
+  args_addr
+      = bld_alloc(&b, sizeof(struct blob_args) + (p->nth - 1) * sizeof(struct blob_ops), 64, NULL);
+  scratch = 0;
+  for (size_t k = 0; k < nsp; k++)
+    scratch += sp[k].end - sp[k].start;
+  scratch = bld_alloc(&b, scratch, PAGE, NULL);
+
+  mem_ops(p, sp, nsp, base, size, scratch, &main_ops);
+  mm_sig_ops(p, &main_ops, &b);
+  tops = xzalloc(p->nth * sizeof *tops);
+  thread_ops(c, p, args_addr, &main_ops, tops, &b);
+  main_tail_ops(c, idx, p, &main_ops, &b);
+
+  lay_out_ops(p, region, base, args_addr, &main_ops, tops, &b);
+  /* The root directory last of everything opened by path (files, exe and
+     mapped files are open in the service range, the cwd and /proc/self are
+     done): the image's paths are all in the tree's root, and a chroot'd
+     task's cwd may lie outside its root, as it did. Its children already
+     exist (they chroot themselves if they were). Still with the restorer's
+     capabilities; the blob lowers them to the task's own at its end. */
+  if (p->root_dir && chroot(p->root_dir) < 0)
+    task_fail(c, idx, "process %d: chroot %s: %s%s", p->pid, p->root_dir, strerror(errno),
+              errno == EPERM ? " (it needs CAP_SYS_CHROOT)" : "");
+  task_go(c, idx, base, size, args_addr, &b);
+}
+
+pid_t
+create_task(struct rctx *c, int idx)
+{
+  struct rproc *p = &c->p[idx];
+  struct clone_args ca;
+  pid_t tid = p->pid, r;
+
+  memset(&ca, 0, sizeof ca);
+  ca.exit_signal = SIGCHLD;
+  if (!c->use_nslp)
+    {
+      ca.set_tid = (uint64_t)&tid;
+      ca.set_tid_size = 1;
+      r = syscall(SYS_clone3, &ca, sizeof ca);
+      if (r == 0)
+        task_main(c, idx);
+      return r;
+    }
+  /* Held from the write to the moment the child exists. A fork by anything
+     outside the restore (or another writer of ns_last_pid) can still come
+     in between: the child with the wrong PID exits before doing anything,
+     and the write and fork are tried again while the PID is still free. */
+  for (int attempt = 0; attempt < 8; attempt++)
+    {
+      char num[24];
+      int len = snprintf(num, sizeof num, "%d", p->pid - 1), e;
+      if (nslp_set(c, F_WRLCK) < 0)
+        return -1;
+      if (pwrite(c->nslp_fd, num, len, 0) != len)
+        {
+          e = errno;
+          nslp_set(c, F_UNLCK);
+          errno = e;
+          return -1;
+        }
+      r = syscall(SYS_clone3, &ca, sizeof ca);
+      if (r == 0)
+        {
+          if (getpid() != p->pid)
+            _exit(0);
+          task_main(c, idx);
+        }
+      e = errno;
+      nslp_set(c, F_UNLCK);
+      if (r < 0)
+        {
+          errno = e;
+          return -1;
+        }
+      if (r == p->pid)
+        return r;
+      while (waitpid(r, NULL, 0) < 0 && errno == EINTR)
+        ;
+      if (kill(p->pid, 0) == 0 || errno != ESRCH)
+        break; /* taken meanwhile */
+    }
+  errno = EEXIST;
+  return -1;
+}
