@@ -30,6 +30,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "cr-archive.h"
+#include "config-compat.h"
 #include "container-cr.h"
 #include "engine.h"
 #include "image.h"
@@ -947,6 +948,13 @@ crest_container_restore(struct crest_global *g, const char *id,
     }
   free(bundle);
   bundle = xstrdup(real);
+  /* podman and CRI-O restore from a new bundle: it runs with that
+     bundle's config when the image fits it (config-compat.h). */
+  if (crest_restore_bundle_config(bundle, &config, &config_text, &config_len, err) < 0)
+    {
+      yajl_tree_free(config);
+      return crest_error_wrap(err, "container `%s`: restore", id);
+    }
   if (crest_crun_has(g, NULL, id))
     {
       yajl_tree_free(config);

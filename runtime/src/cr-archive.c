@@ -17,6 +17,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "cr-archive.h"
+#include "config-compat.h"
 #include "engine.h"
 #include "image.h"
 #include "log.h"
@@ -930,9 +931,12 @@ check_target(const char *dir, const char *bundle, crest_error_t *err)
   size_t len;
   int rc = -1;
 
+  /* The files are looked for where the bundle's config (when it fits the
+     image) puts them: its root.path, its mounts' sources. */
   if (read_json(dir, TARGET_FILE, &target, &ttext, &len, err) == 0
       && check_members(dir, target, err) == 0 && check_machine(target, err) == 0
       && read_json(dir, "spec.dump", &config, &stext, &len, err) == 0
+      && crest_restore_bundle_config(bundle, &config, &stext, &len, err) == 0
       && check_files(target, config, bundle, err) == 0)
     rc = 0;
   if (target)
