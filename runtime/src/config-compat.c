@@ -97,13 +97,16 @@ key_of(yajl_val obj, const char *key)
   return NULL;
 }
 
-/* May the member KEY of the current object be absent on one side? */
+/* May the member KEY of the current object be absent on one side? Not a
+   namespace's path: with one the container joins a namespace that exists,
+   without it gets a new one (a PID namespace of its own is where the
+   tree's init is 1); only which one it joins may change. */
 static bool
 member_may_differ(const struct walk *w, const char *key)
 {
   char shape[600];
   snprintf(shape, sizeof shape, "%s%s%s", w->shape, w->shape[0] ? "." : "", key);
-  return shape_may_differ(shape);
+  return shape_may_differ(shape) && strcmp(shape, "linux.namespaces[*].path") != 0;
 }
 
 static int

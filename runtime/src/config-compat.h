@@ -11,9 +11,11 @@
  *                                           mapped files by the engine; with
  *                                           --import, size, mode and digest
  *                                           of every file it uses)
- *   linux.namespaces[].path                 a new namespace to join (podman
- *                                           gives a new network namespace);
- *                                           the set of types must match
+ *   linux.namespaces[].path                 which namespace to join (podman
+ *                                           gives a new network namespace, a
+ *                                           new pod has new ones); the set of
+ *                                           types must match, and a joined
+ *                                           one stays joined, a new one new
  *   linux.uidMappings[].hostID, gidMappings the IDs outside: the tree sees the
  *                                           container IDs and sizes only
  *   linux.cgroupsPath, linux.resources      crest dumps no cgroup
