@@ -18,6 +18,7 @@ struct walk
 {
   char path[512], shape[512];
   char *why;
+  int depth; /* an archive's spec.dump is untrusted: no unbounded recursion */
 };
 
 static const char *const may_differ[] = {
@@ -82,7 +83,14 @@ compare_at(struct walk *w, const char *key, const char *shape_key, yajl_val ck, 
 
   snprintf(w->path + pl, sizeof w->path - pl, "%s%s", pl && !index ? "." : "", key);
   snprintf(w->shape + sl, sizeof w->shape - sl, "%s%s", sl && !index ? "." : "", shape_key);
-  r = shape_may_differ(w->shape) ? 0 : compare(w, ck, gv);
+  if (++w->depth > 32)
+    {
+      w->why = xasprintf("%s: nested deeper than any OCI config", w->path);
+      r = 1;
+    }
+  else
+    r = shape_may_differ(w->shape) ? 0 : compare(w, ck, gv);
+  w->depth--;
   w->path[pl] = '\0';
   w->shape[sl] = '\0';
   return r;

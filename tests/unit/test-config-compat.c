@@ -167,6 +167,21 @@ main(void)
   differs("\"cwd\":\"/\",", "", "process.cwd is only in the checkpointed config");
 
   {
+    /* An archive's spec.dump is untrusted: a deep nest is a difference,
+       not a stack overflow. */
+    char *deep = xmalloc(20001), *a, *why;
+    memset(deep, '[', 10000);
+    memset(deep + 10000, ']', 10000);
+    deep[20000] = '\0';
+    a = xasprintf("{\"x\":%s}", deep);
+    why = diff_between(a, a);
+    tap_ok(strstr(why, "nested deeper than any OCI config") != NULL,
+           "a config nested 10000 deep: refused (%s)", why);
+    free(why);
+    free(a);
+    free(deep);
+  }
+  {
     /* The grant: a container run with --cap-checkpoint-restore=add ran
        with CAP_CHECKPOINT_RESTORE its bundle's config does not name. */
     yajl_val b = parse(base);
