@@ -3,7 +3,8 @@
  *
  * Checkpoint runs outside the container as the user who owns it. Restore
  * asks crun to build a new container from a private copy of the
- * checkpointed config whose process is crest's static restorer; the
+ * container's config (the bundle's when the image fits it, else the
+ * checkpointed one) whose process is crest's static restorer; the
  * restorer, PID 1 of the new PID namespace, calls the engine, which turns it
  * into the checkpointed init. crest watches from outside through the sync
  * pipe the restorer inherits as descriptor 3: "R" once the restorer runs
