@@ -117,8 +117,18 @@ main(int argc, char **argv)
       goto out;
     }
   {
-    struct crest_state st = { 0 };
+    struct crest_state st = { 0 }, live;
     enum crest_grant grant = CREST_GRANT_NONE;
+    /* crest's own create, run and restore record the container themselves,
+       under crest's crun root, before crun runs this hook: that record is
+       the true one (the config's hook names podman's crun root). */
+    if (crest_state_read(&g, id, &live, &err) == 1)
+      {
+        crest_state_free(&live);
+        ret = 0;
+        goto out;
+      }
+    crest_error_release(&err);
     char *text = NULL;
     bundle_config = xasprintf("%s/config.json", bundle);
     /* The grant is recorded for what it is: crest did not apply it here. */

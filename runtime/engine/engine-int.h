@@ -106,9 +106,6 @@ dump_fault(const char *point, crest_error_t *err);
    blocked during the dump) is pending: -1 with ERR saying which. */
 int
 dump_interrupted(crest_error_t *err);
-/* Remove FINAL_DIR.tmp-PID directories whose PID no longer exists. */
-void
-dump_remove_stale_tmp(const char *final_dir);
 
 /* files-check.c: refuse a descriptor of task PID whose state crest does
    not restore (locks, O_ASYNC, packet pipes, pidfds and other anonymous

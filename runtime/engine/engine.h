@@ -168,6 +168,12 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
 int
 crest_engine_plan(const struct crest_restore_opts *o, crest_error_t *err);
 
+/* Remove FINAL_DIR.tmp-PID directories whose PID no longer exists: a
+   checkpoint's temporary image, and restore --import's unpacked archive
+   (runtime/src/cr-archive.c), left by a crest that died. */
+void
+dump_remove_stale_tmp(const char *final_dir);
+
 /* Check an image without restoring it: manifest, version, checksums of every
    file, bounds of every index. 0 when sound, < 0 with err naming the file and
    the problem. */

@@ -3,7 +3,8 @@
  *
  * Checkpoint runs outside the container as the user who owns it. Restore
  * asks crun to build a new container from a private copy of the
- * checkpointed config whose process is crest's static restorer; the
+ * container's config (the bundle's when the image fits it, else the
+ * checkpointed one) whose process is crest's static restorer; the
  * restorer, PID 1 of the new PID namespace, calls the engine, which turns it
  * into the checkpointed init. crest watches from outside through the sync
  * pipe the restorer inherits as descriptor 3: "R" once the restorer runs
@@ -30,6 +31,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "cr-archive.h"
+#include "config-compat.h"
 #include "container-cr.h"
 #include "engine.h"
 #include "image.h"
@@ -460,6 +462,37 @@ finish_info(const char *id, const char *image, struct crest_checkpoint_info *inf
     }
 }
 
+/* crest's global options with crun's --root at ROOT: a container the OCI
+   hook recorded lives under the root of the crun that started it (podman's,
+   CRI-O's), not under crest's. G itself when ROOT is crest's; otherwise
+   COPY, freed with crun_root_release. */
+static struct crest_global *
+under_crun_root(struct crest_global *g, const char *root, struct crest_global *copy)
+{
+  if (!root || strcmp(root, g->crun_root) == 0)
+    return g;
+  *copy = *g;
+  copy->crun_root = root;
+  copy->crun_global_argv = xmalloc(sizeof(char *) * (size_t)(g->crun_global_argc + 1));
+  for (int i = 0; i <= g->crun_global_argc; i++)
+    copy->crun_global_argv[i]
+        = g->crun_global_argv[i] && strncmp(g->crun_global_argv[i], "--root=", 7) == 0
+              ? xasprintf("--root=%s", root)
+              : g->crun_global_argv[i];
+  return copy;
+}
+
+static void
+crun_root_release(struct crest_global *g, struct crest_global *copy)
+{
+  if (g != copy)
+    return;
+  for (int i = 0; i < g->crun_global_argc; i++)
+    if (strncmp(g->crun_global_argv[i], "--root=", 7) == 0)
+      free(g->crun_global_argv[i]);
+  free(g->crun_global_argv);
+}
+
 int
 crest_container_checkpoint(struct crest_global *g, const char *id,
                            const struct crest_container_checkpoint_opts *opts, crest_error_t *err)
@@ -471,6 +504,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
   struct crest_state st;
   struct crest_dump_opts d;
   struct freezer fz = { NULL, false, 0 };
+  struct crest_global hooked;
   char digest[65];
   size_t config_len = 0;
   pid_t init = 0;
@@ -493,8 +527,10 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
     return crest_error_make(
         err, ENOENT,
         "container `%s`: checkpoint: crest knows no such container (it checkpoints "
-        "containers started with `crest create` or `crest run`)",
+        "containers started with `crest create` or `crest run`, or recorded by "
+        "crest-oci-hook)",
         id);
+  g = under_crun_root(g, st.crun_root, &hooked);
   if (crun_state(g, id, &init, &status, &info->created, err) < 0)
     goto fail_state;
   info->bundle = xstrdup(st.bundle);
@@ -584,6 +620,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
       crest_state_remove(g, id, NULL);
     }
   free(fz.dir);
+  crun_root_release(g, &hooked);
   crest_state_free(&st);
   if (info == &own)
     crest_checkpoint_info_free(&own);
@@ -591,6 +628,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
 
 fail_state:
   free(fz.dir);
+  crun_root_release(g, &hooked);
   crest_state_free(&st);
   crest_checkpoint_info_free(info);
   return -1;
@@ -1121,6 +1159,13 @@ crest_container_restore(struct crest_global *g, const char *id,
     }
   free(bundle);
   bundle = xstrdup(real);
+  /* podman and CRI-O restore from a new bundle: it runs with that
+     bundle's config when the image fits it (config-compat.h). */
+  if (crest_restore_bundle_config(bundle, &config, &config_text, &config_len, err) < 0)
+    {
+      yajl_tree_free(config);
+      return crest_error_wrap(err, "container `%s`: restore", id);
+    }
   if (crest_crun_has(g, NULL, id))
     {
       yajl_tree_free(config);

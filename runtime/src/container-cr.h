@@ -35,7 +35,7 @@ struct crest_container_restore_opts
 {
   const char *image_path;     /* default "./checkpoint" when NULL */
   const char *work_path;      /* NULL: beside the image */
-  const char *bundle;         /* -b/--bundle; NULL: the checkpointed bundle */
+  const char *bundle;         /* -b/--bundle; NULL: the current directory */
   bool detach;                /* -d/--detach */
   const char *pid_file;       /* --pid-file, or NULL */
   const char *console_socket; /* --console-socket, or NULL */

@@ -17,6 +17,7 @@
 #include <yajl/yajl_tree.h>
 
 #include "cr-archive.h"
+#include "config-compat.h"
 #include "engine.h"
 #include "image.h"
 #include "log.h"
@@ -29,6 +30,35 @@
 /* Bounds for what an archive may make crest unpack. */
 #define MAX_ENTRIES 100000
 #define MAX_META_BYTES (16u << 20)
+
+int
+crest_parse_size(const char *text, uint64_t *out)
+{
+  static const char units[] = "KMGT";
+  char *end;
+  unsigned long long v;
+  const char *u;
+
+  if (!text || text[0] < '0' || text[0] > '9')
+    return -1;
+  errno = 0;
+  v = strtoull(text, &end, 10);
+  if (errno)
+    return -1;
+  if (*end)
+    {
+      if (!(u = strchr(units, *end)) || (end[1] && strcmp(end + 1, "iB") != 0))
+        return -1;
+      for (long i = 0; i <= u - units; i++)
+        {
+          if (v > UINT64_MAX / 1024)
+            return -1;
+          v *= 1024;
+        }
+    }
+  *out = v;
+  return 0;
+}
 
 void
 crest_checkpoint_info_free(struct crest_checkpoint_info *i)
@@ -724,8 +754,26 @@ member_ok(const char *name, mode_t type)
   return true;
 }
 
+/* What the unpacking may write: an archive of a few kilobytes can expand
+   to terabytes (zstd of zeros), and the disk it fills is shared. */
+struct budget
+{
+  uint64_t limit, used;
+};
+
 static int
-copy_data(struct archive *in, struct archive *out, const char *name, crest_error_t *err)
+over_budget(const struct budget *b, const char *name, crest_error_t *err)
+{
+  return crest_error_make(err, 0,
+                          "the archive expands past the limit of %" PRIu64
+                          " bytes at `%s`: raise it with --import-limit=SIZE or "
+                          "CREST_IMPORT_LIMIT",
+                          b->limit, name);
+}
+
+static int
+copy_data(struct archive *in, struct archive *out, const char *name, struct budget *b,
+          crest_error_t *err)
 {
   for (;;)
     {
@@ -737,6 +785,9 @@ copy_data(struct archive *in, struct archive *out, const char *name, crest_error
         return 0;
       if (r != ARCHIVE_OK)
         return aerr(err, in, name);
+      b->used += size;
+      if (b->used > b->limit)
+        return over_budget(b, name, err);
       if (archive_write_data_block(out, buf, size, off) != ARCHIVE_OK)
         return aerr(err, out, name);
     }
@@ -744,7 +795,7 @@ copy_data(struct archive *in, struct archive *out, const char *name, crest_error
 
 /* Unpack every entry into the current directory (the caller's fresh one). */
 static int
-unpack(struct archive *in, struct archive *out, crest_error_t *err)
+unpack(struct archive *in, struct archive *out, struct budget *b, crest_error_t *err)
 {
   struct archive_entry *e;
   size_t count = 0;
@@ -760,12 +811,17 @@ unpack(struct archive *in, struct archive *out, crest_error_t *err)
                                 "entry `%s` is not part of a crest archive (only checkpoint/, "
                                 "spec.dump, config.dump, stats-dump, " TARGET_FILE ")",
                                 name ? name : "(no name)");
+      /* A size the header declares past the limit is refused before a
+         byte is written. */
+      if (archive_entry_size_is_set(e) && archive_entry_size(e) > 0
+          && b->used + (uint64_t)archive_entry_size(e) > b->limit)
+        return over_budget(b, name, err);
       /* The archive's modes and owners are not trusted: no set-ID bits, no
          foreign owner, nothing others could read. */
       archive_entry_set_perm(e, type == AE_IFDIR ? 0700 : 0600);
       if (archive_write_header(out, e) != ARCHIVE_OK)
         return aerr(err, out, name);
-      if (type == AE_IFREG && copy_data(in, out, name, err) < 0)
+      if (type == AE_IFREG && copy_data(in, out, name, b, err) < 0)
         return -1;
       if (archive_write_finish_entry(out) != ARCHIVE_OK)
         return aerr(err, out, name);
@@ -776,8 +832,9 @@ unpack(struct archive *in, struct archive *out, crest_error_t *err)
 }
 
 static int
-extract(const char *file, const char *dest, crest_error_t *err)
+extract(const char *file, const char *dest, uint64_t limit, crest_error_t *err)
 {
+  struct budget b = { limit, 0 };
   struct archive *in = archive_read_new(), *out = archive_write_disk_new();
   cleanup_close int here = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   int rc = -1;
@@ -797,7 +854,7 @@ extract(const char *file, const char *dest, crest_error_t *err)
     crest_error_errno(err, "enter `%s`", dest);
   else
     {
-      rc = unpack(in, out, err);
+      rc = unpack(in, out, &b, err);
       if (fchdir(here) < 0 && rc == 0)
         rc = crest_error_errno(err, "return to the working directory");
     }
@@ -930,9 +987,12 @@ check_target(const char *dir, const char *bundle, crest_error_t *err)
   size_t len;
   int rc = -1;
 
+  /* The files are looked for where the bundle's config (when it fits the
+     image) puts them: its root.path, its mounts' sources. */
   if (read_json(dir, TARGET_FILE, &target, &ttext, &len, err) == 0
       && check_members(dir, target, err) == 0 && check_machine(target, err) == 0
       && read_json(dir, "spec.dump", &config, &stext, &len, err) == 0
+      && crest_restore_bundle_config(bundle, &config, &stext, &len, err) == 0
       && check_files(target, config, bundle, err) == 0)
     rc = 0;
   if (target)
@@ -959,6 +1019,12 @@ unpack_dir(struct crest_global *g, const char *file, const char *id, crest_error
       if (mkdir_p(base, 0700, err) < 0)
         return NULL;
     }
+  {
+    /* Unpacked archives of a crest that died importing to the same place
+       (the checkpoint's rule for its temporary images). */
+    cleanup_free char *final = xasprintf("%s/.crest-import-%s", base, id);
+    dump_remove_stale_tmp(final);
+  }
   d = xasprintf("%s/.crest-import-%s.tmp-%d", base, id, (int)getpid());
   if (mkdir(d, 0700) < 0)
     {
@@ -971,7 +1037,7 @@ unpack_dir(struct crest_global *g, const char *file, const char *id, crest_error
 
 int
 crest_archive_import(struct crest_global *g, const char *file, const char *id, const char *bundle,
-                     char **dir, crest_error_t *err)
+                     uint64_t limit, char **dir, crest_error_t *err)
 {
   crest_error_t e = NULL;
   char *d;
@@ -980,7 +1046,7 @@ crest_archive_import(struct crest_global *g, const char *file, const char *id, c
   d = unpack_dir(g, file, id, err);
   if (!d)
     return crest_error_wrap(err, "import `%s`", file);
-  if (extract(file, d, err) < 0 || check_target(d, bundle, err) < 0)
+  if (extract(file, d, limit, err) < 0 || check_target(d, bundle, err) < 0)
     {
       crest_error_wrap(err, "import `%s`", file);
       remove_tree(d, &e);

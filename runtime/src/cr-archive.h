@@ -53,12 +53,24 @@ crest_archive_export(const char *file, const char *compress, const char *id, con
 
 /* Unpack FILE into a new directory beside it (under G's state root where
    that cannot be written), refusing any entry
-   that is not part of the layout above (absolute, "..", links, devices), and
+   that is not part of the layout above (absolute, "..", links, devices) or
+   that would make the unpacked files pass LIMIT bytes, and
    check that this machine and BUNDLE's root file system are what the image
    needs. On success *DIR is the unpacked directory (its image in
-   DIR/checkpoint); the caller removes it. On failure nothing is left. */
+   DIR/checkpoint); the caller removes it. On failure nothing is left. The
+   unpacked directories of a crest that died importing the same ID to the
+   same place are removed first. */
 int
 crest_archive_import(struct crest_global *g, const char *file, const char *id, const char *bundle,
-                     char **dir, crest_error_t *err);
+                     uint64_t limit, char **dir, crest_error_t *err);
+
+/* What an archive may expand to unless --import-limit or
+   CREST_IMPORT_LIMIT says otherwise. */
+#define CREST_IMPORT_LIMIT_DEFAULT (16ull << 30)
+
+/* "123", "64K", "16G", "2TiB" (binary units) into bytes: 0, or -1 when TEXT
+   is not such a size. */
+int
+crest_parse_size(const char *text, uint64_t *out);
 
 #endif

@@ -24,6 +24,7 @@ enum
   OPT_CONSOLE_SOCKET,
   OPT_NS_INIT,
   OPT_IMPORT,
+  OPT_IMPORT_LIMIT,
   OPT_NO_PIVOT,
   OPT_NO_NEW_KEYRING,
   OPT_LSM_PROFILE,
@@ -41,6 +42,8 @@ usage(FILE *f)
              "      --image-path=DIR      the image (default ./checkpoint)\n"
              "      --work-path=DIR       where to write restore.log\n"
              "      --import=FILE         restore from an archive of checkpoint --export\n"
+             "      --import-limit=SIZE   what the archive may expand to (default 16G, or\n"
+             "                            $CREST_IMPORT_LIMIT; K, M, G, T suffixes)\n"
              "  -b, --bundle=DIR          container bundle\n"
              "  -d, --detach              return once the tree runs\n"
              "      --pid-file=FILE       write the root's PID there\n"
@@ -60,19 +63,30 @@ usage(FILE *f)
 /* --import: unpack and check the archive, restore from its image, then
    remove the unpacked copy (the restored tree no longer reads it). */
 static int
-restore_import(struct crest_global *g, const char *id, const char *file,
+restore_import(struct crest_global *g, const char *id, const char *file, const char *limit_arg,
                struct crest_container_restore_opts *co, crest_error_t *err)
 {
   cleanup_free char *dir = NULL, *image = NULL;
+  const char *env = getenv("CREST_IMPORT_LIMIT");
+  uint64_t limit = CREST_IMPORT_LIMIT_DEFAULT;
   crest_error_t e = NULL;
   int rc;
+
+  /* The flag wins over the environment (podman and CRI-O pass no flag of
+     this kind: the variable reaches crest through them). */
+  if (limit_arg && crest_parse_size(limit_arg, &limit) < 0)
+    return crest_error_make(err, EINVAL, "restore: --import-limit `%s`: expected a size (16G)",
+                            limit_arg);
+  if (!limit_arg && env && *env && crest_parse_size(env, &limit) < 0)
+    return crest_error_make(err, EINVAL, "restore: CREST_IMPORT_LIMIT `%s`: expected a size (16G)",
+                            env);
 
   if (crest_validate_id(id, err) < 0)
     return -1;
   if (crest_crun_has(g, NULL, id))
     return crest_error_make(err, EEXIST, "container `%s`: restore: a container with this ID exists",
                             id);
-  if (crest_archive_import(g, file, id, co->bundle ? co->bundle : ".", &dir, err) < 0)
+  if (crest_archive_import(g, file, id, co->bundle ? co->bundle : ".", limit, &dir, err) < 0)
     return crest_error_wrap(err, "container `%s`: restore", id);
   image = xasprintf("%s/checkpoint", dir);
   co->image_path = image;
@@ -94,6 +108,7 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv, crest_error_t 
     { "console-socket", required_argument, NULL, OPT_CONSOLE_SOCKET },
     { "ns-init", no_argument, NULL, OPT_NS_INIT },
     { "import", required_argument, NULL, OPT_IMPORT },
+    { "import-limit", required_argument, NULL, OPT_IMPORT_LIMIT },
     { "no-pivot", no_argument, NULL, OPT_NO_PIVOT },
     { "no-new-keyring", no_argument, NULL, OPT_NO_NEW_KEYRING },
     { "lsm-profile", required_argument, NULL, OPT_LSM_PROFILE },
@@ -106,7 +121,7 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv, crest_error_t 
     { NULL, 0, NULL, 0 },
   };
   const char *image = "checkpoint", *work = NULL, *bundle = NULL, *pid_file = NULL, *console = NULL;
-  const char *import = NULL, *lsm_profile = NULL, *lsm_mount = NULL;
+  const char *import = NULL, *import_limit = NULL, *lsm_profile = NULL, *lsm_mount = NULL;
   bool detach = false, ns_init = false, no_pivot = false, no_keyring = false, image_given = false;
   int c;
 
@@ -121,6 +136,9 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv, crest_error_t 
         break;
       case OPT_IMPORT:
         import = optarg;
+        break;
+      case OPT_IMPORT_LIMIT:
+        import_limit = optarg;
         break;
       case OPT_NO_PIVOT:
         no_pivot = true;
@@ -185,7 +203,9 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv, crest_error_t 
       co.lsm_profile = lsm_profile;
       co.lsm_mount_context = lsm_mount;
       crest_debug("restore of container `%s` starts", argv[optind]);
-      return import ? restore_import(g, argv[optind], import, &co, err)
+      if (import_limit && !import)
+        return crest_error_make(err, EINVAL, "restore: --import-limit needs --import");
+      return import ? restore_import(g, argv[optind], import, import_limit, &co, err)
                     : crest_container_restore(g, argv[optind], &co, err);
     }
   if (bundle || console || import)

@@ -44,3 +44,7 @@ tests_progs_flock_hold_SOURCES = tests/progs/flock-hold.c
 tests_progs_flock_hold_LDFLAGS = -static
 TESTS += tests/host/migrate-archive.test
 EXTRA_DIST += tests/host/migrate-archive.test
+# Two nodes (two user namespaces, two crest state roots, one shared
+# directory) moving a container as the kubelet's checkpoint API does.
+TESTS += tests/host/migrate-two-node.test
+EXTRA_DIST += tests/host/migrate-two-node.test

@@ -39,8 +39,17 @@ tests_unit_test_state_root_LDADD = $(CREST_UNIT_LIBS)
 # (a script: no build needed).
 EXTRA_DIST += tests/unit/func-length.test
 
+# Restore into a new bundle: what of its config may differ from the image's.
+check_PROGRAMS += tests/unit/test-config-compat
+tests_unit_test_config_compat_SOURCES = tests/unit/test-config-compat.c tests/unit/tap.h \
+	runtime/src/config-compat.c runtime/src/oci-config.c
+tests_unit_test_config_compat_CPPFLAGS = $(CREST_UNIT_CPPFLAGS)
+tests_unit_test_config_compat_CFLAGS = $(CREST_UNIT_CFLAGS)
+tests_unit_test_config_compat_LDFLAGS = $(SANITIZER_LDFLAGS)
+tests_unit_test_config_compat_LDADD = $(CREST_UNIT_LIBS)
+
 UNIT_TESTS = tests/unit/test-config tests/unit/test-args tests/unit/engine-image tests/unit/test-state-root \
-	tests/unit/func-length.test
+	tests/unit/test-config-compat tests/unit/func-length.test
 TESTS += $(UNIT_TESTS)
 
 # `make check-unit`: only the C unit tests (CI runs them under the sanitizers).
