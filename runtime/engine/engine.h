@@ -164,9 +164,12 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
 /* Everything crest_engine_restore does before its first change to the
    system: read and check the image (but not its kernel identity) and plan
    the restore O describes. 0 when the restore would go ahead. For the
-   fuzzer. */
+   fuzzer. IMG: an image already open (img_reader_open_mem, the fuzzer's
+   in-memory one), which the plan takes over and frees; NULL: open
+   o->image_dir. */
+struct img_reader;
 int
-crest_engine_plan(const struct crest_restore_opts *o, crest_error_t *err);
+crest_engine_plan(const struct crest_restore_opts *o, struct img_reader *img, crest_error_t *err);
 
 /* Check an image without restoring it: manifest, version, checksums of every
    file, bounds of every index. 0 when sound, < 0 with err naming the file and

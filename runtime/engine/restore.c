@@ -2825,7 +2825,8 @@ static int
 plan_restore(struct rctx *c, bool check_kernel, crest_error_t *err)
 {
   const struct crest_restore_opts *o = c->o;
-  if (img_reader_open(o->image_dir, check_kernel, true, &c->img, err) < 0 || parse_tree(c, err) < 0)
+  if ((!c->img && img_reader_open(o->image_dir, check_kernel, true, &c->img, err) < 0)
+      || parse_tree(c, err) < 0)
     return -1;
   if (o->as_ns_init && c->p[0].pid != 1)
     return crest_error_make(err, EINVAL,
@@ -2860,12 +2861,13 @@ plan_restore(struct rctx *c, bool check_kernel, crest_error_t *err)
 }
 
 int
-crest_engine_plan(const struct crest_restore_opts *o, crest_error_t *err)
+crest_engine_plan(const struct crest_restore_opts *o, struct img_reader *img, crest_error_t *err)
 {
   struct rctx c;
   int rc;
   memset(&c, 0, sizeof c);
   c.o = o;
+  c.img = img;
   c.term_svc = -1;
   rc = plan_restore(&c, false, err);
   free_ctx(&c);
