@@ -906,6 +906,7 @@ parse_tree(struct rctx *c, crest_error_t *err)
   if (n < 0 || n > (1 << 20))
     return crest_error_make(err, EINVAL, "image %s: tree.json: bad file list", c->o->image_dir);
   c->f = xzalloc((n + 1) * sizeof *c->f);
+  c->nf = n; /* all of them for free_ctx, also when one fails */
   for (long i = 0; i < n; i++)
     {
       struct rfile *f = &c->f[i];
@@ -951,7 +952,6 @@ parse_tree(struct rctx *c, crest_error_t *err)
       if (parse_file_attrs(c, items[i], f, err) < 0)
         return crest_error_wrap(err, "image %s: tree.json: file %ld", c->o->image_dir, i);
     }
-  c->nf = n;
   for (size_t i = 0; i < c->np; i++)
     for (size_t k = 0; k < c->p[i].nfds; k++)
       {
@@ -2694,6 +2694,8 @@ free_ctx(struct rctx *c)
       free(p->th), free(p->vmas), free(p->runs), free(p->fds), free(p->groups), free(p->auxv);
       free(p->shared_pending);
     }
+  for (size_t i = 0; i < c->nf; i++)
+    free(c->f[i].u.ext);
   free(c->p), free(c->f), free(c->pp), free(c->mf);
   if (c->tree)
     yajl_tree_free(c->tree);
