@@ -143,6 +143,11 @@ struct crest_restore_opts
      false: process mode, the bound is the restorer's own permitted set. */
   bool caps_from_config;
   bool cr_granted;
+  /* Container mode, when > 0: a descriptor on which the tracer that
+     finishes the tree writes "D" and a newline once every task runs
+     restored (crest-restorer's sync pipe): the init's own signs (its name,
+     its descriptors) change earlier, while the tree may still fail. */
+  int done_fd;
 };
 
 /* Recreate the tree stored in o->image_dir.

@@ -2611,8 +2611,16 @@ static void
 fault_kill(const char *phase)
 {
   const char *f = crest_test_knob("CREST_FAULT");
-  if (f && strncmp(f, "restore-kill:", 13) == 0 && strcmp(f + 13, phase) == 0)
-    raise(SIGKILL);
+  if (!f || strncmp(f, "restore-kill:", 13) != 0 || strcmp(f + 13, phase) != 0)
+    return;
+  /* The init of a PID namespace (a container's restorer) cannot kill
+     itself: the kernel drops a signal it sends itself. It creates
+     /crest-killme in its root and waits for the test to kill it from
+     outside (keeping its name, by which crest follows it). */
+  if (getpid() == 1)
+    for (close(open("/crest-killme", O_WRONLY | O_CREAT | O_CLOEXEC, 0600));;)
+      pause();
+  raise(SIGKILL);
 }
 
 /* Seize every task as it reports, wait for every thread to park in the
@@ -2965,6 +2973,7 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
           crest_error_t e = NULL;
           close(c.report[1]);
           c.report[1] = -1;
+          fault_kill("created");
           if (finish_tree(&c, &e) < 0)
             {
               cleanup_free char *text = crest_error_text(e);
@@ -2981,6 +2990,10 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
               syscall(SYS_futex, &c.go[0], FUTEX_WAIT, 2, &ack, NULL, 0);
               _exit(1);
             }
+          /* Only now is the tree restored: say so to whoever follows the
+             restore (crest, through the restorer's sync pipe). */
+          if (o->done_fd > 0 && write(o->done_fd, "D\n", 2) != 2)
+            _exit(1);
           _exit(0);
         }
       {

@@ -18,7 +18,8 @@ static const char *const knobs[] = {
      engine's tracing worker is killed), eio (the phase fails with EIO),
      PHASE one of seize, inject, memory, files, commit; restore-kill:PHASE
      (a process-mode restore SIGKILLs itself at PHASE: checked, files,
-     created, finishing, running). */
+     created, finishing, running; `crest restore` passes restore-* on to a
+     container's restorer, see docs/engine.md). */
   "CREST_FAULT",
   /* Set: a checkpoint prints its counters (processes, bytes, readv calls). */
   "CREST_STATS",

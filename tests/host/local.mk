@@ -44,3 +44,8 @@ tests_progs_flock_hold_SOURCES = tests/progs/flock-hold.c
 tests_progs_flock_hold_LDFLAGS = -static
 TESTS += tests/host/migrate-archive.test
 EXTRA_DIST += tests/host/migrate-archive.test
+
+# A container-mode restore SIGKILLed at each phase (CREST_FAULT=restore-kill,
+# passed on to the restorer): nothing left, one line; then the image restores.
+TESTS += tests/host/restore-container-faults.test
+EXTRA_DIST += tests/host/restore-container-faults.test
