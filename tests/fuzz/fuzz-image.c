@@ -122,7 +122,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                           "{\"release\": \"x\", \"machine\": \"x\", \"vdso_sha256\": \"x\"}, "
                           "\"config_digest\": null, \"files\": [",
                           fmt);
-  while (at < size && nfiles < MAX_FILES)
+  while (at < size && nfiles < MAX_FILES && nmem < MAX_FILES)
     {
       char *name = names[nmem];
       size_t nlen = data[at++], clen;
@@ -142,7 +142,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
           at += clen;
           continue;
         }
-      if (plain_name(name))
+      if (plain_name(name) && strcmp(name, "manifest.json") != 0)
         files[nmem++] = (struct img_mem_file){ name, data + at, clen, fsize };
       if (strcmp(name, "manifest.json") == 0)
         {
