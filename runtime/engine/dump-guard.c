@@ -66,6 +66,13 @@ dump_fault(const char *point, crest_error_t *err)
     }
   else if (strcmp(a, "kill-worker") == 0)
     kill(getpid(), SIGKILL);
+  else if (strcmp(a, "kill-both") == 0)
+    {
+      /* Both crest processes (a kill of every crest, a stopped scope):
+         nothing of crest is left to undo anything. */
+      kill(getppid(), SIGKILL);
+      kill(getpid(), SIGKILL);
+    }
   else if (strcmp(a, "eio") == 0)
     return crest_error_make(err, EIO, "image: write at %s", point);
   return 0;

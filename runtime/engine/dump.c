@@ -807,7 +807,7 @@ free_ctx(struct dctx *c)
     close(c->topfd);
   free(c->p);
   for (size_t i = 0; i < c->nf; i++)
-    free(c->f[i].path), free(c->f[i].data), free(c->f[i].priv);
+    free(c->f[i].path), free(c->f[i].data), free(c->f[i].priv), free(c->f[i].u.ext);
   free(c->f);
   for (size_t i = 0; i < c->npp; i++)
     free(c->pp[i].data), free(c->pp[i].path);

@@ -143,6 +143,11 @@ struct crest_restore_opts
      false: process mode, the bound is the restorer's own permitted set. */
   bool caps_from_config;
   bool cr_granted;
+  /* Container mode, when > 0: a descriptor on which the tracer that
+     finishes the tree writes "D" and a newline once every task runs
+     restored (crest-restorer's sync pipe): the init's own signs (its name,
+     its descriptors) change earlier, while the tree may still fail. */
+  int done_fd;
 };
 
 /* Recreate the tree stored in o->image_dir.
@@ -164,9 +169,12 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
 /* Everything crest_engine_restore does before its first change to the
    system: read and check the image (but not its kernel identity) and plan
    the restore O describes. 0 when the restore would go ahead. For the
-   fuzzer. */
+   fuzzer. IMG: an image already open (img_reader_open_mem, the fuzzer's
+   in-memory one), which the plan takes over and frees; NULL: open
+   o->image_dir. */
+struct img_reader;
 int
-crest_engine_plan(const struct crest_restore_opts *o, crest_error_t *err);
+crest_engine_plan(const struct crest_restore_opts *o, struct img_reader *img, crest_error_t *err);
 
 /* Remove FINAL_DIR.tmp-PID directories whose PID no longer exists: a
    checkpoint's temporary image, and restore --import's unpacked archive

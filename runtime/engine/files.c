@@ -342,13 +342,10 @@ files_parse(struct rctx *c, crest_error_t *err)
   if (n < 0 || n > (1 << 20))
     return crest_error_make(err, EINVAL, "image %s: tree.json: bad file list", c->o->image_dir);
   c->f = xzalloc((n + 1) * sizeof *c->f);
+  c->nf = n; /* all of them for free_ctx, also when one fails */
   for (long i = 0; i < n; i++)
-    {
-      if (parse_file(c, i, items[i], &c->f[i], err) < 0)
-        return -1;
-      c->nf = i + 1;
-    }
-  c->nf = n;
+    if (parse_file(c, i, items[i], &c->f[i], err) < 0)
+      return -1;
   for (size_t i = 0; i < c->np; i++)
     for (size_t k = 0; k < c->p[i].nfds; k++)
       {

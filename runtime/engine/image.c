@@ -562,23 +562,17 @@ reserve_fds(struct img_reader *r, size_t n, crest_error_t *err)
   return 0;
 }
 
-int
-img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_reader **out,
-                crest_error_t *err)
+/* Parse the manifest TEXT into R: format, identity, the list of files
+   (name, size, digest). The files themselves are the caller's. */
+static int
+manifest_parse(struct img_reader *r, const char *text, bool check_kernel, crest_error_t *err)
 {
-  struct img_reader *r = xzalloc(sizeof *r);
-  cleanup_free char *text = NULL;
-  cleanup_free uint8_t *buf = NULL;
-  cleanup_close int fd = -1;
+  const char *dir = r->dir;
   char ebuf[256];
   yajl_val root = NULL, *items;
   const char *s;
   int64_t fmt;
   long n;
-  struct stat st;
-
-  r->dirfd = -1;
-  r->dir = xstrdup(dir);
 #define FAIL(...)                                                                                  \
   do                                                                                               \
     {                                                                                              \
@@ -590,24 +584,6 @@ img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_read
     }                                                                                              \
   while (0)
 
-  r->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
-  if (r->dirfd < 0)
-    {
-      crest_error_errno(err, "image %s: open", dir);
-      goto fail;
-    }
-  fd = openat(r->dirfd, IMG_MANIFEST, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
-  if (fd < 0)
-    {
-      crest_error_errno(err, "image %s: open %s", dir, IMG_MANIFEST);
-      goto fail;
-    }
-  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
-    FAIL("image %s: %s: not a regular file of at most 1 MiB", dir, IMG_MANIFEST);
-  text = xmalloc(st.st_size + 1);
-  if (read_all(fd, text, st.st_size) < 0)
-    FAIL("image %s: %s: short read", dir, IMG_MANIFEST);
-  text[st.st_size] = 0;
   root = yajl_tree_parse(text, ebuf, sizeof ebuf);
   if (!root || !YAJL_IS_OBJECT(root))
     FAIL("image %s: %s: not valid JSON", dir, IMG_MANIFEST);
@@ -651,8 +627,6 @@ img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_read
     FAIL("%s", "");
   if (n > 1000000)
     FAIL("image %s: %s: %ld files", dir, IMG_MANIFEST, n);
-  if (reserve_fds(r, n, err) < 0)
-    goto fail;
   r->files = xzalloc((n + 1) * sizeof *r->files);
   for (long i = 0; i < n; i++)
     {
@@ -671,18 +645,116 @@ img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_read
       memcpy(r->files[r->nfiles].sha, sha, 65);
       r->nfiles++;
     }
-  /* One read buffer for every file. */
-  buf = xmalloc(1 << 20);
-  for (size_t i = 0; i < r->nfiles; i++)
-    if (verify_file(r, &r->files[i], verify, buf, err) < 0)
-      goto fail;
   yajl_tree_free(root);
-  *out = r;
   return 0;
 fail:
 #undef FAIL
   if (root)
     yajl_tree_free(root);
+  return -1;
+}
+
+int
+img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_reader **out,
+                crest_error_t *err)
+{
+  struct img_reader *r = xzalloc(sizeof *r);
+  cleanup_free char *text = NULL;
+  cleanup_free uint8_t *buf = NULL;
+  cleanup_close int fd = -1;
+  struct stat st;
+
+  r->dirfd = -1;
+  r->dir = xstrdup(dir);
+  r->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NONBLOCK);
+  if (r->dirfd < 0)
+    {
+      crest_error_errno(err, "image %s: open", dir);
+      goto fail;
+    }
+  fd = openat(r->dirfd, IMG_MANIFEST, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0)
+    {
+      crest_error_errno(err, "image %s: open %s", dir, IMG_MANIFEST);
+      goto fail;
+    }
+  if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20))
+    {
+      crest_error_make(err, EINVAL, "image %s: %s: not a regular file of at most 1 MiB", dir,
+                       IMG_MANIFEST);
+      goto fail;
+    }
+  text = xmalloc(st.st_size + 1);
+  if (read_all(fd, text, st.st_size) < 0)
+    {
+      crest_error_make(err, EINVAL, "image %s: %s: short read", dir, IMG_MANIFEST);
+      goto fail;
+    }
+  text[st.st_size] = 0;
+  if (manifest_parse(r, text, check_kernel, err) < 0 || reserve_fds(r, r->nfiles, err) < 0)
+    goto fail;
+  /* One read buffer for every file. */
+  buf = xmalloc(1 << 20);
+  for (size_t i = 0; i < r->nfiles; i++)
+    if (verify_file(r, &r->files[i], verify, buf, err) < 0)
+      goto fail;
+  *out = r;
+  return 0;
+fail:
+  img_reader_free(r);
+  return -1;
+}
+
+/* The in-memory image (image.h): the manifest as img_reader_open parses
+   it, each file it lists one of FILES, of the size it says. */
+int
+img_reader_open_mem(const char *label, const char *manifest, size_t mlen,
+                    const struct img_mem_file *files, size_t nfiles, struct img_reader **out,
+                    crest_error_t *err)
+{
+  struct img_reader *r = xzalloc(sizeof *r);
+  cleanup_free char *text = NULL;
+
+  r->dirfd = -1;
+  r->dir = xstrdup(label);
+  if (mlen > (1 << 20))
+    {
+      crest_error_make(err, EINVAL, "image %s: %s: not a regular file of at most 1 MiB", label,
+                       IMG_MANIFEST);
+      goto fail;
+    }
+  text = xmalloc(mlen + 1);
+  memcpy(text, manifest, mlen);
+  text[mlen] = 0;
+  if (manifest_parse(r, text, false, err) < 0)
+    goto fail;
+  for (size_t i = 0; i < r->nfiles; i++)
+    {
+      struct img_file *f = &r->files[i];
+      const struct img_mem_file *m = NULL;
+      for (size_t k = 0; k < nfiles && !m; k++)
+        if (strcmp(files[k].name, f->name) == 0)
+          m = &files[k];
+      if (!m)
+        {
+          crest_error_make(err, ENOENT, "image %s: file %s: No such file or directory", label,
+                           f->name);
+          goto fail;
+        }
+      if (m->size != f->size)
+        {
+          crest_error_make(err, EINVAL,
+                           "image %s: file %s: size %" PRIu64 ", manifest says %" PRIu64, label,
+                           f->name, m->size, f->size);
+          goto fail;
+        }
+      f->mem = m->data;
+      f->mem_len = m->len < m->size ? m->len : m->size;
+      f->in_mem = true;
+    }
+  *out = r;
+  return 0;
+fail:
   img_reader_free(r);
   return -1;
 }
@@ -695,6 +767,9 @@ img_reader_open_file(struct img_reader *r, const char *name, uint64_t *size, cre
   int fd;
   if (!f)
     return crest_error_make(err, ENOENT, "image %s: file %s is not in the manifest", r->dir, name);
+  if (f->in_mem)
+    return crest_error_make(err, EOPNOTSUPP, "image %s: file %s is in memory, it has no descriptor",
+                            r->dir, name);
   if (f->fd < 0)
     return crest_error_make(err, EBADF, "image %s: file %s was not opened", r->dir, name);
   /* A copy of the descriptor the reader checked (see verify_file); copies
@@ -714,16 +789,27 @@ img_reader_open_file(struct img_reader *r, const char *name, uint64_t *size, cre
 int
 img_reader_json(struct img_reader *r, const char *name, yajl_val *out, crest_error_t *err)
 {
+  const struct img_file *f = img_reader_find(r, name);
   uint64_t size;
-  cleanup_close int fd = img_reader_open_file(r, name, &size, err);
+  cleanup_close int fd = -1;
   cleanup_free char *text = NULL;
   char ebuf[256];
-  if (fd < 0)
+  if (f && f->in_mem)
+    {
+      /* Zeros after its bytes, or one among them: refused as the file
+         would be, without a copy of up to 1 MiB (the fuzzer's speed). */
+      if (f->mem_len < f->size || memchr(f->mem, 0, f->mem_len))
+        return crest_error_make(err, EINVAL, "image %s: %s: NUL byte in JSON", r->dir, name);
+      size = f->size;
+    }
+  else if ((fd = img_reader_open_file(r, name, &size, err)) < 0)
     return -1;
   if (size > (256u << 20))
     return crest_error_make(err, EFBIG, "image %s: %s larger than 256 MiB", r->dir, name);
   text = xmalloc(size + 1);
-  if (read_all(fd, text, size) < 0)
+  if (fd < 0)
+    memcpy(text, f->mem, size);
+  else if (read_all(fd, text, size) < 0)
     return crest_error_errno(err, "image %s: read %s", r->dir, name);
   text[size] = 0;
   if (strlen(text) != size)

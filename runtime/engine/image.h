@@ -20,6 +20,11 @@ struct img_file
   uint64_t size;
   char sha[65];
   int fd; /* reader: the descriptor it was checked through; -1 */
+  /* An in-memory image's file (img_reader_open_mem): MEM_LEN bytes at MEM,
+     zeros after them up to SIZE. */
+  bool in_mem;
+  const uint8_t *mem;
+  size_t mem_len;
 };
 
 struct img_writer
@@ -93,6 +98,26 @@ struct img_reader
 int
 img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_reader **out,
                 crest_error_t *err);
+/* An image held in memory, for the image fuzzer (tests/fuzz/): the text
+   of its manifest, and FILES, of which each file the manifest lists must
+   be one, of the size the manifest says. Checks as img_reader_open with
+   check_kernel and verify false, without a system call: no descriptor,
+   no checksum (the bytes cannot change under the reader). Only
+   img_reader_find and img_reader_json work on such a reader, which is
+   what planning a restore reads (crest_engine_plan); img_reader_open_file
+   refuses. LABEL stands for the directory in messages. The bytes are the
+   caller's and must outlive the reader. */
+struct img_mem_file
+{
+  const char *name;
+  const void *data;
+  size_t len;    /* the bytes at DATA, */
+  uint64_t size; /* and the file's size: zeros after them */
+};
+int
+img_reader_open_mem(const char *label, const char *manifest, size_t mlen,
+                    const struct img_mem_file *files, size_t nfiles, struct img_reader **out,
+                    crest_error_t *err);
 void
 img_reader_free(struct img_reader *r);
 /* The manifest entry for NAME, or NULL. */

@@ -327,7 +327,13 @@ run_injected(pid_t tid, const struct user_regs_struct *saved, uint64_t mask, cre
       if (pt_wait_stop(tid, &st, err) < 0)
         return -1;
       if (WIFSTOPPED(st) && WSTOPSIG(st) == (SIGTRAP | 0x80))
-        syscall_stops++;
+        {
+          /* Test hook (CREST_FAULT=kill-worker@in-call): the worker dies
+             with this call in flight, the gap docs/engine.md names. */
+          crest_error_t e = NULL;
+          if (++syscall_stops == 1 && dump_fault("in-call", &e) < 0)
+            crest_error_release(&e);
+        }
       else if (WIFSTOPPED(st) && (st >> 16) == 0)
         {
           /* A signal-delivery stop, before the call: dropped, or the end. */

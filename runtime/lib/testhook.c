@@ -15,10 +15,12 @@ static const char *const knobs[] = {
      there), restore-blob (the last process's restorer fails after every task
      exists); ACTION@PHASE for a checkpoint (dump-guard.c), ACTION one of
      kill-crest (the crest the caller started is killed), kill-worker (the
-     engine's tracing worker is killed), eio (the phase fails with EIO),
-     PHASE one of seize, inject, memory, files, commit; restore-kill:PHASE
+     engine's tracing worker is killed), kill-both (both), eio (the phase
+     fails with EIO), PHASE one of seize, inject, memory, files, commit,
+     in-call (an injected call in flight, ptrace.c); restore-kill:PHASE
      (a process-mode restore SIGKILLs itself at PHASE: checked, files,
-     created, finishing, running). */
+     created, finishing, running; `crest restore` passes restore-* on to a
+     container's restorer, see docs/engine.md). */
   "CREST_FAULT",
   /* Set: a checkpoint prints its counters (processes, bytes, readv calls). */
   "CREST_STATS",

@@ -11,10 +11,12 @@
  *
  * How crest, outside, follows it: it writes "R" and a newline to descriptor
  * 3 (the sync pipe crest passed through crun's --preserve-fds) as soon as it
- * runs; while it works this process is named "crest-restoring" (its comm);
- * once the engine has turned it into the restored init the name is the
- * init's own. On failure it writes one line to the sync pipe (to stderr
- * when there is none), and exits 1: crun then tears the container down. */
+ * runs; while it works this process is named "crest-restoring" (its comm).
+ * Once every task of the tree runs restored, the engine's tracer writes "D"
+ * and a newline there (the init's name changes earlier, while the tree is
+ * still being finished and may yet fail). On failure it writes one line to
+ * the sync pipe (to stderr when there is none), and exits 1: crun then
+ * tears the container down. */
 #include <config.h>
 
 #include <errno.h>
@@ -96,6 +98,11 @@ main(int argc, char **argv)
   o.caps_from_config = true;
   o.cr_granted = strcmp(argv[2], "cr-granted=1") == 0;
   o.stdio_fds[0] = o.stdio_fds[1] = o.stdio_fds[2] = -1;
+  {
+    struct stat st;
+    if (fstat(SYNC_FD, &st) == 0 && S_ISFIFO(st.st_mode))
+      o.done_fd = SYNC_FD;
+  }
   /* Returns only on failure: on success this process is the restored init. */
   if (crest_engine_restore(&o, &root, &err) == 0)
     {

@@ -7,10 +7,10 @@
  * checkpointed one) whose process is crest's static restorer; the
  * restorer, PID 1 of the new PID namespace, calls the engine, which turns it
  * into the checkpointed init. crest watches from outside through the sync
- * pipe the restorer inherits as descriptor 3: "R" once the restorer runs
- * (named RESTORER_COMM), then the init's comm changing means the restored
- * tree runs, the init vanishing means the restore failed, and a line on the
- * pipe is the reason. */
+ * pipe the restorer inherits as descriptor 3: "R" once the restorer runs,
+ * "D" once the engine's tracer saw every task run restored, any other line
+ * the reason the restore failed; the init vanishing without a line means it
+ * was killed. */
 #include <config.h>
 
 #include <dirent.h>
@@ -51,8 +51,6 @@
 #define IN_DEV_IMAGE "/dev/.crest-image"
 #define IN_ROOT_RESTORER "/.crest-restorer"
 #define IN_ROOT_IMAGE "/.crest-image"
-/* The restorer's comm while it works (see runtime/restorer/restorer.c). */
-#define RESTORER_COMM "crest-restoring"
 /* How long a restore may take before crest gives up and undoes it. */
 #define RESTORE_TIMEOUT_S 300
 
@@ -684,10 +682,16 @@ make_restore_config(yajl_val config, const char *restorer, const char *image, ch
                             : "cr-granted=0";
   const char *args[] = { in_restorer, in_image, granted, NULL };
   const struct crest_config_bind binds[] = { { restorer, in_restorer }, { image, in_image } };
+  /* Test knobs for the restorer, passed on (one: the config edit adds one
+     variable): the pause, else a restore fault (CREST_FAULT=restore-...). */
   const char *pause_ms = crest_test_knob("CREST_RESTORER_PAUSE_MS");
-  cleanup_free char *pause = pause_ms ? xasprintf("CREST_RESTORER_PAUSE_MS=%s", pause_ms) : NULL;
+  const char *fault = crest_test_knob("CREST_FAULT");
+  cleanup_free char *knob = pause_ms ? xasprintf("CREST_RESTORER_PAUSE_MS=%s", pause_ms)
+                            : fault && strncmp(fault, "restore-", 8) == 0
+                                ? xasprintf("CREST_FAULT=%s", fault)
+                                : NULL;
   struct crest_config_edit e
-      = { .grant = CREST_GRANT_ADD, .args = args, .env_add = pause, .binds = binds, .nbinds = 2 };
+      = { .grant = CREST_GRANT_ADD, .args = args, .env_add = knob, .binds = binds, .nbinds = 2 };
   yajl_val process = obj_get(config, "process");
 
   if (!process || !YAJL_IS_OBJECT(process))
@@ -729,25 +733,6 @@ find_restorer(void)
       free(p);
     }
   return NULL;
-}
-
-static bool
-read_comm(pid_t pid, char *buf, size_t len)
-{
-  char path[64];
-  int fd;
-  ssize_t n;
-  snprintf(path, sizeof path, "/proc/%d/comm", (int)pid);
-  fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return false;
-  n = read(fd, buf, len - 1);
-  close(fd);
-  if (n <= 0)
-    return false;
-  buf[n] = '\0';
-  buf[strcspn(buf, "\n")] = '\0';
-  return true;
 }
 
 static bool
@@ -1008,8 +993,8 @@ struct restore_watch
   bool restored;  /* out: the init runs the restored tree */
 };
 
-/* Watch the restorer's message, the init's comm, crun itself, until the
-   restored tree runs or the restore failed. */
+/* Watch the restorer's messages and crun itself, until the restored tree
+   runs or the restore failed. */
 static void
 restore_watch(struct restore_watch *w)
 {
@@ -1018,7 +1003,6 @@ restore_watch(struct restore_watch *w)
   for (;;)
     {
       struct pollfd pfd = { w->sync_r, POLLIN, 0 };
-      char comm[64];
       int r;
 
       drain(w->sync_r, w->msg, sizeof w->msg);
@@ -1028,6 +1012,14 @@ restore_watch(struct restore_watch *w)
              still be one of crun's own processes, with crun's names. */
           started = true;
           memmove(w->msg, w->msg + 2, strlen(w->msg + 2) + 1);
+        }
+      /* "D": the engine's tracer saw every task run restored. Nothing
+         earlier says so: the init takes its own name and descriptors
+         while the tree is still being finished, and may yet fail. */
+      if (started && strncmp(w->msg, "D\n", 2) == 0)
+        {
+          w->restored = true;
+          break;
         }
       if (w->msg[0])
         break;
@@ -1056,14 +1048,16 @@ restore_watch(struct restore_watch *w)
               drain(w->sync_r, w->msg, sizeof w->msg);
               if (strncmp(w->msg, "R\n", 2) == 0)
                 memmove(w->msg, w->msg + 2, strlen(w->msg + 2) + 1);
+              /* Restored, and the init already ended (a short-lived
+                 container): crun reports how. */
+              if (strncmp(w->msg, "D\n", 2) == 0)
+                {
+                  w->restored = true;
+                  break;
+                }
               if (!w->msg[0])
                 snprintf(w->msg, sizeof w->msg, "the restorer (PID %d) exited without a message",
                          (int)w->init);
-              break;
-            }
-          if (started && read_comm(w->init, comm, sizeof comm) && strcmp(comm, RESTORER_COMM) != 0)
-            {
-              w->restored = true;
               break;
             }
         }
@@ -1224,7 +1218,7 @@ crest_container_restore(struct crest_global *g, const char *id,
     goto undo;
   fcntl(sync[0], F_SETFL, O_NONBLOCK);
 
-  /* Watch: the restorer's message, the init's comm, crun itself. */
+  /* Watch: the restorer's messages, crun itself. */
   {
     struct restore_watch w;
     memset(&w, 0, sizeof w);

@@ -18,7 +18,7 @@ EXTRA_DIST += tests/fuzz/fuzz-image.c tests/fuzz/seeds tools/fuzz-seeds
 CLEANFILES += tests/fuzz/fuzz-image
 
 tests/fuzz/fuzz-image: $(addprefix $(srcdir)/,$(FUZZ_SRCS)) runtime/engine/restorer-blob.c
-	$(AM_V_CC)$(MKDIR_P) tests/fuzz && $(FUZZ_CC) -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	$(AM_V_CC)$(MKDIR_P) tests/fuzz && $(FUZZ_CC) -g -O2 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 		-I. -I$(srcdir)/runtime/lib -I$(srcdir)/runtime/engine $(YAJL_CFLAGS) \
 		$(addprefix $(srcdir)/,$(FUZZ_SRCS)) runtime/engine/restorer-blob.c $(YAJL_LIBS) -o $@
 

@@ -48,3 +48,8 @@ EXTRA_DIST += tests/host/migrate-archive.test
 # directory) moving a container as the kubelet's checkpoint API does.
 TESTS += tests/host/migrate-two-node.test
 EXTRA_DIST += tests/host/migrate-two-node.test
+
+# A container-mode restore SIGKILLed at each phase (CREST_FAULT=restore-kill,
+# passed on to the restorer): nothing left, one line; then the image restores.
+TESTS += tests/host/restore-container-faults.test
+EXTRA_DIST += tests/host/restore-container-faults.test
