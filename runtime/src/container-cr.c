@@ -1106,6 +1106,21 @@ detached_done(const char *id, pid_t crun, bool crun_done, int crun_status, int c
   return 0;
 }
 
+/* A pid file crun cannot write fails the restore: say so before anything
+   exists. */
+static int
+pid_file_dir_ok(const char *id, const char *pid_file, crest_error_t *err)
+{
+  cleanup_free char *pdir = xstrdup(pid_file);
+  char *slash = strrchr(pdir, '/');
+  if (slash && slash != pdir)
+    *slash = '\0';
+  if (slash && access(pdir, W_OK | X_OK) < 0)
+    return crest_error_errno(err, "container `%s`: restore: pid file %s: directory %s", id,
+                             pid_file, pdir);
+  return 0;
+}
+
 int
 crest_container_restore(struct crest_global *g, const char *id,
                         const struct crest_container_restore_opts *opts, crest_error_t *err)
@@ -1179,17 +1194,8 @@ crest_container_restore(struct crest_global *g, const char *id,
   saved_config = xasprintf("%s/config.json", state_dir);
   restore_config = xasprintf("%s/restore-config.json", state_dir);
   pid_file = opts->pid_file ? abs_path(opts->pid_file) : xasprintf("%s/restore.pid", state_dir);
-  {
-    /* A pid file crun cannot write fails the restore: say so before
-       anything exists. */
-    cleanup_free char *pdir = xstrdup(pid_file);
-    char *slash = strrchr(pdir, '/');
-    if (slash && slash != pdir)
-      *slash = '\0';
-    if (opts->pid_file && slash && access(pdir, W_OK | X_OK) < 0)
-      return crest_error_errno(err, "container `%s`: restore: pid file %s: directory %s", id,
-                               pid_file, pdir);
-  }
+  if (opts->pid_file && pid_file_dir_ok(id, pid_file, err) < 0)
+    return -1;
   memset(&st, 0, sizeof st);
   st.id = (char *)id;
   st.bundle = bundle;
