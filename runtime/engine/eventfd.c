@@ -38,17 +38,24 @@ evfd_fdinfo(pid_t pid, int fd, char **info, crest_error_t *err)
   return read_file(path, info, &len, 0, err);
 }
 
+/* The counter as an fdinfo text INFO shows it. */
+static int
+count_in(const char *info, uint64_t *count, crest_error_t *err)
+{
+  const char *s = strstr(info, "eventfd-count:");
+  if (!s)
+    return crest_error_make(err, EIO, "fdinfo shows no eventfd-count");
+  *count = strtoull(s + 14, NULL, 16);
+  return 0;
+}
+
 static int
 count_now(pid_t pid, int fd, uint64_t *count, crest_error_t *err)
 {
   cleanup_free char *info = NULL;
-  const char *s;
   if (evfd_fdinfo(pid, fd, &info, err) < 0)
     return -1;
-  if (!(s = strstr(info, "eventfd-count:")))
-    return crest_error_make(err, EIO, "fdinfo shows no eventfd-count");
-  *count = strtoull(s + 14, NULL, 16);
-  return 0;
+  return count_in(info, count, err);
 }
 
 /* Kernels before 6.4 do not show EFD_SEMAPHORE. It shows in what a read
@@ -94,11 +101,8 @@ eventfd_dump(pid_t pid, int fd, struct evfd *ev, crest_error_t *err)
 {
   cleanup_free char *info = NULL;
   const char *s;
-  if (evfd_fdinfo(pid, fd, &info, err) < 0)
+  if (evfd_fdinfo(pid, fd, &info, err) < 0 || count_in(info, &ev->count, err) < 0)
     return -1;
-  if (!(s = strstr(info, "eventfd-count:")))
-    return crest_error_make(err, EIO, "fdinfo shows no eventfd-count");
-  ev->count = strtoull(s + 14, NULL, 16);
   if ((s = strstr(info, "eventfd-semaphore:")))
     {
       ev->semaphore = strtol(s + 18, NULL, 10) != 0;
