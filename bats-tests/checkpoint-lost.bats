@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# vm-kernel: patched stock
 # "Nothing lost silently": each case of tests/progs/zdtm/lost.c (one
 # attribute the kernel shows) as the init of a rootless busybox container,
 # restored or refused at checkpoint as the attribute tables of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# vm-kernel: patched stock
 # Every zdtm program (tests/README.md) as the init of a rootless
 # busybox container: checkpoint, restore, then the program checks its own
 # state. The same programs run in process mode on the host
