@@ -1025,6 +1025,11 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
       kill(c.p[c.np - 1].pid, SIGKILL);
     }
 
+  for (size_t i = 0; i < o->n_extra_files; i++)
+    if (img_write_file(c.w, o->extra_files[i].name, o->extra_files[i].data, o->extra_files[i].len,
+                       err)
+        < 0)
+      goto out;
   if (write_tree(&c, err) < 0)
     goto out;
   if (check_alive(&c, err) < 0)

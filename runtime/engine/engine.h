@@ -48,6 +48,15 @@ enum crest_freeze_op
 };
 typedef int (*crest_freeze_fn)(void *data, pid_t root, enum crest_freeze_op op, crest_error_t *err);
 
+/* A file the caller adds to the image (the container's config): written
+   through the image writer, listed in the manifest with its checksum. */
+struct crest_image_file
+{
+  const char *name; /* a plain name (img_name_ok) */
+  const void *data;
+  size_t len;
+};
+
 struct crest_dump_opts
 {
   /* Final image directory. Must not exist yet, or be an empty directory. The
@@ -72,6 +81,11 @@ struct crest_dump_opts
   /* Optional: SHA-256 hex digest of the container's config.json; recorded in
      the manifest ("config_digest"), NULL in process mode. */
   const char *config_digest;
+  /* Optional: files the caller's image holds beside the engine's, written
+     with them before the commit (a failure to write one fails the dump,
+     and the tree runs on untouched). */
+  const struct crest_image_file *extra_files;
+  size_t n_extra_files;
   /* Optional (container mode): set when the restore will not hold
      CAP_SYS_CHROOT, which giving a task its root directory back (chroot)
      needs; the reason, e.g. that the container's config does not give it.
@@ -187,5 +201,13 @@ dump_remove_stale_tmp(const char *final_dir);
    the problem. */
 int
 crest_engine_check_image(const char *image_dir, crest_error_t *err);
+
+/* The same, and *OUT the reader it checked the image through (the caller
+   frees it, img_reader_free): the caller's own files of the image
+   (crest_dump_opts.extra_files) are read from it, through the descriptors
+   whose bytes were checked (img_reader_read). */
+struct img_reader;
+int
+crest_engine_check_image_open(const char *image_dir, struct img_reader **out, crest_error_t *err);
 
 #endif

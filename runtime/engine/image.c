@@ -787,6 +787,39 @@ img_reader_open_file(struct img_reader *r, const char *name, uint64_t *size, cre
 }
 
 int
+img_reader_read(struct img_reader *r, const char *name, size_t max, char **out, size_t *len,
+                crest_error_t *err)
+{
+  uint64_t size;
+  struct sha256 s;
+  uint8_t d[32];
+  char hex[65];
+  const struct img_file *f = img_reader_find(r, name);
+  cleanup_close int fd = img_reader_open_file(r, name, &size, err);
+  cleanup_free char *buf = NULL;
+  if (fd < 0)
+    return -1;
+  if (size > max)
+    return crest_error_make(err, EFBIG, "image %s: file %s: %" PRIu64 " bytes, more than %zu",
+                            r->dir, name, size, max);
+  buf = xmalloc(size + 1);
+  if (read_all(fd, buf, size) < 0)
+    return crest_error_make(err, EIO, "image %s: file %s: short read", r->dir, name);
+  sha256_init(&s);
+  sha256_update(&s, buf, size);
+  sha256_final(&s, d);
+  sha256_hex(d, hex);
+  if (strcmp(hex, f->sha) != 0)
+    return crest_error_make(err, EINVAL, "image %s: file %s: checksum mismatch (corrupted image)",
+                            r->dir, name);
+  buf[size] = 0;
+  *len = size;
+  *out = buf;
+  buf = NULL;
+  return 0;
+}
+
+int
 img_reader_json(struct img_reader *r, const char *name, yajl_val *out, crest_error_t *err)
 {
   const struct img_file *f = img_reader_find(r, name);

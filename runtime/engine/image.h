@@ -127,6 +127,12 @@ img_reader_find(struct img_reader *r, const char *name);
 int
 img_reader_open_file(struct img_reader *r, const char *name, uint64_t *size, crest_error_t *err);
 /* Parse NAME (listed, at most 256 MiB) as JSON. */
+/* The whole of file NAME (at most MAX bytes), NUL-terminated in *OUT,
+   read through the descriptor the reader checked and checked again against
+   the manifest's checksum (it may have been rewritten since). */
+int
+img_reader_read(struct img_reader *r, const char *name, size_t max, char **out, size_t *len,
+                crest_error_t *err);
 int
 img_reader_json(struct img_reader *r, const char *name, yajl_val *out, crest_error_t *err);
 

@@ -952,7 +952,7 @@ check_pid_file_dir(const char *path, crest_error_t *err)
 }
 
 int
-crest_engine_check_image(const char *image_dir, crest_error_t *err)
+crest_engine_check_image_open(const char *image_dir, struct img_reader **out, crest_error_t *err)
 {
   struct rctx c;
   struct crest_restore_opts o;
@@ -965,8 +965,19 @@ crest_engine_check_image(const char *image_dir, crest_error_t *err)
   if (img_reader_open(image_dir, false, true, &c.img, err) < 0)
     return -1;
   rc = parse_tree(&c, err);
+  if (rc == 0 && out)
+    {
+      *out = c.img; /* handed over: free_ctx leaves it alone */
+      c.img = NULL;
+    }
   free_ctx(&c);
   return rc;
+}
+
+int
+crest_engine_check_image(const char *image_dir, crest_error_t *err)
+{
+  return crest_engine_check_image_open(image_dir, NULL, err);
 }
 
 /* Read the image and build the restore's plan from it: every check of the

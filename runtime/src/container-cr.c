@@ -42,8 +42,10 @@
 #include "testhook.h"
 #include "util.h"
 
-/* The file the image carries beside the engine's: the exact config the
-   container ran with. Its SHA-256 is the manifest's config_digest. */
+/* The file the image carries besides the engine's: the exact config the
+   container ran with, written by the engine's image writer (listed in the
+   manifest with its checksum; its SHA-256 is also the manifest's
+   config_digest). */
 #define IMAGE_CONFIG "container-config.json"
 /* Where the restorer and the image appear inside the restoring container:
    under /dev, crun's tmpfs, so that nothing is created in the rootfs. */
@@ -495,8 +497,7 @@ int
 crest_container_checkpoint(struct crest_global *g, const char *id,
                            const struct crest_container_checkpoint_opts *opts, crest_error_t *err)
 {
-  cleanup_free char *image = NULL, *config_text = NULL, *status = NULL, *tmp_config = NULL,
-                    *final_config = NULL;
+  cleanup_free char *image = NULL, *config_text = NULL, *status = NULL;
   cleanup_free char *work = NULL;
   struct crest_checkpoint_info own, *info = opts->info ? opts->info : &own;
   struct crest_state st;
@@ -550,16 +551,12 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
     }
   sha256_hex_of(config_text, config_len, digest);
 
-  /* Written before the dump, renamed into the image after it: once the
-     tree is dumped nothing can fail for lack of space. */
-  tmp_config = xasprintf("%s.%s.%d", image, IMAGE_CONFIG, (int)getpid());
-  if (write_file_atomic(tmp_config, config_text, config_len, 0600, err) < 0)
-    {
-      crest_error_wrap(err, "container `%s`: checkpoint: store its config beside the image", id);
-      goto fail_state;
-    }
-
   memset(&d, 0, sizeof d);
+  /* Part of the image like the engine's files, written before the commit:
+     a failure to write it fails the dump, with the tree untouched. */
+  struct crest_image_file cfg_file = { IMAGE_CONFIG, config_text, config_len };
+  d.extra_files = &cfg_file;
+  d.n_extra_files = 1;
   d.image_dir = image;
   d.work_dir = work;
   d.leave_running = opts->leave_running;
@@ -576,7 +573,6 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
      tasks would never run what the dump injects. */
   if (paused && !fz.was_frozen)
     {
-      unlink(tmp_config);
       crest_error_make(err, 0,
                        "container `%s`: checkpoint: the container is paused, but not through a "
                        "cgroup of its own that crest may thaw (`crest resume` it first)",
@@ -588,22 +584,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
   t0 = now_us();
   if (crest_engine_dump(init, &d, err) < 0)
     {
-      unlink(tmp_config);
       crest_error_wrap(err, "container `%s`: checkpoint", id);
-      goto fail_state;
-    }
-  final_config = xasprintf("%s/%s", image, IMAGE_CONFIG);
-  if (rename(tmp_config, final_config) < 0)
-    {
-      crest_error_errno(err, "container `%s`: checkpoint: move its config into the image `%s`", id,
-                        final_config);
-      unlink(tmp_config);
-      if (opts->leave_running)
-        {
-          crest_error_t e = NULL;
-          remove_tree(image, &e);
-          crest_error_release(&e);
-        }
       goto fail_state;
     }
   finish_info(id, image, info, &fz, t0);
@@ -890,43 +871,33 @@ check_restore_config(const char *id, yajl_val config,
   return check_lsm(id, config, opts, err);
 }
 
-/* The image is whole, and its container config the one the manifest
-   names, fit for this restore: *CONFIG (parsed from *CONFIG_TEXT, read
-   from *CONFIG_PATH). */
+/* The image is whole (opened and checked once, here), and its container
+   config, read through the image reader, fit for this restore: *CONFIG
+   (parsed from *CONFIG_TEXT; *CONFIG_PATH names it in messages). */
 static int
 load_image_config(const char *id, const char *image,
                   const struct crest_container_restore_opts *opts, char **config_path,
                   char **config_text, size_t *config_len, yajl_val *config, crest_error_t *err)
 {
   struct img_reader *rd = NULL;
-  char digest[65];
+  int r;
 
-  if (crest_engine_check_image(image, err) < 0)
-    return crest_error_wrap(err, "container `%s`: restore", id);
-  if (img_reader_open(image, false, false, &rd, err) < 0)
+  if (crest_engine_check_image_open(image, &rd, err) < 0)
     return crest_error_wrap(err, "container `%s`: restore", id);
   *config_path = xasprintf("%s/%s", image, IMAGE_CONFIG);
-  if (read_file(*config_path, config_text, config_len, 16u << 20, err) < 0)
+  if (!img_reader_find(rd, IMAGE_CONFIG))
     {
       img_reader_free(rd);
-      return crest_error_wrap(
-          err,
-          "container `%s`: restore: the image holds no container config (was it "
-          "made with `crest checkpoint --pid`?)",
-          id);
+      return crest_error_make(err, ENOENT,
+                              "container `%s`: restore: the image holds no container config "
+                              "in its manifest (was it made with `crest checkpoint --pid`, or "
+                              "by an older crest?)",
+                              id);
     }
-  sha256_hex_of(*config_text, *config_len, digest);
-  if (!rd->config_digest || strcmp(rd->config_digest, digest) != 0)
-    {
-      crest_error_make(
-          err, EINVAL,
-          "container `%s`: restore: `%s` does not match the image manifest's config_digest "
-          "(expected %s, got %s)",
-          id, *config_path, rd->config_digest ? rd->config_digest : "none", digest);
-      img_reader_free(rd);
-      return -1;
-    }
+  r = img_reader_read(rd, IMAGE_CONFIG, 16u << 20, config_text, config_len, err);
   img_reader_free(rd);
+  if (r < 0)
+    return crest_error_wrap(err, "container `%s`: restore", id);
   if (crest_config_parse(*config_text, config, err) < 0)
     return crest_error_wrap(err, "container `%s`: restore: `%s`", id, *config_path);
   if (check_restore_config(id, *config, opts, err) < 0)
