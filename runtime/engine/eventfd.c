@@ -147,48 +147,56 @@ eventfd_open(const struct evfd *ev, int flags, crest_error_t *err)
   return fd;
 }
 
-/* --- the descriptor type (files.h) --- */
+/* --- the descriptor types of one struct evfd (files.h) --- */
 
-static int
-eventfd_probe(struct dctx *c, struct dproc *p, const struct fd_probe *d, struct dfile *nf,
-              crest_error_t *err)
+int
+evfd_probe(struct dctx *c, struct dproc *p, const struct fd_probe *d, struct dfile *nf,
+           crest_error_t *err)
 {
+  const struct evfd_ops *ev = nf->ops->ev;
   (void)c, (void)p;
-  if (strcmp(d->link, "anon_inode:[eventfd]") != 0)
+  if (strcmp(d->link, ev->link) != 0)
     return 0;
   nf->priv = xzalloc(sizeof(struct evfd));
-  if (eventfd_dump(d->pid, d->fd, nf->priv, err) < 0)
+  if (ev->dump(d->pid, d->fd, nf->priv, err) < 0)
     return crest_error_wrap(err, "task %d: fd %d (%s)", d->pid, d->fd, d->link);
   return 1;
 }
 
-static void
-eventfd_write_rec(struct dctx *c, const struct dfile *f, yajl_gen g)
+void
+evfd_write(struct dctx *c, const struct dfile *f, yajl_gen g)
 {
   (void)c;
-  eventfd_put(g, f->priv);
+  f->ops->ev->put(g, f->priv);
 }
 
-static int
-eventfd_parse_rec(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
+int
+evfd_parse(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
 {
+  (void)c;
   f->priv = xzalloc(sizeof(struct evfd));
-  return eventfd_parse(v, f->priv, err);
+  return f->ops->ev->parse(v, f->priv, err);
 }
 
-static int
-eventfd_open_rec(struct rctx *c, struct rfile *f, int flags, crest_error_t *err)
+int
+evfd_open(struct rctx *c, struct rfile *f, int flags, crest_error_t *err)
 {
   (void)flags;
-  if (file_place(c, f, eventfd_open(f->priv, f->flags, err), false, err) < 0)
-    return crest_error_wrap(err, "file %d (anon_inode:[eventfd])", f->id);
+  if (file_place(c, f, f->ops->ev->open(f->priv, f->flags, err), false, err) < 0)
+    return crest_error_wrap(err, "file %d (%s)", f->id, f->ops->ev->link);
   return 0;
 }
 
+static const struct evfd_ops eventfd_ev = {
+  .link = "anon_inode:[eventfd]",
+  .dump = eventfd_dump,
+  .put = eventfd_put,
+  .parse = eventfd_parse,
+  .open = eventfd_open,
+};
+
 const struct fd_ops fd_eventfd_ops = {
   .type = "eventfd",
-  .probe = eventfd_probe,
-  .write = eventfd_write_rec,
-  .parse = eventfd_parse_rec,
-  .open = eventfd_open_rec,
+  .ev = &eventfd_ev,
+  EVFD_FD_OPS,
 };

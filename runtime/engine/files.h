@@ -52,10 +52,27 @@ struct fd_probe
 #define FDT_DATA 0x4u    /* may name a "data" file of the image */
 #define FDT_OUTSIDE 0x8u /* stands for a file outside the tree (stdio only) */
 
+struct evfd;
+
+/* A descriptor whose whole state is one struct evfd (engine-int.h) read out
+   of its fdinfo (eventfd, timerfd, signalfd): its type gives these four and
+   takes evfd_probe, evfd_write, evfd_parse and evfd_open (eventfd.c) as its
+   fd_ops functions (EVFD_FD_OPS). */
+struct evfd_ops
+{
+  const char *link; /* readlink of the descriptor, "anon_inode:[eventfd]" */
+  int (*dump)(pid_t pid, int fd, struct evfd *ev, crest_error_t *err);
+  void (*put)(yajl_gen g, const struct evfd *ev);
+  int (*parse)(yajl_val v, struct evfd *ev, crest_error_t *err);
+  /* The new descriptor (O_CLOEXEC), FLAGS the recorded status flags. */
+  int (*open)(const struct evfd *ev, int flags, crest_error_t *err);
+};
+
 struct fd_ops
 {
   const char *type; /* "type" of the image's file record */
   unsigned flags;   /* FDT_* */
+  const struct evfd_ops *ev; /* for the evfd_* functions below, else NULL */
 
   /* Checkpoint. probe: is this descriptor of this type? 1 yes, with NF
      filled (NF->ops is this type unless the probe hands it to another), 0
@@ -94,6 +111,19 @@ extern const struct fd_ops fd_tty_ops;
 extern const struct fd_ops fd_pipe_ops, fd_fifo_ops;
 extern const struct fd_ops fd_eventfd_ops, fd_timerfd_ops, fd_signalfd_ops, fd_epoll_ops;
 extern const struct fd_ops fd_inotify_ops;
+
+/* eventfd.c: the fd_ops functions of a type with an evfd_ops. */
+int
+evfd_probe(struct dctx *c, struct dproc *p, const struct fd_probe *d, struct dfile *nf,
+           crest_error_t *err);
+void
+evfd_write(struct dctx *c, const struct dfile *f, yajl_gen g);
+int
+evfd_parse(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err);
+int
+evfd_open(struct rctx *c, struct rfile *f, int flags, crest_error_t *err);
+#define EVFD_FD_OPS                                                                                \
+  .probe = evfd_probe, .write = evfd_write, .parse = evfd_parse, .open = evfd_open
 
 /* files.c: the dump side. */
 int

@@ -65,46 +65,16 @@ signalfd_open(const struct evfd *ev, int flags, crest_error_t *err)
 
 /* --- the descriptor type (files.h) --- */
 
-static int
-signalfd_probe(struct dctx *c, struct dproc *p, const struct fd_probe *d, struct dfile *nf,
-               crest_error_t *err)
-{
-  (void)c, (void)p;
-  if (strcmp(d->link, "anon_inode:[signalfd]") != 0)
-    return 0;
-  nf->priv = xzalloc(sizeof(struct evfd));
-  if (signalfd_dump(d->pid, d->fd, nf->priv, err) < 0)
-    return crest_error_wrap(err, "task %d: fd %d (%s)", d->pid, d->fd, d->link);
-  return 1;
-}
-
-static void
-signalfd_write(struct dctx *c, const struct dfile *f, yajl_gen g)
-{
-  (void)c;
-  signalfd_put(g, f->priv);
-}
-
-static int
-signalfd_parse_rec(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
-{
-  f->priv = xzalloc(sizeof(struct evfd));
-  return signalfd_parse(v, f->priv, err);
-}
-
-static int
-signalfd_open_rec(struct rctx *c, struct rfile *f, int flags, crest_error_t *err)
-{
-  (void)flags;
-  if (file_place(c, f, signalfd_open(f->priv, f->flags, err), false, err) < 0)
-    return crest_error_wrap(err, "file %d (anon_inode:[signalfd])", f->id);
-  return 0;
-}
+static const struct evfd_ops signalfd_ev = {
+  .link = "anon_inode:[signalfd]",
+  .dump = signalfd_dump,
+  .put = signalfd_put,
+  .parse = signalfd_parse,
+  .open = signalfd_open,
+};
 
 const struct fd_ops fd_signalfd_ops = {
   .type = "signalfd",
-  .probe = signalfd_probe,
-  .write = signalfd_write,
-  .parse = signalfd_parse_rec,
-  .open = signalfd_open_rec,
+  .ev = &signalfd_ev,
+  EVFD_FD_OPS,
 };

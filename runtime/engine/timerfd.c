@@ -153,46 +153,16 @@ timerfd_open(const struct evfd *ev, int flags, crest_error_t *err)
 
 /* --- the descriptor type (files.h) --- */
 
-static int
-timerfd_probe(struct dctx *c, struct dproc *p, const struct fd_probe *d, struct dfile *nf,
-              crest_error_t *err)
-{
-  (void)c, (void)p;
-  if (strcmp(d->link, "anon_inode:[timerfd]") != 0)
-    return 0;
-  nf->priv = xzalloc(sizeof(struct evfd));
-  if (timerfd_dump(d->pid, d->fd, nf->priv, err) < 0)
-    return crest_error_wrap(err, "task %d: fd %d (%s)", d->pid, d->fd, d->link);
-  return 1;
-}
-
-static void
-timerfd_write(struct dctx *c, const struct dfile *f, yajl_gen g)
-{
-  (void)c;
-  timerfd_put(g, f->priv);
-}
-
-static int
-timerfd_parse_rec(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
-{
-  f->priv = xzalloc(sizeof(struct evfd));
-  return timerfd_parse(v, f->priv, err);
-}
-
-static int
-timerfd_open_rec(struct rctx *c, struct rfile *f, int flags, crest_error_t *err)
-{
-  (void)flags;
-  if (file_place(c, f, timerfd_open(f->priv, f->flags, err), false, err) < 0)
-    return crest_error_wrap(err, "file %d (anon_inode:[timerfd])", f->id);
-  return 0;
-}
+static const struct evfd_ops timerfd_ev = {
+  .link = "anon_inode:[timerfd]",
+  .dump = timerfd_dump,
+  .put = timerfd_put,
+  .parse = timerfd_parse,
+  .open = timerfd_open,
+};
 
 const struct fd_ops fd_timerfd_ops = {
   .type = "timerfd",
-  .probe = timerfd_probe,
-  .write = timerfd_write,
-  .parse = timerfd_parse_rec,
-  .open = timerfd_open_rec,
+  .ev = &timerfd_ev,
+  EVFD_FD_OPS,
 };
