@@ -7,7 +7,7 @@ CREST_UNIT_LIBS = $(CREST_LIB) $(YAJL_LIBS)
 
 # Front end: config rewriting and the create/run argument handling.
 check_PROGRAMS += tests/unit/test-config tests/unit/test-args
-tests_unit_test_config_SOURCES = tests/unit/test-config.c tests/unit/tap.h runtime/src/oci-config.c
+tests_unit_test_config_SOURCES = tests/unit/test-config.c tests/unit/tap.h tests/unit/config-tap.h runtime/src/oci-config.c
 tests_unit_test_config_CPPFLAGS = $(CREST_UNIT_CPPFLAGS)
 tests_unit_test_config_CFLAGS = $(CREST_UNIT_CFLAGS)
 tests_unit_test_config_LDFLAGS = $(SANITIZER_LDFLAGS)
@@ -41,7 +41,7 @@ EXTRA_DIST += tests/unit/func-length.test
 
 # Restore into a new bundle: what of its config may differ from the image's.
 check_PROGRAMS += tests/unit/test-config-compat
-tests_unit_test_config_compat_SOURCES = tests/unit/test-config-compat.c tests/unit/tap.h \
+tests_unit_test_config_compat_SOURCES = tests/unit/test-config-compat.c tests/unit/tap.h tests/unit/config-tap.h \
 	runtime/src/config-compat.c runtime/src/oci-config.c
 tests_unit_test_config_compat_CPPFLAGS = $(CREST_UNIT_CPPFLAGS)
 tests_unit_test_config_compat_CFLAGS = $(CREST_UNIT_CFLAGS)

@@ -9,6 +9,7 @@
 #include "oci-config.h"
 #include "util.h"
 #include "tap.h"
+#include "config-tap.h"
 
 static const char *base
     = "{\"ociVersion\":\"1.0.0\",\"process\":{\"terminal\":false,\"user\":{\"uid\":0,\"gid\":0},"
@@ -20,18 +21,6 @@ static const char *base
       "\"rbind\"]}],\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"network\"},{"
       "\"type\":\"user\"}],\"uidMappings\":[{\"containerID\":0,\"hostID\":1000,\"size\":1}]}}";
 
-static yajl_val
-parse(const char *text)
-{
-  crest_error_t err = NULL;
-  yajl_val v = NULL;
-  if (crest_config_parse(text, &v, &err) < 0)
-    {
-      printf("# parse failed: %s\n", err->msg);
-      crest_error_release(&err);
-    }
-  return v;
-}
 
 /* BASE with FROM replaced by TO. */
 static char *

@@ -7,6 +7,7 @@
 #include "oci-config.h"
 #include "util.h"
 #include "tap.h"
+#include "config-tap.h"
 
 static const char *base_config
     = "{\"ociVersion\":\"1.0.0\",\"process\":{\"terminal\":false,\"user\":{\"uid\":0,\"gid\":0},"
@@ -17,19 +18,6 @@ static const char *base_config
       "\"containerID\":0,"
       "\"hostID\":1000,\"size\":1}],\"memoryLimit\":12345678901234567890,\"ratio\":1.50}}";
 
-static yajl_val
-parse(const char *text)
-{
-  crest_error_t err = NULL;
-  yajl_val v = NULL;
-  if (crest_config_parse(text, &v, &err) < 0)
-    {
-      printf("# parse failed: %s\n", err->msg);
-      crest_error_release(&err);
-      return NULL;
-    }
-  return v;
-}
 
 /* The capability set SET of the generated config, as "A,B,C". */
 static char *
