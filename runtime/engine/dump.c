@@ -993,6 +993,8 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
       if (o->freeze(o->freeze_data, root, CREST_FREEZE_ON, err) < 0)
         return -1;
       frozen = true;
+      if (dump_fault("frozen", err) < 0)
+        goto out;
     }
   if (img_writer_open(o->image_dir, &c.w, err) < 0)
     goto out;

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -178,7 +179,72 @@ struct freezer
   char *dir;            /* /sys/fs/cgroup/... of the container */
   bool was_frozen;      /* frozen before crest came (`crun pause`, CRI-O): stays so */
   uint64_t freezing_us; /* from asking to freeze until the cgroup reports frozen */
+  int guard;            /* write end of the thaw guard's pipe; -1: none */
 };
+
+/* A freeze crest made is undone even if every crest process dies before its
+   thaw (a SIGKILL of them all, an OOM kill): a small process of its own, in
+   a session of its own and holding nothing else open, waits on a pipe whose
+   write end only crest holds. Crest's word "t" after its thaw lets it go;
+   an end of file without it (crest is dead) makes it write 0 to CTL itself.
+   Forked twice, so that it is nobody's child in crest. Returns the write
+   end, or -1 (no guard: crest's own thaw is all there is). */
+static int
+thaw_guard_start(const char *ctl)
+{
+  int p[2], st;
+  pid_t mid;
+
+  if (pipe2(p, O_CLOEXEC) < 0)
+    return -1;
+  mid = fork();
+  if (mid == 0)
+    {
+      if (fork() != 0)
+        _exit(0);
+      char c = 0;
+      ssize_t n;
+      int fd;
+      setsid();
+      signal(SIGHUP, SIG_IGN), signal(SIGINT, SIG_IGN), signal(SIGTERM, SIG_IGN);
+      if (p[0] > 0)
+        close_range(0, (unsigned)p[0] - 1, 0);
+      close_range((unsigned)p[0] + 1, ~0U, 0);
+      prctl(PR_SET_NAME, "crest-thaw");
+      do
+        n = read(p[0], &c, 1);
+      while (n < 0 && errno == EINTR);
+      if (n != 1 || c != 't')
+        {
+          fd = open(ctl, O_WRONLY | O_CLOEXEC);
+          if (fd >= 0 && write(fd, "0", 1) != 1)
+            _exit(1);
+        }
+      _exit(0);
+    }
+  close(p[0]);
+  if (mid < 0)
+    {
+      close(p[1]);
+      return -1;
+    }
+  while (waitpid(mid, &st, 0) < 0 && errno == EINTR)
+    ;
+  return p[1];
+}
+
+/* The thaw guard let go (crest thawed, or left a paused container frozen
+   as it found it). */
+static void
+thaw_guard_stop(struct freezer *f)
+{
+  if (f->guard < 0)
+    return;
+  if (write(f->guard, "t", 1) != 1)
+    crest_debug("thaw guard: %s", strerror(errno));
+  close(f->guard);
+  f->guard = -1;
+}
 
 static uint64_t
 now_us(void)
@@ -226,11 +292,17 @@ cg_freeze(void *data, pid_t root, enum crest_freeze_op op, crest_error_t *err)
   (void)root;
   {
     cleanup_close int fd = open(ctl, O_WRONLY | O_CLOEXEC);
+    /* The guard first: from the write on, the cgroup may be frozen. */
+    if (freeze && !f->was_frozen && f->guard < 0)
+      f->guard = thaw_guard_start(ctl);
     if (fd < 0 || write(fd, freeze ? "1" : "0", 1) != 1)
       return crest_error_errno(err, "%s `%s`", freeze ? "freeze" : "thaw", ctl);
   }
   if (!freeze)
-    return 0;
+    {
+      thaw_guard_stop(f);
+      return 0;
+    }
   /* The write only asks; cgroup.events says when every task is frozen (a
      task in a ptrace stop counts as frozen). */
   for (i = 0; i < 5000; i++)
@@ -502,7 +574,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
   struct crest_checkpoint_info own, *info = opts->info ? opts->info : &own;
   struct crest_state st;
   struct crest_dump_opts d;
-  struct freezer fz = { NULL, false, 0 };
+  struct freezer fz = { NULL, false, 0, -1 };
   struct crest_global hooked;
   char digest[65];
   size_t config_len = 0;
