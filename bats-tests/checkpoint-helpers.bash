@@ -229,5 +229,8 @@ zdtm_verdict() {
 }
 
 bnd_drop_probe() {
-	"$PROGS/zdtm-caps" --probe-bnd-drop
+	# Its exit status says the same as its word (1: refused): only the word
+	# counts, or bats' errexit would end the caller at `x=$(bnd_drop_probe)`
+	# on a kernel that refuses (the stock one).
+	"$PROGS/zdtm-caps" --probe-bnd-drop || true
 }
