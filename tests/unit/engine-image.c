@@ -726,6 +726,12 @@ main(void)
         "\"membarrier\": 8}",
         "membarrier", 3 },
       { "prctl that is not an object", "\"prctl\": 1", "object", 3 },
+      /* Format 5 (mem-cow.c): pages shared with the parent. */
+      { "parent_pages in a format 3 image",
+        "\"parent_pages\": [{\"vaddr\": \"0x12000\", \"len\": \"0x1000\"}]", "needs format 5", 3 },
+      { "parent_pages but no parent in the image",
+        "\"parent_pages\": [{\"vaddr\": \"0x12000\", \"len\": \"0x1000\"}]", "is not before it",
+        5 },
     };
     for (size_t i = 0; i < ARRAY_SIZE(attrs); i++)
       {
