@@ -464,6 +464,24 @@ child_refers(struct rctx *c, const struct rproc *p, const struct rvma *m)
   return false;
 }
 
+/* The parent's premapped mappings P does not keep go at once: they are
+   not P's, and would stand in the way of its own. */
+static void
+drop_unshared(const struct rproc *p, const struct cow_proc *pc)
+{
+  for (size_t j = 0; pc && j < p->cow->parent->nvmas; j++)
+    {
+      const struct rvma *pm = &p->cow->parent->vmas[j];
+      bool kept = false;
+      if (!pc->kept[j])
+        continue;
+      for (size_t i = 0; i < p->nvmas && !kept; i++)
+        kept = p->cow->kept[i] && p->vmas[i].start == pm->start && p->vmas[i].end == pm->end;
+      if (!kept)
+        munmap((void *)pm->start, pm->end - pm->start);
+    }
+}
+
 /* In task IDX, before it forks its children: the mappings it inherited
    from its parent made its own, and those its children share with it
    mapped and filled, so that they inherit them. A mapping that cannot be
@@ -490,6 +508,7 @@ cow_premap(struct rctx *c, int idx)
                   p->pid, p->vmas[i].start, p->vmas[i].end, strerror(errno));
       p->cow->kept[i] = true;
     }
+  drop_unshared(p, pc);
   for (size_t i = 0; p->cow->has_children_refs && i < p->nvmas; i++)
     {
       const struct rvma *m = &p->vmas[i];
