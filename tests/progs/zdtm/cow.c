@@ -43,19 +43,6 @@ struct sync
 static uint8_t *mem;
 static struct sync *sy;
 
-static bool
-await(volatile uint32_t *w, uint32_t want)
-{
-  struct timespec ts = { 0, 1000000 };
-  for (int i = 0; i < 20000; i++)
-    {
-      if (*w == want)
-        return true;
-      nanosleep(&ts, NULL);
-    }
-  return false;
-}
-
 /* What process ME must see at page PGNO: fill EXP. */
 static void
 expected(int me, size_t pgno, uint8_t *exp)
@@ -155,19 +142,19 @@ after(int me)
   if (me == 0)
     {
       for (int i = 1; i < NPROC; i++)
-        if (!await(&sy->measured[i], 1))
+        if (!zdtm_await(&sy->measured[i], 1))
           zdtm_fail("process 0: process %d did not get to its checks", i);
       memset(mem + 100 * PG, 0xA0, PG);
       sy->parent_wrote = 1;
       for (int i = 1; i < NPROC; i++)
-        if (!await(&sy->checked[i], 1))
+        if (!zdtm_await(&sy->checked[i], 1))
           zdtm_fail("process 0: process %d did not finish", i);
       expected(0, 200, exp);
       if (memcmp(mem + 200 * PG, exp, PG) != 0)
         zdtm_fail("process 0: a child's write to page 200 shows in the parent");
       return;
     }
-  if (!await(&sy->parent_wrote, 1))
+  if (!zdtm_await(&sy->parent_wrote, 1))
     zdtm_fail("process %d: the parent never wrote", me);
   expected(me, 100, exp);
   if (memcmp(mem + 100 * PG, exp, PG) != 0)
@@ -175,7 +162,7 @@ after(int me)
   memset(mem + 200 * PG, 0xB0 + me, PG);
   sy->child_wrote[me] = 1;
   for (int i = 1; i < NPROC; i++)
-    if (i != me && !await(&sy->child_wrote[i], 1))
+    if (i != me && !zdtm_await(&sy->child_wrote[i], 1))
       zdtm_fail("process %d: process %d never wrote", me, i);
   if (mem[200 * PG] != 0xB0 + me || mem[201 * PG - 1] != 0xB0 + me)
     zdtm_fail("process %d: page 200 holds another process's write", me);
@@ -234,7 +221,7 @@ main(int argc, char **argv)
   for (int i = 0; i < 3; i++)
     kids[i] = spawn(i + 1);
   for (int i = 1; i < NPROC; i++)
-    if (!await(&sy->ready[i], 1))
+    if (!zdtm_await(&sy->ready[i], 1))
       zdtm_error("process %d did not set up", i);
   zdtm_fill(mem + 5 * PG, PG, 93, 5 * PG);
 
