@@ -64,6 +64,10 @@ zdtm_cycle() {
 # kernel crest reads it without map_files, on the patched one through it;
 # the result must be the same.
 @test "zdtm-shm-anon in a container (shared anonymous memory)" { zdtm_cycle shm-anon; }
+
+# Private memory a parent shares copy-on-write with its children
+# (runtime/engine/mem-cow.c): still shared after restore, as smaps shows.
+@test "zdtm-cow in a container (private memory shared copy-on-write, shared again)" { zdtm_cycle cow; }
 @test "zdtm-shm-tree in a container (one shared object, three processes, saved once)" {
 	local id="z-shm-tree-$$" before after files
 	zdtm_run "$id" shm-tree

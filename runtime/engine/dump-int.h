@@ -205,6 +205,20 @@ mem_put_mm(const struct dproc *p, const unsigned long long f[64], const char *au
 int
 mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err);
 
+/* mem-cow.c: the pages a child shares with its parent (NULL: none to
+   look for), taken out of its page runs mapping by mapping and written as
+   "parent_pages". */
+struct cow_dump;
+int
+cow_dump_begin(struct dctx *c, struct dproc *p, struct cow_dump **out, crest_error_t *err);
+int
+cow_dump_filter(struct cow_dump *d, const struct vma *m, uint64_t *ent, uint64_t npages,
+                crest_error_t *err);
+void
+cow_dump_put(struct dctx *c, struct cow_dump *d, yajl_gen g);
+void
+cow_dump_free(struct cow_dump *d);
+
 /* sig.c */
 /* Write KEY: the N siginfos (128 bytes each, as PTRACE_PEEKSIGINFO gives
    them) in SI. Is a SIGCONT among them? */

@@ -18,6 +18,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/dump.c runtime/engine/dump-int.h \
 	runtime/engine/dump-util.c \
 	runtime/engine/mem.c \
+	runtime/engine/mem-cow.c \
 	runtime/engine/sig.c \
 	runtime/engine/creds.c \
 	runtime/engine/pstree.c \

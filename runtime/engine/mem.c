@@ -122,8 +122,8 @@ struct run
 };
 
 static int
-dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, yajl_gen g,
-            crest_error_t *err)
+dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct cow_dump *cow,
+            yajl_gen g, crest_error_t *err)
 {
   cleanup_free char *name = xasprintf("pages-%d.img", p->ipid);
   cleanup_free char *pmpath = xasprintf("/proc/%d/pagemap", p->pid);
@@ -181,6 +181,8 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, yajl_gen 
                             m->end);
           goto out;
         }
+      if (cow_dump_filter(cow, m, ent, npages, err) < 0)
+        goto out;
       for (uint64_t k = 0; k < npages;)
         {
           /* present or swapped; in a file mapping only the private
@@ -262,6 +264,7 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, yajl_gen 
       yajl_gen_map_close(g);
     }
   yajl_gen_array_close(g);
+  cow_dump_put(c, cow, g);
   rc = 0;
 out:
   if (o.fd >= 0 && rc < 0)
@@ -318,6 +321,7 @@ mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
 {
   struct vma *v = NULL;
   struct vmflags_ent *vf = NULL;
+  struct cow_dump *cow = NULL;
   size_t nv = 0, nvf = 0;
   int rc = -1;
 
@@ -378,10 +382,11 @@ mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       yajl_gen_map_close(g);
     }
   yajl_gen_array_close(g);
-  if (dump_memory(c, p, v, nv, g, err) < 0)
+  if (cow_dump_begin(c, p, &cow, err) < 0 || dump_memory(c, p, v, nv, cow, g, err) < 0)
     goto fail;
   rc = 0;
 fail:
+  cow_dump_free(cow);
   free_vmas(v, nv);
   free(vf);
   return rc;

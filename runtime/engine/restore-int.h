@@ -103,6 +103,7 @@ struct rproc
   struct rrun *runs;
   size_t nruns;
   const char *pages_file;
+  struct cow_proc *cow; /* mem-cow.c: pages shared with its parent or children */
   int pages_svc, exe_svc;
   struct rfd *fds;
   size_t nfds;
@@ -248,6 +249,35 @@ caps_bound(const struct crest_restore_opts *o, uint64_t *bound, const char **who
            crest_error_t *err);
 int
 check_caps(struct rctx *c, uint64_t bound, const char *whose, crest_error_t *err);
+/* restore-task.c: the blob's operation lists. */
+struct oplist
+{
+  struct blob_op *ops;
+  size_t n;
+};
+void
+op(struct oplist *l, long nr, int check, int64_t expect, uint64_t a0, uint64_t a1, uint64_t a2,
+   uint64_t a3, uint64_t a4, uint64_t a5);
+#define OP(l, nr, ...) op((l), (nr), BLOB_CHECK_NONNEG, 0, __VA_ARGS__)
+#define OPEQ(l, nr, ex, ...) op((l), (nr), BLOB_CHECK_EQ, (ex), __VA_ARGS__)
+
+/* mem-cow.c: pages a child shares with its parent ("parent_pages"). */
+int
+cow_parse(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err);
+void
+cow_free(struct rproc *p);
+/* In task IDX, before it forks its children. */
+void
+cow_premap(struct rctx *c, int idx);
+bool
+cow_kept(const struct rproc *p, size_t vma);
+size_t
+cow_ops_bound(const struct rproc *p);
+void
+cow_unmap_ops(const struct rproc *p, uint64_t base, uint64_t size, struct oplist *l);
+void
+cow_page_ops(const struct rproc *p, struct oplist *l);
+
 /* restore-task.c: fork task IDX of the image with its PID (its own
    children are forked by it), and what it runs. */
 pid_t

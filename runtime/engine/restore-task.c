@@ -67,13 +67,7 @@ bld_alloc(struct bld *b, uint64_t size, uint64_t align, const void *init)
   return b->base + off;
 }
 
-struct oplist
-{
-  struct blob_op *ops;
-  size_t n;
-};
-
-static void
+void
 op(struct oplist *l, long nr, int check, int64_t expect, uint64_t a0, uint64_t a1, uint64_t a2,
    uint64_t a3, uint64_t a4, uint64_t a5)
 {
@@ -84,8 +78,6 @@ op(struct oplist *l, long nr, int check, int64_t expect, uint64_t a0, uint64_t a
   o->nr = nr, o->check = check, o->expect = expect;
   o->a[0] = a0, o->a[1] = a1, o->a[2] = a2, o->a[3] = a3, o->a[4] = a4, o->a[5] = a5;
 }
-#define OP(l, nr, ...) op((l), (nr), BLOB_CHECK_NONNEG, 0, __VA_ARGS__)
-#define OPEQ(l, nr, ex, ...) op((l), (nr), BLOB_CHECK_EQ, (ex), __VA_ARGS__)
 
 void __attribute__((noreturn)) task_fail(struct rctx *c, int idx, const char *fmt, ...)
 {
@@ -457,8 +449,7 @@ mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, ui
         sp[k].start = s, sp[k].end = s + len;
         s += len;
       }
-    OP(l, SYS_munmap, 0, base, 0, 0, 0, 0);
-    OP(l, SYS_munmap, base + size, TASK_TOP - (base + size), 0, 0, 0, 0);
+    cow_unmap_ops(p, base, size, l);
     for (size_t i = 0; i < p->nvmas; i++)
       for (size_t k = 0; k < nsp; k++)
         if (strcmp(sp[k].kind, p->vmas[i].kind) == 0 && sp[k].start)
@@ -476,7 +467,7 @@ mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, ui
       struct rvma *m = &p->vmas[i];
       int flags = MAP_FIXED | (m->shared ? MAP_SHARED : MAP_PRIVATE);
       int prot = m->shared ? m->prot : m->prot | PROT_WRITE | PROT_READ;
-      if (strcmp(m->kind, "vdso") == 0 || strncmp(m->kind, "vvar", 4) == 0)
+      if (strcmp(m->kind, "vdso") == 0 || strncmp(m->kind, "vvar", 4) == 0 || cow_kept(p, i))
         continue;
       if (!m->path)
         flags |= MAP_ANONYMOUS;
@@ -487,8 +478,7 @@ mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, ui
       OPEQ(l, SYS_mmap, (int64_t)m->start, m->start, m->end - m->start, prot, flags,
            m->path ? (uint64_t)m->svc : (uint64_t)-1, m->path ? m->pgoff * PAGE : 0);
     }
-  for (size_t i = 0; i < p->nruns; i++)
-    OP(l, BLOB_OP_PREAD_FULL, p->pages_svc, p->runs[i].vaddr, p->runs[i].len, p->runs[i].off, 0, 0);
+  cow_page_ops(p, l);
   for (size_t i = 0; i < p->nvmas; i++)
     {
       struct rvma *m = &p->vmas[i];
@@ -685,6 +675,7 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   if (p->zombie)
     zombie_exit(p);
 
+  cow_premap(c, idx);
   task_children(c, idx, p);
 
   /* After the children exist (each one drops its own), before setresuid
@@ -700,7 +691,8 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   nsp = self_specials(sp, NULL, NULL, &nlay, lay);
   check_specials(c, idx, p, sp, nsp);
   size = ((crest_restorer_blob_size + PAGE - 1) & ~(PAGE - 1)) + PAGE /* args */
-         + (16 + 3 * p->nvmas + p->nruns + 80 + p->nth * 90 + p->nshared_pending)
+         + (16 + 3 * p->nvmas + p->nruns + 80 + p->nth * 90 + p->nshared_pending
+            + cow_ops_bound(p))
                * sizeof(struct blob_op)
          + 65536 + p->auxv_len + p->nth * (4096 + 128 * 64) + p->nshared_pending * 128
          + (p->nth - 1) * THREAD_STACK + MAIN_STACK;

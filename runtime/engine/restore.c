@@ -235,7 +235,8 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
         return -1;
     }
 
-  if (mem_parse_vmas(c, v, p, err) < 0 || mem_parse_pages(c, v, p, err) < 0)
+  if (mem_parse_vmas(c, v, p, err) < 0 || mem_parse_pages(c, v, p, err) < 0
+      || cow_parse(c, v, p, err) < 0)
     return -1;
   if (files_parse_fds(c, v, p, err) < 0)
     return -1;
@@ -929,6 +930,7 @@ free_ctx(struct rctx *c)
         free(p->th[t].xstate), free(p->th[t].pending);
       free(p->th), free(p->vmas), free(p->runs), free(p->fds), free(p->groups), free(p->auxv);
       free(p->shared_pending);
+      cow_free(p);
     }
   for (size_t i = 0; i < c->nf; i++)
     free(c->f[i].priv), free(c->f[i].u.ext), free(c->f[i].deleted_dir.ext);

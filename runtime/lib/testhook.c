@@ -31,6 +31,11 @@ static const char *const knobs[] = {
   "CREST_RESTORER_PAUSE_MS",
   /* 1: SHA-256 uses the portable code even where the CPU has SHA-NI. */
   "CREST_SHA256_PORTABLE",
+  /* off: a checkpoint saves every child's pages in full, none as its
+     parent's (the bench's reference); no-premap: restore maps no parent's
+     memory before forking its children, who copy the pages they share in
+     full (the fallback of mem-cow.c). */
+  "CREST_COW",
 };
 
 const char *

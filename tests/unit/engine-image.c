@@ -490,8 +490,8 @@ main(void)
       const char *what, *manifest, *expect;
     } bad[] = {
       { "not JSON", "{\"format\": 1,", "JSON" },
-      { "format 4", "{\"format\": 4, \"crest_version\": \"x\", \"kernel\": {}, \"files\": []}",
-        "format version 4" },
+      { "format 99", "{\"format\": 99, \"crest_version\": \"x\", \"kernel\": {}, \"files\": []}",
+        "format version 99" },
       { "format 0", "{\"format\": 0, \"crest_version\": \"x\", \"kernel\": {}, \"files\": []}",
         "format version 0" },
       { "no kernel identity", "{\"format\": 1, \"crest_version\": \"x\", \"files\": []}",
@@ -726,6 +726,12 @@ main(void)
         "\"membarrier\": 8}",
         "membarrier", 3 },
       { "prctl that is not an object", "\"prctl\": 1", "object", 3 },
+      /* Format 5 (mem-cow.c): pages shared with the parent. */
+      { "parent_pages in a format 3 image",
+        "\"parent_pages\": [{\"vaddr\": \"0x12000\", \"len\": \"0x1000\"}]", "needs format 5", 3 },
+      { "parent_pages but no parent in the image",
+        "\"parent_pages\": [{\"vaddr\": \"0x12000\", \"len\": \"0x1000\"}]", "is not before it",
+        5 },
     };
     for (size_t i = 0; i < ARRAY_SIZE(attrs); i++)
       {

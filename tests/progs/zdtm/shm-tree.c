@@ -35,19 +35,6 @@ struct hdr
 
 static uint8_t *shm;
 
-static bool
-await(volatile uint32_t *w, uint32_t want)
-{
-  struct timespec ts = { 0, 1000000 };
-  for (int i = 0; i < 20000; i++)
-    {
-      if (*w == want)
-        return true;
-      nanosleep(&ts, NULL);
-    }
-  return false;
-}
-
 static void
 check_all(int me)
 {
@@ -74,7 +61,7 @@ child(int me)
   zdtm_wait();
   check_all(me);
   /* the token chain: 0 -> 1 -> 2 -> 0 */
-  if (!await(&h->token[me - 1], 0xA0 + me - 1))
+  if (!zdtm_await(&h->token[me - 1], 0xA0 + me - 1))
     zdtm_fail("process %d: the write of process %d never arrived: not shared any more", me, me - 1);
   else
     h->token[me] = 0xA0 + me;
@@ -102,7 +89,7 @@ main(int argc, char **argv)
       if (kids[i] == 0)
         child(i + 1);
     }
-  if (!await(&h->mark[1], 0x101) || !await(&h->mark[2], 0x102))
+  if (!zdtm_await(&h->mark[1], 0x101) || !zdtm_await(&h->mark[2], 0x102))
     zdtm_error("the children did not write their marks");
 
   zdtm_ready();
@@ -111,7 +98,7 @@ main(int argc, char **argv)
     kill(kids[i], SIGTERM);
   check_all(0);
   h->token[0] = 0xA0;
-  if (!await(&h->token[2], 0xA2))
+  if (!zdtm_await(&h->token[2], 0xA2))
     zdtm_fail("process 0: the write of process 2 never arrived: not shared any more");
   for (int i = 0; i < 2; i++)
     {

@@ -229,3 +229,16 @@ zdtm_check(const void *p, size_t len, uint32_t seed, uint64_t base)
       return i;
   return (size_t)-1;
 }
+
+bool
+zdtm_await(volatile uint32_t *w, uint32_t want)
+{
+  struct timespec ts = { 0, 1000000 };
+  for (int i = 0; i < 20000; i++)
+    {
+      if (*w == want)
+        return true;
+      nanosleep(&ts, NULL);
+    }
+  return false;
+}

@@ -66,6 +66,11 @@ zdtm_finish(void) __attribute__((noreturn));
 int
 zdtm_status(void);
 
+/* Wait (1 ms polls, at most 20 s) until *W, a word in memory shared
+   between processes, holds WANT; false when it never did. */
+bool
+zdtm_await(volatile uint32_t *w, uint32_t want);
+
 /* Deterministic byte pattern: a function of seed and offset. */
 static inline uint8_t
 zdtm_pattern(uint32_t seed, uint64_t off)

@@ -1,0 +1,609 @@
+/* crest: copy-on-write kept (docs/engine.md, "Memory shared with the
+ * parent"). A child's private anonymous mapping at the same range as one of
+ * its parent's (inherited through fork) holds pages that are still the
+ * parent's. At checkpoint those pages, compared by content with the
+ * parent's, are not saved again: the child's record lists them as
+ * "parent_pages". At restore the parent maps and fills such a mapping
+ * before it forks the child (cow_premap), the child inherits it
+ * copy-on-write, drops what it does not share and writes only its own
+ * pages; a mapping that cannot be premapped is filled from the parent's
+ * page file instead (a full copy). */
+#include <config.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include "dump-int.h"
+#include "restore-int.h"
+#include "blob/blob-abi.h"
+#include "image.h"
+#include "log.h"
+#include "testhook.h"
+#include "util.h"
+
+#define PM_PRESENT (1ULL << 63)
+#define PM_SWAP (1ULL << 62)
+#define PM_EXCLUSIVE (1ULL << 56)
+#define CMP_PAGES 256 /* pages compared per read */
+
+/* Kinds of mapping whose pages may be shared with the parent: private
+   anonymous memory as fork leaves it (the stack, mapped MAP_GROWSDOWN, is
+   left out: it is small and grows). */
+static bool
+cow_kind(const char *kind, bool shared)
+{
+  return !shared && (strcmp(kind, "anon") == 0 || strcmp(kind, "heap") == 0);
+}
+
+/* Test hook CREST_COW=off|no-premap (testhook.c). */
+static bool
+cow_knob(const char *what)
+{
+  const char *k = crest_test_knob("CREST_COW");
+  return k && strcmp(k, what) == 0;
+}
+
+/* ---------- checkpoint ---------- */
+
+struct cow_dump
+{
+  pid_t pid, ppid; /* the child and its parent (host PIDs) */
+  struct vma *pv;  /* the parent's mappings */
+  size_t npv;
+  int ppm;            /* the parent's pagemap */
+  uint64_t (*ref)[2]; /* parent_pages: start, length */
+  size_t nref;
+  uint64_t shared, equal; /* pages referenced: not exclusively mapped, exclusive but equal */
+  char *a, *b;
+};
+
+int
+cow_dump_begin(struct dctx *c, struct dproc *p, struct cow_dump **out, crest_error_t *err)
+{
+  struct dproc *pp = p == &c->p[0] ? NULL : find_proc(c, p->ppid);
+  struct cow_dump *d;
+  cleanup_free char *pm = NULL;
+
+  *out = NULL;
+  if (!pp || pp->zombie || cow_knob("off"))
+    return 0;
+  d = xzalloc(sizeof *d);
+  d->pid = p->pid, d->ppid = pp->pid;
+  if (parse_maps(pp->pid, &d->pv, &d->npv, err) < 0)
+    {
+      free(d);
+      return -1;
+    }
+  pm = xasprintf("/proc/%d/pagemap", pp->pid);
+  d->ppm = open(pm, O_RDONLY | O_CLOEXEC);
+  if (d->ppm < 0)
+    {
+      crest_error_errno(err, "task %d: open pagemap", pp->pid);
+      cow_dump_free(d);
+      return -1;
+    }
+  d->a = xmalloc(CMP_PAGES * PAGE);
+  d->b = xmalloc(CMP_PAGES * PAGE);
+  *out = d;
+  return 0;
+}
+
+/* A referenced page at ADDR; runs do not cross the mapping's start VS. */
+static void
+add_ref(struct cow_dump *d, uint64_t addr, uint64_t vs)
+{
+  if (d->nref && addr != vs && d->ref[d->nref - 1][0] + d->ref[d->nref - 1][1] == addr)
+    {
+      d->ref[d->nref - 1][1] += PAGE;
+      return;
+    }
+  d->ref = xrealloc(d->ref, (d->nref + 1) * sizeof *d->ref);
+  d->ref[d->nref][0] = addr, d->ref[d->nref][1] = PAGE;
+  d->nref++;
+}
+
+/* Pages K..J-1 of M (present in both): those equal to the parent's lose
+   their present and swap bits in ENT (not saved) and become references. */
+static int
+compare_run(struct cow_dump *d, const struct vma *m, uint64_t *ent, uint64_t k, uint64_t j,
+            crest_error_t *err)
+{
+  while (k < j)
+    {
+      uint64_t n = j - k < CMP_PAGES ? j - k : CMP_PAGES, addr = m->start + k * PAGE;
+      if (vm_read(d->pid, addr, d->a, n * PAGE, err) < 0
+          || vm_read(d->ppid, addr, d->b, n * PAGE, err) < 0)
+        return -1;
+      for (uint64_t i = 0; i < n; i++)
+        if (memcmp(d->a + i * PAGE, d->b + i * PAGE, PAGE) == 0)
+          {
+            if (ent[k + i] & PM_EXCLUSIVE)
+              d->equal++;
+            else
+              d->shared++;
+            ent[k + i] &= ~(PM_PRESENT | PM_SWAP);
+            add_ref(d, addr + i * PAGE, m->start);
+          }
+      k += n;
+    }
+  return 0;
+}
+
+/* Mapping M of the child, ENT its NPAGES pagemap entries: the pages it
+   shares with the parent's mapping of the same range are taken out. */
+int
+cow_dump_filter(struct cow_dump *d, const struct vma *m, uint64_t *ent, uint64_t npages,
+                crest_error_t *err)
+{
+  const struct vma *pm = NULL;
+  cleanup_free uint64_t *pe = NULL;
+
+  if (!d || !cow_kind(m->kind, m->shared) || !(m->prot & PROT_READ))
+    return 0;
+  for (size_t i = 0; i < d->npv && !pm; i++)
+    if (d->pv[i].start == m->start && d->pv[i].end == m->end
+        && cow_kind(d->pv[i].kind, d->pv[i].shared) && strcmp(d->pv[i].kind, m->kind) == 0
+        && (d->pv[i].prot & PROT_READ))
+      pm = &d->pv[i];
+  if (!pm)
+    return 0;
+  pe = xmalloc(npages * 8);
+  if (pread(d->ppm, pe, npages * 8, m->start / PAGE * 8) != (ssize_t)(npages * 8))
+    return crest_error_errno(err, "task %d: read pagemap of %" PRIx64 "-%" PRIx64, d->ppid,
+                             m->start, m->end);
+#define BOTH(k) ((ent[k] & (PM_PRESENT | PM_SWAP)) && (pe[k] & (PM_PRESENT | PM_SWAP)))
+  for (uint64_t k = 0; k < npages;)
+    {
+      uint64_t j = k;
+      while (j < npages && BOTH(j))
+        j++;
+      if (j > k && compare_run(d, m, ent, k, j, err) < 0)
+        return -1;
+      k = j + 1;
+    }
+#undef BOTH
+  return 0;
+}
+
+/* "parent_pages" of the child's record, when it shares any. */
+void
+cow_dump_put(struct dctx *c, struct cow_dump *d, yajl_gen g)
+{
+  if (!d || !d->nref)
+    return;
+  if (c->w->format < CREST_IMAGE_FORMAT_COW)
+    c->w->format = CREST_IMAGE_FORMAT_COW;
+  jput_key(g, "parent_pages");
+  yajl_gen_array_open(g);
+  for (size_t i = 0; i < d->nref; i++)
+    {
+      yajl_gen_map_open(g);
+      jput_u64(g, "vaddr", d->ref[i][0]);
+      jput_u64(g, "len", d->ref[i][1]);
+      yajl_gen_map_close(g);
+    }
+  yajl_gen_array_close(g);
+  crest_debug("task %d: %" PRIu64 " pages shared with parent %d (%" PRIu64
+              " not exclusively mapped, %" PRIu64 " exclusive with equal content)",
+              d->pid, d->shared + d->equal, d->ppid, d->shared, d->equal);
+}
+
+void
+cow_dump_free(struct cow_dump *d)
+{
+  if (!d)
+    return;
+  if (d->ppm >= 0)
+    close(d->ppm);
+  free_vmas(d->pv, d->npv);
+  free(d->ref), free(d->a), free(d->b);
+  free(d);
+}
+
+/* ---------- restore ---------- */
+
+/* A page run of the child equal to its parent's, resolved to the page file
+   that holds it (the parent's, or further up). */
+struct cow_src
+{
+  uint64_t vaddr, len, off;
+  const struct rproc *from; /* whose pages_file */
+  size_t vma;               /* the child's mapping that holds it */
+};
+
+struct cow_proc
+{
+  const struct rproc *parent;
+  struct cow_src *src; /* parent_pages, resolved, ascending */
+  size_t nsrc;
+  /* Per mapping: it exists before the blob runs, filled (premapped, or
+     inherited from the parent premapped), and the blob keeps it. Set in
+     the task before it forks its children, who inherit it. */
+  bool *kept;
+  bool has_children_refs; /* a child refers to its pages */
+};
+
+static struct cow_proc *
+cow_of(struct rproc *p)
+{
+  if (!p->cow)
+    {
+      p->cow = xzalloc(sizeof *p->cow);
+      p->cow->kept = xzalloc((p->nvmas + 1) * sizeof *p->cow->kept);
+    }
+  return p->cow;
+}
+
+/* The piece of P's memory at A: from its own page file or resolved
+   further up; its length to its end in *LEN. */
+static bool
+find_piece(const struct rproc *p, uint64_t a, uint64_t *len, const struct rproc **from,
+           uint64_t *off)
+{
+  size_t lo = 0, hi = p->nruns;
+  while (lo < hi)
+    {
+      size_t mid = (lo + hi) / 2;
+      if (p->runs[mid].vaddr + p->runs[mid].len <= a)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  if (lo < p->nruns && p->runs[lo].vaddr <= a)
+    {
+      *len = p->runs[lo].vaddr + p->runs[lo].len - a;
+      *from = p, *off = p->runs[lo].off + (a - p->runs[lo].vaddr);
+      return true;
+    }
+  lo = 0, hi = p->cow ? p->cow->nsrc : 0;
+  while (lo < hi)
+    {
+      size_t mid = (lo + hi) / 2;
+      if (p->cow->src[mid].vaddr + p->cow->src[mid].len <= a)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  if (p->cow && lo < p->cow->nsrc && p->cow->src[lo].vaddr <= a)
+    {
+      const struct cow_src *s = &p->cow->src[lo];
+      *len = s->vaddr + s->len - a;
+      *from = s->from, *off = s->off + (a - s->vaddr);
+      return true;
+    }
+  return false;
+}
+
+/* The mapping of P that holds [A, A + LEN), a kind that may be shared. */
+static long
+vma_of(const struct rproc *p, uint64_t a, uint64_t len)
+{
+  for (size_t i = 0; i < p->nvmas; i++)
+    if (p->vmas[i].start <= a && a + len <= p->vmas[i].end && a + len > a
+        && cow_kind(p->vmas[i].kind, p->vmas[i].shared))
+      return (long)i;
+  return -1;
+}
+
+/* The parent's mapping of the same range as P's mapping I. */
+static long
+parent_vma(const struct rproc *par, const struct rvma *m)
+{
+  for (size_t j = 0; j < par->nvmas; j++)
+    if (par->vmas[j].start == m->start && par->vmas[j].end == m->end
+        && strcmp(par->vmas[j].kind, m->kind) == 0 && !par->vmas[j].shared)
+      return (long)j;
+  return -1;
+}
+
+static bool
+overlaps_runs(const struct rproc *p, uint64_t a, uint64_t len)
+{
+  for (size_t i = 0; i < p->nruns; i++)
+    if (p->runs[i].vaddr < a + len && a < p->runs[i].vaddr + p->runs[i].len)
+      return true;
+  return false;
+}
+
+/* One "parent_pages" run of P, [A, A + LEN), resolved into P's sources. */
+static int
+resolve_ref(struct rproc *p, struct rproc *par, uint64_t a, uint64_t len, crest_error_t *err)
+{
+  long vi = vma_of(p, a, len);
+  struct cow_proc *cw = cow_of(p);
+  CHECK(vi >= 0 && parent_vma(par, &p->vmas[vi]) >= 0,
+        "process %d: parent_pages %#" PRIx64 "+%#" PRIx64
+        " not in a private anonymous mapping that its parent %d has too",
+        p->pid, a, len, par->pid);
+  CHECK(!overlaps_runs(p, a, len), "process %d: parent_pages %#" PRIx64 " are also in its pages",
+        p->pid, a);
+  for (uint64_t end = a + len; a < end;)
+    {
+      struct cow_src s;
+      uint64_t plen;
+      CHECK(find_piece(par, a, &plen, &s.from, &s.off),
+            "process %d: parent_pages at %#" PRIx64 ": its parent %d has no page there", p->pid, a,
+            par->pid);
+      s.vaddr = a, s.len = plen < end - a ? plen : end - a, s.vma = (size_t)vi;
+      cw->src = xrealloc(cw->src, (cw->nsrc + 1) * sizeof *cw->src);
+      cw->src[cw->nsrc++] = s;
+      a += s.len;
+    }
+  return 0;
+}
+
+/* "parent_pages" of process P (format 5): checked, and resolved into the
+   page files that hold them. Its parent is parsed before it. */
+int
+cow_parse(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
+{
+  yajl_val *items;
+  struct rproc *par = NULL;
+  uint64_t prev = 0;
+  long n;
+
+  if (!has_key(v, "parent_pages"))
+    return 0;
+  CHECK(c->img->format >= CREST_IMAGE_FORMAT_COW,
+        "process %d: parent_pages in an image of format %d (it needs format %d)", p->pid,
+        c->img->format, CREST_IMAGE_FORMAT_COW);
+  for (struct rproc *q = c->p; q < p && !par; q++)
+    if (q->pid == p->ppid && !q->zombie)
+      par = q;
+  CHECK(par, "process %d: parent_pages, but its parent %d is not before it", p->pid, p->ppid);
+  n = jget_array(v, "parent_pages", &items, err);
+  CHECK(n >= 0 && n <= (1 << 24), "process %d: %ld parent_pages runs", p->pid, n);
+  cow_of(p)->parent = par;
+  cow_of(par)->has_children_refs = true;
+  for (long i = 0; i < n; i++)
+    {
+      uint64_t a, len;
+      if (jget_u64(items[i], "vaddr", &a, err) < 0 || jget_u64(items[i], "len", &len, err) < 0)
+        return -1;
+      CHECK(a % PAGE == 0 && len % PAGE == 0 && len > 0 && a + len > a && a + len <= TASK_TOP
+                && a >= prev,
+            "process %d: parent_pages run %ld (%#" PRIx64 "+%#" PRIx64 ") is malformed", p->pid, i,
+            a, len);
+      if (resolve_ref(p, par, a, len, err) < 0)
+        return -1;
+      prev = a + len;
+    }
+  return 0;
+}
+
+void
+cow_free(struct rproc *p)
+{
+  if (!p->cow)
+    return;
+  free(p->cow->src), free(p->cow->kept), free(p->cow);
+  p->cow = NULL;
+}
+
+/* Copy [VADDR, VADDR + LEN) of FD at OFF into memory, within [VS, VE). */
+static int
+fill(int fd, uint64_t vaddr, uint64_t len, uint64_t off, uint64_t vs, uint64_t ve)
+{
+  uint64_t s = vaddr > vs ? vaddr : vs, e = vaddr + len < ve ? vaddr + len : ve;
+  for (uint64_t a = s; a < e;)
+    {
+      ssize_t n = pread(fd, (void *)a, e - a, off + (a - vaddr));
+      if (n <= 0)
+        {
+          if (n < 0 && errno == EINTR)
+            continue;
+          if (n == 0)
+            errno = EIO;
+          return -1;
+        }
+      a += n;
+    }
+  return 0;
+}
+
+/* P's own pages and (SRC) its resolved parent's pages inside mapping M. */
+static int
+fill_vma(const struct rproc *p, const struct rvma *m, bool src)
+{
+  for (size_t i = 0; i < p->nruns; i++)
+    if (p->runs[i].vaddr < m->end && m->start < p->runs[i].vaddr + p->runs[i].len
+        && fill(p->pages_svc, p->runs[i].vaddr, p->runs[i].len, p->runs[i].off, m->start, m->end)
+               < 0)
+      return -1;
+  for (size_t i = 0; src && p->cow && i < p->cow->nsrc; i++)
+    {
+      const struct cow_src *s = &p->cow->src[i];
+      if (s->vaddr < m->end && m->start < s->vaddr + s->len
+          && fill(s->from->pages_svc, s->vaddr, s->len, s->off, m->start, m->end) < 0)
+        return -1;
+    }
+  return 0;
+}
+
+/* Mapping I of P, inherited from its parent, which premapped it: what P
+   does not share goes (reads zero, as a page it never had), then P's own
+   pages are written. */
+static int
+take_inherited(struct rproc *p, size_t i)
+{
+  const struct rvma *m = &p->vmas[i];
+  uint64_t a = m->start;
+  for (size_t k = 0; k <= p->cow->nsrc; k++)
+    {
+      const struct cow_src *s = k < p->cow->nsrc ? &p->cow->src[k] : NULL;
+      uint64_t e = s && s->vma == i ? s->vaddr : m->end;
+      if (s && s->vma != i)
+        continue;
+      if (e > a && madvise((void *)a, e - a, MADV_DONTNEED) < 0)
+        return -1;
+      if (!s)
+        break;
+      a = s->vaddr + s->len;
+    }
+  return fill_vma(p, m, false);
+}
+
+static bool
+child_refers(struct rctx *c, const struct rproc *p, const struct rvma *m)
+{
+  for (size_t i = 1; i < c->np; i++)
+    {
+      const struct cow_proc *q = c->p[i].cow;
+      if (!q || q->parent != p)
+        continue;
+      for (size_t k = 0; k < q->nsrc; k++)
+        if (q->src[k].vaddr >= m->start && q->src[k].vaddr < m->end)
+          return true;
+    }
+  return false;
+}
+
+/* The parent's premapped mappings P does not keep go at once: they are
+   not P's, and would stand in the way of its own. */
+static void
+drop_unshared(const struct rproc *p, const struct cow_proc *pc)
+{
+  for (size_t j = 0; pc && j < p->cow->parent->nvmas; j++)
+    {
+      const struct rvma *pm = &p->cow->parent->vmas[j];
+      bool kept = false;
+      if (!pc->kept[j])
+        continue;
+      for (size_t i = 0; i < p->nvmas && !kept; i++)
+        kept = p->cow->kept[i] && p->vmas[i].start == pm->start && p->vmas[i].end == pm->end;
+      if (!kept)
+        munmap((void *)pm->start, pm->end - pm->start);
+    }
+}
+
+/* In task IDX, before it forks its children: the mappings it inherited
+   from its parent made its own, and those its children share with it
+   mapped and filled, so that they inherit them. A mapping that cannot be
+   placed (crest's own memory is there) is left to the blob, and the
+   children then copy the pages in full. */
+void
+cow_premap(struct rctx *c, int idx)
+{
+  struct rproc *p = &c->p[idx];
+  const struct cow_proc *pc = p->cow && p->cow->parent ? p->cow->parent->cow : NULL;
+  if (!p->cow)
+    return;
+  for (size_t i = 0; pc && i < p->nvmas; i++)
+    {
+      long j = parent_vma(p->cow->parent, &p->vmas[i]);
+      bool mine = false;
+      for (size_t k = 0; k < p->cow->nsrc && !mine; k++)
+        mine = p->cow->src[k].vma == i;
+      if (!mine || j < 0 || !pc->kept[j])
+        continue;
+      if (take_inherited(p, i) < 0)
+        task_fail(c, idx,
+                  "process %d: mapping %#" PRIx64 "-%#" PRIx64 " shared with its parent: %s",
+                  p->pid, p->vmas[i].start, p->vmas[i].end, strerror(errno));
+      p->cow->kept[i] = true;
+    }
+  drop_unshared(p, pc);
+  for (size_t i = 0; p->cow->has_children_refs && i < p->nvmas; i++)
+    {
+      const struct rvma *m = &p->vmas[i];
+      int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE;
+      void *r;
+      if (p->cow->kept[i] || !cow_kind(m->kind, m->shared) || !child_refers(c, p, m)
+          || cow_knob("no-premap"))
+        continue;
+      if (m->madv & VMF_NORESERVE)
+        flags |= MAP_NORESERVE;
+      r = mmap((void *)m->start, m->end - m->start, PROT_READ | PROT_WRITE, flags, -1, 0);
+      if (r != (void *)m->start)
+        {
+          crest_debug("process %d: mapping %#" PRIx64 "-%#" PRIx64
+                      " not premapped (%s): its children copy it",
+                      p->pid, m->start, m->end, r == MAP_FAILED ? strerror(errno) : "moved");
+          if (r != MAP_FAILED)
+            munmap(r, m->end - m->start);
+          continue;
+        }
+      if (fill_vma(p, m, true) < 0)
+        task_fail(c, idx, "process %d: fill mapping %#" PRIx64 "-%#" PRIx64 ": %s", p->pid,
+                  m->start, m->end, strerror(errno));
+      p->cow->kept[i] = true;
+    }
+}
+
+bool
+cow_kept(const struct rproc *p, size_t i)
+{
+  return p->cow && p->cow->kept[i];
+}
+
+/* Operations the blob may add for P's pages (cow_unmap_ops, cow_page_ops). */
+size_t
+cow_ops_bound(const struct rproc *p)
+{
+  return p->cow ? 2 * p->nvmas + p->nruns + p->cow->nsrc + 4 : 0;
+}
+
+/* Everything but the blob region [BASE, BASE + SIZE) and P's kept
+   mappings goes. */
+void
+cow_unmap_ops(const struct rproc *p, uint64_t base, uint64_t size, struct oplist *l)
+{
+  uint64_t a = 0;
+  for (size_t i = 0; i <= p->nvmas; i++)
+    {
+      uint64_t s, e;
+      if (i < p->nvmas && !cow_kept(p, i))
+        continue;
+      s = i < p->nvmas ? p->vmas[i].start : TASK_TOP;
+      e = i < p->nvmas ? p->vmas[i].end : TASK_TOP;
+      if (a <= base && base < s)
+        {
+          if (base > a)
+            OP(l, SYS_munmap, a, base - a, 0, 0, 0, 0);
+          a = base + size;
+        }
+      if (s > a)
+        OP(l, SYS_munmap, a, s - a, 0, 0, 0, 0);
+      a = e;
+    }
+}
+
+/* P's pages: its own runs and, in mappings not inherited, its parent's
+   pages it shares, read from the page file holding them. */
+void
+cow_page_ops(const struct rproc *p, struct oplist *l)
+{
+  size_t k = 0;
+  for (size_t i = 0; i < p->nruns; i++)
+    {
+      const struct rrun *r = &p->runs[i];
+      if (!p->cow)
+        {
+          OP(l, BLOB_OP_PREAD_FULL, p->pages_svc, r->vaddr, r->len, r->off, 0, 0);
+          continue;
+        }
+      for (uint64_t a = r->vaddr; a < r->vaddr + r->len;)
+        {
+          uint64_t e = r->vaddr + r->len;
+          while (k < p->nvmas && p->vmas[k].end <= a)
+            k++;
+          if (k < p->nvmas && p->vmas[k].end < e)
+            e = p->vmas[k].end;
+          if (!cow_kept(p, k))
+            OP(l, BLOB_OP_PREAD_FULL, p->pages_svc, a, e - a, r->off + (a - r->vaddr), 0, 0);
+          a = e;
+        }
+    }
+  for (size_t i = 0; p->cow && i < p->cow->nsrc; i++)
+    {
+      const struct cow_src *s = &p->cow->src[i];
+      if (!p->cow->kept[s->vma])
+        OP(l, BLOB_OP_PREAD_FULL, s->from->pages_svc, s->vaddr, s->len, s->off, 0, 0);
+    }
+}
