@@ -234,6 +234,18 @@ check_groups(struct dctx *c, crest_error_t *err);
 int
 dump_zombie(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err);
 
+/* ipc.c: SysV IPC and POSIX message queues, refused in one line (not
+   restored yet): a mapping of a SysV segment (its maps NAME "/SYSV<key>",
+   SHMID the inode field), and, run by the tree's root through injected
+   calls (INJECT, with SCRATCH in the root), any object of an IPC namespace
+   of the tree's own. */
+int
+ipc_refuse_sysv_map(pid_t pid, uint64_t start, uint64_t end, const char *name, uint64_t shmid,
+                    crest_error_t *err);
+int
+ipc_check_ns(struct dctx *c, struct dproc *root, shm_inject_fn inject, void *ctx, uint64_t scratch,
+             crest_error_t *err);
+
 /* creds.c: the tree's user namespace and ID maps (user_ns); a thread
    whose credentials differ from its process's is refused. */
 int

@@ -305,6 +305,9 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
     struct inj_ctx ic = { m->tid, &m->regs, m->sigmask, p->gadget };
     if (shm_probe(&c->shm, p->pid, inject_cb, &ic, scratch, PAGE, err) < 0)
       goto out;
+    /* The objects of the tree's own IPC namespace, counted by its root. */
+    if (p == &c->p[0] && ipc_check_ns(c, p, inject_cb, &ic, scratch, err) < 0)
+      goto out;
   }
   rc = 0;
 out:

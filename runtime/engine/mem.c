@@ -72,10 +72,7 @@ parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
           if (strncmp(name, "/SYSV", 5) == 0)
             {
               free(v);
-              return crest_error_make(err, ENOTSUP,
-                                      "task %d: mapping %lx-%lx of SysV shared memory %s is not "
-                                      "supported",
-                                      pid, s, e, name);
+              return ipc_refuse_sysv_map(pid, s, e, name, ino, err);
             }
           /* A memfd, shared anonymous memory or a deleted file: no path to
              open again, its contents are saved through map_files. */
