@@ -106,11 +106,12 @@ lost_case() {
 @test "zdtm-lost inotify-unread: refused" { lost_case inotify-unread "unread"; }
 @test "zdtm-lost inotify-nopath: refused" { lost_case inotify-nopath "no path"; }
 @test "zdtm-lost fanotify: refused" { lost_case fanotify "fanotify"; }
-# SysV IPC and POSIX message queues of the container's IPC namespace: not
-# restored yet (runtime/engine/ipc.c).
+# SysV IPC and POSIX message queues of the container's IPC namespace
+# (runtime/engine/ipc.c): semaphore sets and message queues are restored,
+# segments and POSIX queues not yet.
 @test "zdtm-lost sysv-shm: refused" { lost_case sysv-shm "SysV"; }
-@test "zdtm-lost sysv-sem: refused" { lost_case sysv-sem "semaphore"; }
-@test "zdtm-lost sysv-msg: refused" { lost_case sysv-msg "message queue"; }
+@test "zdtm-lost sysv-sem: restored" { lost_case sysv-sem restore; }
+@test "zdtm-lost sysv-msg: restored" { lost_case sysv-msg restore; }
 @test "zdtm-lost posix-mq: refused" { lost_case posix-mq "message queue"; }
 @test "zdtm-lost posix-mq-closed: refused" { lost_case posix-mq-closed "message queue"; }
 # Not leader-exit here: crun reports a container whose init's main thread

@@ -23,12 +23,15 @@
    root directory of its own ("root_dir"): a reader of version 1 would ignore
    the key and restore the process running, or without its chroot, so such
    an image must not look like version 1 to it. */
-#define CREST_IMAGE_FORMAT 3
+#define CREST_IMAGE_FORMAT 4
 #define CREST_IMAGE_FORMAT_STOP 2
 #define CREST_IMAGE_FORMAT_CHROOT 2
 /* Format 3: records of docs/engine.md's attribute tables (mapping advice
    "madv", "prctl", unlinked files' "extents"...); see docs/image-format.md. */
 #define CREST_IMAGE_FORMAT_ATTRS 3
+/* Format 4: "ipc", the SysV semaphore sets and message queues of a
+   container's IPC namespace (ipc.c); see docs/image-format.md. */
+#define CREST_IMAGE_FORMAT_IPC 4
 
 /* Freeze callback, used by the container glue to set cgroup.freeze; NULL in
    process mode. Called with the tree's root PID and one of:

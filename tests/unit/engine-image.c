@@ -490,8 +490,8 @@ main(void)
       const char *what, *manifest, *expect;
     } bad[] = {
       { "not JSON", "{\"format\": 1,", "JSON" },
-      { "format 4", "{\"format\": 4, \"crest_version\": \"x\", \"kernel\": {}, \"files\": []}",
-        "format version 4" },
+      { "format 99", "{\"format\": 99, \"crest_version\": \"x\", \"kernel\": {}, \"files\": []}",
+        "format version 99" },
       { "format 0", "{\"format\": 0, \"crest_version\": \"x\", \"kernel\": {}, \"files\": []}",
         "format version 0" },
       { "no kernel identity", "{\"format\": 1, \"crest_version\": \"x\", \"files\": []}",
