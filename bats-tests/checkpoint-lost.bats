@@ -107,9 +107,9 @@ lost_case() {
 @test "zdtm-lost inotify-nopath: refused" { lost_case inotify-nopath "no path"; }
 @test "zdtm-lost fanotify: refused" { lost_case fanotify "fanotify"; }
 # SysV IPC and POSIX message queues of the container's IPC namespace
-# (runtime/engine/ipc.c): semaphore sets and message queues are restored,
-# segments and POSIX queues not yet.
-@test "zdtm-lost sysv-shm: refused" { lost_case sysv-shm "SysV"; }
+# (runtime/engine/ipc.c): segments, semaphore sets and message queues are
+# restored, POSIX queues not yet.
+@test "zdtm-lost sysv-shm: restored" { lost_case sysv-shm restore; }
 @test "zdtm-lost sysv-sem: restored" { lost_case sysv-sem restore; }
 @test "zdtm-lost sysv-msg: restored" { lost_case sysv-msg restore; }
 @test "zdtm-lost posix-mq: refused" { lost_case posix-mq "message queue"; }

@@ -245,12 +245,19 @@ dump_zombie(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err);
    calls (INJECT, with ROOM bytes at SCRATCH in the root), a segment or
    POSIX queue of an IPC namespace of the tree's own; its semaphore sets and
    message queues are read into C->ipc. */
+/* 0: a mapping of a segment of the tree's own IPC namespace (kind
+   "sysv"); otherwise refused in one line. */
 int
-ipc_refuse_sysv_map(pid_t pid, uint64_t start, uint64_t end, const char *name, uint64_t shmid,
-                    crest_error_t *err);
+ipc_sysv_map(pid_t pid, uint64_t start, uint64_t end, const char *name, uint64_t shmid,
+             crest_error_t *err);
 int
 ipc_check_ns(struct dctx *c, struct dproc *root, shm_inject_fn inject, void *ctx, uint64_t scratch,
              size_t room, crest_error_t *err);
+/* A mapping of a SysV segment of the tree's own namespace: its "shmid"
+   and "shmflg" (the whole segment only). */
+struct vma;
+int
+ipc_put_vma(const struct dctx *c, pid_t pid, const struct vma *v, yajl_gen g, crest_error_t *err);
 /* tree.json "ipc" (format 4); false: nothing to write. */
 bool
 ipc_put(const struct dctx *c, yajl_gen g);

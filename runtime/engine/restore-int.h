@@ -61,6 +61,7 @@ struct rvma
   const char *data; /* memfile: the image file with the object's bytes */
   int svc;          /* file mappings: the descriptor the blob maps */
   uint32_t madv;    /* VMF_* bits (vmflags.c) */
+  int shmid, shmflg; /* sysv: the segment and how shmat attaches it */
 };
 
 struct rrun
@@ -214,6 +215,9 @@ int
 ipc_parse(struct rctx *c, crest_error_t *err);
 int
 ipc_restore(struct rctx *c, crest_error_t *err);
+/* A "sysv" mapping of process PID: its segment (checked by ipc_parse). */
+int
+ipc_parse_vma(struct rctx *c, yajl_val v, pid_t pid, struct rvma *m, crest_error_t *err);
 void
 ipc_free(struct ipc_set *s);
 

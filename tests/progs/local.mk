@@ -81,6 +81,7 @@ ZDTM_PROGS += tests/progs/zdtm-signalfd
 ZDTM_PROGS += tests/progs/zdtm-epoll
 ZDTM_PROGS += tests/progs/zdtm-inotify
 ZDTM_PROGS += tests/progs/zdtm-sysv-ipc
+ZDTM_PROGS += tests/progs/zdtm-sysv-shm
 # Not restorable on purpose: checkpoint must refuse it (sockets are not v1).
 ZDTM_PROGS += tests/progs/zdtm-socket
 ZDTM_PROGS += tests/progs/zdtm-thread-creds
@@ -156,6 +157,8 @@ tests_progs_zdtm_epoll_SOURCES = tests/progs/zdtm/epoll.c $(ZDTM_COMMON)
 tests_progs_zdtm_epoll_LDFLAGS = -static -pthread
 tests_progs_zdtm_sysv_ipc_SOURCES = tests/progs/zdtm/sysv-ipc.c $(ZDTM_COMMON)
 tests_progs_zdtm_sysv_ipc_LDFLAGS = -static -pthread
+tests_progs_zdtm_sysv_shm_SOURCES = tests/progs/zdtm/sysv-shm.c $(ZDTM_COMMON)
+tests_progs_zdtm_sysv_shm_LDFLAGS = -static -pthread
 tests_progs_zdtm_inotify_SOURCES = tests/progs/zdtm/inotify.c $(ZDTM_COMMON)
 tests_progs_zdtm_inotify_LDFLAGS = -static -pthread
 tests_progs_zdtm_socket_SOURCES = tests/progs/zdtm/socket.c $(ZDTM_COMMON)
