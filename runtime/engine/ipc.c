@@ -2,26 +2,29 @@
  * queues) and POSIX message queues (docs/engine.md, "SysV IPC and POSIX
  * message queues").
  *
- * Restored: the semaphore sets and message queues of an IPC namespace of
- * the tree's own (a container's), with the same IDs. The tree's root reads
- * them itself through injected calls (nothing else shows another
- * namespace's objects: /proc/sysvipc lists the reader's): *_INFO counts
- * them, *_STAT_ANY gives each one's ID and attributes, semctl(GETALL) the
- * values, msgrcv(MSG_COPY) each message without taking it off the queue.
+ * Restored: the objects of an IPC namespace of the tree's own (a
+ * container's), with the same IDs. The tree's root reads them itself
+ * through injected calls (nothing else shows another namespace's objects:
+ * /proc/sysvipc lists the reader's): *_INFO counts them, *_STAT_ANY gives
+ * each one's ID and attributes, semctl(GETALL) the values,
+ * msgrcv(MSG_COPY) each message without taking it off the queue, and a
+ * segment's pages in memory are read through a read-only attachment of
+ * the root's, made and removed again (shmat, mincore, shmdt). Each task's
+ * attachments are "sysv" mappings (mem.c), attached again by its blob.
  * Restore, in the container's new IPC namespace before any task exists,
  * makes each object again with the ID it had: the kernel hands IDs out in
  * a cycle ((sequence << 15) + index, the index cycling through the free
- * slots below max(64, 1.5 * in use), the sequence counting the cycles), so
- * restore creates and removes throwaway objects until the next ID handed
- * out is the one wanted ("ipc" in tree.json, format 4).
+ * slots below max(cycle, 1.5 * in use), the sequence counting the
+ * cycles), so restore creates and removes throwaway objects until the
+ * next ID handed out is the one wanted ("ipc" in tree.json, format 4).
  *
  * Refused in one line:
- *   - a mapping of a SysV segment (maps: "/SYSV<key>", the shmid in the
- *     inode field). In the IPC namespace crest shares with the rest of the
- *     system (process mode) the segment is not the tree's to take along;
- *   - a segment of the tree's own IPC namespace, and the POSIX message
- *     queues its /dev/mqueue lists;
- *   - a POSIX message queue descriptor (mq_open), in either mode. */
+ *   - a mapping of a SysV segment in the IPC namespace crest shares with
+ *     the rest of the system (process mode): not the tree's to take along;
+ *   - what restore could not give back: a locked or removed segment, one
+ *     attached in part, an ID beyond the cycle restore follows;
+ *   - a POSIX message queue: a descriptor (mq_open), in either mode, and
+ *     the queues the tree's own namespace's /dev/mqueue lists. */
 #include <config.h>
 #include <dirent.h>
 #include <errno.h>
