@@ -752,8 +752,9 @@ parse_obj(struct rctx *c, yajl_val v, struct ipc_obj *o, crest_error_t *err)
     CHECK(nm >= 0 && nm <= IPC_MSGS_MAX && o->qbytes <= INT32_MAX,
           "ipc: message queue %d: bad message list or size", o->id);
     o->m = xzalloc((nm + 1) * sizeof *o->m);
-    for (long k = 0; k < nm; k++, o->nm++)
+    for (long k = 0; k < nm; k++)
       {
+        o->nm = k + 1;
         if (jget_i64(items[k], "type", &o->m[k].type, err) < 0
             || jget_hex_alloc(items[k], "data", 1 << 20, &o->m[k].data, &o->m[k].len, err) < 0)
           return -1;
@@ -784,8 +785,9 @@ ipc_parse(struct rctx *c, crest_error_t *err)
   CHECK(n >= 0 && n <= 32768, "image %s: bad ipc list", c->o->image_dir);
   c->ipc = xzalloc(sizeof *c->ipc);
   c->ipc->o = xzalloc((n + 1) * sizeof *c->ipc->o);
-  for (long i = 0; i < n; i++, c->ipc->n++)
+  for (long i = 0; i < n; i++)
     {
+      c->ipc->n = i + 1; /* counted at once: ipc_free frees what parse_obj took */
       if (parse_obj(c, items[i], &c->ipc->o[i], err) < 0)
         return crest_error_wrap(err, "image %s: tree.json", c->o->image_dir);
       for (long k = 0; k < i; k++)
