@@ -94,3 +94,5 @@ zdtm_cycle() {
 @test "zdtm-signalfd in a container (masks, flags, pending signals read through it)" { zdtm_cycle signalfd; }
 @test "zdtm-epoll in a container (targets: numbers, events, data; nested, shared)" { zdtm_cycle epoll; }
 @test "zdtm-inotify in a container (watches: numbers, masks, paths)" { zdtm_cycle inotify; }
+@test "zdtm-sysv-ipc in a container (semaphore sets, message queues, same IDs)" { zdtm_cycle sysv-ipc; }
+@test "zdtm-sysv-shm in a container (segments: contents, attachments at the same addresses, same IDs)" { zdtm_cycle sysv-shm; }

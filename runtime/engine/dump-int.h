@@ -24,6 +24,10 @@
 #define PAGE 4096UL
 #define BATCH (64UL << 20) /* bytes per process_vm_readv batch */
 
+struct ipc_set;
+void
+ipc_free(struct ipc_set *s);
+
 struct dthread
 {
   pid_t tid;
@@ -136,6 +140,7 @@ struct dctx
   struct timespec t0;
   bool progress;
   struct shm_table shm; /* objects with no path, mapped in the tree */
+  struct ipc_set *ipc;  /* SysV objects of the tree's own IPC namespace (ipc.c) */
   /* Container mode: the container's terminal, the pty slave that
      /dev/console names inside the container and that is its init's
      controlling terminal (what crun sets up for process.terminal). */
@@ -247,6 +252,29 @@ int
 check_groups(struct dctx *c, crest_error_t *err);
 int
 dump_zombie(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err);
+
+/* ipc.c: SysV IPC and POSIX message queues, refused in one line (not
+   restored yet): a mapping of a SysV segment (its maps NAME "/SYSV<key>",
+   SHMID the inode field), and, run by the tree's root through injected
+   calls (INJECT, with ROOM bytes at SCRATCH in the root), a segment or
+   POSIX queue of an IPC namespace of the tree's own; its semaphore sets and
+   message queues are read into C->ipc. */
+/* 0: a mapping of a segment of the tree's own IPC namespace (kind
+   "sysv"); otherwise refused in one line. */
+int
+ipc_sysv_map(pid_t pid, uint64_t start, uint64_t end, const char *name, uint64_t shmid,
+             crest_error_t *err);
+int
+ipc_check_ns(struct dctx *c, struct dproc *root, shm_inject_fn inject, void *ctx, uint64_t scratch,
+             size_t room, crest_error_t *err);
+/* A mapping of a SysV segment of the tree's own namespace: its "shmid"
+   and "shmflg" (the whole segment only). */
+struct vma;
+int
+ipc_put_vma(const struct dctx *c, pid_t pid, const struct vma *v, yajl_gen g, crest_error_t *err);
+/* tree.json "ipc" (format 4); false: nothing to write. */
+bool
+ipc_put(const struct dctx *c, yajl_gen g);
 
 /* creds.c: the tree's user namespace and ID maps (user_ns); a thread
    whose credentials differ from its process's is refused. */

@@ -305,6 +305,9 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
     struct inj_ctx ic = { m->tid, &m->regs, m->sigmask, p->gadget };
     if (shm_probe(&c->shm, p->pid, inject_cb, &ic, scratch, PAGE, err) < 0)
       goto out;
+    /* The objects of the tree's own IPC namespace, counted by its root. */
+    if (p == &c->p[0] && ipc_check_ns(c, p, inject_cb, &ic, scratch, SCRATCH_LEN, err) < 0)
+      goto out;
   }
   rc = 0;
 out:
@@ -813,6 +816,7 @@ free_ctx(struct dctx *c)
     free(c->pp[i].data), free(c->pp[i].path);
   free(c->pp);
   shm_free(&c->shm);
+  ipc_free(c->ipc);
   free(c->fds);
 }
 
@@ -886,6 +890,8 @@ write_tree(struct dctx *c, crest_error_t *err)
   files_put(c, g);
   pipes_put(c, g);
   tty_put(c, g);
+  if (ipc_put(c, g) && c->w->format < CREST_IMAGE_FORMAT_IPC)
+    c->w->format = CREST_IMAGE_FORMAT_IPC;
   yajl_gen_map_close(g);
   if (img_write_json(c->w, "tree.json", g, err) < 0)
     goto fail;

@@ -117,6 +117,10 @@ int
 files_check_fd(pid_t pid, int fd, const char *link, const struct stat *st, struct lock_set *locks,
                crest_error_t *err);
 
+/* ipc.c: is the file /proc/PID/fd/N leads to a POSIX message queue? */
+bool
+ipc_is_mqueue(const char *fd_link_path);
+
 /* pstree-check.c: a process whose thread-group leader exited before its
    other threads; a process group or session whose leader exited (IDs as
    recorded, index 0 the root). Refused in one line naming the task. */

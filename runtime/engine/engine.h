@@ -29,6 +29,9 @@
 /* Format 3: records of docs/engine.md's attribute tables (mapping advice
    "madv", "prctl", unlinked files' "extents"...); see docs/image-format.md. */
 #define CREST_IMAGE_FORMAT_ATTRS 3
+/* Format 4: "ipc", the SysV semaphore sets and message queues of a
+   container's IPC namespace (ipc.c); see docs/image-format.md. */
+#define CREST_IMAGE_FORMAT_IPC 4
 /* Format 5: a child's "parent_pages", the pages it shares with its parent
    (copy-on-write kept, mem-cow.c); see docs/image-format.md. */
 #define CREST_IMAGE_FORMAT_COW 5

@@ -99,6 +99,11 @@ files_check_fd(pid_t pid, int fd, const char *link, const struct stat *st, struc
                             "(restore would open it before that task exists): cannot checkpoint "
                             "it",
                             pid, fd, link);
+  if (S_ISREG(st->st_mode) && ipc_is_mqueue(lpath))
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: fd %d (%s): a POSIX message queue (mq_open) is not restored "
+                            "yet: cannot checkpoint it",
+                            pid, fd, link);
   if (deleted(link) && S_ISFIFO(st->st_mode))
     return crest_error_make(err, ENOTSUP,
                             "task %d: fd %d (%s): a deleted FIFO is not supported: cannot "

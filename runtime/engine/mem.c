@@ -69,22 +69,25 @@ parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
       else if (name[0] == '/')
         {
           size_t nl = strlen(name);
+          /* A SysV segment (ipc.c): "sysv", the shmid in the inode field. */
           if (strncmp(name, "/SYSV", 5) == 0)
             {
-              free(v);
-              return crest_error_make(err, ENOTSUP,
-                                      "task %d: mapping %lx-%lx of SysV shared memory %s is not "
-                                      "supported",
-                                      pid, s, e, name);
+              if (ipc_sysv_map(pid, s, e, name, ino, err) < 0)
+                {
+                  free(v);
+                  return -1;
+                }
+              strcpy(x.kind, "sysv");
             }
           /* A memfd, shared anonymous memory or a deleted file: no path to
              open again, its contents are saved through map_files. */
-          if ((nl > 10 && strcmp(name + nl - 10, " (deleted)") == 0)
-              || strncmp(name, "/memfd:", 7) == 0)
+          else if ((nl > 10 && strcmp(name + nl - 10, " (deleted)") == 0)
+                   || strncmp(name, "/memfd:", 7) == 0)
             strcpy(x.kind, "memfile");
           else
             strcpy(x.kind, "file");
-          x.path = xstrdup(name);
+          if (strcmp(x.kind, "sysv") != 0)
+            x.path = xstrdup(name);
         }
       else
         {
@@ -93,7 +96,8 @@ parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
                                   "task %d: mapping %lx-%lx of type %s is not supported", pid, s, e,
                                   name);
         }
-      if (x.shared && strcmp(x.kind, "file") != 0 && strcmp(x.kind, "memfile") != 0)
+      if (x.shared && strcmp(x.kind, "file") != 0 && strcmp(x.kind, "memfile") != 0
+          && strcmp(x.kind, "sysv") != 0)
         {
           free(v);
           return crest_error_make(err, ENOTSUP,
@@ -339,7 +343,12 @@ mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       jput_str(g, "kind", v[i].kind);
       if (put_attrs(c, vmflags_put(g, vf, nvf, p->pid, v[i].start, v[i].end, v[i].kind, err)) < 0)
         goto fail;
-      if (v[i].path && strcmp(v[i].kind, "memfile") == 0)
+      if (strcmp(v[i].kind, "sysv") == 0)
+        {
+          if (ipc_put_vma(c, p->pid, &v[i], g, err) < 0)
+            goto fail;
+        }
+      else if (v[i].path && strcmp(v[i].kind, "memfile") == 0)
         {
           if (dump_memfile(c, p, &v[i], g, err) < 0)
             goto fail;
@@ -474,6 +483,11 @@ mem_parse_vmas(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
           CHECK(df && df->size == m->file_size,
                 "process %d: mapping %ld: memory file %s missing or not %" PRIu64 " bytes", p->pid,
                 i, m->data, m->file_size);
+        }
+      else if (strcmp(kind, "sysv") == 0)
+        {
+          if (ipc_parse_vma(c, items[i], p->pid, m, err) < 0)
+            return -1;
         }
       else
         CHECK(!m->shared

@@ -61,6 +61,7 @@ struct rvma
   const char *data; /* memfile: the image file with the object's bytes */
   int svc;          /* file mappings: the descriptor the blob maps */
   uint32_t madv;    /* VMF_* bits (vmflags.c) */
+  int shmid, shmflg; /* sysv: the segment and how shmat attaches it */
 };
 
 struct rrun
@@ -187,6 +188,7 @@ struct rctx
      (when init exits, the PID namespace and every line it would print go). */
   sigjmp_buf *init_fail;
   char init_msg[240];
+  struct ipc_set *ipc; /* SysV objects to make again (ipc.c) */
 };
 
 struct report
@@ -206,6 +208,19 @@ struct report
         return crest_error_make(err, EINVAL, __VA_ARGS__);                                         \
     }                                                                                              \
   while (0)
+
+/* ipc.c: tree.json "ipc" read and checked; the objects made again, with
+   their IDs, in the container's new IPC namespace before any task. */
+struct ipc_set;
+int
+ipc_parse(struct rctx *c, crest_error_t *err);
+int
+ipc_restore(struct rctx *c, crest_error_t *err);
+/* A "sysv" mapping of process PID: its segment (checked by ipc_parse). */
+int
+ipc_parse_vma(struct rctx *c, yajl_val v, pid_t pid, struct rvma *m, crest_error_t *err);
+void
+ipc_free(struct ipc_set *s);
 
 /* restore.c: helpers of the files that restore one kind of object. */
 bool

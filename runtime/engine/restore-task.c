@@ -24,6 +24,7 @@
 #include <sys/xattr.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
@@ -469,6 +470,12 @@ mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, ui
       int prot = m->shared ? m->prot : m->prot | PROT_WRITE | PROT_READ;
       if (strcmp(m->kind, "vdso") == 0 || strncmp(m->kind, "vvar", 4) == 0 || cow_kept(p, i))
         continue;
+      if (strcmp(m->kind, "sysv") == 0)
+        {
+          /* The segment, made by the restorer with its ID (ipc.c). */
+          OPEQ(l, SYS_shmat, (int64_t)m->start, m->shmid, m->start, m->shmflg, 0, 0, 0);
+          continue;
+        }
       if (!m->path)
         flags |= MAP_ANONYMOUS;
       if (strcmp(m->kind, "stack") == 0)
@@ -482,6 +489,11 @@ mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, ui
   for (size_t i = 0; i < p->nvmas; i++)
     {
       struct rvma *m = &p->vmas[i];
+      /* A SysV attachment's protections, as shmat gave them. */
+      int at_prot = (m->shmflg & SHM_RDONLY ? PROT_READ : PROT_READ | PROT_WRITE)
+                    | (m->shmflg & SHM_EXEC ? PROT_EXEC : 0);
+      if (strcmp(m->kind, "sysv") == 0 && m->prot != at_prot)
+        OP(l, SYS_mprotect, m->start, m->end - m->start, m->prot, 0, 0, 0);
       if (m->shared || strcmp(m->kind, "vdso") == 0 || strncmp(m->kind, "vvar", 4) == 0
           || m->prot == (PROT_READ | PROT_WRITE))
         continue;

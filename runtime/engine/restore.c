@@ -329,6 +329,8 @@ parse_tree(struct rctx *c, crest_error_t *err)
     return -1;
   if (pipes_parse(c, err) < 0)
     return -1;
+  if (ipc_parse(c, err) < 0)
+    return -1;
   return 0;
 }
 
@@ -935,6 +937,7 @@ free_ctx(struct rctx *c)
   for (size_t i = 0; i < c->nf; i++)
     free(c->f[i].priv), free(c->f[i].u.ext), free(c->f[i].deleted_dir.ext);
   free(c->p), free(c->f), free(c->pp), free(c->mf);
+  ipc_free(c->ipc);
   if (c->tree)
     yajl_tree_free(c->tree);
   img_reader_free(c->img);
@@ -1219,7 +1222,7 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
   if (open_files(&c, err) < 0)
     goto out;
   fault_kill("files");
-  if (open_report(&c, err) < 0)
+  if (open_report(&c, err) < 0 || ipc_restore(&c, err) < 0)
     goto out;
   sigfillset(&all);
   if (o->as_ns_init)

@@ -810,6 +810,70 @@ main(void)
     tree_format = 1;
   }
 
+  /* SysV objects of a container's IPC namespace ("ipc", format 4). */
+  {
+    static const struct
+    {
+      const char *what, *ipc, *expect;
+      int format;
+    } v[] = {
+      { "a semaphore set and a message queue",
+        "[{\"kind\": \"sem\", \"id\": 32774, \"key\": 1, \"uid\": 0, \"gid\": 0, "
+        "\"cuid\": 0, \"cgid\": 0, \"mode\": 416, \"values\": \"0500ff7f\"}, {\"kind\": "
+        "\"msg\", \"id\": 0, \"key\": 0, \"uid\": 0, \"gid\": 0, \"cuid\": 0, \"cgid\": 0, "
+        "\"mode\": 384, \"qbytes\": \"0x4000\", \"messages\": [{\"type\": 2, \"data\": "
+        "\"6869\"}]}]",
+        NULL, 4 },
+      { "a segment whose pages are the page file",
+        "[{\"kind\": \"shm\", \"id\": 1, \"key\": 0, \"uid\": 0, \"gid\": 0, \"cuid\": 0, "
+        "\"cgid\": 0, \"mode\": 384, \"size\": \"0x3000\", \"data\": \"pages-10.img\", "
+        "\"extents\": [[4096, 8192]]}]",
+        NULL, 4 },
+      { "ipc in a format 3 image", "[]", "format 3", 3 },
+      { "a semaphore value over 32767",
+        "[{\"kind\": \"sem\", \"id\": 0, \"key\": 0, \"uid\": 0, \"gid\": 0, \"cuid\": 0, "
+        "\"cgid\": 0, \"mode\": 384, \"values\": \"409c\"}]",
+        "out of range", 4 },
+      { "an ID of index 100",
+        "[{\"kind\": \"sem\", \"id\": 100, \"key\": 0, \"uid\": 0, \"gid\": 0, \"cuid\": 0, "
+        "\"cgid\": 0, \"mode\": 384, \"values\": \"0100\"}]",
+        "out of range", 4 },
+      { "a message of type 0",
+        "[{\"kind\": \"msg\", \"id\": 0, \"key\": 0, \"uid\": 0, \"gid\": 0, \"cuid\": 0, "
+        "\"cgid\": 0, \"mode\": 384, \"qbytes\": \"0x4000\", \"messages\": [{\"type\": 0, "
+        "\"data\": \"\"}]}]",
+        "of type 0", 4 },
+      { "one ID twice",
+        "[{\"kind\": \"msg\", \"id\": 0, \"key\": 0, \"uid\": 0, \"gid\": 0, \"cuid\": 0, "
+        "\"cgid\": 0, \"mode\": 384, \"qbytes\": \"0x4000\", \"messages\": []}, {\"kind\": "
+        "\"msg\", \"id\": 0, \"key\": 0, \"uid\": 0, \"gid\": 0, \"cuid\": 0, \"cgid\": 0, "
+        "\"mode\": 384, \"qbytes\": \"0x4000\", \"messages\": []}]",
+        "twice", 4 },
+      { "a segment whose extents are not its data file",
+        "[{\"kind\": \"shm\", \"id\": 1, \"key\": 0, \"uid\": 0, \"gid\": 0, \"cuid\": 0, "
+        "\"cgid\": 0, \"mode\": 384, \"size\": \"0x3000\", \"data\": \"pages-10.img\", "
+        "\"extents\": [[0, 4096]]}]",
+        "extents of", 4 },
+      { "a segment extent past its end",
+        "[{\"kind\": \"shm\", \"id\": 1, \"key\": 0, \"uid\": 0, \"gid\": 0, \"cuid\": 0, "
+        "\"cgid\": 0, \"mode\": 384, \"size\": \"0x1000\", \"data\": \"pages-10.img\", "
+        "\"extents\": [[0, 8192]]}]",
+        "outside the segment", 4 },
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(v); i++)
+      {
+        char name[32];
+        cleanup_free char *rec = xasprintf("\"ipc\": %s, \"processes\"", v[i].ipc);
+        snprintf(name, sizeof name, "t-ipc%zu", i);
+        tree_find = "\"processes\"";
+        tree_repl = rec;
+        tree_format = v[i].format;
+        expect_tree(name, v[i].expect, v[i].what);
+      }
+    tree_find = tree_repl = NULL;
+    tree_format = 1;
+  }
+
   {
     crest_error_t e2 = NULL;
     remove_tree(base, &e2);
