@@ -181,6 +181,8 @@ struct rctx
   size_t nmf;
   bool progress;
   struct timespec t0;
+  /* CREST_STATS (test builds): milliseconds since T0 at each phase's end. */
+  double ms_planned, ms_files, ms_parked, ms_verified, ms_finished;
   /* Container mode: the restorer itself, as the image's init, fails back
      into crest_engine_restore so that its caller can report the reason
      (when init exits, the PID namespace and every line it would print go). */

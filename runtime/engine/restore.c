@@ -441,6 +441,14 @@ open_files(struct rctx *c, crest_error_t *err)
 
 /* ---------- the engine side ---------- */
 
+static double
+ms_since(const struct timespec *t0)
+{
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (now.tv_sec - t0->tv_sec) * 1e3 + (now.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
 static struct rthread *
 find_thread(struct rctx *c, pid_t tid, struct rproc **pp)
 {
@@ -962,6 +970,10 @@ finish_tree(struct rctx *c, crest_error_t *err)
 {
   if (wait_parked(c, err) < 0)
     return -1;
+  c->ms_parked = ms_since(&c->t0);
+  if (img_reader_verified(c->img, err) < 0)
+    return -1;
+  c->ms_verified = ms_since(&c->t0);
   for (size_t i = 0; i < c->np; i++)
     if (!c->p[i].zombie && check_blob_status(c, &c->p[i], err) < 0)
       return -1;
@@ -986,6 +998,7 @@ finish_tree(struct rctx *c, crest_error_t *err)
       if (p->stop_sig && stop_process(c, p, err) < 0)
         return -1;
     }
+  c->ms_finished = ms_since(&c->t0);
   for (size_t i = 0; i < c->np; i++)
     for (size_t t = 0; t < c->p[i].nth; t++)
       pt_detach(c->p[i].th[t].tid);
@@ -1092,7 +1105,11 @@ static int
 plan_restore(struct rctx *c, bool check_kernel, crest_error_t *err)
 {
   const struct crest_restore_opts *o = c->o;
-  if ((!c->img && img_reader_open(o->image_dir, check_kernel, true, &c->img, err) < 0)
+  /* In process mode the page files are hashed by a thread while the
+     tasks read them (img_reader_open_late); a namespace init's restore
+     finishes in a forked helper, which has no such thread. */
+  if ((!c->img
+       && img_reader_open_late(o->image_dir, check_kernel, true, !o->as_ns_init, &c->img, err) < 0)
       || parse_tree(c, err) < 0)
     return -1;
   if (o->as_ns_init && c->p[0].pid != 1)
@@ -1244,6 +1261,12 @@ static int
 restore_done(struct rctx *c, pid_t *root_out, crest_error_t *err)
 {
   *root_out = c->p[0].pid;
+  if (crest_test_knob("CREST_STATS"))
+    fprintf(stderr,
+            "crest: restore stats: processes %zu, ms: planned %.1f, files open %.1f, every "
+            "thread parked %.1f, checksums %.1f, registers set %.1f, detached %.1f\n",
+            c->np, c->ms_planned, c->ms_files, c->ms_parked, c->ms_verified, c->ms_finished,
+            ms_since(&c->t0));
   {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -1318,8 +1341,10 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
   if (o->pid_file && check_pid_file_dir(o->pid_file, err) < 0)
     goto out;
   fault_kill("checked");
+  c.ms_planned = ms_since(&c.t0);
   if (open_files(&c, err) < 0)
     goto out;
+  c.ms_files = ms_since(&c.t0);
   fault_kill("files");
   if (open_report(&c, err) < 0)
     goto out;
