@@ -559,7 +559,7 @@ verify_file(struct img_reader *r, struct img_file *f, bool verify, bool late, ui
                             r->dir, f->name, (long long)st.st_size, f->size);
   if (!verify)
     return 0;
-  if (late && strncmp(f->name, "pages-", 6) == 0 && f->size >= (1 << 20))
+  if (late && strncmp(f->name, "pages-", 6) == 0)
     {
       f->late = true;
       return 0;

@@ -106,8 +106,8 @@ struct img_reader
 int
 img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_reader **out,
                 crest_error_t *err);
-/* The same, but with VERIFY and LATE the page files (pages-*, 1 MiB and
-   more) are only opened and sized: a thread of this process hashes them
+/* The same, but with VERIFY and LATE the page files (pages-*) are only
+   opened and sized: a thread of this process hashes them
    while the restore reads them into the tasks' memory, and
    img_reader_verified waits for its verdict, which must come before any
    restored task runs (restore.c: finish_tree). The thread allocates
