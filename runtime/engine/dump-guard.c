@@ -60,9 +60,14 @@ dump_fault(const char *point, crest_error_t *err)
          told (PR_SET_PDEATHSIG comes with the reparenting), before the
          dump goes on. */
       pid_t parent = getppid();
+      int pfd = syscall(SYS_pidfd_open, parent, 0);
+      struct pollfd p = { pfd, POLLIN, 0 };
       kill(parent, SIGKILL);
-      for (int i = 0; i < 10000 && getppid() == parent; i++)
-        usleep(1000);
+      if (pfd >= 0)
+        {
+          poll(&p, 1, 10000);
+          close(pfd);
+        }
     }
   else if (strcmp(a, "kill-worker") == 0)
     kill(getpid(), SIGKILL);

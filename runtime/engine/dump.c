@@ -19,6 +19,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/ioctl.h>
 #include <sys/syscall.h>
@@ -690,48 +691,33 @@ proc_dead(pid_t pid, int pfd)
   return !state || ((*state == 'Z' || *state == 'X') && strstr(st, "\nThreads:\t1\n"));
 }
 
-/* Detach every thread; with KILL_IT, kill the tree first (while every task is
-   still held, so none runs another instruction) and return only once every
-   process of it has exited: a checkpoint without --leave-running ends with
-   the tree gone, its PIDs free for a restore once the zombies are reaped. */
+/* Until every process of the killed tree has exited (PFD: a pidfd of each,
+   -1 where there is none, -2 once gone). Woken by the pidfds and by
+   SIGCHLD, which a tracer is sent for each exit of a thread it still
+   traces; a SIGCHLD taken here is raised again for the caller's own use.
+   Only a process without a pidfd (a kernel before 5.3) is looked at every
+   10 ms. */
 static int
-release_tree(struct dctx *c, bool kill_it, bool *frozen, crest_error_t *thaw_err,
-             crest_error_t *err)
+wait_tree_gone(struct dctx *c, int *pfd, crest_error_t *err)
 {
   const int limit_ms = 10000;
-  cleanup_free int *pfd = xmalloc((c->np ? c->np : 1) * sizeof *pfd);
+  cleanup_free struct pollfd *set = xmalloc((c->np + 1) * sizeof *set);
   struct timespec t0, now;
+  sigset_t chld, old;
+  bool took = false;
+  int sfd, rc = 0;
 
-  for (size_t i = 0; i < c->np; i++)
-    {
-      pfd[i] = -1;
-      if (kill_it)
-        {
-          pfd[i] = syscall(SYS_pidfd_open, c->p[i].pid, 0);
-          if (pfd[i] < 0 || syscall(SYS_pidfd_send_signal, pfd[i], SIGKILL, NULL, 0) < 0)
-            kill(c->p[i].pid, SIGKILL);
-        }
-      for (size_t t = 0; t < c->p[i].nth; t++)
-        if (c->p[i].th[t].tid)
-          pt_detach(c->p[i].th[t].tid);
-    }
-  /* Thawed now, before waiting for the killed tree to go: SIGKILL is
-     already pending for every task, so none runs its own code again, and a
-     task of a frozen cgroup (one in a group stop was seen to) need not
-     leave the freezer on its own to die. (A tree left running was put back
-     as it was before the detach: dump_tree_here.) */
-  if (*frozen)
-    {
-      *frozen = false;
-      c->o->freeze(c->o->freeze_data, c->root, CREST_FREEZE_THAW, thaw_err);
-    }
-  if (!kill_it)
-    return 0;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, &old);
+  sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (;;)
     {
-      size_t left = 0;
+      size_t left = 0, n = 0;
+      bool blind = false;
       pid_t first = 0;
+      struct signalfd_siginfo si;
       for (size_t i = 0; i < c->np; i++)
         {
           /* A killed thread the detach missed (SIGKILL had already woken
@@ -760,22 +746,75 @@ release_tree(struct dctx *c, bool kill_it, bool *frozen, crest_error_t *thaw_err
             }
           if (!left++)
             first = c->p[i].pid;
+          if (pfd[i] >= 0)
+            set[n++] = (struct pollfd){ .fd = pfd[i], .events = POLLIN };
+          else
+            blind = true;
         }
       if (!left)
-        return 0;
+        break;
       clock_gettime(CLOCK_MONOTONIC, &now);
       if ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000 > limit_ms)
         {
           for (size_t i = 0; i < c->np; i++)
             if (pfd[i] >= 0)
               close(pfd[i]);
-          return crest_error_make(err, ETIMEDOUT,
-                                  "checkpoint written, but task %d still runs %d s after "
-                                  "SIGKILL (%zu process(es) of the tree left)",
-                                  first, limit_ms / 1000, left);
+          rc = crest_error_make(err, ETIMEDOUT,
+                                "checkpoint written, but task %d still runs %d s after "
+                                "SIGKILL (%zu process(es) of the tree left)",
+                                first, limit_ms / 1000, left);
+          break;
         }
-      usleep(1000);
+      if (sfd >= 0)
+        set[n++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+      poll(set, n, blind || sfd < 0 ? 10 : 1000);
+      while (sfd >= 0 && read(sfd, &si, sizeof si) == sizeof si)
+        took = true;
     }
+  if (sfd >= 0)
+    close(sfd);
+  if (took && !sigismember(&old, SIGCHLD))
+    raise(SIGCHLD);
+  sigprocmask(SIG_SETMASK, &old, NULL);
+  return rc;
+}
+
+/* Detach every thread; with KILL_IT, kill the tree first (while every task is
+   still held, so none runs another instruction) and return only once every
+   process of it has exited: a checkpoint without --leave-running ends with
+   the tree gone, its PIDs free for a restore once the zombies are reaped. */
+static int
+release_tree(struct dctx *c, bool kill_it, bool *frozen, crest_error_t *thaw_err,
+             crest_error_t *err)
+{
+  cleanup_free int *pfd = xmalloc((c->np ? c->np : 1) * sizeof *pfd);
+
+  for (size_t i = 0; i < c->np; i++)
+    {
+      pfd[i] = -1;
+      if (kill_it)
+        {
+          pfd[i] = syscall(SYS_pidfd_open, c->p[i].pid, 0);
+          if (pfd[i] < 0 || syscall(SYS_pidfd_send_signal, pfd[i], SIGKILL, NULL, 0) < 0)
+            kill(c->p[i].pid, SIGKILL);
+        }
+      for (size_t t = 0; t < c->p[i].nth; t++)
+        if (c->p[i].th[t].tid)
+          pt_detach(c->p[i].th[t].tid);
+    }
+  /* Thawed now, before waiting for the killed tree to go: SIGKILL is
+     already pending for every task, so none runs its own code again, and a
+     task of a frozen cgroup (one in a group stop was seen to) need not
+     leave the freezer on its own to die. (A tree left running was put back
+     as it was before the detach: dump_tree_here.) */
+  if (*frozen)
+    {
+      *frozen = false;
+      c->o->freeze(c->o->freeze_data, c->root, CREST_FREEZE_THAW, thaw_err);
+    }
+  if (!kill_it)
+    return 0;
+  return wait_tree_gone(c, pfd, err);
 }
 
 /* A tree left running goes back to how it was while every task is still

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/auxv.h>
@@ -471,6 +472,9 @@ img_reader_free(struct img_reader *r)
 {
   if (!r)
     return;
+  if (r->late_running)
+    pthread_join(r->late_tid, NULL);
+  free(r->late_buf);
   if (r->dirfd >= 0)
     close(r->dirfd);
   for (size_t i = 0; i < r->nfiles; i++)
@@ -495,19 +499,55 @@ img_reader_find(struct img_reader *r, const char *name)
   return NULL;
 }
 
+/* The SHA-256 of the SIZE bytes of FD, in HEX, read through BUF (1 MiB):
+   0, or an errno value (EIO: shorter than SIZE). Allocates nothing and
+   reports nothing, so that a thread may run it while its process forks. */
+static int
+hash_fd(int fd, uint64_t size, uint8_t *buf, char hex[65])
+{
+  struct sha256 s;
+  uint8_t d[32];
+  sha256_init(&s);
+  for (uint64_t done = 0; done < size;)
+    {
+      uint64_t left = size - done;
+      ssize_t n = pread(fd, buf, left < (1 << 20) ? left : (1 << 20), (off_t)done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        return n < 0 ? errno : EIO;
+      sha256_update(&s, buf, n);
+      done += n;
+    }
+  sha256_final(&s, d);
+  sha256_hex(d, hex);
+  return 0;
+}
+
+static int
+hash_check(struct img_reader *r, const struct img_file *f, int e, const char *hex,
+           crest_error_t *err)
+{
+  if (e)
+    return crest_error_make(err, e, "image %s: file %s: read", r->dir, f->name);
+  if (strcmp(hex, f->sha) != 0)
+    return crest_error_make(err, EINVAL, "image %s: file %s: checksum mismatch (corrupted image)",
+                            r->dir, f->name);
+  return 0;
+}
+
 /* Open F for good: the descriptor the reader hashes is the one every later
    read of F goes through (img_reader_open_file hands out copies of it), so
    the bytes checked are the bytes used even if the directory changes
    meanwhile. O_NONBLOCK: an image whose file is a FIFO must be refused, not
-   wait for a writer. */
+   wait for a writer. A page file with LATE is only opened here: the
+   reader's thread hashes it (img_reader_verified). */
 static int
-verify_file(struct img_reader *r, struct img_file *f, bool verify, uint8_t *buf, crest_error_t *err)
+verify_file(struct img_reader *r, struct img_file *f, bool verify, bool late, uint8_t *buf,
+            crest_error_t *err)
 {
   struct stat st;
-  struct sha256 s;
-  uint8_t d[32];
   char hex[65];
-  uint64_t done;
 
   f->fd = openat(r->dirfd, f->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
   if (f->fd < 0)
@@ -519,25 +559,47 @@ verify_file(struct img_reader *r, struct img_file *f, bool verify, uint8_t *buf,
                             r->dir, f->name, (long long)st.st_size, f->size);
   if (!verify)
     return 0;
-  sha256_init(&s);
-  for (done = 0; done < f->size;)
+  if (late && strncmp(f->name, "pages-", 6) == 0)
     {
-      uint64_t left = f->size - done;
-      ssize_t n = pread(f->fd, buf, left < (1 << 20) ? left : (1 << 20), (off_t)done);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        return crest_error_make(err, n < 0 ? errno : EIO, "image %s: file %s: read", r->dir,
-                                f->name);
-      sha256_update(&s, buf, n);
-      done += n;
+      f->late = true;
+      return 0;
     }
-  sha256_final(&s, d);
-  sha256_hex(d, hex);
-  if (strcmp(hex, f->sha) != 0)
-    return crest_error_make(err, EINVAL, "image %s: file %s: checksum mismatch (corrupted image)",
-                            r->dir, f->name);
-  return 0;
+  return hash_check(r, f, hash_fd(f->fd, f->size, buf, hex), hex, err);
+}
+
+/* The reader's thread: every page file left to hash, one after the other,
+   until one differs (late_bad, late_err). */
+static void *
+late_thread(void *arg)
+{
+  struct img_reader *r = arg;
+  char hex[65];
+  for (size_t i = 0; i < r->nfiles; i++)
+    if (r->files[i].late)
+      {
+        int e = hash_fd(r->files[i].fd, r->files[i].size, r->late_buf, hex);
+        if (e || strcmp(hex, r->files[i].sha) != 0)
+          {
+            r->late_bad = (ssize_t)i;
+            r->late_err = e;
+            break;
+          }
+      }
+  return NULL;
+}
+
+int
+img_reader_verified(struct img_reader *r, crest_error_t *err)
+{
+  char hex[65] = "";
+  if (!r->late_running)
+    return 0;
+  pthread_join(r->late_tid, NULL);
+  r->late_running = false;
+  if (r->late_bad < 0)
+    return 0;
+  /* Reported as the same check made at once would (HEX empty: differs). */
+  return hash_check(r, &r->files[r->late_bad], r->late_err, hex, err);
 }
 
 /* The reader holds one descriptor per listed file: make room for them
@@ -658,6 +720,13 @@ int
 img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_reader **out,
                 crest_error_t *err)
 {
+  return img_reader_open_late(dir, check_kernel, verify, false, out, err);
+}
+
+int
+img_reader_open_late(const char *dir, bool check_kernel, bool verify, bool late,
+                     struct img_reader **out, crest_error_t *err)
+{
   struct img_reader *r = xzalloc(sizeof *r);
   cleanup_free char *text = NULL;
   cleanup_free uint8_t *buf = NULL;
@@ -696,8 +765,21 @@ img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_read
   /* One read buffer for every file. */
   buf = xmalloc(1 << 20);
   for (size_t i = 0; i < r->nfiles; i++)
-    if (verify_file(r, &r->files[i], verify, buf, err) < 0)
+    if (verify_file(r, &r->files[i], verify, late, buf, err) < 0)
       goto fail;
+  for (size_t i = 0; i < r->nfiles; i++)
+    if (r->files[i].late && !r->late_running)
+      {
+        int e;
+        r->late_buf = xmalloc(1 << 20);
+        r->late_bad = -1;
+        if ((e = pthread_create(&r->late_tid, NULL, late_thread, r)) != 0)
+          {
+            crest_error_make(err, e, "image %s: start the checksum thread", dir);
+            goto fail;
+          }
+        r->late_running = true;
+      }
   *out = r;
   return 0;
 fail:

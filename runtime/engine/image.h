@@ -5,6 +5,7 @@
 #ifndef CREST_IMAGE_H
 #define CREST_IMAGE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <yajl/yajl_gen.h>
@@ -19,7 +20,8 @@ struct img_file
   char *name;
   uint64_t size;
   char sha[65];
-  int fd; /* reader: the descriptor it was checked through; -1 */
+  int fd;    /* reader: the descriptor it was checked through; -1 */
+  bool late; /* reader: hashed by the reader's thread (img_reader_open_late) */
   /* An in-memory image's file (img_reader_open_mem): MEM_LEN bytes at MEM,
      zeros after them up to SIZE. */
   bool in_mem;
@@ -90,6 +92,12 @@ struct img_reader
   char *crest_version;
   char *config_digest;
   struct img_kernel kernel;
+  /* img_reader_open_late: the thread hashing the page files. */
+  bool late_running;
+  pthread_t late_tid;
+  uint8_t *late_buf;
+  ssize_t late_bad; /* the file that differs, or -1 */
+  int late_err;
 };
 
 /* Open an image: parse the manifest, check format, kernel, architecture and
@@ -98,6 +106,19 @@ struct img_reader
 int
 img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_reader **out,
                 crest_error_t *err);
+/* The same, but with VERIFY and LATE the page files (pages-*) are only
+   opened and sized: a thread of this process hashes them
+   while the restore reads them into the tasks' memory, and
+   img_reader_verified waits for its verdict, which must come before any
+   restored task runs (restore.c: finish_tree). The thread allocates
+   nothing, so the process may fork meanwhile. */
+int
+img_reader_open_late(const char *dir, bool check_kernel, bool verify, bool late,
+                     struct img_reader **out, crest_error_t *err);
+/* The verdict of the late checksums: 0 when every one matched (or none was
+   late), else the error a check at open would have given. */
+int
+img_reader_verified(struct img_reader *r, crest_error_t *err);
 /* An image held in memory, for the image fuzzer (tests/fuzz/): the text
    of its manifest, and FILES, of which each file the manifest lists must
    be one, of the size the manifest says. Checks as img_reader_open with

@@ -546,7 +546,7 @@ cow_kept(const struct rproc *p, size_t i)
 size_t
 cow_ops_bound(const struct rproc *p)
 {
-  return p->cow ? 2 * p->nvmas + p->nruns + p->cow->nsrc + 4 : 0;
+  return p->cow ? 2 * (2 * p->nvmas + p->nruns + p->cow->nsrc) + 4 : 0;
 }
 
 /* Everything but the blob region [BASE, BASE + SIZE) and P's kept
@@ -585,7 +585,7 @@ cow_page_ops(const struct rproc *p, struct oplist *l)
       const struct rrun *r = &p->runs[i];
       if (!p->cow)
         {
-          OP(l, BLOB_OP_PREAD_FULL, p->pages_svc, r->vaddr, r->len, r->off, 0, 0);
+          PAGES_OPS(l, p->pages_svc, r->vaddr, r->len, r->off);
           continue;
         }
       for (uint64_t a = r->vaddr; a < r->vaddr + r->len;)
@@ -596,7 +596,7 @@ cow_page_ops(const struct rproc *p, struct oplist *l)
           if (k < p->nvmas && p->vmas[k].end < e)
             e = p->vmas[k].end;
           if (!cow_kept(p, k))
-            OP(l, BLOB_OP_PREAD_FULL, p->pages_svc, a, e - a, r->off + (a - r->vaddr), 0, 0);
+            PAGES_OPS(l, p->pages_svc, a, e - a, r->off + (a - r->vaddr));
           a = e;
         }
     }
@@ -604,6 +604,6 @@ cow_page_ops(const struct rproc *p, struct oplist *l)
     {
       const struct cow_src *s = &p->cow->src[i];
       if (!p->cow->kept[s->vma])
-        OP(l, BLOB_OP_PREAD_FULL, s->from->pages_svc, s->vaddr, s->len, s->off, 0, 0);
+        PAGES_OPS(l, s->from->pages_svc, s->vaddr, s->len, s->off);
     }
 }

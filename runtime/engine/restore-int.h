@@ -183,6 +183,8 @@ struct rctx
   size_t nmf;
   bool progress;
   struct timespec t0;
+  /* CREST_STATS (test builds): milliseconds since T0 at each phase's end. */
+  double ms_planned, ms_files, ms_parked, ms_verified, ms_finished;
   /* Container mode: the restorer itself, as the image's init, fails back
      into crest_engine_restore so that its caller can report the reason
      (when init exits, the PID namespace and every line it would print go). */
@@ -274,6 +276,20 @@ void
 op(struct oplist *l, long nr, int check, int64_t expect, uint64_t a0, uint64_t a1, uint64_t a2,
    uint64_t a3, uint64_t a4, uint64_t a5);
 #define OP(l, nr, ...) op((l), (nr), BLOB_CHECK_NONNEG, 0, __VA_ARGS__)
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14 */
+#endif
+/* Pages [VADDR, VADDR + LEN) read from page file SVC at OFF: made present in
+   one call first (the read would otherwise fault them in one at a time; a
+   kernel without MADV_POPULATE_WRITE, before 5.14, says EINVAL, unchecked,
+   and the read faults them in as before). Two operations. */
+#define PAGES_OPS(l, svc, vaddr, len, off)                                                         \
+  do                                                                                               \
+    {                                                                                              \
+      op((l), SYS_madvise, BLOB_CHECK_NONE, 0, (vaddr), (len), MADV_POPULATE_WRITE, 0, 0, 0);     \
+      OP((l), BLOB_OP_PREAD_FULL, (svc), (vaddr), (len), (off), 0, 0);                             \
+    }                                                                                              \
+  while (0)
 #define OPEQ(l, nr, ex, ...) op((l), (nr), BLOB_CHECK_EQ, (ex), __VA_ARGS__)
 
 /* mem-cow.c: pages a child shares with its parent ("parent_pages"). */

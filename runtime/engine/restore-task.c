@@ -703,7 +703,7 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   nsp = self_specials(sp, NULL, NULL, &nlay, lay);
   check_specials(c, idx, p, sp, nsp);
   size = ((crest_restorer_blob_size + PAGE - 1) & ~(PAGE - 1)) + PAGE /* args */
-         + (16 + 3 * p->nvmas + p->nruns + 80 + p->nth * 90 + p->nshared_pending
+         + (16 + 3 * p->nvmas + 2 * p->nruns + 80 + p->nth * 90 + p->nshared_pending
             + cow_ops_bound(p))
                * sizeof(struct blob_op)
          + 65536 + p->auxv_len + p->nth * (4096 + 128 * 64) + p->nshared_pending * 128

@@ -27,6 +27,7 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -443,6 +444,14 @@ open_files(struct rctx *c, crest_error_t *err)
 
 /* ---------- the engine side ---------- */
 
+static double
+ms_since(const struct timespec *t0)
+{
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (now.tv_sec - t0->tv_sec) * 1e3 + (now.tv_nsec - t0->tv_nsec) / 1e6;
+}
+
 static struct rthread *
 find_thread(struct rctx *c, pid_t tid, struct rproc **pp)
 {
@@ -477,85 +486,188 @@ kill_all(struct rctx *c)
     ;
 }
 
+/* CPU time (clock ticks) the processes that reported have used so far:
+   the restore's progress that sends no event (a blob filling a large
+   mapping). */
+static unsigned long long
+tree_cpu(struct rctx *c)
+{
+  unsigned long long sum = 0;
+  for (size_t i = 0; i < c->np; i++)
+    {
+      char path[40], buf[1024], *s;
+      unsigned long long ut = 0, st = 0;
+      ssize_t n;
+      int fd;
+      if (c->p[i].real <= 0)
+        continue;
+      snprintf(path, sizeof path, "/proc/%d/stat", (int)c->p[i].real);
+      if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        continue;
+      n = read(fd, buf, sizeof buf - 1);
+      close(fd);
+      if (n <= 0)
+        continue;
+      buf[n] = 0;
+      /* After the command's closing parenthesis: state is field 3, utime
+         and stime are fields 14 and 15. */
+      if ((s = strrchr(buf, ')'))
+          && sscanf(s + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2)
+        sum += ut + st;
+    }
+  return sum;
+}
+
+/* One report of a task: seize it and tell it to go on. 1: taken, 0: the
+   pipe is at its end (every task closed it), -1: an error. */
+static int
+take_report(struct rctx *c, crest_error_t *err)
+{
+  struct report r;
+  ssize_t got = read(c->report[0], &r, sizeof r);
+  if (got == 0)
+    return 0;
+  if (got != sizeof r)
+    return crest_error_errno(err, "restore: read task report");
+  if (r.idx < 0 || (size_t)r.idx >= c->np)
+    return crest_error_make(err, EPROTO, "restore: bad task report");
+  if (r.kind == 'E')
+    return crest_error_make(err, 0, "restore: %s", r.msg);
+  c->p[r.idx].real = r.pid;
+  c->p[r.idx].base = r.base;
+  c->p[r.idx].size = r.size;
+  if (ptrace(PTRACE_SEIZE, r.pid, 0,
+             PTRACE_O_TRACECLONE | PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL)
+      < 0)
+    return crest_error_errno(err, "restore: process %d: ptrace seize", r.pid);
+  c->p[r.idx].seized = true;
+  __atomic_store_n(&c->go[r.idx], 1, __ATOMIC_RELEASE);
+  syscall(SYS_futex, &c->go[r.idx], FUTEX_WAKE, 1, NULL, NULL, 0);
+  return 1;
+}
+
+/* Every stop and exit waiting to be collected: a thread parked at the
+   blob's int3 counts in *PARKED; any collected event is progress. */
+static int
+reap_events(struct rctx *c, size_t *parked, bool *progress, crest_error_t *err)
+{
+  pid_t w;
+  int st;
+  while ((w = waitpid(-1, &st, __WALL | WNOHANG)) > 0)
+    {
+      struct rproc *p = NULL;
+      struct rthread *t = find_thread(c, w, &p);
+      *progress = true;
+      if (WIFEXITED(st) || WIFSIGNALED(st))
+        {
+          if (t)
+            return crest_error_make(err, ESRCH,
+                                    "restore: task %d died while being restored (%s %d)", w,
+                                    WIFEXITED(st) ? "exit status" : "signal",
+                                    WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+          continue;
+        }
+      if (!WIFSTOPPED(st))
+        continue;
+      if ((st >> 16) == PTRACE_EVENT_CLONE || (st >> 16) == PTRACE_EVENT_STOP)
+        ptrace(PTRACE_CONT, w, 0, 0);
+      else if (WSTOPSIG(st) == SIGTRAP && t)
+        {
+          if (!t->parked)
+            (*parked)++;
+          t->parked = true;
+        }
+      else
+        ptrace(PTRACE_CONT, w, 0, WSTOPSIG(st) == SIGTRAP ? 0 : WSTOPSIG(st));
+    }
+  return 0;
+}
+
+/* A signalfd of SIGCHLD, which the caller holds blocked: the tracer is
+   sent one for every stop and exit of a tracee (unless it ignores SIGCHLD
+   or set SA_NOCLDSTOP: put back to the default while this runs, in OLD). */
+static int
+chld_fd(struct sigaction *old, crest_error_t *err)
+{
+  struct sigaction dfl;
+  sigset_t chld;
+  int fd;
+  memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, NULL);
+  sigaction(SIGCHLD, &dfl, old);
+  fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (fd < 0)
+    {
+      sigaction(SIGCHLD, old, NULL);
+      return crest_error_errno(err, "restore: signalfd");
+    }
+  return fd;
+}
+
+/* Seize every task as it reports and wait until every thread is parked,
+   in one poll of the report pipe and SIGCHLD: no sleep. A restore is stuck
+   when for 30 s nothing was reported, no task stopped or exited, and the
+   reported processes used no CPU time (a blob filling memory on a loaded
+   machine is slow, not stuck). */
 static int
 wait_parked(struct rctx *c, crest_error_t *err)
 {
   size_t reported = 0, parked = 0, total = 0, live = 0;
+  struct sigaction old;
+  struct signalfd_siginfo si;
+  unsigned long long cpu = 0;
   time_t last = time(NULL);
+  bool eof = false;
+  int sfd, rc = 0;
 
   for (size_t i = 0; i < c->np; i++)
     total += c->p[i].nth, live += !c->p[i].zombie;
-  while (reported < live || parked < total)
+  if ((sfd = chld_fd(&old, err)) < 0)
+    return -1;
+  while (rc == 0 && (reported < live || parked < total))
     {
-      struct pollfd pfd = { c->report[0], POLLIN, 0 };
-      int st;
-      pid_t w;
-      if (reported < live && poll(&pfd, 1, 10) > 0 && (pfd.revents & POLLIN))
+      struct pollfd pfd[2]
+          = { { reported < live && !eof ? c->report[0] : -1, POLLIN, 0 }, { sfd, POLLIN, 0 } };
+      bool progress = false;
+      int n = poll(pfd, 2, 1000);
+      if (n < 0 && errno != EINTR)
+        rc = crest_error_errno(err, "restore: poll");
+      else if (n > 0 && (pfd[0].revents & (POLLIN | POLLHUP)))
         {
-          struct report r;
-          ssize_t got = read(c->report[0], &r, sizeof r);
-          if (got == 0)
-            {
-              /* Every task closed it: one died; waitpid below says which. */
-              usleep(10000);
-              goto reap;
-            }
-          if (got != sizeof r)
-            return crest_error_errno(err, "restore: read task report");
-          if (r.idx < 0 || (size_t)r.idx >= c->np)
-            return crest_error_make(err, EPROTO, "restore: bad task report");
-          if (r.kind == 'E')
-            return crest_error_make(err, 0, "restore: %s", r.msg);
-          c->p[r.idx].real = r.pid;
-          c->p[r.idx].base = r.base;
-          c->p[r.idx].size = r.size;
-          if (ptrace(PTRACE_SEIZE, r.pid, 0,
-                     PTRACE_O_TRACECLONE | PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL)
-              < 0)
-            return crest_error_errno(err, "restore: process %d: ptrace seize", r.pid);
-          c->p[r.idx].seized = true;
-          __atomic_store_n(&c->go[r.idx], 1, __ATOMIC_RELEASE);
-          syscall(SYS_futex, &c->go[r.idx], FUTEX_WAKE, 1, NULL, NULL, 0);
-          reported++;
-          last = time(NULL);
+          /* At its end: every task closed it, so one died before it
+             reported; its exit, when ours to see, says which. */
+          int r = take_report(c, err);
+          rc = r < 0 ? -1 : 0;
+          reported += r > 0;
+          eof = r == 0;
+          progress = r > 0;
         }
-    reap:
-      if (reported == live)
-        usleep(1000);
-      while ((w = waitpid(-1, &st, __WALL | WNOHANG)) > 0)
+      while (rc == 0 && read(sfd, &si, sizeof si) == sizeof si)
+        ;
+      if (rc == 0)
+        rc = reap_events(c, &parked, &progress, err);
+      if (rc == 0 && n == 0 && !progress)
         {
-          struct rproc *p = NULL;
-          struct rthread *t = find_thread(c, w, &p);
-          last = time(NULL);
-          if (WIFEXITED(st) || WIFSIGNALED(st))
-            {
-              if (t || find_thread(c, w, NULL))
-                return crest_error_make(err, ESRCH,
-                                        "restore: task %d died while being restored (%s %d)", w,
-                                        WIFEXITED(st) ? "exit status" : "signal",
-                                        WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-              continue;
-            }
-          if (!WIFSTOPPED(st))
-            continue;
-          if ((st >> 16) == PTRACE_EVENT_CLONE || (st >> 16) == PTRACE_EVENT_STOP)
-            ptrace(PTRACE_CONT, w, 0, 0);
-          else if (WSTOPSIG(st) == SIGTRAP && t)
-            {
-              if (!t->parked)
-                parked++;
-              t->parked = true;
-            }
-          else
-            ptrace(PTRACE_CONT, w, 0, WSTOPSIG(st) == SIGTRAP ? 0 : WSTOPSIG(st));
+          unsigned long long now_cpu = tree_cpu(c);
+          progress = now_cpu != cpu;
+          cpu = now_cpu;
         }
-      if (time(NULL) - last > 30)
-        return crest_error_make(err, ETIMEDOUT,
-                                "restore: no progress for 30 s (%zu of %zu processes ready, %zu of "
-                                "%zu threads done)",
-                                reported, live, parked, total);
+      if (progress)
+        last = time(NULL);
+      else if (rc == 0 && time(NULL) - last > 30)
+        rc = crest_error_make(err, ETIMEDOUT,
+                              "restore: no progress for 30 s (%zu of %zu processes ready, %zu of "
+                              "%zu threads done%s)",
+                              reported, live, parked, total,
+                              eof && reported < live ? ", a process exited before it was ready"
+                                                     : "");
     }
-  return 0;
+  close(sfd);
+  sigaction(SIGCHLD, &old, NULL);
+  return rc;
 }
 
 static const char *
@@ -861,6 +973,10 @@ finish_tree(struct rctx *c, crest_error_t *err)
 {
   if (wait_parked(c, err) < 0)
     return -1;
+  c->ms_parked = ms_since(&c->t0);
+  if (img_reader_verified(c->img, err) < 0)
+    return -1;
+  c->ms_verified = ms_since(&c->t0);
   for (size_t i = 0; i < c->np; i++)
     if (!c->p[i].zombie && check_blob_status(c, &c->p[i], err) < 0)
       return -1;
@@ -885,6 +1001,7 @@ finish_tree(struct rctx *c, crest_error_t *err)
       if (p->stop_sig && stop_process(c, p, err) < 0)
         return -1;
     }
+  c->ms_finished = ms_since(&c->t0);
   for (size_t i = 0; i < c->np; i++)
     for (size_t t = 0; t < c->p[i].nth; t++)
       pt_detach(c->p[i].th[t].tid);
@@ -993,7 +1110,11 @@ static int
 plan_restore(struct rctx *c, bool check_kernel, crest_error_t *err)
 {
   const struct crest_restore_opts *o = c->o;
-  if ((!c->img && img_reader_open(o->image_dir, check_kernel, true, &c->img, err) < 0)
+  /* In process mode the page files are hashed by a thread while the
+     tasks read them (img_reader_open_late); a namespace init's restore
+     finishes in a forked helper, which has no such thread. */
+  if ((!c->img
+       && img_reader_open_late(o->image_dir, check_kernel, true, !o->as_ns_init, &c->img, err) < 0)
       || parse_tree(c, err) < 0)
     return -1;
   if (o->as_ns_init && c->p[0].pid != 1)
@@ -1145,6 +1266,12 @@ static int
 restore_done(struct rctx *c, pid_t *root_out, crest_error_t *err)
 {
   *root_out = c->p[0].pid;
+  if (crest_test_knob("CREST_STATS"))
+    fprintf(stderr,
+            "crest: restore stats: processes %zu, ms: planned %.1f, files open %.1f, every "
+            "thread parked %.1f, checksums %.1f, registers set %.1f, detached %.1f\n",
+            c->np, c->ms_planned, c->ms_files, c->ms_parked, c->ms_verified, c->ms_finished,
+            ms_since(&c->t0));
   {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
@@ -1219,8 +1346,10 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
   if (o->pid_file && check_pid_file_dir(o->pid_file, err) < 0)
     goto out;
   fault_kill("checked");
+  c.ms_planned = ms_since(&c.t0);
   if (open_files(&c, err) < 0)
     goto out;
+  c.ms_files = ms_since(&c.t0);
   fault_kill("files");
   if (open_report(&c, err) < 0 || ipc_restore(&c, err) < 0)
     goto out;

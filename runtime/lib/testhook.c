@@ -22,7 +22,8 @@ static const char *const knobs[] = {
      created, finishing, running; `crest restore` passes restore-* on to a
      container's restorer, see docs/engine.md). */
   "CREST_FAULT",
-  /* Set: a checkpoint prints its counters (processes, bytes, readv calls). */
+  /* Set: a checkpoint prints its counters (processes, bytes, readv calls),
+     a process-mode restore the time of each phase. */
   "CREST_STATS",
   /* 1: restore takes the ns_last_pid path instead of clone3() + set_tid. */
   "CREST_FORCE_NS_LAST_PID",

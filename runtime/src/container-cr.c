@@ -22,9 +22,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -287,7 +289,6 @@ cg_freeze(void *data, pid_t root, enum crest_freeze_op op, crest_error_t *err)
      at the end (its tasks still held by ptrace, so none runs meanwhile). */
   bool freeze = op == CREST_FREEZE_ON || (op == CREST_FREEZE_RESTORE && f->was_frozen);
   uint64_t t0 = now_us();
-  int i;
 
   (void)root;
   {
@@ -304,24 +305,31 @@ cg_freeze(void *data, pid_t root, enum crest_freeze_op op, crest_error_t *err)
       return 0;
     }
   /* The write only asks; cgroup.events says when every task is frozen (a
-     task in a ptrace stop counts as frozen). */
-  for (i = 0; i < 5000; i++)
-    {
-      cleanup_free char *text = NULL;
-      crest_error_t e = NULL;
-      if (read_file(events, &text, NULL, 4096, &e) < 0)
-        {
-          crest_error_release(&e);
+     task in a ptrace stop counts as frozen), and polls POLLPRI when it
+     changes. */
+  {
+    cleanup_close int fd = open(events, O_RDONLY | O_CLOEXEC);
+    while (fd >= 0)
+      {
+        char text[512];
+        ssize_t n = pread(fd, text, sizeof text - 1, 0);
+        struct pollfd pfd = { fd, POLLPRI, 0 };
+        long left_ms = 5000 - (long)((now_us() - t0) / 1000);
+        if (n < 0)
           break;
-        }
-      if (strstr(text, "frozen 1"))
-        {
-          if (op == CREST_FREEZE_ON)
-            f->freezing_us = now_us() - t0;
-          return 0;
-        }
-      usleep(1000);
-    }
+        text[n] = 0;
+        if (strstr(text, "frozen 1"))
+          {
+            if (op == CREST_FREEZE_ON)
+              f->freezing_us = now_us() - t0;
+            return 0;
+          }
+        if (left_ms <= 0)
+          break;
+        if (poll(&pfd, 1, left_ms) < 0 && errno != EINTR)
+          break;
+      }
+  }
   return crest_error_make(err, ETIMEDOUT,
                           "freeze `%s`: the cgroup did not report frozen within 5 s", f->dir);
 }
@@ -1036,6 +1044,82 @@ struct restore_watch
   bool restored;  /* out: the init runs the restored tree */
 };
 
+/* What restore_watch waits on, all in one poll: the restorer's pipe,
+   crun's exit and the init's (pidfds), and the pid file crun writes (an
+   inotify watch of its directory, until the init is known). Where a pidfd
+   or the watch cannot be had, the wait looks every 10 ms. */
+struct watch_fds
+{
+  int crun, init, ino;
+};
+
+static void
+watch_open(struct watch_fds *f, const struct restore_watch *w)
+{
+  cleanup_free char *dir = xstrdup(w->pid_file);
+  char *slash = strrchr(dir, '/');
+  f->crun = syscall(SYS_pidfd_open, w->crun, 0);
+  f->init = -1;
+  if (slash)
+    *slash = 0;
+  f->ino = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  if (f->ino >= 0
+      && inotify_add_watch(f->ino, slash ? (*dir ? dir : "/") : ".",
+                           IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE)
+             < 0)
+    {
+      close(f->ino);
+      f->ino = -1;
+    }
+}
+
+static void
+watch_wait(struct watch_fds *f, const struct restore_watch *w)
+{
+  struct pollfd set[4];
+  nfds_t n = 0;
+  bool blind = false;
+  char buf[4096];
+
+  set[n++] = (struct pollfd){ w->sync_r, POLLIN, 0 };
+  if (!w->crun_done)
+    {
+      if (f->crun >= 0)
+        set[n++] = (struct pollfd){ f->crun, POLLIN, 0 };
+      else
+        blind = true;
+    }
+  if (w->init && f->init < 0 && f->ino != -2)
+    f->init = syscall(SYS_pidfd_open, w->init, 0);
+  if (w->init && f->ino >= 0)
+    close(f->ino), f->ino = -2;
+  if (w->init)
+    {
+      if (f->init >= 0)
+        set[n++] = (struct pollfd){ f->init, POLLIN, 0 };
+      else
+        blind = true;
+    }
+  else if (f->ino >= 0)
+    set[n++] = (struct pollfd){ f->ino, POLLIN, 0 };
+  else
+    blind = true;
+  poll(set, n, blind ? 10 : 1000);
+  while (f->ino >= 0 && read(f->ino, buf, sizeof buf) > 0)
+    ;
+}
+
+static void
+watch_close(struct watch_fds *f)
+{
+  if (f->crun >= 0)
+    close(f->crun);
+  if (f->init >= 0)
+    close(f->init);
+  if (f->ino >= 0)
+    close(f->ino);
+}
+
 /* Watch the restorer's messages and crun itself, until the restored tree
    runs or the restore failed. */
 static void
@@ -1043,9 +1127,10 @@ restore_watch(struct restore_watch *w)
 {
   bool started = false;
   time_t deadline = time(NULL) + RESTORE_TIMEOUT_S;
+  struct watch_fds f;
+  watch_open(&f, w);
   for (;;)
     {
-      struct pollfd pfd = { w->sync_r, POLLIN, 0 };
       int r;
 
       drain(w->sync_r, w->msg, sizeof w->msg);
@@ -1087,7 +1172,10 @@ restore_watch(struct restore_watch *w)
         {
           if (!pid_alive(w->init))
             {
-              usleep(20000);
+              /* Its last words may still be on their way: what is left
+                 of them, or the pipe's end, within 20 ms. */
+              struct pollfd last = { w->sync_r, POLLIN, 0 };
+              poll(&last, 1, 20);
               drain(w->sync_r, w->msg, sizeof w->msg);
               if (strncmp(w->msg, "R\n", 2) == 0)
                 memmove(w->msg, w->msg + 2, strlen(w->msg + 2) + 1);
@@ -1115,8 +1203,9 @@ restore_watch(struct restore_watch *w)
           snprintf(w->msg, sizeof w->msg, "no restored tree after %d s", RESTORE_TIMEOUT_S);
           break;
         }
-      poll(&pfd, 1, 10);
+      watch_wait(&f, w);
     }
+  watch_close(&f);
 }
 
 /* Detached: crun has exited or exits now that the tree runs; its status
