@@ -90,3 +90,4 @@ zdtm_cycle() {
 @test "zdtm-signalfd in a container (masks, flags, pending signals read through it)" { zdtm_cycle signalfd; }
 @test "zdtm-epoll in a container (targets: numbers, events, data; nested, shared)" { zdtm_cycle epoll; }
 @test "zdtm-inotify in a container (watches: numbers, masks, paths)" { zdtm_cycle inotify; }
+@test "zdtm-unix-sk in a container (unix socket pairs, listener with backlog, names, queues, shutdown, options)" { zdtm_cycle unix-sk; }

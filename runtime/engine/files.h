@@ -94,6 +94,7 @@ extern const struct fd_ops fd_tty_ops;
 extern const struct fd_ops fd_pipe_ops, fd_fifo_ops;
 extern const struct fd_ops fd_eventfd_ops, fd_timerfd_ops, fd_signalfd_ops, fd_epoll_ops;
 extern const struct fd_ops fd_inotify_ops;
+extern const struct fd_ops fd_unix_ops;
 
 /* files.c: the dump side. */
 int

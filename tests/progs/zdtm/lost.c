@@ -28,7 +28,9 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -921,6 +923,116 @@ chk_pipe_outside(void)
               strerror(errno));
 }
 
+/* A unix socket pair whose other end only a process outside the tree
+   holds (an orphan, as pipe-outside). */
+static void
+set_unix_outside(void)
+{
+  pid_t root = getpid(), k;
+  need(socketpair(AF_UNIX, SOCK_STREAM, 0, pfd) == 0, "socketpair");
+  k = fork();
+  need(k >= 0, "fork");
+  if (k == 0)
+    {
+      if (fork() == 0)
+        {
+          close(pfd[0]);
+          while (kill(root, 0) == 0)
+            usleep(100000);
+          _exit(0);
+        }
+      _exit(0);
+    }
+  waitpid(k, NULL, 0);
+  close(pfd[1]);
+}
+
+static void
+chk_unix_outside(void)
+{
+  if (send(pfd[0], "x", 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1)
+    zdtm_fail("unix socket with its peer outside: send: %s (the peer should be there)",
+              strerror(errno));
+}
+
+/* A descriptor in flight: an eventfd sent with SCM_RIGHTS, not received. */
+static void
+set_unix_scm(void)
+{
+  union
+  {
+    struct cmsghdr h;
+    char b[CMSG_SPACE(sizeof(int))];
+  } cm;
+  struct iovec iov = { "f", 1 };
+  struct msghdr m
+      = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cm, .msg_controllen = sizeof cm };
+  int e = eventfd(7, 0);
+  need(e >= 0 && socketpair(AF_UNIX, SOCK_DGRAM, 0, pfd) == 0, "eventfd, socketpair");
+  memset(&cm, 0, sizeof cm);
+  cm.h.cmsg_level = SOL_SOCKET;
+  cm.h.cmsg_type = SCM_RIGHTS;
+  cm.h.cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(&cm.h), &e, sizeof e);
+  need(sendmsg(pfd[0], &m, 0) == 1, "sendmsg SCM_RIGHTS");
+  close(e);
+}
+
+static void
+chk_unix_scm(void)
+{
+  union
+  {
+    struct cmsghdr h;
+    char b[CMSG_SPACE(sizeof(int))];
+  } cm;
+  char c;
+  uint64_t v = 0;
+  int e = -1;
+  struct iovec iov = { &c, 1 };
+  struct msghdr m
+      = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cm, .msg_controllen = sizeof cm };
+  if (recvmsg(pfd[1], &m, MSG_DONTWAIT) != 1 || !CMSG_FIRSTHDR(&m)
+      || CMSG_FIRSTHDR(&m)->cmsg_type != SCM_RIGHTS)
+    {
+      zdtm_fail("SCM_RIGHTS: the message with a descriptor is gone");
+      return;
+    }
+  memcpy(&e, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof e);
+  if (read(e, &v, 8) != 8 || v != 7)
+    zdtm_fail("SCM_RIGHTS: the descriptor received is not the eventfd of count 7");
+}
+
+/* Data sent on a connection still waiting in a listener's backlog. */
+static struct sockaddr_un lis_addr;
+
+static void
+set_unix_backlog(void)
+{
+  char cwd[40];
+  lis_addr.sun_family = AF_UNIX;
+  need(mkstemp(path) >= 0 && getcwd(cwd, sizeof cwd), "mkstemp, getcwd (a short one)");
+  snprintf(lis_addr.sun_path, sizeof lis_addr.sun_path, "%s/%.40s.sock", cwd, path);
+  unlink(lis_addr.sun_path);
+  fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  fd2 = socket(AF_UNIX, SOCK_STREAM, 0);
+  need(fd >= 0 && fd2 >= 0 && bind(fd, (struct sockaddr *)&lis_addr, sizeof lis_addr) == 0
+           && listen(fd, 2) == 0 && connect(fd2, (struct sockaddr *)&lis_addr, sizeof lis_addr) == 0
+           && write(fd2, "early", 5) == 5,
+       "listener, client");
+}
+
+static void
+chk_unix_backlog(void)
+{
+  char b[8];
+  int a = accept(fd, NULL, NULL);
+  if (a < 0 || read(a, b, 5) != 5 || memcmp(b, "early", 5) != 0)
+    zdtm_fail("backlog: the connection or its 5 bytes are gone");
+  unlink(lis_addr.sun_path);
+  unlink(path);
+}
+
 /* An epoll whose target is held only by a process outside the tree (an
    orphan: in process mode it leaves the tree; in a container, the init
    adopts it). */
@@ -1078,6 +1190,9 @@ static const struct
   { "pipe-no-reader", set_widow_w, chk_widow_w },
   { "pipe-outside", set_pipe_outside, chk_pipe_outside },
   { "epoll-outside", set_epoll_outside, chk_epoll_outside },
+  { "unix-outside", set_unix_outside, chk_unix_outside },
+  { "unix-scm-rights", set_unix_scm, chk_unix_scm },
+  { "unix-backlog-data", set_unix_backlog, chk_unix_backlog },
   { "timerfd-cancel", set_timerfd_cancel, chk_timerfd_cancel },
   { "inotify-unread", set_inotify_unread, chk_inotify_unread },
   { "inotify-nopath", set_inotify_nopath, chk_inotify_nopath },
