@@ -66,12 +66,12 @@ struct usk
   size_t nq;
   /* resolve (files of the tree, -1 none) */
   int peer_file;
-  int accept_from; /* accepted: the listener whose name it carries */
-  int backlog_of;  /* waiting in this listener's backlog, */
-  int backlog_pos; /* at this place */
-  bool peer_gone;  /* a stream whose peer closed: the queue, then EOF */
-  /* restore */
-  bool made;
+  int accept_from;        /* accepted: the listener whose name it carries */
+  int backlog_of;         /* waiting in this listener's backlog, */
+  int backlog_pos;        /* at this place */
+  bool peer_gone;         /* a stream whose peer closed: the queue, then EOF */
+  uint8_t ext[UNAME_MAX]; /* --ext-unix-sk: the outside peer's name */
+  int extlen;
 };
 
 /* --- checkpoint --- */
@@ -332,6 +332,26 @@ resolve_backlog(struct dctx *c, struct dfile *f, const struct usk *u, crest_erro
   return 0;
 }
 
+/* --ext-unix-sk: the outside peer's name, to connect to again. */
+static int
+resolve_ext(struct dfile *f, struct usk *u, crest_error_t *err)
+{
+  const struct sk_diag_rec *pr = sk_diag_find(&diag.s, u->peer);
+  size_t len = 0;
+  const uint8_t *n = pr ? uattr(pr, UNIX_DIAG_NAME, &len) : NULL;
+  if (!n || !len || len > (size_t)UNAME_MAX || (n[0] && n[0] != '/'))
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: fd %d (%s): unix socket connected to a peer outside the "
+                            "tree (socket:[%u]) %s, which --ext-unix-sk cannot connect to again",
+                            f->pid, f->fd, f->path, u->peer,
+                            !pr          ? "in another network namespace"
+                            : !n || !len ? "with no name"
+                                         : "bound to a relative path");
+  memcpy(u->ext, n, len);
+  u->extlen = (int)len;
+  return 0;
+}
+
 static int
 resolve_peer(struct dctx *c, struct dfile *f, struct usk *u, crest_error_t *err)
 {
@@ -355,9 +375,12 @@ resolve_peer(struct dctx *c, struct dfile *f, struct usk *u, crest_error_t *err)
     }
   if ((u->peer_file = file_of_ino(c, u->peer)) >= 0)
     return 0;
+  if (c->o->ext_unix_sk)
+    return resolve_ext(f, u, err);
   return crest_error_make(err, ENOTSUP,
                           "task %d: fd %d (%s): unix socket connected to a peer outside the tree "
-                          "(socket:[%u]), cannot checkpoint it",
+                          "(socket:[%u]), cannot checkpoint it (--ext-unix-sk: connect again to "
+                          "its name at restore)",
                           f->pid, f->fd, f->path, u->peer);
 }
 
@@ -458,6 +481,7 @@ unix_write(struct dctx *c, const struct dfile *f, yajl_gen g)
   jput_int(g, "mode", u->mode);
   jput_int(g, "peer", u->peer_file);
   jput_bool(g, "peer_gone", u->peer_gone);
+  jput_hex(g, "ext_peer", u->ext, u->extlen);
   jput_int(g, "accept_from", u->accept_from);
   jput_int(g, "backlog_of", u->backlog_of);
   jput_int(g, "backlog_pos", u->backlog_pos);
@@ -494,6 +518,8 @@ struct ursk
     size_t len;
   } * q;
   size_t nq;
+  uint8_t *ext; /* the outside peer's name (--ext-unix-sk) */
+  size_t extlen;
   int fd;   /* made, not yet placed: -1 */
   int gone; /* the other end of a peer_gone pair, closed after the queue */
 };
@@ -545,6 +571,7 @@ unix_parse(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
       || get_int(v, "mode", 0, 07777, &u->mode, err) < 0
       || get_int(v, "peer", -1, nf - 1, &u->peer, err) < 0
       || jget_bool(v, "peer_gone", &u->peer_gone, err) < 0
+      || jget_hex_alloc(v, "ext_peer", UNAME_MAX, &u->ext, &u->extlen, err) < 0
       || get_int(v, "accept_from", -1, nf - 1, &u->accept_from, err) < 0
       || get_int(v, "backlog_of", -1, nf - 1, &u->backlog_of, err) < 0
       || get_int(v, "backlog_pos", 0, 1 << 20, &u->backlog_pos, err) < 0
@@ -723,6 +750,12 @@ connect_all(struct rctx *c, crest_error_t *err)
       struct ursk *u = ur(c, (int)i), *p = u ? ur(c, u->peer) : NULL;
       if (u && u->type == SOCK_DGRAM && p && p->namelen && connect_to(u->fd, p, err) < 0)
         return crest_error_wrap(err, "file %zu (unix socket)", i);
+      if (u && u->extlen)
+        {
+          struct ursk to = { .name = u->ext, .namelen = u->extlen };
+          if (connect_to(u->fd, &to, err) < 0)
+            return crest_error_wrap(err, "file %zu (unix socket, --ext-unix-sk)", i);
+        }
     }
   return 0;
 }
