@@ -617,8 +617,17 @@ uname_text(const struct ursk *u, char *buf, size_t size)
   return buf;
 }
 
+/* Is the socket file at A (LEN) stale: does nothing answer there? */
+static bool
+stale(int type, const struct sockaddr_un *a, socklen_t len)
+{
+  cleanup_close int t = socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  return t >= 0 && connect(t, (const struct sockaddr *)a, len) < 0 && errno == ECONNREFUSED;
+}
+
 /* A new socket of U's type, bound to its name (a stale socket file left
-   at the path by the checkpointed tree is removed first). */
+   at the path by the checkpointed tree is removed first; one a live socket
+   holds, as the original's with --leave-running, is left: bind fails). */
 static int
 make_bound(struct ursk *u, crest_error_t *err)
 {
@@ -631,7 +640,7 @@ make_bound(struct ursk *u, crest_error_t *err)
     return crest_error_errno(err, "socket");
   if (!u->namelen)
     return u->fd = fd;
-  if (u->name[0] && lstat(a.sun_path, &st) == 0 && S_ISSOCK(st.st_mode))
+  if (u->name[0] && lstat(a.sun_path, &st) == 0 && S_ISSOCK(st.st_mode) && stale(u->type, &a, len))
     unlink(a.sun_path);
   if (bind(fd, (struct sockaddr *)&a, len) < 0)
     {
