@@ -102,6 +102,11 @@ lost_case() {
 @test "zdtm-lost pipe-outside: restored (the writer is the init's child)" { lost_case pipe-outside restore; }
 # The same for the holder of an epoll's only target.
 @test "zdtm-lost epoll-outside: restored (the holder is the init's child)" { lost_case epoll-outside restore; }
+# And for the holder of a unix socket's peer.
+@test "zdtm-lost unix-outside: restored (the peer's holder is the init's child)" { lost_case unix-outside restore; }
+@test "zdtm-lost unix-ext: restored (the server is the init's child)" { lost_case unix-ext restore; }
+@test "zdtm-lost unix-scm-rights: refused" { lost_case unix-scm-rights "SCM_RIGHTS"; }
+@test "zdtm-lost unix-backlog-data: refused" { lost_case unix-backlog-data "accepted"; }
 @test "zdtm-lost timerfd-cancel: refused" { lost_case timerfd-cancel "CANCEL_ON_SET"; }
 @test "zdtm-lost inotify-unread: refused" { lost_case inotify-unread "unread"; }
 @test "zdtm-lost inotify-nopath: refused" { lost_case inotify-nopath "no path"; }

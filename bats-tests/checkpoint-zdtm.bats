@@ -96,3 +96,4 @@ zdtm_cycle() {
 @test "zdtm-inotify in a container (watches: numbers, masks, paths)" { zdtm_cycle inotify; }
 @test "zdtm-sysv-ipc in a container (semaphore sets, message queues, same IDs)" { zdtm_cycle sysv-ipc; }
 @test "zdtm-sysv-shm in a container (segments: contents, attachments at the same addresses, same IDs)" { zdtm_cycle sysv-shm; }
+@test "zdtm-unix-sk in a container (unix socket pairs, listener with backlog, names, queues, shutdown, options)" { zdtm_cycle unix-sk; }

@@ -79,6 +79,11 @@ struct crest_dump_opts
      mode, where PIDs are recorded as seen by crest (run crest inside the same
      PID namespace as the tree, e.g. within `unshare -Urpf`). */
   bool root_is_ns_init;
+  /* --ext-unix-sk (as runc and crun mean it): a unix socket connected to a
+     peer outside the tree that has a name (a path or an abstract name) is
+     recorded to be connected to that name again at restore, instead of
+     refused; the peer's end of the old connection is not restored. */
+  bool ext_unix_sk;
   /* Optional: freeze/thaw hook and its data (see crest_freeze_fn). */
   crest_freeze_fn freeze;
   void *freeze_data;

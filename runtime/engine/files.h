@@ -111,6 +111,7 @@ extern const struct fd_ops fd_tty_ops;
 extern const struct fd_ops fd_pipe_ops, fd_fifo_ops;
 extern const struct fd_ops fd_eventfd_ops, fd_timerfd_ops, fd_signalfd_ops, fd_epoll_ops;
 extern const struct fd_ops fd_inotify_ops;
+extern const struct fd_ops fd_unix_ops;
 
 /* eventfd.c: the fd_ops functions of a type with an evfd_ops. */
 int

@@ -640,6 +640,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
   d.image_dir = image;
   d.work_dir = work;
   d.leave_running = opts->leave_running;
+  d.ext_unix_sk = opts->ext_unix_sk;
   d.root_is_ns_init = true;
   d.config_digest = digest;
   d.no_chroot_cap = no_chroot_cap(config_text);

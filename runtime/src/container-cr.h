@@ -25,7 +25,8 @@ struct crest_container_checkpoint_opts
   const char *image_path; /* default "./checkpoint" when NULL */
   const char *work_path;  /* logs and temporaries; NULL: beside the image */
   bool leave_running;
-  bool file_locks; /* --file-locks: a tree holding locks is checkpointed with them */
+  bool file_locks;  /* --file-locks: a tree holding locks is checkpointed with them */
+  bool ext_unix_sk; /* --ext-unix-sk: unix sockets with a peer outside reconnect by name */
   /* Out, may be NULL: the bundle, times and sizes (for --export); the
      caller frees it with crest_checkpoint_info_free after a success. */
   struct crest_checkpoint_info *info;

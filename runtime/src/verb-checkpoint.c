@@ -25,6 +25,7 @@ enum
   OPT_EXPORT,
   OPT_COMPRESS,
   OPT_FILE_LOCKS,
+  OPT_EXT_UNIX_SK,
   OPT_CGROUPS_MODE,
   OPT_PRE_DUMP,
   OPT_PARENT_PATH,
@@ -34,7 +35,7 @@ enum
 struct ckpt_args
 {
   const char *image, *work, *export, *compress;
-  bool leave, ns_init, image_given, file_locks;
+  bool leave, ns_init, image_given, file_locks, ext_unix_sk;
   long pid;
 };
 
@@ -51,7 +52,9 @@ usage(FILE *f)
              "      --file-locks       save and restore the file locks a container holds\n"
              "      --manage-cgroups-mode=soft|full|strict|ignore   accepted; crest never\n"
              "                         dumps cgroups\n"
-             "      --tcp-established, --ext-unix-sk, --shell-job   accepted (see crest(1))\n"
+             "      --ext-unix-sk      a unix socket whose peer is outside the tree is\n"
+             "                         connected again to the peer's name at restore\n"
+             "      --tcp-established, --shell-job   accepted (see crest(1))\n"
              "      --pre-dump, --parent-path=DIR   not supported yet (refused)\n"
              "      --pid=PID          process mode: checkpoint PID and its descendants\n"
              "      --ns-init          with --pid: PID is the init of its own PID namespace;\n"
@@ -92,6 +95,8 @@ parse(int argc, char **argv, struct ckpt_args *a, crest_error_t *err)
     { "export", required_argument, NULL, OPT_EXPORT },
     { "compress", required_argument, NULL, OPT_COMPRESS },
     { "file-locks", no_argument, NULL, OPT_FILE_LOCKS },
+    /* before the no-op table, which also names it: getopt_long takes the first */
+    { "ext-unix-sk", no_argument, NULL, OPT_EXT_UNIX_SK },
     { "manage-cgroups-mode", required_argument, NULL, OPT_CGROUPS_MODE },
     { "pre-dump", no_argument, NULL, OPT_PRE_DUMP },
     { "parent-path", required_argument, NULL, OPT_PARENT_PATH },
@@ -133,6 +138,9 @@ parse(int argc, char **argv, struct ckpt_args *a, crest_error_t *err)
           return crest_error_make(
               err, EINVAL, "checkpoint: --compress `%s`: expected none, gzip or zstd", optarg);
         a->compress = optarg;
+        break;
+      case OPT_EXT_UNIX_SK:
+        a->ext_unix_sk = true;
         break;
       case OPT_FILE_LOCKS:
         /* Without it a container holding a lock is refused, as CRIU does
@@ -223,6 +231,7 @@ crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error
       co.work_path = a.work;
       co.leave_running = a.leave;
       co.file_locks = a.file_locks;
+      co.ext_unix_sk = a.ext_unix_sk;
       crest_debug("checkpoint of container `%s` starts", argv[optind]);
       if (a.export)
         r = checkpoint_export(g, argv[optind], &a, &co, err);
@@ -241,6 +250,7 @@ crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error
     o.work_dir = a.work;
     o.leave_running = a.leave;
     o.root_is_ns_init = a.ns_init;
+    o.ext_unix_sk = a.ext_unix_sk;
     if (crest_engine_dump((pid_t)a.pid, &o, err) < 0)
       return -1;
   }

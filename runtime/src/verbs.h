@@ -22,8 +22,10 @@ crest_verb_list(struct crest_global *g, int argc, char **argv, crest_error_t *er
 
 /* CRIU's flags (as crun, podman, conmon and CRI-O pass them) that crest
    accepts with nothing to do, each for a reason the man page gives:
-   --tcp-established, --tcp-close, --ext-unix-sk: a tree holding a socket is
-   refused at checkpoint, so no connection is ever in an image;
+   --tcp-established, --tcp-close: a tree holding a TCP socket is refused at
+   checkpoint, so no connection is ever in an image; --ext-unix-sk at
+   restore: the image says which unix sockets to connect again (the flag
+   matters at checkpoint, verb-checkpoint.c);
    --shell-job: a container's terminal is always handled (the image's `tty`
    descriptors take the new container's terminal). Entries of a getopt_long
    table returning ID. */

@@ -83,6 +83,7 @@ ZDTM_PROGS += tests/progs/zdtm-epoll
 ZDTM_PROGS += tests/progs/zdtm-inotify
 ZDTM_PROGS += tests/progs/zdtm-sysv-ipc
 ZDTM_PROGS += tests/progs/zdtm-sysv-shm
+ZDTM_PROGS += tests/progs/zdtm-unix-sk
 # Not restorable on purpose: checkpoint must refuse it (sockets are not v1).
 ZDTM_PROGS += tests/progs/zdtm-socket
 ZDTM_PROGS += tests/progs/zdtm-thread-creds
@@ -150,6 +151,8 @@ tests_progs_zdtm_deleted_map_SOURCES = tests/progs/zdtm/deleted-map.c $(ZDTM_COM
 tests_progs_zdtm_deleted_map_LDFLAGS = -static -pthread
 tests_progs_zdtm_shared_file_SOURCES = tests/progs/zdtm/shared-file.c $(ZDTM_COMMON) tests/progs/zdtm/maps.h
 tests_progs_zdtm_shared_file_LDFLAGS = -static -pthread
+tests_progs_zdtm_unix_sk_SOURCES = tests/progs/zdtm/unix-sk.c $(ZDTM_COMMON)
+tests_progs_zdtm_unix_sk_LDFLAGS = -static -pthread
 tests_progs_zdtm_eventfd_SOURCES = tests/progs/zdtm/eventfd.c $(ZDTM_COMMON)
 tests_progs_zdtm_eventfd_LDFLAGS = -static -pthread
 tests_progs_zdtm_timerfd_SOURCES = tests/progs/zdtm/timerfd.c $(ZDTM_COMMON)

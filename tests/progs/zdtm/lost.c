@@ -33,7 +33,9 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -895,12 +897,14 @@ set_orphan_sid(void)
    whose parent exited at once, reparented to whoever reaps orphans (outside
    the tree in process mode; the root itself when it is a namespace's init).
    It goes once the root is gone. */
+/* pfd[1] is left held only by an orphan outside the tree (in a container,
+   the init's child), which lives as long as the tree's root. */
 static void
-set_pipe_outside(void)
+pfd1_outside(void)
 {
   pid_t root = getpid(), k;
-  need(pipe(pfd) == 0, "pipe");
   k = fork();
+  need(k >= 0, "fork");
   if (k == 0)
     {
       if (fork() == 0)
@@ -914,6 +918,13 @@ set_pipe_outside(void)
     }
   waitpid(k, NULL, 0);
   close(pfd[1]);
+}
+
+static void
+set_pipe_outside(void)
+{
+  need(pipe(pfd) == 0, "pipe");
+  pfd1_outside();
   need(fcntl(pfd[0], F_SETFL, O_NONBLOCK) == 0, "F_SETFL");
 }
 
@@ -924,6 +935,179 @@ chk_pipe_outside(void)
   if (read(pfd[0], &c, 1) != -1 || errno != EAGAIN)
     zdtm_fail("pipe with a writer outside: expected EAGAIN (a writer still there), got %s",
               strerror(errno));
+}
+
+/* A unix socket pair whose other end only a process outside the tree
+   holds (an orphan, as pipe-outside). */
+static void
+set_unix_outside(void)
+{
+  need(socketpair(AF_UNIX, SOCK_STREAM, 0, pfd) == 0, "socketpair");
+  pfd1_outside();
+}
+
+static void
+chk_unix_outside(void)
+{
+  if (send(pfd[0], "x", 1, MSG_DONTWAIT | MSG_NOSIGNAL) != 1)
+    zdtm_fail("unix socket with its peer outside: send: %s (the peer should be there)",
+              strerror(errno));
+}
+
+/* A descriptor in flight: an eventfd sent with SCM_RIGHTS, not received. */
+static void
+set_unix_scm(void)
+{
+  union
+  {
+    struct cmsghdr h;
+    char b[CMSG_SPACE(sizeof(int))];
+  } cm;
+  struct iovec iov = { "f", 1 };
+  struct msghdr m
+      = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cm, .msg_controllen = sizeof cm };
+  int e = eventfd(7, 0);
+  need(e >= 0 && socketpair(AF_UNIX, SOCK_DGRAM, 0, pfd) == 0, "eventfd, socketpair");
+  memset(&cm, 0, sizeof cm);
+  cm.h.cmsg_level = SOL_SOCKET;
+  cm.h.cmsg_type = SCM_RIGHTS;
+  cm.h.cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(&cm.h), &e, sizeof e);
+  need(sendmsg(pfd[0], &m, 0) == 1, "sendmsg SCM_RIGHTS");
+  close(e);
+}
+
+static void
+chk_unix_scm(void)
+{
+  union
+  {
+    struct cmsghdr h;
+    char b[CMSG_SPACE(sizeof(int))];
+  } cm;
+  char c;
+  uint64_t v = 0;
+  int e = -1;
+  struct iovec iov = { &c, 1 };
+  struct msghdr m
+      = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cm, .msg_controllen = sizeof cm };
+  if (recvmsg(pfd[1], &m, MSG_DONTWAIT) != 1 || !CMSG_FIRSTHDR(&m)
+      || CMSG_FIRSTHDR(&m)->cmsg_type != SCM_RIGHTS)
+    {
+      zdtm_fail("SCM_RIGHTS: the message with a descriptor is gone");
+      return;
+    }
+  memcpy(&e, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof e);
+  if (read(e, &v, 8) != 8 || v != 7)
+    zdtm_fail("SCM_RIGHTS: the descriptor received is not the eventfd of count 7");
+}
+
+/* Data sent on a connection still waiting in a listener's backlog. */
+static struct sockaddr_un lis_addr;
+
+static void
+set_unix_backlog(void)
+{
+  char cwd[40];
+  lis_addr.sun_family = AF_UNIX;
+  need(mkstemp(path) >= 0 && getcwd(cwd, sizeof cwd), "mkstemp, getcwd (a short one)");
+  snprintf(lis_addr.sun_path, sizeof lis_addr.sun_path, "%s/%.40s.sock", cwd, path);
+  unlink(lis_addr.sun_path);
+  fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  fd2 = socket(AF_UNIX, SOCK_STREAM, 0);
+  need(fd >= 0 && fd2 >= 0 && bind(fd, (struct sockaddr *)&lis_addr, sizeof lis_addr) == 0
+           && listen(fd, 2) == 0 && connect(fd2, (struct sockaddr *)&lis_addr, sizeof lis_addr) == 0
+           && write(fd2, "early", 5) == 5,
+       "listener, client");
+}
+
+static void
+chk_unix_backlog(void)
+{
+  char b[8];
+  int a = accept(fd, NULL, NULL);
+  if (a < 0 || read(a, b, 5) != 5 || memcmp(b, "early", 5) != 0)
+    zdtm_fail("backlog: the connection or its 5 bytes are gone");
+  unlink(lis_addr.sun_path);
+  unlink(path);
+}
+
+/* A datagram socket connected to a server outside the tree (an orphan
+   bound to an abstract name, which answers every datagram to its sender):
+   restored only with checkpoint --ext-unix-sk, which connects it again to
+   the server's name. In a container the server is the init's child. */
+static socklen_t
+ext_addr(struct sockaddr_un *a, pid_t root, const char *what)
+{
+  memset(a, 0, sizeof *a);
+  a->sun_family = AF_UNIX;
+  snprintf(a->sun_path + 1, sizeof a->sun_path - 1, "crest-lost-ext-%s-%d", what, (int)root);
+  return offsetof(struct sockaddr_un, sun_path) + 1 + strlen(a->sun_path + 1);
+}
+
+static bool
+ext_ping(const char *msg)
+{
+  char b[64], want[64];
+  struct pollfd p = { .fd = fd, .events = POLLIN };
+  ssize_t n;
+  snprintf(want, sizeof want, "pong:%s", msg);
+  if (send(fd, msg, strlen(msg), 0) != (ssize_t)strlen(msg) || poll(&p, 1, 5000) != 1)
+    return false;
+  n = recv(fd, b, sizeof b, MSG_DONTWAIT);
+  return n == (ssize_t)strlen(want) && memcmp(b, want, n) == 0;
+}
+
+static void
+set_unix_ext(void)
+{
+  pid_t root = getpid(), k;
+  struct sockaddr_un sa, ca;
+  socklen_t sl = ext_addr(&sa, root, "srv"), cl = ext_addr(&ca, root, "cli");
+  fd2 = socket(AF_UNIX, SOCK_DGRAM, 0);
+  need(fd2 >= 0 && bind(fd2, (struct sockaddr *)&sa, sl) == 0, "server socket");
+  k = fork();
+  need(k >= 0, "fork");
+  if (k == 0)
+    {
+      if (fork() == 0)
+        {
+          /* It outlives the checkpointed tree: until "bye", or 2 minutes. */
+          struct timeval tv = { 0, 100000 };
+          setsockopt(fd2, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+          for (int t = 0; t < 1200; t++)
+            {
+              char b[32], out[48];
+              struct sockaddr_un from;
+              socklen_t fl = sizeof from;
+              ssize_t n = recvfrom(fd2, b, sizeof b, 0, (struct sockaddr *)&from, &fl);
+              if (n == 3 && memcmp(b, "bye", 3) == 0)
+                break;
+              if (n > 0)
+                {
+                  int m = snprintf(out, sizeof out, "pong:%.*s", (int)n, b);
+                  sendto(fd2, out, m, 0, (struct sockaddr *)&from, fl);
+                }
+            }
+          _exit(0);
+        }
+      _exit(0);
+    }
+  waitpid(k, NULL, 0);
+  close(fd2);
+  fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+  need(fd >= 0 && bind(fd, (struct sockaddr *)&ca, cl) == 0
+           && connect(fd, (struct sockaddr *)&sa, sl) == 0,
+       "client socket");
+  need(ext_ping("one"), "the server's first answer");
+}
+
+static void
+chk_unix_ext(void)
+{
+  if (!ext_ping("two"))
+    zdtm_fail("unix socket of a server outside: no answer after restore (%s)", strerror(errno));
+  send(fd, "bye", 3, 0);
 }
 
 /* An epoll whose target is held only by a process outside the tree (an
@@ -1218,6 +1402,10 @@ static const struct
   { "pipe-no-reader", set_widow_w, chk_widow_w },
   { "pipe-outside", set_pipe_outside, chk_pipe_outside },
   { "epoll-outside", set_epoll_outside, chk_epoll_outside },
+  { "unix-outside", set_unix_outside, chk_unix_outside },
+  { "unix-ext", set_unix_ext, chk_unix_ext },
+  { "unix-scm-rights", set_unix_scm, chk_unix_scm },
+  { "unix-backlog-data", set_unix_backlog, chk_unix_backlog },
   { "timerfd-cancel", set_timerfd_cancel, chk_timerfd_cancel },
   { "inotify-unread", set_inotify_unread, chk_inotify_unread },
   { "inotify-nopath", set_inotify_nopath, chk_inotify_nopath },

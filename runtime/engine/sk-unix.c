@@ -1,0 +1,851 @@
+/* crest: unix sockets (docs/engine.md, "Unix sockets"): stream, datagram and
+ * seqpacket; bound to a path (also one unlinked since), an abstract name,
+ * or unbound; listening, with the connections waiting in the backlog;
+ * connected pairs inside the tree; the queued data of every socket, in
+ * order, with datagram boundaries; shutdown state; SOL_SOCKET options.
+ *
+ * Checkpoint: the kernel's sock_diag records of the tree's network
+ * namespace (sockets.c) give the type, state, name, peer, backlog and
+ * shutdown; crest's own copy of the descriptor gives the options and the
+ * receive queue, peeked with SO_PEEK_OFF (and the offset put back).
+ * Restore: every unix socket of the image is made on the first open, in
+ * an order that rebuilds the links: listeners, named sockets, connected
+ * pairs (socketpair, or connect and accept on the listener whose name an
+ * accepted socket carries), connections waiting in a backlog (connected
+ * in their order), then the queues (sent again by their sender), the
+ * shutdowns, the unlinks and the options. */
+#include <config.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include "dump-int.h"
+#include "engine-int.h"
+#include "files.h"
+#include "image.h"
+#include "restore-int.h"
+#include "sockets.h"
+#include "util.h"
+
+#define UNAME_MAX ((int)sizeof(((struct sockaddr_un *)0)->sun_path))
+#define QUEUE_MAX (64u << 20) /* bytes of queued data per socket */
+
+struct umsg
+{
+  uint8_t *data;
+  size_t len;
+  uint8_t from[UNAME_MAX]; /* a datagram's sender address */
+  int fromlen;
+  int sender; /* file id of the sender (resolve; restore) */
+};
+
+struct usk
+{
+  uint32_t ino, peer;
+  int type, state;
+  uint8_t name[UNAME_MAX];
+  int namelen; /* 0: unbound; name[0] == 0: abstract */
+  bool unlinked;
+  uint32_t mode;
+  int backlog;
+  uint32_t *icons;
+  size_t nicons;
+  uint8_t shutdown;
+  uint32_t wqueue; /* bytes sent, not yet read by the other end */
+  struct sk_opts opts;
+  struct umsg *q;
+  size_t nq;
+  /* resolve (files of the tree, -1 none) */
+  int peer_file;
+  int accept_from;        /* accepted: the listener whose name it carries */
+  int backlog_of;         /* waiting in this listener's backlog, */
+  int backlog_pos;        /* at this place */
+  bool peer_gone;         /* a stream whose peer closed: the queue, then EOF */
+  uint8_t ext[UNAME_MAX]; /* --ext-unix-sk: the outside peer's name */
+  int extlen;
+};
+
+/* --- checkpoint --- */
+
+/* One dump per checkpoint: the tree's sockets all live in one network
+   namespace (a task in another is refused: its socket is not found). */
+static struct
+{
+  const struct dctx *c;
+  struct timespec t0;
+  struct sk_diag_set s;
+} diag;
+
+static int
+diag_get(struct dctx *c, pid_t pid, crest_error_t *err)
+{
+  static const struct unix_diag_req req
+      = { .sdiag_family = AF_UNIX,
+          .udiag_states = ~0u,
+          .udiag_show = UDIAG_SHOW_NAME | UDIAG_SHOW_VFS | UDIAG_SHOW_PEER | UDIAG_SHOW_ICONS
+                        | UDIAG_SHOW_RQLEN | UDIAG_SHOW_UID };
+  static const struct sk_diag_req q
+      = { &req, sizeof req, offsetof(struct unix_diag_msg, udiag_ino) };
+  if (diag.c == c && diag.t0.tv_sec == c->t0.tv_sec && diag.t0.tv_nsec == c->t0.tv_nsec)
+    return 0;
+  sk_diag_free(&diag.s);
+  diag.c = NULL;
+  if (sk_diag_query(pid, &q, &diag.s, err) < 0)
+    return -1;
+  diag.c = c;
+  diag.t0 = c->t0;
+  return 0;
+}
+
+static const void *
+uattr(const struct sk_diag_rec *r, unsigned type, size_t *len)
+{
+  return sk_diag_attr(r, sizeof(struct unix_diag_msg), type, len);
+}
+
+/* The name, and whether the path still names this socket. */
+static int
+dump_name(const struct sk_diag_rec *r, pid_t pid, struct usk *u, crest_error_t *err)
+{
+  size_t len = 0;
+  const uint8_t *n = uattr(r, UNIX_DIAG_NAME, &len);
+  const struct unix_diag_vfs *vfs = uattr(r, UNIX_DIAG_VFS, &(size_t){ 0 });
+  struct stat st;
+  cleanup_free char *p = NULL;
+  if (!n || !len)
+    return 0;
+  if (len > (size_t)UNAME_MAX)
+    return crest_error_make(err, EINVAL, "a unix socket name of %zu bytes", len);
+  memcpy(u->name, n, len);
+  u->namelen = (int)len;
+  if (n[0] == 0)
+    return 0;
+  if (n[0] != '/')
+    return crest_error_make(err, ENOTSUP,
+                            "unix socket bound to the relative path \"%.*s\", cannot checkpoint it",
+                            (int)len, n);
+  p = xasprintf("/proc/%d/root%.*s", pid, (int)len, n);
+  u->unlinked = !vfs || stat(p, &st) < 0 || st.st_ino != vfs->udiag_vfs_ino;
+  u->mode = u->unlinked ? 0777 : st.st_mode & 07777;
+  return 0;
+}
+
+/* The receive queue of crest's copy FD, peeked from offset 0 on. */
+static int
+peek_one(int fd, struct usk *u, uint8_t *buf, size_t size, crest_error_t *err)
+{
+  union
+  {
+    struct cmsghdr h;
+    uint8_t b[CMSG_SPACE(sizeof(int) * 253)];
+  } cm;
+  struct sockaddr_un from;
+  struct iovec iov = { buf, size };
+  struct msghdr m = { .msg_name = &from,
+                      .msg_namelen = sizeof from,
+                      .msg_iov = &iov,
+                      .msg_iovlen = 1,
+                      .msg_control = &cm,
+                      .msg_controllen = sizeof cm };
+  ssize_t n = recvmsg(fd, &m, MSG_PEEK | MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  struct umsg *q;
+  if (n < 0)
+    return errno == EAGAIN ? 0 : crest_error_errno(err, "peek at its queue");
+  for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
+    if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
+      {
+        int *fds = (int *)CMSG_DATA(h);
+        for (size_t i = 0; i < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++)
+          close(fds[i]);
+        return crest_error_make(err, ENOTSUP,
+                                "descriptors in flight (SCM_RIGHTS queued), cannot checkpoint it");
+      }
+  if (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
+    return crest_error_make(err, ENOTSUP, "a queued message over %zu bytes", size);
+  if (n == 0 && u->type == SOCK_STREAM)
+    return 0;
+  if (n == 0)
+    return crest_error_make(err, ENOTSUP, "a zero-length datagram queued, cannot checkpoint it");
+  u->q = xrealloc(u->q, (u->nq + 1) * sizeof *u->q);
+  q = &u->q[u->nq++];
+  memset(q, 0, sizeof *q);
+  q->data = xmalloc(n);
+  memcpy(q->data, buf, n);
+  q->len = n;
+  q->sender = -1;
+  if (m.msg_namelen > sizeof(sa_family_t) && u->type == SOCK_DGRAM)
+    {
+      q->fromlen = (int)(m.msg_namelen - sizeof(sa_family_t));
+      memcpy(q->from, from.sun_path, q->fromlen);
+    }
+  return 1;
+}
+
+static int
+dump_queue(int fd, struct usk *u, crest_error_t *err)
+{
+  size_t total = 0, size = 4u << 20;
+  cleanup_free uint8_t *buf = xmalloc(size);
+  int zero = 0, back = (int)u->opts.v[SKO_PEEK_OFF], r = 1;
+  if (u->state == TCP_LISTEN)
+    return 0;
+  if (setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) < 0)
+    return crest_error_errno(err, "set SO_PEEK_OFF to read its queue");
+  while (r > 0 && total <= QUEUE_MAX)
+    if ((r = peek_one(fd, u, buf, size, err)) > 0)
+      total += u->q[u->nq - 1].len;
+  if (setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &back, sizeof back) < 0 && r >= 0)
+    return crest_error_errno(err, "put SO_PEEK_OFF back to %d", back);
+  if (r >= 0 && total > QUEUE_MAX)
+    return crest_error_make(err, ENOTSUP, "over %u bytes queued", QUEUE_MAX);
+  return r < 0 ? -1 : 0;
+}
+
+static int
+dump_usk(const struct sk_diag_rec *r, pid_t pid, int fd, struct usk *u, crest_error_t *err)
+{
+  const struct unix_diag_msg *m = (const void *)r->msg;
+  const uint32_t *peer, *icons;
+  const struct unix_diag_rqlen *rq;
+  const uint8_t *sh;
+  size_t len = 0;
+  struct sk_opts def;
+  u->ino = m->udiag_ino;
+  u->type = m->udiag_type;
+  u->state = m->udiag_state;
+  u->peer_file = u->accept_from = u->backlog_of = -1;
+  if ((peer = uattr(r, UNIX_DIAG_PEER, &len)) && len == 4)
+    u->peer = *peer;
+  if ((icons = uattr(r, UNIX_DIAG_ICONS, &len)) && len)
+    {
+      u->nicons = len / 4;
+      u->icons = xmalloc(len);
+      memcpy(u->icons, icons, len);
+    }
+  if ((rq = uattr(r, UNIX_DIAG_RQLEN, &len)) && u->state == TCP_LISTEN)
+    u->backlog = (int)rq->udiag_wqueue;
+  else if (rq)
+    u->wqueue = rq->udiag_wqueue;
+  if ((sh = uattr(r, UNIX_DIAG_SHUTDOWN, &len)) && len >= 1)
+    u->shutdown = *sh & 3;
+  if (u->type != SOCK_STREAM && u->type != SOCK_DGRAM && u->type != SOCK_SEQPACKET)
+    return crest_error_make(err, ENOTSUP, "unix socket of type %d, cannot checkpoint it", u->type);
+  if (dump_name(r, pid, u, err) < 0 || sk_opts_get(fd, &u->opts, err) < 0)
+    return -1;
+  sk_opts_default(AF_UNIX, u->type, 0, &def);
+  if (sk_opts_check(&u->opts, &def, false, err) < 0)
+    return -1;
+  return dump_queue(fd, u, err);
+}
+
+static int
+unix_probe(struct dctx *c, struct dproc *p, const struct fd_probe *d, struct dfile *nf,
+           crest_error_t *err)
+{
+  uint32_t ino = sk_link_ino(d->link);
+  int dom = 0;
+  socklen_t len = sizeof dom;
+  cleanup_close int fd = -1;
+  const struct sk_diag_rec *r;
+  if (!S_ISSOCK(d->st->st_mode) || !ino)
+    return 0;
+  if ((fd = sk_getfd(d->pid, d->fd, err)) < 0)
+    return -1;
+  if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len) < 0 || dom != AF_UNIX)
+    return 0;
+  if (diag_get(c, d->pid, err) < 0)
+    return crest_error_wrap(err, "task %d: fd %d (%s)", d->pid, d->fd, d->link);
+  if (!(r = sk_diag_find(&diag.s, ino)))
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: fd %d (%s): a unix socket of another network namespace than "
+                            "the tree's, cannot checkpoint it",
+                            d->pid, d->fd, d->link);
+  nf->priv = xzalloc(sizeof(struct usk));
+  if (dump_usk(r, d->pid, fd, nf->priv, err) < 0)
+    return crest_error_wrap(err, "task %d: fd %d (%s)", d->pid, d->fd, d->link);
+  return 1;
+}
+
+/* The unix socket file of the tree with inode INO, or -1. */
+static int
+file_of_ino(const struct dctx *c, uint32_t ino)
+{
+  for (size_t i = 0; i < c->nf; i++)
+    if (c->f[i].ops == &fd_unix_ops && ((struct usk *)c->f[i].priv)->ino == ino)
+      return (int)i;
+  return -1;
+}
+
+/* The unix socket file of the tree bound to NAME (LEN bytes), or -1;
+   LISTEN: a listener only. */
+static int
+file_of_name(const struct dctx *c, const uint8_t *name, int len, bool listen)
+{
+  for (size_t i = 0; len && i < c->nf; i++)
+    if (c->f[i].ops == &fd_unix_ops)
+      {
+        const struct usk *u = c->f[i].priv;
+        if (u->namelen == len && memcmp(u->name, name, len) == 0
+            && (!listen || u->state == TCP_LISTEN))
+          return (int)i;
+      }
+  return -1;
+}
+
+/* The listener of the tree whose backlog holds INO, or -1. */
+static int
+backlog_holder(const struct dctx *c, uint32_t ino, int *pos)
+{
+  for (size_t i = 0; i < c->nf; i++)
+    if (c->f[i].ops == &fd_unix_ops)
+      {
+        const struct usk *u = c->f[i].priv;
+        for (size_t k = 0; k < u->nicons; k++)
+          if (u->icons[k] == ino)
+            return *pos = (int)k, (int)i;
+      }
+  return -1;
+}
+
+/* Every connection waiting in listener U's backlog comes from the tree. */
+static int
+resolve_backlog(struct dctx *c, struct dfile *f, const struct usk *u, crest_error_t *err)
+{
+  for (size_t k = 0; k < u->nicons; k++)
+    {
+      if (file_of_ino(c, u->icons[k]) < 0)
+        return crest_error_make(
+            err, ENOTSUP,
+            "task %d: fd %d (%s): a connection from outside the tree waits in the "
+            "backlog of this unix socket listener, cannot checkpoint it",
+            f->pid, f->fd, f->path);
+    }
+  return 0;
+}
+
+/* --ext-unix-sk: the outside peer's name, to connect to again. */
+static int
+resolve_ext(struct dfile *f, struct usk *u, crest_error_t *err)
+{
+  const struct sk_diag_rec *pr = sk_diag_find(&diag.s, u->peer);
+  size_t len = 0;
+  const uint8_t *n = pr ? uattr(pr, UNIX_DIAG_NAME, &len) : NULL;
+  if (!n || !len || len > (size_t)UNAME_MAX || (n[0] && n[0] != '/'))
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: fd %d (%s): unix socket connected to a peer outside the "
+                            "tree (socket:[%u]) %s, which --ext-unix-sk cannot connect to again",
+                            f->pid, f->fd, f->path, u->peer,
+                            !pr          ? "in another network namespace"
+                            : !n || !len ? "with no name"
+                                         : "bound to a relative path");
+  memcpy(u->ext, n, len);
+  u->extlen = (int)len;
+  return 0;
+}
+
+static int
+resolve_peer(struct dctx *c, struct dfile *f, struct usk *u, crest_error_t *err)
+{
+  /* Waiting in a backlog: the listener shows the client's inode (the
+     connection's own socket has none), and what the client sent it counts
+     in the client's send queue, which crest cannot read. */
+  if ((u->backlog_of = backlog_holder(c, u->ino, &u->backlog_pos)) >= 0)
+    {
+      if (u->wqueue)
+        return crest_error_make(
+            err, ENOTSUP,
+            "task %d: fd %d (%s): data sent on a connection not accepted yet (%u bytes "
+            "of buffers), cannot checkpoint it",
+            f->pid, f->fd, f->path, u->wqueue);
+      return 0;
+    }
+  if (!u->peer)
+    {
+      u->peer_gone = u->type != SOCK_DGRAM && u->state == TCP_ESTABLISHED;
+      return 0;
+    }
+  if ((u->peer_file = file_of_ino(c, u->peer)) >= 0)
+    return 0;
+  if (c->o->ext_unix_sk)
+    return resolve_ext(f, u, err);
+  return crest_error_make(err, ENOTSUP,
+                          "task %d: fd %d (%s): unix socket connected to a peer outside the tree "
+                          "(socket:[%u]), cannot checkpoint it (--ext-unix-sk: connect again to "
+                          "its name at restore)",
+                          f->pid, f->fd, f->path, u->peer);
+}
+
+/* An accepted socket carries its listener's name. */
+static int
+resolve_names(struct dctx *c, struct dfile *f, struct usk *u, crest_error_t *err)
+{
+  const struct usk *p = u->peer_file >= 0 ? c->f[u->peer_file].priv : NULL;
+  if (u->state == TCP_LISTEN || u->type == SOCK_DGRAM || !u->namelen || !p)
+    return 0;
+  if ((u->accept_from = file_of_name(c, u->name, u->namelen, true)) >= 0)
+    return 0;
+  if (p->namelen && file_of_name(c, p->name, p->namelen, true) >= 0)
+    return 0; /* its peer is the accepted one: it was bound, then connected */
+  return crest_error_make(err, ENOTSUP,
+                          "task %d: fd %d (%s): a connection accepted from a unix socket listener "
+                          "that is no longer in the tree, cannot checkpoint it",
+                          f->pid, f->fd, f->path);
+}
+
+/* An unbound socket of the tree connected to INO: a datagram without a
+   sender address came from one (which one, the receiver cannot tell). */
+static int
+unnamed_sender(const struct dctx *c, uint32_t ino)
+{
+  for (size_t i = 0; i < c->nf; i++)
+    if (c->f[i].ops == &fd_unix_ops && ((struct usk *)c->f[i].priv)->peer == ino
+        && !((struct usk *)c->f[i].priv)->namelen)
+      return (int)i;
+  return -1;
+}
+
+static int
+resolve_senders(struct dctx *c, struct dfile *f, struct usk *u, crest_error_t *err)
+{
+  for (size_t i = 0; i < u->nq; i++)
+    {
+      struct umsg *m = &u->q[i];
+      const struct usk *pu = u->peer_file >= 0 ? c->f[u->peer_file].priv : NULL;
+      if (u->type != SOCK_DGRAM)
+        m->sender = u->peer_file;
+      else if (m->fromlen)
+        m->sender = file_of_name(c, m->from, m->fromlen, false);
+      else if (pu && !pu->namelen && pu->peer == u->ino)
+        m->sender = u->peer_file;
+      else
+        m->sender = unnamed_sender(c, u->ino);
+      if (m->sender < 0 && !(u->peer_gone && u->type != SOCK_DGRAM))
+        return crest_error_make(
+            err, ENOTSUP,
+            "task %d: fd %d (%s): data queued by a unix socket outside the tree, "
+            "cannot checkpoint it",
+            f->pid, f->fd, f->path);
+      if (u->type == SOCK_DGRAM && m->sender >= 0 && !u->namelen
+          && ((struct usk *)c->f[m->sender].priv)->peer != u->ino)
+        return crest_error_make(
+            err, ENOTSUP,
+            "task %d: fd %d (%s): a datagram queued on an unbound socket by one not "
+            "connected to it, cannot checkpoint it",
+            f->pid, f->fd, f->path);
+    }
+  return 0;
+}
+
+static int
+unix_resolve(struct dctx *c, struct dfile *f, crest_error_t *err)
+{
+  struct usk *u = f->priv;
+  const struct usk *p;
+  if (resolve_peer(c, f, u, err) < 0 || resolve_names(c, f, u, err) < 0
+      || resolve_backlog(c, f, u, err) < 0)
+    return -1;
+  p = u->peer_file >= 0 ? c->f[u->peer_file].priv : NULL;
+  if (p && u->type == SOCK_DGRAM && !p->namelen && p->peer != u->ino)
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: fd %d (%s): a datagram socket connected to an unbound one, "
+                            "cannot checkpoint it",
+                            f->pid, f->fd, f->path);
+  return resolve_senders(c, f, u, err);
+}
+
+static const char *
+type_name(int t)
+{
+  return t == SOCK_STREAM ? "stream" : t == SOCK_DGRAM ? "dgram" : "seqpacket";
+}
+
+static void
+unix_write(struct dctx *c, const struct dfile *f, yajl_gen g)
+{
+  const struct usk *u = f->priv;
+  (void)c;
+  jput_str(g, "sotype", type_name(u->type));
+  jput_bool(g, "listening", u->state == TCP_LISTEN);
+  jput_int(g, "backlog", u->backlog);
+  jput_hex(g, "name", u->name, u->namelen);
+  jput_bool(g, "unlinked", u->unlinked);
+  jput_int(g, "mode", u->mode);
+  jput_int(g, "peer", u->peer_file);
+  jput_bool(g, "peer_gone", u->peer_gone);
+  jput_hex(g, "ext_peer", u->ext, u->extlen);
+  jput_int(g, "accept_from", u->accept_from);
+  jput_int(g, "backlog_of", u->backlog_of);
+  jput_int(g, "backlog_pos", u->backlog_pos);
+  jput_int(g, "shutdown", u->shutdown);
+  sk_opts_put(g, &u->opts);
+  jput_key(g, "queue");
+  yajl_gen_array_open(g);
+  for (size_t i = 0; i < u->nq; i++)
+    {
+      yajl_gen_map_open(g);
+      jput_int(g, "sender", u->q[i].sender);
+      jput_hex(g, "data", u->q[i].data, u->q[i].len);
+      yajl_gen_map_close(g);
+    }
+  yajl_gen_array_close(g);
+}
+
+/* --- restore --- */
+
+struct ursk
+{
+  int type;
+  bool listening, unlinked, peer_gone;
+  int backlog;
+  uint8_t *name;
+  size_t namelen;
+  int mode;
+  int peer, accept_from, backlog_of, backlog_pos, shutdown;
+  struct sk_opts opts;
+  struct rumsg
+  {
+    int sender;
+    uint8_t *data;
+    size_t len;
+  } * q;
+  size_t nq;
+  uint8_t *ext; /* the outside peer's name (--ext-unix-sk) */
+  size_t extlen;
+  int fd;   /* made, not yet placed: -1 */
+  int gone; /* the other end of a peer_gone pair, closed after the queue */
+};
+
+static int
+get_int(yajl_val v, const char *k, int lo, int hi, int *out, crest_error_t *err)
+{
+  int64_t x;
+  if (jget_i64(v, k, &x, err) < 0)
+    return -1;
+  if (x < lo || x > hi)
+    return crest_error_make(err, EINVAL, "key \"%s\": %lld out of range", k, (long long)x);
+  *out = (int)x;
+  return 0;
+}
+
+static int
+parse_queue(yajl_val v, struct ursk *u, int nf, crest_error_t *err)
+{
+  yajl_val *items;
+  long n = jget_array(v, "queue", &items, err);
+  size_t total = 0;
+  if (n < 0)
+    return -1;
+  u->q = xzalloc((n ? n : 1) * sizeof *u->q);
+  for (long i = 0; i < n; i++, u->nq++)
+    {
+      if (get_int(items[i], "sender", -1, nf - 1, &u->q[i].sender, err) < 0
+          || jget_hex_alloc(items[i], "data", QUEUE_MAX, &u->q[i].data, &u->q[i].len, err) < 0)
+        return crest_error_wrap(err, "queue entry %ld", i);
+      if ((total += u->q[i].len) > QUEUE_MAX)
+        return crest_error_make(err, EINVAL, "queue over %u bytes", QUEUE_MAX);
+    }
+  return 0;
+}
+
+static int
+unix_parse(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
+{
+  struct ursk *u = xzalloc(sizeof *u);
+  const char *t;
+  int nf = (int)c->nf;
+  f->priv = u;
+  u->fd = u->gone = -1;
+  if (jget_str(v, "sotype", &t, err) < 0 || jget_bool(v, "listening", &u->listening, err) < 0
+      || get_int(v, "backlog", 0, 1 << 20, &u->backlog, err) < 0
+      || jget_hex_alloc(v, "name", UNAME_MAX, &u->name, &u->namelen, err) < 0
+      || jget_bool(v, "unlinked", &u->unlinked, err) < 0
+      || get_int(v, "mode", 0, 07777, &u->mode, err) < 0
+      || get_int(v, "peer", -1, nf - 1, &u->peer, err) < 0
+      || jget_bool(v, "peer_gone", &u->peer_gone, err) < 0
+      || jget_hex_alloc(v, "ext_peer", UNAME_MAX, &u->ext, &u->extlen, err) < 0
+      || get_int(v, "accept_from", -1, nf - 1, &u->accept_from, err) < 0
+      || get_int(v, "backlog_of", -1, nf - 1, &u->backlog_of, err) < 0
+      || get_int(v, "backlog_pos", 0, 1 << 20, &u->backlog_pos, err) < 0
+      || get_int(v, "shutdown", 0, 3, &u->shutdown, err) < 0 || sk_opts_parse(v, &u->opts, err) < 0
+      || parse_queue(v, u, nf, err) < 0)
+    return crest_error_wrap(err, "file %d (unix socket)", f->id);
+  u->type = strcmp(t, "stream") == 0      ? SOCK_STREAM
+            : strcmp(t, "dgram") == 0     ? SOCK_DGRAM
+            : strcmp(t, "seqpacket") == 0 ? SOCK_SEQPACKET
+                                          : -1;
+  if (u->type < 0)
+    return crest_error_make(err, EINVAL, "file %d: unix socket type \"%s\"", f->id, t);
+  u->name = xrealloc(u->name, u->namelen + 1);
+  u->name[u->namelen] = 0;
+  if (u->namelen && u->name[0] && strlen((const char *)u->name) + 1 < u->namelen)
+    return crest_error_make(err, EINVAL, "file %d: a unix socket path with a NUL", f->id);
+  if (u->namelen && u->name[0] && u->name[0] != '/')
+    return crest_error_make(err, EINVAL, "file %d: a unix socket path not absolute", f->id);
+  return 0;
+}
+
+/* The unix socket record of file ID (checked: a unix socket), or NULL. */
+static struct ursk *
+ur(struct rctx *c, int id)
+{
+  return id >= 0 && (size_t)id < c->nf && c->f[id].ops == &fd_unix_ops ? c->f[id].priv : NULL;
+}
+
+static socklen_t
+uaddr(const struct ursk *u, struct sockaddr_un *a)
+{
+  memset(a, 0, sizeof *a);
+  a->sun_family = AF_UNIX;
+  memcpy(a->sun_path, u->name, u->namelen);
+  return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + u->namelen);
+}
+
+static const char *
+uname_text(const struct ursk *u, char *buf, size_t size)
+{
+  snprintf(buf, size, "%s%.*s", u->name[0] ? "" : "@", (int)u->namelen - (u->name[0] ? 0 : 1),
+           u->name + (u->name[0] ? 0 : 1));
+  return buf;
+}
+
+/* Is the socket file at A (LEN) stale: does nothing answer there? */
+static bool
+stale(int type, const struct sockaddr_un *a, socklen_t len)
+{
+  cleanup_close int t = socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  return t >= 0 && connect(t, (const struct sockaddr *)a, len) < 0 && errno == ECONNREFUSED;
+}
+
+/* A new socket of U's type, bound to its name (a stale socket file left
+   at the path by the checkpointed tree is removed first; one a live socket
+   holds, as the original's with --leave-running, is left: bind fails). */
+static int
+make_bound(struct ursk *u, crest_error_t *err)
+{
+  struct sockaddr_un a;
+  socklen_t len = uaddr(u, &a);
+  char nb[120];
+  struct stat st;
+  int fd = socket(AF_UNIX, u->type | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return crest_error_errno(err, "socket");
+  if (!u->namelen)
+    return u->fd = fd;
+  if (u->name[0] && lstat(a.sun_path, &st) == 0 && S_ISSOCK(st.st_mode) && stale(u->type, &a, len))
+    unlink(a.sun_path);
+  if (bind(fd, (struct sockaddr *)&a, len) < 0)
+    {
+      crest_error_errno(err, "bind to %s", uname_text(u, nb, sizeof nb));
+      close(fd);
+      return -1;
+    }
+  if (u->name[0] && chmod(a.sun_path, u->mode) < 0)
+    {
+      crest_error_errno(err, "chmod %s", a.sun_path);
+      close(fd);
+      return -1;
+    }
+  if (u->listening && listen(fd, u->backlog) < 0)
+    {
+      crest_error_errno(err, "listen on %s", uname_text(u, nb, sizeof nb));
+      close(fd);
+      return -1;
+    }
+  return u->fd = fd;
+}
+
+static int
+connect_to(int fd, const struct ursk *to, crest_error_t *err)
+{
+  struct sockaddr_un a;
+  socklen_t len = uaddr(to, &a);
+  char nb[120];
+  if (connect(fd, (struct sockaddr *)&a, len) < 0)
+    return crest_error_errno(err, "connect to %s", uname_text(to, nb, sizeof nb));
+  return 0;
+}
+
+/* Stream and seqpacket pairs, and peers gone. */
+static int
+make_pair(struct rctx *c, struct ursk *u, crest_error_t *err)
+{
+  struct ursk *p = ur(c, u->peer);
+  int sv[2];
+  if (u->fd >= 0)
+    return 0;
+  if (u->accept_from >= 0 && p)
+    {
+      struct ursk *l = ur(c, u->accept_from);
+      if (!l || (p->fd < 0 && make_bound(p, err) < 0) || connect_to(p->fd, l, err) < 0)
+        return -1;
+      if ((u->fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC)) < 0)
+        return crest_error_errno(err, "accept");
+      return 0;
+    }
+  if (p && p->accept_from >= 0)
+    return make_pair(c, p, err);
+  if (u->namelen || (p && p->namelen))
+    return crest_error_make(err, EINVAL, "a named pair with no listener");
+  if (socketpair(AF_UNIX, u->type | SOCK_CLOEXEC, 0, sv) < 0)
+    return crest_error_errno(err, "socketpair");
+  u->fd = sv[0];
+  if (p)
+    p->fd = sv[1];
+  else
+    u->gone = sv[1];
+  return 0;
+}
+
+/* Listeners and named sockets; then the connections. */
+static int
+make_all(struct rctx *c, crest_error_t *err)
+{
+  for (int pass = 0; pass < 4; pass++)
+    for (size_t i = 0; i < c->nf; i++)
+      {
+        struct ursk *u = ur(c, (int)i), *p;
+        if (!u || u->fd >= 0)
+          continue;
+        p = ur(c, u->peer);
+        if (pass == 0 && (u->listening || (u->namelen && u->accept_from < 0))
+            && make_bound(u, err) < 0)
+          return crest_error_wrap(err, "file %zu (unix socket)", i);
+        if (pass == 1 && u->type != SOCK_DGRAM && (p || u->peer_gone) && make_pair(c, u, err) < 0)
+          return crest_error_wrap(err, "file %zu (unix socket)", i);
+        if (pass == 2 && u->type == SOCK_DGRAM && p && !u->namelen && !p->namelen)
+          {
+            int sv[2];
+            if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) < 0)
+              return crest_error_errno(err, "file %zu: socketpair", i);
+            u->fd = sv[0], p->fd = sv[1];
+          }
+        if (pass == 3 && make_bound(u, err) < 0)
+          return crest_error_wrap(err, "file %zu (unix socket)", i);
+      }
+  return 0;
+}
+
+/* Backlogs in their order, datagram connections. */
+static int
+connect_all(struct rctx *c, crest_error_t *err)
+{
+  for (int pos = 0; pos <= (1 << 20); pos++)
+    {
+      bool more = false;
+      for (size_t i = 0; i < c->nf; i++)
+        {
+          struct ursk *u = ur(c, (int)i);
+          if (!u || u->backlog_of < 0 || u->backlog_pos < pos)
+            continue;
+          more = true;
+          if (u->backlog_pos == pos
+              && (!ur(c, u->backlog_of) || connect_to(u->fd, ur(c, u->backlog_of), err) < 0))
+            return crest_error_wrap(err, "file %zu (unix socket)", i);
+        }
+      if (!more)
+        break;
+    }
+  for (size_t i = 0; i < c->nf; i++)
+    {
+      struct ursk *u = ur(c, (int)i), *p = u ? ur(c, u->peer) : NULL;
+      if (u && u->type == SOCK_DGRAM && p && p->namelen && connect_to(u->fd, p, err) < 0)
+        return crest_error_wrap(err, "file %zu (unix socket)", i);
+      if (u && u->extlen)
+        {
+          struct ursk to = { .name = u->ext, .namelen = u->extlen };
+          if (connect_to(u->fd, &to, err) < 0)
+            return crest_error_wrap(err, "file %zu (unix socket, --ext-unix-sk)", i);
+        }
+    }
+  return 0;
+}
+
+static int
+send_queue(struct rctx *c, int id, struct ursk *u, crest_error_t *err)
+{
+  for (size_t k = 0; k < u->nq; k++)
+    {
+      struct ursk *s = ur(c, u->q[k].sender);
+      int fd = s ? s->fd : u->gone;
+      struct sockaddr_un a;
+      socklen_t alen = uaddr(u, &a);
+      bool to = u->type == SOCK_DGRAM && s && s->peer != id;
+      ssize_t n;
+      if (fd < 0)
+        return crest_error_make(err, EINVAL, "file %d: queued data with no sender", id);
+      n = sendto(fd, u->q[k].data, u->q[k].len, MSG_DONTWAIT | MSG_NOSIGNAL,
+                 to ? (struct sockaddr *)&a : NULL, to ? alen : 0);
+      if (n != (ssize_t)u->q[k].len)
+        return crest_error_make(err, n < 0 ? errno : EIO, "file %d: queue its %zu bytes again%s%s",
+                                id, u->q[k].len, n < 0 ? ": " : "",
+                                n < 0 ? strerror(errno) : " (short)");
+    }
+  return 0;
+}
+
+static int
+finish_all(struct rctx *c, crest_error_t *err)
+{
+  for (size_t i = 0; i < c->nf; i++)
+    {
+      struct ursk *u = ur(c, (int)i);
+      if (u
+          && (sk_opts_apply(u->fd, &u->opts, SKO_ALL & ~SKO_BIT(SKO_PEEK_OFF), err) < 0
+              || send_queue(c, (int)i, u, err) < 0))
+        return crest_error_wrap(err, "file %zu (unix socket)", i);
+    }
+  for (size_t i = 0; i < c->nf; i++)
+    {
+      struct ursk *u = ur(c, (int)i);
+      if (!u)
+        continue;
+      if (u->gone >= 0)
+        close(u->gone), u->gone = -1;
+      if (!u->peer_gone
+          && (((u->shutdown & 2) && shutdown(u->fd, SHUT_WR) < 0)
+              || ((u->shutdown & 1) && shutdown(u->fd, SHUT_RD) < 0)))
+        return crest_error_errno(err, "file %zu (unix socket): shutdown", i);
+      if (u->unlinked && u->namelen && u->name[0])
+        unlink((const char *)u->name);
+      if (sk_opts_apply(u->fd, &u->opts, SKO_BIT(SKO_PEEK_OFF), err) < 0)
+        return crest_error_wrap(err, "file %zu (unix socket)", i);
+      if ((c->f[i].flags & O_NONBLOCK) && fcntl(u->fd, F_SETFL, O_NONBLOCK) < 0)
+        return crest_error_errno(err, "file %zu (unix socket): O_NONBLOCK", i);
+    }
+  return 0;
+}
+
+static int
+unix_open(struct rctx *c, struct rfile *f, int flags, crest_error_t *err)
+{
+  struct ursk *u = f->priv;
+  (void)flags;
+  if (u->fd < 0)
+    {
+      /* The first unix socket of the image: make them all. */
+      if (make_all(c, err) < 0 || connect_all(c, err) < 0 || finish_all(c, err) < 0)
+        return -1;
+    }
+  if (file_place(c, f, u->fd, false, err) < 0)
+    return crest_error_wrap(err, "file %d (unix socket)", f->id);
+  u->fd = -2; /* placed: f->svc */
+  return 0;
+}
+
+const struct fd_ops fd_unix_ops = {
+  .type = "unix",
+  .probe = unix_probe,
+  .resolve = unix_resolve,
+  .write = unix_write,
+  .parse = unix_parse,
+  .open = unix_open,
+};
