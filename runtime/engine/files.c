@@ -35,6 +35,7 @@ static const struct fd_ops *const fd_types[] = {
   &fd_reg_ops,     &fd_dir_ops,       &fd_link_ops,     &fd_dev_ops,
   &fd_tty_ops, /* after dev; hands stdio on another terminal to inherited */
   &fd_pipe_ops,    &fd_fifo_ops,
+  &fd_inet_ops, /* TCP and UDP sockets; any other socket is refused */
 };
 
 /* The type an image's file record names, or NULL. */

@@ -25,6 +25,8 @@ enum
   OPT_EXPORT,
   OPT_COMPRESS,
   OPT_FILE_LOCKS,
+  OPT_TCP_CLOSE,
+  OPT_TCP_ESTABLISHED,
   OPT_CGROUPS_MODE,
   OPT_PRE_DUMP,
   OPT_PARENT_PATH,
@@ -35,6 +37,7 @@ struct ckpt_args
 {
   const char *image, *work, *export, *compress;
   bool leave, ns_init, image_given, file_locks;
+  enum crest_tcp_mode tcp_mode;
   long pid;
 };
 
@@ -51,7 +54,10 @@ usage(FILE *f)
              "      --file-locks       save and restore the file locks a container holds\n"
              "      --manage-cgroups-mode=soft|full|strict|ignore   accepted; crest never\n"
              "                         dumps cgroups\n"
-             "      --tcp-established, --ext-unix-sk, --shell-job   accepted (see crest(1))\n"
+             "      --tcp-close        restore established TCP connections closed\n"
+             "      --tcp-established  established TCP connections: not implemented yet\n"
+             "                         (refused, see crest(1))\n"
+             "      --ext-unix-sk, --shell-job   accepted (see crest(1))\n"
              "      --pre-dump, --parent-path=DIR   not supported yet (refused)\n"
              "      --pid=PID          process mode: checkpoint PID and its descendants\n"
              "      --ns-init          with --pid: PID is the init of its own PID namespace;\n"
@@ -92,6 +98,10 @@ parse(int argc, char **argv, struct ckpt_args *a, crest_error_t *err)
     { "export", required_argument, NULL, OPT_EXPORT },
     { "compress", required_argument, NULL, OPT_COMPRESS },
     { "file-locks", no_argument, NULL, OPT_FILE_LOCKS },
+    /* Before CREST_CR_NOOP_OPTIONS, which restore keeps: the first exact
+       match wins. */
+    { "tcp-close", no_argument, NULL, OPT_TCP_CLOSE },
+    { "tcp-established", no_argument, NULL, OPT_TCP_ESTABLISHED },
     { "manage-cgroups-mode", required_argument, NULL, OPT_CGROUPS_MODE },
     { "pre-dump", no_argument, NULL, OPT_PRE_DUMP },
     { "parent-path", required_argument, NULL, OPT_PARENT_PATH },
@@ -138,6 +148,13 @@ parse(int argc, char **argv, struct ckpt_args *a, crest_error_t *err)
         /* Without it a container holding a lock is refused, as CRIU does
            (container-cr.c); with it the engine saves and restores them. */
         a->file_locks = true;
+        break;
+      case OPT_TCP_CLOSE:
+      case OPT_TCP_ESTABLISHED:
+        if (a->tcp_mode != CREST_TCP_REFUSE)
+          return crest_error_make(err, EINVAL,
+                                  "checkpoint: give --tcp-close or --tcp-established, not both");
+        a->tcp_mode = c == OPT_TCP_CLOSE ? CREST_TCP_CLOSE : CREST_TCP_ESTABLISHED;
         break;
       case OPT_CGROUPS_MODE:
         if (crest_check_cgroups_mode("checkpoint", optarg, err) < 0)
@@ -223,6 +240,7 @@ crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error
       co.work_path = a.work;
       co.leave_running = a.leave;
       co.file_locks = a.file_locks;
+      co.tcp_mode = a.tcp_mode;
       crest_debug("checkpoint of container `%s` starts", argv[optind]);
       if (a.export)
         r = checkpoint_export(g, argv[optind], &a, &co, err);
@@ -241,6 +259,7 @@ crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error
     o.work_dir = a.work;
     o.leave_running = a.leave;
     o.root_is_ns_init = a.ns_init;
+    o.tcp_mode = a.tcp_mode;
     if (crest_engine_dump((pid_t)a.pid, &o, err) < 0)
       return -1;
   }
