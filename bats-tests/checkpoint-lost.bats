@@ -106,6 +106,8 @@ lost_case() {
 @test "zdtm-lost inotify-unread: refused" { lost_case inotify-unread "unread"; }
 @test "zdtm-lost inotify-nopath: refused" { lost_case inotify-nopath "no path"; }
 @test "zdtm-lost fanotify: refused" { lost_case fanotify "fanotify"; }
+@test "zdtm-lost tcp-established: refused (no --tcp-close)" { lost_case tcp-established "established"; }
+@test "zdtm-lost accept-queue: refused (connections waiting to be accepted)" { lost_case accept-queue "waiting to be accepted"; }
 # Not leader-exit here: crun reports a container whose init's main thread
 # exited as stopped (no init PID); tests/host/zdtm-process.test covers it.
 @test "zdtm-lost reparented: restored" { lost_case reparented restore; }

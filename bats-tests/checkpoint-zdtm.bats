@@ -24,7 +24,8 @@ zdtm_cycle() {
 	local prog=$1 id="z-$1-$$" before after
 	zdtm_run "$id" "$prog"
 	before=$(cr_ns_pids "$id")
-	cr_checkpoint "$id"
+	# shellcheck disable=SC2086 # ZDTM_CKPT_FLAGS: zero or more flags
+	cr_checkpoint "$id" ${ZDTM_CKPT_FLAGS:-}
 	[ "$status" = 0 ] || fail "checkpoint of zdtm-$prog failed: $output"
 	cr_gone "$id"
 	local sum
@@ -90,3 +91,10 @@ zdtm_cycle() {
 @test "zdtm-signalfd in a container (masks, flags, pending signals read through it)" { zdtm_cycle signalfd; }
 @test "zdtm-epoll in a container (targets: numbers, events, data; nested, shared)" { zdtm_cycle epoll; }
 @test "zdtm-inotify in a container (watches: numbers, masks, paths)" { zdtm_cycle inotify; }
+@test "zdtm-inet-listen in a container (TCP: listening with its backlog, bound, unbound; options)" { zdtm_cycle inet-listen; }
+@test "zdtm-inet-udp in a container (UDP: bound, connected, queued datagrams with their sources)" { zdtm_cycle inet-udp; }
+@test "zdtm-inet-v6 in a container (IPv6 TCP and UDP, IPV6_V6ONLY, a dual-stack listener)" { zdtm_cycle inet-v6; }
+@test "zdtm-inet-tcp-close in a container (checkpoint --tcp-close: the connection comes back closed)" {
+	update_config '.process.env += ["ZDTM_TCP_CLOSE=1"]'
+	ZDTM_CKPT_FLAGS=--tcp-close zdtm_cycle inet-tcp-close
+}
