@@ -34,6 +34,7 @@
 #include "files.h"
 #include "image.h"
 #include "restore-int.h"
+#include "sockets.h"
 #include "util.h"
 
 #ifndef SO_MEMINFO
@@ -59,8 +60,10 @@ enum sk_state
 };
 static const char *const state_names[] = { "unbound", "bound", "listen", "connected", "closed" };
 
-/* Options: an int read with getsockopt, set again only where a new socket
-   differs, then read back and compared. */
+/* The options of the IP, IPv6, TCP and UDP levels (and the few of
+   SOL_SOCKET that sockets.c does not have, which only inet sockets use):
+   an int read with getsockopt, set again only where a new socket differs,
+   then read back and compared. sockets.c has the SOL_SOCKET ones. */
 enum
 {
   F4 = 1,
@@ -72,9 +75,6 @@ enum
 enum opt_kind
 {
   OK_INT,
-  OK_BUF,     /* SO_RCVBUF/SO_SNDBUF: the kernel doubles what it is given */
-  OK_LINGER,  /* l_onoff ? l_linger : -1 */
-  OK_TIMEO,   /* struct timeval, in microseconds */
   OK_DEFAULT, /* must be what a new socket has: refused at checkpoint otherwise */
 };
 struct sk_opt
@@ -89,29 +89,11 @@ struct sk_opt
     l, n, #n, w, OK_INT                                                                            \
   }
 static const struct sk_opt sk_opts[] = {
-  O(SOL_SOCKET, SO_REUSEADDR, ALL),
-  O(SOL_SOCKET, SO_REUSEPORT, ALL),
-  O(SOL_SOCKET, SO_KEEPALIVE, ALL),
-  O(SOL_SOCKET, SO_BROADCAST, ALL),
-  O(SOL_SOCKET, SO_OOBINLINE, ALL),
-  O(SOL_SOCKET, SO_DONTROUTE, ALL),
-  O(SOL_SOCKET, SO_PRIORITY, ALL),
-  O(SOL_SOCKET, SO_RCVLOWAT, ALL),
-  O(SOL_SOCKET, SO_PASSCRED, ALL),
-  O(SOL_SOCKET, SO_TIMESTAMP, ALL),
   O(SOL_SOCKET, SO_TIMESTAMPNS, ALL),
   O(SOL_SOCKET, SO_TIMESTAMPING, ALL),
   O(SOL_SOCKET, SO_RXQ_OVFL, ALL),
-  O(SOL_SOCKET, SO_NO_CHECK, F4 | F6 | PU),
   O(SOL_SOCKET, SO_SELECT_ERR_QUEUE, ALL),
-  O(SOL_SOCKET, SO_PEEK_OFF, F4 | F6 | PU),
   O(SOL_SOCKET, SO_ZEROCOPY, ALL),
-  { SOL_SOCKET, SO_RCVBUF, "SO_RCVBUF", ALL, OK_BUF },
-  { SOL_SOCKET, SO_SNDBUF, "SO_SNDBUF", ALL, OK_BUF },
-  { SOL_SOCKET, SO_LINGER, "SO_LINGER", ALL, OK_LINGER },
-  { SOL_SOCKET, SO_RCVTIMEO, "SO_RCVTIMEO", ALL, OK_TIMEO },
-  { SOL_SOCKET, SO_SNDTIMEO, "SO_SNDTIMEO", ALL, OK_TIMEO },
-  { SOL_SOCKET, SO_MARK, "SO_MARK", ALL, OK_DEFAULT },
   { SOL_IP, IP_TRANSPARENT, "IP_TRANSPARENT", ALL, OK_DEFAULT },
   O(SOL_IP, IP_TOS, ALL),
   O(SOL_IP, IP_TTL, ALL),
@@ -176,7 +158,8 @@ struct inet_sk
   enum sk_state state;
   struct sockaddr_storage local, peer;
   int backlog;
-  char cong[16]; /* TCP_CONGESTION */
+  char cong[16];     /* TCP_CONGESTION */
+  struct sk_opts so; /* SOL_SOCKET (sockets.c) */
   bool have[NOPTS];
   long long val[NOPTS];
   struct dgram *q;
@@ -189,57 +172,23 @@ sk_where(const struct inet_sk *s)
   return (s->family == AF_INET ? F4 : F6) | (s->proto == IPPROTO_TCP ? PT : PU);
 }
 
-/* Option I of socket FD, as one number. */
+/* Option I of socket FD. */
 static int
 opt_get(int fd, size_t i, long long *v)
 {
-  const struct sk_opt *o = &sk_opts[i];
-  socklen_t len;
-  if (o->kind == OK_LINGER)
-    {
-      struct linger l;
-      len = sizeof l;
-      if (getsockopt(fd, o->level, o->name, &l, &len) < 0)
-        return -1;
-      *v = l.l_onoff ? l.l_linger : -1;
-    }
-  else if (o->kind == OK_TIMEO)
-    {
-      struct timeval tv;
-      len = sizeof tv;
-      if (getsockopt(fd, o->level, o->name, &tv, &len) < 0)
-        return -1;
-      *v = (long long)tv.tv_sec * 1000000 + tv.tv_usec;
-    }
-  else
-    {
-      int x = 0;
-      len = sizeof x;
-      if (getsockopt(fd, o->level, o->name, &x, &len) < 0)
-        return -1;
-      *v = x;
-    }
+  int x = 0;
+  socklen_t len = sizeof x;
+  if (getsockopt(fd, sk_opts[i].level, sk_opts[i].name, &x, &len) < 0)
+    return -1;
+  *v = x;
   return 0;
 }
 
 static int
 opt_set(int fd, size_t i, long long v)
 {
-  const struct sk_opt *o = &sk_opts[i];
-  if (o->kind == OK_LINGER)
-    {
-      struct linger l = { v >= 0, v >= 0 ? (int)v : 0 };
-      return setsockopt(fd, o->level, o->name, &l, sizeof l);
-    }
-  if (o->kind == OK_TIMEO)
-    {
-      struct timeval tv = { v / 1000000, v % 1000000 };
-      return setsockopt(fd, o->level, o->name, &tv, sizeof tv);
-    }
-  {
-    int x = (int)(o->kind == OK_BUF ? v / 2 : v);
-    return setsockopt(fd, o->level, o->name, &x, sizeof x);
-  }
+  int x = (int)v;
+  return setsockopt(fd, sk_opts[i].level, sk_opts[i].name, &x, sizeof x);
 }
 
 /* --- addresses --- */
@@ -443,11 +392,11 @@ tcp_state(struct dctx *c, int d, struct inet_sk *s, crest_error_t *err)
         {
           /* What the connection negotiated or tuned is not the closed
              socket's. */
-          static const int tuned[] = { TCP_MAXSEG, TCP_WINDOW_CLAMP, SO_RCVBUF, SO_SNDBUF };
           for (size_t i = 0; i < NOPTS; i++)
-            for (size_t k = 0; k < ARRAY_SIZE(tuned); k++)
-              if (sk_opts[i].name == tuned[k] && sk_opts[i].level == (k < 2 ? SOL_TCP : SOL_SOCKET))
-                s->have[i] = false;
+            if (sk_opts[i].level == SOL_TCP
+                && (sk_opts[i].name == TCP_MAXSEG || sk_opts[i].name == TCP_WINDOW_CLAMP))
+              s->have[i] = false;
+          s->so.have[SKO_RCVBUF] = s->so.have[SKO_SNDBUF] = false;
           s->state = SK_CLOSED;
           return 0;
         }
@@ -464,7 +413,7 @@ tcp_state(struct dctx *c, int d, struct inet_sk *s, crest_error_t *err)
 
 /* What a copy D of a UDP or TCP socket shows. */
 static int
-inet_dump(struct dctx *c, int d, struct inet_sk *s, crest_error_t *err)
+inet_dump(struct dctx *c, int d, struct inet_sk *s, bool owns_net, crest_error_t *err)
 {
   socklen_t len = sizeof s->local;
   int outq = 0;
@@ -473,6 +422,12 @@ inet_dump(struct dctx *c, int d, struct inet_sk *s, crest_error_t *err)
   len = sizeof s->peer;
   if (getpeername(d, (struct sockaddr *)&s->peer, &len) < 0)
     s->peer.ss_family = AF_UNSPEC;
+  {
+    struct sk_opts def;
+    sk_opts_default(s->family, s->proto == IPPROTO_TCP ? SOCK_STREAM : SOCK_DGRAM, s->proto, &def);
+    if (sk_opts_get(d, &s->so, err) < 0 || sk_opts_check(&s->so, &def, owns_net, err) < 0)
+      return -1;
+  }
   for (size_t i = 0; i < NOPTS; i++)
     if ((sk_opts[i].where & sk_where(s)) == sk_where(s) && opt_get(d, i, &s->val[i]) == 0)
       {
@@ -512,6 +467,15 @@ inet_free(struct inet_sk *s)
     free(s->q);
 }
 
+/* The tree's network namespace is not crest's (a container's). */
+static bool
+own_netns(pid_t pid)
+{
+  struct stat a, b;
+  cleanup_free char *p = xasprintf("/proc/%d/ns/net", pid);
+  return stat(p, &a) == 0 && stat("/proc/self/ns/net", &b) == 0 && a.st_ino != b.st_ino;
+}
+
 static int
 inet_probe(struct dctx *c, struct dproc *p, const struct fd_probe *pr, struct dfile *nf,
            crest_error_t *err)
@@ -523,7 +487,7 @@ inet_probe(struct dctx *c, struct dproc *p, const struct fd_probe *pr, struct df
   (void)p;
   if (!S_ISSOCK(pr->st->st_mode))
     return 0;
-  if ((d = getfd(pr->pid, pr->fd, err)) < 0)
+  if ((d = sk_getfd(pr->pid, pr->fd, err)) < 0)
     return crest_error_wrap(err, "task %d: fd %d (%s)", pr->pid, pr->fd, pr->link);
   if (getsockopt(d, SOL_SOCKET, SO_DOMAIN, &family, &len) < 0
       || (family != AF_INET && family != AF_INET6))
@@ -543,7 +507,7 @@ inet_probe(struct dctx *c, struct dproc *p, const struct fd_probe *pr, struct df
   s = nf->priv = xzalloc(sizeof *s);
   s->family = family;
   s->proto = proto;
-  if (inet_dump(c, d, s, err) < 0)
+  if (inet_dump(c, d, s, own_netns(pr->pid), err) < 0)
     {
       inet_free(s);
       return crest_error_wrap(err, "task %d: fd %d (%s %s socket)", pr->pid, pr->fd,
@@ -568,6 +532,7 @@ inet_write(struct dctx *c, const struct dfile *f, yajl_gen g)
     jput_int(g, "backlog", s->backlog);
   if (s->cong[0])
     jput_str(g, "TCP_CONGESTION", s->cong);
+  sk_opts_put(g, &s->so);
   jput_key(g, "opts");
   yajl_gen_map_open(g);
   for (size_t i = 0; i < NOPTS; i++)
@@ -680,7 +645,10 @@ inet_parse(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
       strcpy(s->cong, cong);
     }
   crest_error_release(&e2);
-  return parse_opts(v, s, err) < 0 || parse_queue(v, s, err) < 0 ? -1 : 0;
+  return sk_opts_parse(v, &s->so, err) < 0 || parse_opts(v, s, err) < 0
+                 || parse_queue(v, s, err) < 0
+             ? -1
+             : 0;
 }
 
 /* The options of S on FD, a new socket: each one that differs is set, and
@@ -691,6 +659,8 @@ apply_opts(int fd, const struct inet_sk *s, crest_error_t *err)
   char cong[sizeof s->cong];
   socklen_t len = sizeof cong;
   memset(cong, 0, sizeof cong);
+  if (sk_opts_apply(fd, &s->so, SKO_ALL & ~SKO_BIT(SKO_PEEK_OFF), err) < 0)
+    return -1;
   if (s->cong[0] && getsockopt(fd, SOL_TCP, TCP_CONGESTION, cong, &len) == 0
       && strncmp(cong, s->cong, sizeof cong - 1) != 0
       && setsockopt(fd, SOL_TCP, TCP_CONGESTION, s->cong, strlen(s->cong)) < 0)
@@ -819,7 +789,9 @@ inet_finish(struct rctx *c, struct rfile *f, crest_error_t *err)
   struct sockaddr_storage to;
   socklen_t len = sizeof to;
   if (!s->nq)
-    return 0;
+    return sk_opts_apply(f->svc, &s->so, SKO_BIT(SKO_PEEK_OFF), err) < 0
+               ? crest_error_wrap(err, "restore: file %d (%s)", f->id, f->path)
+               : 0;
   if (getsockname(f->svc, (struct sockaddr *)&to, &len) < 0)
     return crest_error_errno(err, "restore: file %d: getsockname", f->id);
   if (addr_any(&to))
@@ -833,6 +805,8 @@ inet_finish(struct rctx *c, struct rfile *f, crest_error_t *err)
     if (requeue(c, f->svc, &to, &s->q[i], err) < 0)
       return crest_error_wrap(err, "restore: file %d (%s): datagram %zu of %zu", f->id, f->path,
                               i + 1, s->nq);
+  if (sk_opts_apply(f->svc, &s->so, SKO_BIT(SKO_PEEK_OFF), err) < 0)
+    return crest_error_wrap(err, "restore: file %d (%s)", f->id, f->path);
   return 0;
 }
 
