@@ -63,7 +63,7 @@ enum crest_tcp_mode
 {
   CREST_TCP_REFUSE,      /* refused, in one line (the default) */
   CREST_TCP_CLOSE,       /* --tcp-close: restored closed (not connected) */
-  CREST_TCP_ESTABLISHED, /* --tcp-established: refused, TCP_REPAIR not implemented yet */
+  CREST_TCP_ESTABLISHED, /* --tcp-established: through TCP_REPAIR (sk-tcp.c) */
 };
 
 struct crest_dump_opts

@@ -34,6 +34,7 @@
 #include "files.h"
 #include "image.h"
 #include "restore-int.h"
+#include "sk-tcp.h"
 #include "sockets.h"
 #include "util.h"
 
@@ -55,10 +56,12 @@ enum sk_state
   SK_UNBOUND,
   SK_BOUND,
   SK_LISTEN,
-  SK_CONNECTED, /* UDP */
-  SK_CLOSED,    /* TCP that was connected: --tcp-close */
+  SK_CONNECTED,   /* UDP */
+  SK_CLOSED,      /* TCP that was connected: --tcp-close */
+  SK_ESTABLISHED, /* TCP: --tcp-established (sk-tcp.c) */
 };
-static const char *const state_names[] = { "unbound", "bound", "listen", "connected", "closed" };
+static const char *const state_names[]
+    = { "unbound", "bound", "listen", "connected", "closed", "established" };
 
 /* The options of the IP, IPv6, TCP and UDP levels (and the few of
    SOL_SOCKET that sockets.c does not have, which only inet sockets use):
@@ -158,8 +161,9 @@ struct inet_sk
   enum sk_state state;
   struct sockaddr_storage local, peer;
   int backlog;
-  char cong[16];     /* TCP_CONGESTION */
-  struct sk_opts so; /* SOL_SOCKET (sockets.c) */
+  char cong[16];       /* TCP_CONGESTION */
+  struct sk_opts so;   /* SOL_SOCKET (sockets.c) */
+  struct tcp_conn tcp; /* SK_ESTABLISHED */
   bool have[NOPTS];
   long long val[NOPTS];
   struct dgram *q;
@@ -359,6 +363,41 @@ peek_queue(int d, struct inet_sk *s, crest_error_t *err)
   return rc;
 }
 
+/* A TCP socket that is connected, or was: refused, or closed
+   (--tcp-close), or read through repair mode (--tcp-established). */
+static int
+tcp_connected(struct dctx *c, int d, struct inet_sk *s, unsigned state, crest_error_t *err)
+{
+  if (c->o->tcp_mode == CREST_TCP_REFUSE)
+    return crest_error_make(err, ENOTSUP,
+                            "an established TCP connection (state %u): give --tcp-close to "
+                            "restore it closed, or --tcp-established",
+                            state);
+  if (c->o->tcp_mode == CREST_TCP_ESTABLISHED && state != TCP_ESTABLISHED)
+    return crest_error_make(err, ENOTSUP,
+                            "a TCP connection in state %u: --tcp-established restores "
+                            "ESTABLISHED ones only (--tcp-close restores it closed)",
+                            state);
+  /* What the connection negotiated or tuned is the kernel's, not the
+     program's: repair mode sets the MSS again, a closed socket has none. */
+  for (size_t i = 0; i < NOPTS; i++)
+    if (sk_opts[i].level == SOL_TCP
+        && (sk_opts[i].name == TCP_MAXSEG || sk_opts[i].name == TCP_WINDOW_CLAMP))
+      s->have[i] = false;
+  s->so.have[SKO_RCVBUF] = s->so.have[SKO_SNDBUF] = false;
+  if (c->o->tcp_mode == CREST_TCP_CLOSE)
+    {
+      s->state = SK_CLOSED;
+      return 0;
+    }
+  /* A container's restorer holds CAP_CHECKPOINT_RESTORE, not
+     CAP_NET_ADMIN: is that enough on this kernel? */
+  if ((c->foreign_userns && tcp_repair_probe(err) < 0) || tcp_conn_dump(d, &s->tcp, err) < 0)
+    return crest_error_wrap(err, "--tcp-established");
+  s->state = SK_ESTABLISHED;
+  return 0;
+}
+
 /* The state of a TCP socket, and what makes it refused. */
 static int
 tcp_state(struct dctx *c, int d, struct inet_sk *s, crest_error_t *err)
@@ -388,27 +427,17 @@ tcp_state(struct dctx *c, int d, struct inet_sk *s, crest_error_t *err)
       s->state = addr_port(&s->local) || !addr_any(&s->local) ? SK_BOUND : SK_UNBOUND;
       return 0;
     default:
-      if (c->o->tcp_mode == CREST_TCP_CLOSE)
-        {
-          /* What the connection negotiated or tuned is not the closed
-             socket's. */
-          for (size_t i = 0; i < NOPTS; i++)
-            if (sk_opts[i].level == SOL_TCP
-                && (sk_opts[i].name == TCP_MAXSEG || sk_opts[i].name == TCP_WINDOW_CLAMP))
-              s->have[i] = false;
-          s->so.have[SKO_RCVBUF] = s->so.have[SKO_SNDBUF] = false;
-          s->state = SK_CLOSED;
-          return 0;
-        }
-      if (c->o->tcp_mode == CREST_TCP_ESTABLISHED)
-        return crest_error_make(err, ENOTSUP,
-                                "an established TCP connection: --tcp-established (TCP_REPAIR) is "
-                                "not implemented yet; --tcp-close restores it closed");
-      return crest_error_make(err, ENOTSUP,
-                              "an established TCP connection (state %u): give --tcp-close to "
-                              "restore it closed",
-                              ti.tcpi_state);
+      return tcp_connected(c, d, s, ti.tcpi_state, err);
     }
+}
+
+/* The SOL_SOCKET options an unprivileged restore could not set again. */
+static int
+so_check(const struct inet_sk *s, bool owns_net, crest_error_t *err)
+{
+  struct sk_opts def;
+  sk_opts_default(s->family, s->proto == IPPROTO_TCP ? SOCK_STREAM : SOCK_DGRAM, s->proto, &def);
+  return sk_opts_check(&s->so, &def, owns_net, err);
 }
 
 /* What a copy D of a UDP or TCP socket shows. */
@@ -422,12 +451,8 @@ inet_dump(struct dctx *c, int d, struct inet_sk *s, bool owns_net, crest_error_t
   len = sizeof s->peer;
   if (getpeername(d, (struct sockaddr *)&s->peer, &len) < 0)
     s->peer.ss_family = AF_UNSPEC;
-  {
-    struct sk_opts def;
-    sk_opts_default(s->family, s->proto == IPPROTO_TCP ? SOCK_STREAM : SOCK_DGRAM, s->proto, &def);
-    if (sk_opts_get(d, &s->so, err) < 0 || sk_opts_check(&s->so, &def, owns_net, err) < 0)
-      return -1;
-  }
+  if (sk_opts_get(d, &s->so, err) < 0)
+    return -1;
   for (size_t i = 0; i < NOPTS; i++)
     if ((sk_opts[i].where & sk_where(s)) == sk_where(s) && opt_get(d, i, &s->val[i]) == 0)
       {
@@ -449,13 +474,15 @@ inet_dump(struct dctx *c, int d, struct inet_sk *s, bool owns_net, crest_error_t
                               "restore it");
   }
   if (s->proto == IPPROTO_TCP)
-    return tcp_state(c, d, s, err);
+    /* After the state: a connection's buffers are the kernel's to tune,
+       and are not kept (tcp_connected). */
+    return tcp_state(c, d, s, err) < 0 ? -1 : so_check(s, owns_net, err);
   if (ioctl(d, SIOCOUTQ, &outq) == 0 && outq > 0)
     return crest_error_make(err, ENOTSUP, "%d bytes of a corked datagram wait to be sent", outq);
   s->state = s->peer.ss_family != AF_UNSPEC                 ? SK_CONNECTED
              : addr_port(&s->local) || !addr_any(&s->local) ? SK_BOUND
                                                             : SK_UNBOUND;
-  return peek_queue(d, s, err);
+  return so_check(s, owns_net, err) < 0 ? -1 : peek_queue(d, s, err);
 }
 
 static void
@@ -463,6 +490,8 @@ inet_free(struct inet_sk *s)
 {
   for (size_t i = 0; s && i < s->nq; i++)
     free(s->q[i].data);
+  if (s)
+    tcp_conn_free(&s->tcp);
   if (s)
     free(s->q);
 }
@@ -526,8 +555,10 @@ inet_write(struct dctx *c, const struct dfile *f, yajl_gen g)
   jput_str(g, "state", state_names[s->state]);
   if (s->state != SK_UNBOUND && s->state != SK_CLOSED)
     addr_put(g, "local", &s->local);
-  if (s->state == SK_CONNECTED)
+  if (s->state == SK_CONNECTED || s->state == SK_ESTABLISHED)
     addr_put(g, "peer", &s->peer);
+  if (s->state == SK_ESTABLISHED)
+    tcp_conn_put(g, &s->tcp);
   if (s->state == SK_LISTEN)
     jput_int(g, "backlog", s->backlog);
   if (s->cong[0])
@@ -626,13 +657,15 @@ inet_parse(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
     k++;
   if (!s->family || !s->proto || k == ARRAY_SIZE(state_names)
       || (s->proto == IPPROTO_TCP && k == SK_CONNECTED)
-      || (s->proto == IPPROTO_UDP && (k == SK_LISTEN || k == SK_CLOSED)))
+      || (s->proto == IPPROTO_UDP && (k == SK_LISTEN || k == SK_CLOSED || k == SK_ESTABLISHED)))
     return crest_error_make(err, EINVAL, "socket %.16s %.16s %.16s is not one crest makes", fam,
                             proto, state);
   s->state = (enum sk_state)k;
   if ((s->state != SK_UNBOUND && s->state != SK_CLOSED
        && addr_parse(v, "local", s->family, &s->local, err) < 0)
-      || (s->state == SK_CONNECTED && addr_parse(v, "peer", s->family, &s->peer, err) < 0)
+      || ((s->state == SK_CONNECTED || s->state == SK_ESTABLISHED)
+          && addr_parse(v, "peer", s->family, &s->peer, err) < 0)
+      || (s->state == SK_ESTABLISHED && tcp_conn_parse(v, &s->tcp, err) < 0)
       || (s->state == SK_LISTEN && jget_i64(v, "backlog", &backlog, err) < 0))
     return -1;
   if (backlog < 0 || backlog > INT_MAX)
@@ -695,6 +728,14 @@ inet_make(const struct rfile *f, const struct inet_sk *s, crest_error_t *err)
      bind accepts. */
   if (apply_opts(fd, s, err) < 0)
     goto fail;
+  if (s->state == SK_ESTABLISHED)
+    {
+      if (tcp_conn_restore(fd, (const struct sockaddr *)&s->local,
+                           (const struct sockaddr *)&s->peer, addr_len(s->family), &s->tcp, err)
+          < 0)
+        goto fail;
+      return fd;
+    }
   if (s->state != SK_UNBOUND && s->state != SK_CLOSED
       && bind(fd, (const struct sockaddr *)&s->local, addr_len(s->family)) < 0)
     {
@@ -788,6 +829,8 @@ inet_finish(struct rctx *c, struct rfile *f, crest_error_t *err)
   const struct inet_sk *s = f->priv;
   struct sockaddr_storage to;
   socklen_t len = sizeof to;
+  if (s->state == SK_ESTABLISHED && tcp_conn_release(f->svc, err) < 0)
+    return crest_error_wrap(err, "restore: file %d (%s)", f->id, f->path);
   if (!s->nq)
     return sk_opts_apply(f->svc, &s->so, SKO_BIT(SKO_PEEK_OFF), err) < 0
                ? crest_error_wrap(err, "restore: file %d (%s)", f->id, f->path)

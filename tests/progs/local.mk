@@ -84,6 +84,7 @@ ZDTM_PROGS += tests/progs/zdtm-inet-listen
 ZDTM_PROGS += tests/progs/zdtm-inet-udp
 ZDTM_PROGS += tests/progs/zdtm-inet-v6
 ZDTM_PROGS += tests/progs/zdtm-inet-tcp-close
+ZDTM_PROGS += tests/progs/zdtm-inet-tcp-est
 # Not restorable on purpose: checkpoint must refuse it (sockets are not v1).
 ZDTM_PROGS += tests/progs/zdtm-socket
 ZDTM_PROGS += tests/progs/zdtm-thread-creds
@@ -167,6 +168,8 @@ tests_progs_zdtm_inet_v6_SOURCES = tests/progs/zdtm/inet-v6.c $(ZDTM_COMMON)
 tests_progs_zdtm_inet_v6_LDFLAGS = -static -pthread
 tests_progs_zdtm_inet_tcp_close_SOURCES = tests/progs/zdtm/inet-tcp-close.c $(ZDTM_COMMON)
 tests_progs_zdtm_inet_tcp_close_LDFLAGS = -static -pthread
+tests_progs_zdtm_inet_tcp_est_SOURCES = tests/progs/zdtm/inet-tcp-est.c $(ZDTM_COMMON)
+tests_progs_zdtm_inet_tcp_est_LDFLAGS = -static -pthread
 tests_progs_zdtm_socket_SOURCES = tests/progs/zdtm/socket.c $(ZDTM_COMMON)
 tests_progs_zdtm_socket_LDFLAGS = -static -pthread
 tests_progs_zdtm_thread_creds_SOURCES = tests/progs/zdtm/thread-creds.c $(ZDTM_COMMON)
