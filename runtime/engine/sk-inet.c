@@ -50,6 +50,7 @@
 
 #define SK_QUEUE_MAX (4u << 20) /* bytes of queued datagrams one socket may hold */
 #define SK_DGRAM_MAX 65536u
+#define SK_NQ_MAX 65536 /* datagrams one socket may hold */
 
 enum sk_state
 {
@@ -333,7 +334,7 @@ peek_queue(int d, struct inet_sk *s, crest_error_t *err)
           rc = crest_error_errno(err, "read its queued datagrams");
           break;
         }
-      if ((m.msg_flags & MSG_TRUNC) || (total += (size_t)n) > SK_QUEUE_MAX)
+      if ((m.msg_flags & MSG_TRUNC) || (total += (size_t)n) > SK_QUEUE_MAX || s->nq == SK_NQ_MAX)
         {
           rc = crest_error_make(
               err, EFBIG, "its queued datagrams exceed what crest saves (%u bytes)", SK_QUEUE_MAX);
@@ -623,7 +624,7 @@ parse_queue(yajl_val v, struct inet_sk *s, crest_error_t *err)
   crest_error_release(&e2);
   if (n <= 0)
     return 0;
-  if (s->proto != IPPROTO_UDP || n > (long)SK_QUEUE_MAX)
+  if (s->proto != IPPROTO_UDP || n > SK_NQ_MAX)
     return crest_error_make(err, EINVAL, "a queue on a socket that has none");
   s->q = xzalloc(n * sizeof *s->q);
   for (long i = 0; i < n; i++)
