@@ -412,7 +412,17 @@ tcp_state(struct dctx *c, int d, struct inet_sk *s, crest_error_t *err)
   len = sizeof cong;
   memset(cong, 0, sizeof cong);
   if (getsockopt(d, SOL_TCP, TCP_CONGESTION, cong, &len) == 0)
-    memcpy(s->cong, cong, sizeof cong - 1);
+    {
+      /* Kept only when the program chose it: the default is the
+         restoring system's. */
+      char def[sizeof cong];
+      socklen_t dl = sizeof def;
+      cleanup_close int n = socket(s->family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+      memset(def, 0, sizeof def);
+      if (n < 0 || getsockopt(n, SOL_TCP, TCP_CONGESTION, def, &dl) < 0
+          || strncmp(def, cong, sizeof cong) != 0)
+        memcpy(s->cong, cong, sizeof cong - 1);
+    }
   switch (ti.tcpi_state)
     {
     case TCP_LISTEN:
