@@ -119,6 +119,8 @@ lost_case() {
 @test "zdtm-lost sysv-msg: restored" { lost_case sysv-msg restore; }
 @test "zdtm-lost posix-mq: refused" { lost_case posix-mq "message queue"; }
 @test "zdtm-lost posix-mq-closed: refused" { lost_case posix-mq-closed "message queue"; }
+@test "zdtm-lost tcp-established: refused (no --tcp-close)" { lost_case tcp-established "established"; }
+@test "zdtm-lost accept-queue: refused (connections waiting to be accepted)" { lost_case accept-queue "waiting to be accepted"; }
 # Not leader-exit here: crun reports a container whose init's main thread
 # exited as stopped (no init PID); tests/host/zdtm-process.test covers it.
 @test "zdtm-lost reparented: restored" { lost_case reparented restore; }

@@ -24,7 +24,8 @@ zdtm_cycle() {
 	local prog=$1 id="z-$1-$$" before after
 	zdtm_run "$id" "$prog"
 	before=$(cr_ns_pids "$id")
-	cr_checkpoint "$id"
+	# shellcheck disable=SC2086 # ZDTM_CKPT_FLAGS: zero or more flags
+	cr_checkpoint "$id" ${ZDTM_CKPT_FLAGS:-}
 	[ "$status" = 0 ] || fail "checkpoint of zdtm-$prog failed: $output"
 	cr_gone "$id"
 	local sum
@@ -97,3 +98,27 @@ zdtm_cycle() {
 @test "zdtm-sysv-ipc in a container (semaphore sets, message queues, same IDs)" { zdtm_cycle sysv-ipc; }
 @test "zdtm-sysv-shm in a container (segments: contents, attachments at the same addresses, same IDs)" { zdtm_cycle sysv-shm; }
 @test "zdtm-unix-sk in a container (unix socket pairs, listener with backlog, names, queues, shutdown, options)" { zdtm_cycle unix-sk; }
+@test "zdtm-inet-listen in a container (TCP: listening with its backlog, bound, unbound; options)" { zdtm_cycle inet-listen; }
+@test "zdtm-inet-udp in a container (UDP: bound, connected, queued datagrams with their sources)" { zdtm_cycle inet-udp; }
+@test "zdtm-inet-v6 in a container (IPv6 TCP and UDP, IPV6_V6ONLY, a dual-stack listener)" { zdtm_cycle inet-v6; }
+@test "zdtm-inet-tcp-close in a container (checkpoint --tcp-close: the connection comes back closed)" {
+	update_config '.process.env += ["ZDTM_TCP_CLOSE=1"]'
+	ZDTM_CKPT_FLAGS=--tcp-close zdtm_cycle inet-tcp-close
+}
+# The restorer holds CAP_CHECKPOINT_RESTORE, not CAP_NET_ADMIN: TCP_REPAIR
+# is open to it on the patched kernel only; on a stock one the checkpoint
+# refuses, and the connection goes on untouched.
+@test "zdtm-inet-tcp-est in a container (--tcp-established: sequence numbers, queues, window through TCP_REPAIR; refused on a stock kernel)" {
+	if [ "${CREST_KERNEL:-}" != stock ]; then
+		ZDTM_CKPT_FLAGS=--tcp-established zdtm_cycle inet-tcp-est
+		return
+	fi
+	local id="z-inet-tcp-est-$$"
+	zdtm_run "$id" inet-tcp-est
+	cr_checkpoint "$id" --tcp-established
+	[ "$status" != 0 ] || fail "checkpoint with --tcp-established succeeded on a stock kernel"
+	[ "${#lines[@]}" = 1 ] || fail "the refusal is not one line: $output"
+	echo "$output" | grep -q "TCP_REPAIR" || fail "the refusal does not name TCP_REPAIR: $output"
+	[ ! -e "$IMAGE" ] || fail "a refused checkpoint left $IMAGE behind"
+	zdtm_verdict "$id"
+}

@@ -63,6 +63,15 @@ struct crest_image_file
   size_t len;
 };
 
+/* What a checkpoint does with an established TCP connection
+   (docs/engine.md, "Inet sockets"). */
+enum crest_tcp_mode
+{
+  CREST_TCP_REFUSE,      /* refused, in one line (the default) */
+  CREST_TCP_CLOSE,       /* --tcp-close: restored closed (not connected) */
+  CREST_TCP_ESTABLISHED, /* --tcp-established: through TCP_REPAIR (sk-tcp.c) */
+};
+
 struct crest_dump_opts
 {
   /* Final image directory. Must not exist yet, or be an empty directory. The
@@ -104,6 +113,8 @@ struct crest_dump_opts
      this reason. NULL: not known here (process mode); the restore checks
      its own capabilities before it creates anything. */
   const char *no_chroot_cap;
+  /* Established TCP connections (enum crest_tcp_mode). */
+  enum crest_tcp_mode tcp_mode;
 };
 
 /* Checkpoint the tree rooted at ROOT (ROOT and all its descendants, every

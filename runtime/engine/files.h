@@ -1,7 +1,7 @@
 /* crest: descriptor types. Every kind of open file description crest
  * checkpoints is one struct fd_ops, in a file of its own that holds both
  * directions (files-reg.c, files-memfd.c, pipes.c, tty.c, eventfd.c,
- * timerfd.c, signalfd.c, eventpoll.c, inotify.c), and one row of
+ * timerfd.c, signalfd.c, eventpoll.c, inotify.c, sk-inet.c), and one row of
  * fd_types[] in files.c. files.c walks the descriptors (the kcmp sharing,
  * locks, placement) and dispatches to the type in one place on each side:
  * dump_fd (probe), files_put (write), files_parse (parse), files_open
@@ -125,6 +125,7 @@ int
 evfd_open(struct rctx *c, struct rfile *f, int flags, crest_error_t *err);
 #define EVFD_FD_OPS                                                                                \
   .probe = evfd_probe, .write = evfd_write, .parse = evfd_parse, .open = evfd_open
+extern const struct fd_ops fd_inet_ops;
 
 /* files.c: the dump side. */
 int

@@ -45,6 +45,8 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/eventpoll.c \
 	runtime/engine/inotify.c \
 	runtime/engine/ipc.c \
+	runtime/engine/sk-inet.c \
+	runtime/engine/sk-tcp.c runtime/engine/sk-tcp.h \
 	runtime/engine/blob/blob-abi.h
 nodist_runtime_engine_libcrest_engine_a_SOURCES = runtime/engine/restorer-blob.c
 runtime_engine_libcrest_engine_a_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/engine

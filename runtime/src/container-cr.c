@@ -641,6 +641,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
   d.work_dir = work;
   d.leave_running = opts->leave_running;
   d.ext_unix_sk = opts->ext_unix_sk;
+  d.tcp_mode = opts->tcp_mode;
   d.root_is_ns_init = true;
   d.config_digest = digest;
   d.no_chroot_cap = no_chroot_cap(config_text);

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include "cr-archive.h"
 #include "crest.h"
+#include "engine.h"
 #include "error.h"
 
 struct crest_container_checkpoint_opts
@@ -27,6 +28,7 @@ struct crest_container_checkpoint_opts
   bool leave_running;
   bool file_locks;  /* --file-locks: a tree holding locks is checkpointed with them */
   bool ext_unix_sk; /* --ext-unix-sk: unix sockets with a peer outside reconnect by name */
+  enum crest_tcp_mode tcp_mode; /* --tcp-close, --tcp-established */
   /* Out, may be NULL: the bundle, times and sizes (for --export); the
      caller frees it with crest_checkpoint_info_free after a success. */
   struct crest_checkpoint_info *info;

@@ -26,6 +26,8 @@ enum
   OPT_COMPRESS,
   OPT_FILE_LOCKS,
   OPT_EXT_UNIX_SK,
+  OPT_TCP_CLOSE,
+  OPT_TCP_ESTABLISHED,
   OPT_CGROUPS_MODE,
   OPT_PRE_DUMP,
   OPT_PARENT_PATH,
@@ -36,6 +38,7 @@ struct ckpt_args
 {
   const char *image, *work, *export, *compress;
   bool leave, ns_init, image_given, file_locks, ext_unix_sk;
+  enum crest_tcp_mode tcp_mode;
   long pid;
 };
 
@@ -54,7 +57,10 @@ usage(FILE *f)
              "                         dumps cgroups\n"
              "      --ext-unix-sk      a unix socket whose peer is outside the tree is\n"
              "                         connected again to the peer's name at restore\n"
-             "      --tcp-established, --shell-job   accepted (see crest(1))\n"
+             "      --tcp-close        restore established TCP connections closed\n"
+             "      --tcp-established  restore established TCP connections (TCP_REPAIR;\n"
+             "                         see crest(1) for where the kernel allows it)\n"
+             "      --shell-job        accepted (see crest(1))\n"
              "      --pre-dump, --parent-path=DIR   not supported yet (refused)\n"
              "      --pid=PID          process mode: checkpoint PID and its descendants\n"
              "      --ns-init          with --pid: PID is the init of its own PID namespace;\n"
@@ -97,6 +103,10 @@ parse(int argc, char **argv, struct ckpt_args *a, crest_error_t *err)
     { "file-locks", no_argument, NULL, OPT_FILE_LOCKS },
     /* before the no-op table, which also names it: getopt_long takes the first */
     { "ext-unix-sk", no_argument, NULL, OPT_EXT_UNIX_SK },
+    /* Before CREST_CR_NOOP_OPTIONS, which restore keeps: the first exact
+       match wins. */
+    { "tcp-close", no_argument, NULL, OPT_TCP_CLOSE },
+    { "tcp-established", no_argument, NULL, OPT_TCP_ESTABLISHED },
     { "manage-cgroups-mode", required_argument, NULL, OPT_CGROUPS_MODE },
     { "pre-dump", no_argument, NULL, OPT_PRE_DUMP },
     { "parent-path", required_argument, NULL, OPT_PARENT_PATH },
@@ -146,6 +156,13 @@ parse(int argc, char **argv, struct ckpt_args *a, crest_error_t *err)
         /* Without it a container holding a lock is refused, as CRIU does
            (container-cr.c); with it the engine saves and restores them. */
         a->file_locks = true;
+        break;
+      case OPT_TCP_CLOSE:
+      case OPT_TCP_ESTABLISHED:
+        if (a->tcp_mode != CREST_TCP_REFUSE)
+          return crest_error_make(err, EINVAL,
+                                  "checkpoint: give --tcp-close or --tcp-established, not both");
+        a->tcp_mode = c == OPT_TCP_CLOSE ? CREST_TCP_CLOSE : CREST_TCP_ESTABLISHED;
         break;
       case OPT_CGROUPS_MODE:
         if (crest_check_cgroups_mode("checkpoint", optarg, err) < 0)
@@ -232,6 +249,7 @@ crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error
       co.leave_running = a.leave;
       co.file_locks = a.file_locks;
       co.ext_unix_sk = a.ext_unix_sk;
+      co.tcp_mode = a.tcp_mode;
       crest_debug("checkpoint of container `%s` starts", argv[optind]);
       if (a.export)
         r = checkpoint_export(g, argv[optind], &a, &co, err);
@@ -251,6 +269,7 @@ crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error
     o.leave_running = a.leave;
     o.root_is_ns_init = a.ns_init;
     o.ext_unix_sk = a.ext_unix_sk;
+    o.tcp_mode = a.tcp_mode;
     if (crest_engine_dump((pid_t)a.pid, &o, err) < 0)
       return -1;
   }

@@ -31,6 +31,8 @@
 #include <mqueue.h>
 #include <sys/timerfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
@@ -1359,6 +1361,63 @@ chk_mq(void)
   mq_unlink(mq_name);
 }
 
+/* TCP on 127.0.0.1: an established connection with bytes unread (refused
+   without --tcp-close), and a listener with a connection waiting to be
+   accepted (refused). The checks: the connection still carries bytes, the
+   waiting connection is still there to accept. */
+static int tcp_l = -1, tcp_c = -1, tcp_s = -1;
+
+static void
+tcp_pair(bool accept_it)
+{
+  struct sockaddr_in a;
+  socklen_t len = sizeof a;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  tcp_l = socket(AF_INET, SOCK_STREAM, 0);
+  tcp_c = socket(AF_INET, SOCK_STREAM, 0);
+  need(tcp_l >= 0 && tcp_c >= 0 && bind(tcp_l, (struct sockaddr *)&a, sizeof a) == 0
+           && listen(tcp_l, 4) == 0 && getsockname(tcp_l, (struct sockaddr *)&a, &len) == 0
+           && connect(tcp_c, (struct sockaddr *)&a, sizeof a) == 0,
+       "TCP connection on 127.0.0.1");
+  if (accept_it)
+    need((tcp_s = accept(tcp_l, NULL, NULL)) >= 0, "accept");
+  need(write(tcp_c, "queued", 6) == 6, "write");
+}
+
+static void
+set_tcp_est(void)
+{
+  tcp_pair(true);
+}
+
+static void
+chk_tcp_est(void)
+{
+  char buf[8];
+  if (read(tcp_s, buf, 6) != 6 || memcmp(buf, "queued", 6) || write(tcp_s, "back", 4) != 4
+      || read(tcp_c, buf, 4) != 4 || memcmp(buf, "back", 4))
+    zdtm_fail("established TCP connection: bytes lost or no longer connected");
+}
+
+static void
+set_accept_queue(void)
+{
+  tcp_pair(false);
+}
+
+static void
+chk_accept_queue(void)
+{
+  char buf[8];
+  int s = accept4(tcp_l, NULL, NULL, SOCK_NONBLOCK);
+  if (s < 0)
+    zdtm_fail("listener: the connection waiting to be accepted is gone: %s", strerror(errno));
+  else if (recv(s, buf, 6, MSG_WAITALL) != 6 || memcmp(buf, "queued", 6))
+    zdtm_fail("accepted connection: its bytes are gone");
+}
+
 static const struct
 {
   const char *name;
@@ -1415,6 +1474,8 @@ static const struct
   { "sysv-msg", set_sysv_msg, chk_sysv_msg },
   { "posix-mq", set_mq_open, chk_mq },
   { "posix-mq-closed", set_mq_closed, chk_mq },
+  { "tcp-established", set_tcp_est, chk_tcp_est },
+  { "accept-queue", set_accept_queue, chk_accept_queue },
   { "leader-exit", set_leader_exit, NULL },
   { "reparented", set_orphan, NULL },
   { "orphan-pgrp", set_orphan_pgrp, NULL },

@@ -1,0 +1,874 @@
+/* crest: TCP and UDP sockets, IPv4 and IPv6 (docs/engine.md, "Inet
+ * sockets"): the family and protocol, the local and peer addresses, the
+ * state (unbound, bound, listening with its backlog, UDP connected), the
+ * options a program can see, and a UDP socket's queued datagrams with
+ * their source addresses, in order. An established TCP connection is
+ * refused unless --tcp-close (restored closed).
+ *
+ * Everything is read through crest's own copy of the socket (pidfd_getfd),
+ * which works in any network namespace: getsockname, getpeername,
+ * getsockopt and, for the datagrams, MSG_PEEK with SO_PEEK_OFF moving the
+ * peek offset from one datagram to the next (set back afterwards). The
+ * restore creates each socket in the restoring process, which is in the
+ * tree's network namespace (the container's restorer, or crest in process
+ * mode), and sends the datagrams again from their source address. */
+#include <config.h>
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <netinet/udp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include "dump-int.h"
+#include "engine-int.h"
+#include "files.h"
+#include "image.h"
+#include "restore-int.h"
+#include "sk-tcp.h"
+#include "sockets.h"
+#include "util.h"
+
+#ifndef SO_MEMINFO
+#define SO_MEMINFO 55
+#endif
+#ifndef UDP_SEGMENT
+#define UDP_SEGMENT 103
+#endif
+#ifndef UDP_GRO
+#define UDP_GRO 104
+#endif
+
+#define SK_QUEUE_MAX (4u << 20) /* bytes of queued datagrams one socket may hold */
+#define SK_DGRAM_MAX 65536u
+#define SK_NQ_MAX 65536 /* datagrams one socket may hold */
+
+enum sk_state
+{
+  SK_UNBOUND,
+  SK_BOUND,
+  SK_LISTEN,
+  SK_CONNECTED,   /* UDP */
+  SK_CLOSED,      /* TCP that was connected: --tcp-close */
+  SK_ESTABLISHED, /* TCP: --tcp-established (sk-tcp.c) */
+};
+static const char *const state_names[]
+    = { "unbound", "bound", "listen", "connected", "closed", "established" };
+
+/* The options of the IP, IPv6, TCP and UDP levels (and the few of
+   SOL_SOCKET that sockets.c does not have, which only inet sockets use):
+   an int read with getsockopt, set again only where a new socket differs,
+   then read back and compared. sockets.c has the SOL_SOCKET ones. */
+enum
+{
+  F4 = 1,
+  F6 = 2,
+  PT = 4, /* TCP */
+  PU = 8, /* UDP */
+  ALL = F4 | F6 | PT | PU,
+};
+enum opt_kind
+{
+  OK_INT,
+  OK_DEFAULT, /* must be what a new socket has: refused at checkpoint otherwise */
+};
+struct sk_opt
+{
+  int level, name;
+  const char *key;
+  unsigned where;
+  enum opt_kind kind;
+};
+#define O(l, n, w)                                                                                 \
+  {                                                                                                \
+    l, n, #n, w, OK_INT                                                                            \
+  }
+static const struct sk_opt sk_opts[] = {
+  O(SOL_SOCKET, SO_TIMESTAMPNS, ALL),
+  O(SOL_SOCKET, SO_TIMESTAMPING, ALL),
+  O(SOL_SOCKET, SO_RXQ_OVFL, ALL),
+  O(SOL_SOCKET, SO_SELECT_ERR_QUEUE, ALL),
+  O(SOL_SOCKET, SO_ZEROCOPY, ALL),
+  { SOL_IP, IP_TRANSPARENT, "IP_TRANSPARENT", ALL, OK_DEFAULT },
+  O(SOL_IP, IP_TOS, ALL),
+  O(SOL_IP, IP_TTL, ALL),
+  O(SOL_IP, IP_RECVERR, F4 | PT | PU),
+  O(SOL_IP, IP_PKTINFO, F4 | PU),
+  O(SOL_IP, IP_RECVTOS, F4 | PU),
+  O(SOL_IP, IP_RECVTTL, F4 | PU),
+  O(SOL_IP, IP_RECVOPTS, F4 | PU),
+  O(SOL_IP, IP_RETOPTS, F4 | PU),
+  O(SOL_IP, IP_RECVORIGDSTADDR, F4 | PU),
+  O(SOL_IP, IP_MTU_DISCOVER, F4 | PT | PU),
+  O(SOL_IP, IP_FREEBIND, F4 | PT | PU),
+  O(SOL_IP, IP_BIND_ADDRESS_NO_PORT, F4 | PT | PU),
+  O(SOL_IP, IP_MULTICAST_TTL, F4 | PU),
+  O(SOL_IP, IP_MULTICAST_LOOP, F4 | PU),
+  O(SOL_IP, IP_MULTICAST_ALL, F4 | PU),
+  O(SOL_IPV6, IPV6_V6ONLY, F6 | PT | PU),
+  O(SOL_IPV6, IPV6_TCLASS, F6 | PT | PU),
+  O(SOL_IPV6, IPV6_UNICAST_HOPS, F6 | PT | PU),
+  O(SOL_IPV6, IPV6_MULTICAST_HOPS, F6 | PU),
+  O(SOL_IPV6, IPV6_MULTICAST_LOOP, F6 | PU),
+  O(SOL_IPV6, IPV6_RECVPKTINFO, F6 | PU),
+  O(SOL_IPV6, IPV6_RECVHOPLIMIT, F6 | PU),
+  O(SOL_IPV6, IPV6_RECVTCLASS, F6 | PU),
+  O(SOL_IPV6, IPV6_RECVERR, F6 | PT | PU),
+  O(SOL_IPV6, IPV6_MTU_DISCOVER, F6 | PT | PU),
+  O(SOL_IPV6, IPV6_DONTFRAG, F6 | PU),
+  O(SOL_IPV6, IPV6_AUTOFLOWLABEL, F6 | PT | PU),
+  O(SOL_IPV6, IPV6_FREEBIND, F6 | PT | PU),
+  O(SOL_TCP, TCP_NODELAY, F4 | F6 | PT),
+  O(SOL_TCP, TCP_CORK, F4 | F6 | PT),
+  O(SOL_TCP, TCP_MAXSEG, F4 | F6 | PT),
+  O(SOL_TCP, TCP_KEEPIDLE, F4 | F6 | PT),
+  O(SOL_TCP, TCP_KEEPINTVL, F4 | F6 | PT),
+  O(SOL_TCP, TCP_KEEPCNT, F4 | F6 | PT),
+  O(SOL_TCP, TCP_SYNCNT, F4 | F6 | PT),
+  O(SOL_TCP, TCP_LINGER2, F4 | F6 | PT),
+  O(SOL_TCP, TCP_DEFER_ACCEPT, F4 | F6 | PT),
+  O(SOL_TCP, TCP_WINDOW_CLAMP, F4 | F6 | PT),
+  O(SOL_TCP, TCP_USER_TIMEOUT, F4 | F6 | PT),
+  O(SOL_TCP, TCP_NOTSENT_LOWAT, F4 | F6 | PT),
+  O(SOL_TCP, TCP_FASTOPEN, F4 | F6 | PT),
+  O(SOL_TCP, TCP_THIN_LINEAR_TIMEOUTS, F4 | F6 | PT),
+  O(SOL_TCP, TCP_SAVE_SYN, F4 | F6 | PT),
+  O(SOL_UDP, UDP_CORK, F4 | F6 | PU),
+  O(SOL_UDP, UDP_SEGMENT, F4 | F6 | PU),
+  O(SOL_UDP, UDP_GRO, F4 | F6 | PU),
+};
+#undef O
+#define NOPTS ARRAY_SIZE(sk_opts)
+
+struct dgram
+{
+  struct sockaddr_storage from;
+  uint8_t *data;
+  size_t len;
+};
+
+struct inet_sk
+{
+  int family, proto;
+  enum sk_state state;
+  struct sockaddr_storage local, peer;
+  int backlog;
+  char cong[16];       /* TCP_CONGESTION */
+  struct sk_opts so;   /* SOL_SOCKET (sockets.c) */
+  struct tcp_conn tcp; /* SK_ESTABLISHED */
+  bool have[NOPTS];
+  long long val[NOPTS];
+  struct dgram *q;
+  size_t nq;
+};
+
+static unsigned
+sk_where(const struct inet_sk *s)
+{
+  return (s->family == AF_INET ? F4 : F6) | (s->proto == IPPROTO_TCP ? PT : PU);
+}
+
+/* Option I of socket FD. */
+static int
+opt_get(int fd, size_t i, long long *v)
+{
+  int x = 0;
+  socklen_t len = sizeof x;
+  if (getsockopt(fd, sk_opts[i].level, sk_opts[i].name, &x, &len) < 0)
+    return -1;
+  *v = x;
+  return 0;
+}
+
+static int
+opt_set(int fd, size_t i, long long v)
+{
+  int x = (int)v;
+  return setsockopt(fd, sk_opts[i].level, sk_opts[i].name, &x, sizeof x);
+}
+
+/* --- addresses --- */
+
+static int
+addr_port(const struct sockaddr_storage *a)
+{
+  return ntohs(a->ss_family == AF_INET ? ((const struct sockaddr_in *)a)->sin_port
+                                       : ((const struct sockaddr_in6 *)a)->sin6_port);
+}
+
+static bool
+addr_any(const struct sockaddr_storage *a)
+{
+  if (a->ss_family == AF_INET)
+    return ((const struct sockaddr_in *)a)->sin_addr.s_addr == htonl(INADDR_ANY);
+  return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)a)->sin6_addr);
+}
+
+static socklen_t
+addr_len(int family)
+{
+  return family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+}
+
+static bool
+addr_eq(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+  return a->ss_family == b->ss_family && memcmp(a, b, addr_len(a->ss_family)) == 0;
+}
+
+static void
+addr_put(yajl_gen g, const char *key, const struct sockaddr_storage *a)
+{
+  char buf[INET6_ADDRSTRLEN + 16], ip[INET6_ADDRSTRLEN];
+  if (a->ss_family == AF_INET)
+    inet_ntop(AF_INET, &((const struct sockaddr_in *)a)->sin_addr, ip, sizeof ip);
+  else
+    inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)a)->sin6_addr, ip, sizeof ip);
+  snprintf(buf, sizeof buf, a->ss_family == AF_INET ? "%s:%d" : "[%s]:%d", ip, addr_port(a));
+  jput_str(g, key, buf);
+  if (a->ss_family == AF_INET6 && ((const struct sockaddr_in6 *)a)->sin6_scope_id)
+    {
+      cleanup_free char *k = xasprintf("%s_scope", key);
+      jput_int(g, k, ((const struct sockaddr_in6 *)a)->sin6_scope_id);
+    }
+}
+
+/* "a.b.c.d:port" or "[v6]:port" of FAMILY. */
+static int
+addr_parse(yajl_val v, const char *key, int family, struct sockaddr_storage *a, crest_error_t *err)
+{
+  const char *s, *colon;
+  char ip[INET6_ADDRSTRLEN + 1];
+  char *end;
+  long port;
+  size_t n;
+  memset(a, 0, sizeof *a);
+  if (jget_str(v, key, &s, err) < 0)
+    return -1;
+  colon = strrchr(s, ':');
+  if (!colon)
+    goto bad;
+  port = strtol(colon + 1, &end, 10);
+  if (*end || colon[1] == 0 || port < 0 || port > 65535)
+    goto bad;
+  if (family == AF_INET6)
+    {
+      if (s[0] != '[' || colon < s + 2 || colon[-1] != ']')
+        goto bad;
+      s++, colon--;
+    }
+  n = (size_t)(colon - s);
+  if (n >= sizeof ip)
+    goto bad;
+  memcpy(ip, s, n);
+  ip[n] = 0;
+  a->ss_family = family;
+  if (family == AF_INET)
+    {
+      struct sockaddr_in *in = (struct sockaddr_in *)a;
+      in->sin_port = htons(port);
+      if (inet_pton(AF_INET, ip, &in->sin_addr) != 1)
+        goto bad;
+    }
+  else
+    {
+      struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)a;
+      cleanup_free char *k = xasprintf("%s_scope", key);
+      int64_t scope = 0;
+      crest_error_t e2 = NULL;
+      in6->sin6_port = htons(port);
+      if (inet_pton(AF_INET6, ip, &in6->sin6_addr) != 1)
+        goto bad;
+      if (jget_i64(v, k, &scope, &e2) == 0 && (scope < 0 || scope > UINT32_MAX))
+        {
+          crest_error_release(&e2);
+          goto bad;
+        }
+      crest_error_release(&e2);
+      in6->sin6_scope_id = (uint32_t)scope;
+    }
+  return 0;
+bad:
+  return crest_error_make(err, EINVAL, "key \"%s\": not an address of its family", key);
+}
+
+/* --- checkpoint --- */
+
+/* Every datagram waiting on D, a copy of a UDP socket, read without taking
+   it: SO_PEEK_OFF makes each MSG_PEEK start after the one before. The
+   program's own peek offset is put back. */
+static int
+peek_queue(int d, struct inet_sk *s, crest_error_t *err)
+{
+  int off = 0, was = -1;
+  socklen_t len = sizeof was;
+  size_t total = 0;
+  cleanup_free uint8_t *buf = xmalloc(SK_DGRAM_MAX);
+  int rc = 0;
+
+  if (getsockopt(d, SOL_SOCKET, SO_PEEK_OFF, &was, &len) < 0
+      || setsockopt(d, SOL_SOCKET, SO_PEEK_OFF, &off, sizeof off) < 0)
+    return crest_error_errno(err, "read its queued datagrams (SO_PEEK_OFF)");
+  for (;;)
+    {
+      struct dgram g;
+      struct iovec iov = { buf, SK_DGRAM_MAX };
+      struct msghdr m
+          = { .msg_name = &g.from, .msg_namelen = sizeof g.from, .msg_iov = &iov, .msg_iovlen = 1 };
+      ssize_t n;
+      memset(&g.from, 0, sizeof g.from);
+      n = recvmsg(d, &m, MSG_PEEK | MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        break;
+      if (n < 0)
+        {
+          rc = crest_error_errno(err, "read its queued datagrams");
+          break;
+        }
+      if ((m.msg_flags & MSG_TRUNC) || (total += (size_t)n) > SK_QUEUE_MAX || s->nq == SK_NQ_MAX)
+        {
+          rc = crest_error_make(
+              err, EFBIG, "its queued datagrams exceed what crest saves (%u bytes)", SK_QUEUE_MAX);
+          break;
+        }
+      if (g.from.ss_family != s->family)
+        {
+          rc = crest_error_make(err, ENOTSUP, "a queued datagram has a source of family %d",
+                                g.from.ss_family);
+          break;
+        }
+      g.len = (size_t)n;
+      g.data = xmalloc(g.len + 1);
+      memcpy(g.data, buf, g.len);
+      s->q = xrealloc(s->q, (s->nq + 1) * sizeof *s->q);
+      s->q[s->nq++] = g;
+      if (n == 0)
+        {
+          /* An empty datagram does not move the peek offset: the kernel
+             would show it again. Only one can be told apart this way. */
+          rc = crest_error_make(err, ENOTSUP, "an empty datagram is queued on it");
+          break;
+        }
+    }
+  if (setsockopt(d, SOL_SOCKET, SO_PEEK_OFF, &was, sizeof was) < 0 && rc == 0)
+    rc = crest_error_errno(err, "put its peek offset back");
+  return rc;
+}
+
+/* A TCP socket that is connected, or was: refused, or closed
+   (--tcp-close), or read through repair mode (--tcp-established). */
+static int
+tcp_connected(struct dctx *c, int d, struct inet_sk *s, unsigned state, crest_error_t *err)
+{
+  if (c->o->tcp_mode == CREST_TCP_REFUSE)
+    return crest_error_make(err, ENOTSUP,
+                            "an established TCP connection (state %u): give --tcp-close to "
+                            "restore it closed, or --tcp-established",
+                            state);
+  if (c->o->tcp_mode == CREST_TCP_ESTABLISHED && state != TCP_ESTABLISHED)
+    return crest_error_make(err, ENOTSUP,
+                            "a TCP connection in state %u: --tcp-established restores "
+                            "ESTABLISHED ones only (--tcp-close restores it closed)",
+                            state);
+  /* What the connection negotiated or tuned is the kernel's, not the
+     program's: repair mode sets the MSS again, a closed socket has none. */
+  for (size_t i = 0; i < NOPTS; i++)
+    if (sk_opts[i].level == SOL_TCP
+        && (sk_opts[i].name == TCP_MAXSEG || sk_opts[i].name == TCP_WINDOW_CLAMP))
+      s->have[i] = false;
+  s->so.have[SKO_RCVBUF] = s->so.have[SKO_SNDBUF] = false;
+  if (c->o->tcp_mode == CREST_TCP_CLOSE)
+    {
+      s->state = SK_CLOSED;
+      return 0;
+    }
+  /* A container's restorer holds CAP_CHECKPOINT_RESTORE, not
+     CAP_NET_ADMIN: is that enough on this kernel? */
+  if ((c->foreign_userns && tcp_repair_probe(err) < 0) || tcp_conn_dump(d, &s->tcp, err) < 0)
+    return crest_error_wrap(err, "--tcp-established");
+  s->state = SK_ESTABLISHED;
+  return 0;
+}
+
+/* The state of a TCP socket, and what makes it refused. */
+static int
+tcp_state(struct dctx *c, int d, struct inet_sk *s, crest_error_t *err)
+{
+  struct tcp_info ti;
+  socklen_t len = sizeof ti;
+  char cong[sizeof s->cong];
+  memset(&ti, 0, sizeof ti);
+  if (getsockopt(d, SOL_TCP, TCP_INFO, &ti, &len) < 0)
+    return crest_error_errno(err, "getsockopt TCP_INFO");
+  len = sizeof cong;
+  memset(cong, 0, sizeof cong);
+  if (getsockopt(d, SOL_TCP, TCP_CONGESTION, cong, &len) == 0)
+    {
+      /* Kept only when the program chose it: the default is the
+         restoring system's. */
+      char def[sizeof cong];
+      socklen_t dl = sizeof def;
+      cleanup_close int n = socket(s->family, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+      memset(def, 0, sizeof def);
+      if (n < 0 || getsockopt(n, SOL_TCP, TCP_CONGESTION, def, &dl) < 0
+          || strncmp(def, cong, sizeof cong) != 0)
+        memcpy(s->cong, cong, sizeof cong - 1);
+    }
+  switch (ti.tcpi_state)
+    {
+    case TCP_LISTEN:
+      if (ti.tcpi_unacked)
+        return crest_error_make(err, ENOTSUP,
+                                "a listening TCP socket with %u connection(s) waiting to be "
+                                "accepted: crest does not restore them",
+                                ti.tcpi_unacked);
+      s->state = SK_LISTEN;
+      s->backlog = (int)ti.tcpi_sacked;
+      return 0;
+    case TCP_CLOSE:
+      s->state = addr_port(&s->local) || !addr_any(&s->local) ? SK_BOUND : SK_UNBOUND;
+      return 0;
+    default:
+      return tcp_connected(c, d, s, ti.tcpi_state, err);
+    }
+}
+
+/* The SOL_SOCKET options an unprivileged restore could not set again. */
+static int
+so_check(const struct inet_sk *s, bool owns_net, crest_error_t *err)
+{
+  struct sk_opts def;
+  sk_opts_default(s->family, s->proto == IPPROTO_TCP ? SOCK_STREAM : SOCK_DGRAM, s->proto, &def);
+  return sk_opts_check(&s->so, &def, owns_net, err);
+}
+
+/* What a copy D of a UDP or TCP socket shows. */
+static int
+inet_dump(struct dctx *c, int d, struct inet_sk *s, bool owns_net, crest_error_t *err)
+{
+  socklen_t len = sizeof s->local;
+  int outq = 0;
+  if (getsockname(d, (struct sockaddr *)&s->local, &len) < 0)
+    return crest_error_errno(err, "getsockname");
+  len = sizeof s->peer;
+  if (getpeername(d, (struct sockaddr *)&s->peer, &len) < 0)
+    s->peer.ss_family = AF_UNSPEC;
+  if (sk_opts_get(d, &s->so, err) < 0)
+    return -1;
+  for (size_t i = 0; i < NOPTS; i++)
+    if ((sk_opts[i].where & sk_where(s)) == sk_where(s) && opt_get(d, i, &s->val[i]) == 0)
+      {
+        if (sk_opts[i].kind == OK_DEFAULT && s->val[i])
+          return crest_error_make(err, ENOTSUP, "%s is set (to %lld): crest does not restore it",
+                                  sk_opts[i].key, s->val[i]);
+        s->have[i] = sk_opts[i].kind != OK_DEFAULT;
+      }
+  {
+    char dev[IFNAMSIZ + 1] = "";
+    socklen_t dl = sizeof dev - 1;
+    socklen_t fl = 0;
+    if (getsockopt(d, SOL_SOCKET, SO_BINDTODEVICE, dev, &dl) == 0 && dl && dev[0])
+      return crest_error_make(
+          err, ENOTSUP, "bound to device %s (SO_BINDTODEVICE): crest does not restore it", dev);
+    if (getsockopt(d, SOL_SOCKET, SO_GET_FILTER, NULL, &fl) == 0 && fl)
+      return crest_error_make(err, ENOTSUP,
+                              "a socket filter is attached (SO_ATTACH_FILTER): crest does not "
+                              "restore it");
+  }
+  if (s->proto == IPPROTO_TCP)
+    /* After the state: a connection's buffers are the kernel's to tune,
+       and are not kept (tcp_connected). */
+    return tcp_state(c, d, s, err) < 0 ? -1 : so_check(s, owns_net, err);
+  if (ioctl(d, SIOCOUTQ, &outq) == 0 && outq > 0)
+    return crest_error_make(err, ENOTSUP, "%d bytes of a corked datagram wait to be sent", outq);
+  s->state = s->peer.ss_family != AF_UNSPEC                 ? SK_CONNECTED
+             : addr_port(&s->local) || !addr_any(&s->local) ? SK_BOUND
+                                                            : SK_UNBOUND;
+  return so_check(s, owns_net, err) < 0 ? -1 : peek_queue(d, s, err);
+}
+
+static void
+inet_free(struct inet_sk *s)
+{
+  for (size_t i = 0; s && i < s->nq; i++)
+    free(s->q[i].data);
+  if (s)
+    tcp_conn_free(&s->tcp);
+  if (s)
+    free(s->q);
+}
+
+/* The tree's network namespace is not crest's (a container's). */
+static bool
+own_netns(pid_t pid)
+{
+  struct stat a, b;
+  cleanup_free char *p = xasprintf("/proc/%d/ns/net", pid);
+  return stat(p, &a) == 0 && stat("/proc/self/ns/net", &b) == 0 && a.st_ino != b.st_ino;
+}
+
+static int
+inet_probe(struct dctx *c, struct dproc *p, const struct fd_probe *pr, struct dfile *nf,
+           crest_error_t *err)
+{
+  cleanup_close int d = -1;
+  int family = 0, type = 0, proto = 0;
+  socklen_t len = sizeof family;
+  struct inet_sk *s;
+  (void)p;
+  if (!S_ISSOCK(pr->st->st_mode))
+    return 0;
+  if ((d = sk_getfd(pr->pid, pr->fd, err)) < 0)
+    return crest_error_wrap(err, "task %d: fd %d (%s)", pr->pid, pr->fd, pr->link);
+  if (getsockopt(d, SOL_SOCKET, SO_DOMAIN, &family, &len) < 0
+      || (family != AF_INET && family != AF_INET6))
+    return 0;
+  len = sizeof type;
+  if (getsockopt(d, SOL_SOCKET, SO_TYPE, &type, &len) < 0)
+    return 0;
+  len = sizeof proto;
+  if (getsockopt(d, SOL_SOCKET, SO_PROTOCOL, &proto, &len) < 0
+      || !((type == SOCK_STREAM && proto == IPPROTO_TCP)
+           || (type == SOCK_DGRAM && proto == IPPROTO_UDP)))
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: fd %d (%s): an %s socket of type %d, protocol %d: only TCP "
+                            "and UDP are supported, cannot checkpoint it",
+                            pr->pid, pr->fd, pr->link, family == AF_INET ? "IPv4" : "IPv6", type,
+                            proto);
+  s = nf->priv = xzalloc(sizeof *s);
+  s->family = family;
+  s->proto = proto;
+  if (inet_dump(c, d, s, own_netns(pr->pid), err) < 0)
+    {
+      inet_free(s);
+      return crest_error_wrap(err, "task %d: fd %d (%s %s socket)", pr->pid, pr->fd,
+                              proto == IPPROTO_TCP ? "TCP" : "UDP",
+                              family == AF_INET ? "IPv4" : "IPv6");
+    }
+  return 1;
+}
+
+static void
+inet_write(struct dctx *c, const struct dfile *f, yajl_gen g)
+{
+  const struct inet_sk *s = f->priv;
+  jput_str(g, "family", s->family == AF_INET ? "inet" : "inet6");
+  jput_str(g, "proto", s->proto == IPPROTO_TCP ? "tcp" : "udp");
+  jput_str(g, "state", state_names[s->state]);
+  if (s->state != SK_UNBOUND && s->state != SK_CLOSED)
+    addr_put(g, "local", &s->local);
+  if (s->state == SK_CONNECTED || s->state == SK_ESTABLISHED)
+    addr_put(g, "peer", &s->peer);
+  if (s->state == SK_ESTABLISHED)
+    tcp_conn_put(g, &s->tcp);
+  if (s->state == SK_LISTEN)
+    jput_int(g, "backlog", s->backlog);
+  if (s->cong[0])
+    jput_str(g, "TCP_CONGESTION", s->cong);
+  sk_opts_put(g, &s->so);
+  jput_key(g, "opts");
+  yajl_gen_map_open(g);
+  for (size_t i = 0; i < NOPTS; i++)
+    if (s->have[i])
+      jput_int(g, sk_opts[i].key, s->val[i]);
+  yajl_gen_map_close(g);
+  if (s->nq)
+    {
+      jput_key(g, "queue");
+      yajl_gen_array_open(g);
+      for (size_t i = 0; i < s->nq; i++)
+        {
+          yajl_gen_map_open(g);
+          addr_put(g, "from", &s->q[i].from);
+          jput_hex(g, "data", s->q[i].data, s->q[i].len);
+          yajl_gen_map_close(g);
+        }
+      yajl_gen_array_close(g);
+    }
+  (void)c;
+}
+
+/* --- restore --- */
+
+static int
+parse_opts(yajl_val v, struct inet_sk *s, crest_error_t *err)
+{
+  yajl_val o = NULL;
+  for (size_t i = 0; YAJL_IS_OBJECT(v) && i < v->u.object.len; i++)
+    if (strcmp(v->u.object.keys[i], "opts") == 0)
+      o = v->u.object.values[i];
+  if (!YAJL_IS_OBJECT(o))
+    return crest_error_make(err, EINVAL, "no \"opts\" object");
+  for (size_t k = 0; k < o->u.object.len; k++)
+    {
+      size_t i = 0;
+      while (i < NOPTS && strcmp(sk_opts[i].key, o->u.object.keys[k]) != 0)
+        i++;
+      if (i == NOPTS || sk_opts[i].kind == OK_DEFAULT
+          || (sk_opts[i].where & sk_where(s)) != sk_where(s)
+          || !YAJL_IS_INTEGER(o->u.object.values[k]))
+        return crest_error_make(err, EINVAL, "option %.40s is not one of its kind",
+                                o->u.object.keys[k]);
+      s->have[i] = true;
+      s->val[i] = YAJL_GET_INTEGER(o->u.object.values[k]);
+    }
+  return 0;
+}
+
+static int
+parse_queue(yajl_val v, struct inet_sk *s, crest_error_t *err)
+{
+  yajl_val *items;
+  crest_error_t e2 = NULL;
+  long n = jget_array(v, "queue", &items, &e2);
+  size_t total = 0;
+  crest_error_release(&e2);
+  if (n <= 0)
+    return 0;
+  if (s->proto != IPPROTO_UDP || n > SK_NQ_MAX)
+    return crest_error_make(err, EINVAL, "a queue on a socket that has none");
+  s->q = xzalloc(n * sizeof *s->q);
+  for (long i = 0; i < n; i++)
+    {
+      struct dgram *g = &s->q[i];
+      if (addr_parse(items[i], "from", s->family, &g->from, err) < 0
+          || jget_hex_alloc(items[i], "data", SK_DGRAM_MAX, &g->data, &g->len, err) < 0)
+        return crest_error_wrap(err, "datagram %ld", i);
+      s->nq++;
+      if (g->len == 0 || (total += g->len) > SK_QUEUE_MAX)
+        return crest_error_make(err, EINVAL, "datagram %ld: bad length", i);
+    }
+  return 0;
+}
+
+static int
+inet_parse(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
+{
+  struct inet_sk *s = f->priv = xzalloc(sizeof *s);
+  const char *fam, *proto, *state, *cong;
+  crest_error_t e2 = NULL;
+  int64_t backlog = 0;
+  size_t k = 0;
+  (void)c;
+  if (jget_str(v, "family", &fam, err) < 0 || jget_str(v, "proto", &proto, err) < 0
+      || jget_str(v, "state", &state, err) < 0)
+    return -1;
+  s->family = strcmp(fam, "inet") == 0 ? AF_INET : strcmp(fam, "inet6") == 0 ? AF_INET6 : 0;
+  s->proto = strcmp(proto, "tcp") == 0 ? IPPROTO_TCP : strcmp(proto, "udp") == 0 ? IPPROTO_UDP : 0;
+  while (k < ARRAY_SIZE(state_names) && strcmp(state, state_names[k]) != 0)
+    k++;
+  if (!s->family || !s->proto || k == ARRAY_SIZE(state_names)
+      || (s->proto == IPPROTO_TCP && k == SK_CONNECTED)
+      || (s->proto == IPPROTO_UDP && (k == SK_LISTEN || k == SK_CLOSED || k == SK_ESTABLISHED)))
+    return crest_error_make(err, EINVAL, "socket %.16s %.16s %.16s is not one crest makes", fam,
+                            proto, state);
+  s->state = (enum sk_state)k;
+  if ((s->state != SK_UNBOUND && s->state != SK_CLOSED
+       && addr_parse(v, "local", s->family, &s->local, err) < 0)
+      || ((s->state == SK_CONNECTED || s->state == SK_ESTABLISHED)
+          && addr_parse(v, "peer", s->family, &s->peer, err) < 0)
+      || (s->state == SK_ESTABLISHED && tcp_conn_parse(v, &s->tcp, err) < 0)
+      || (s->state == SK_LISTEN && jget_i64(v, "backlog", &backlog, err) < 0))
+    return -1;
+  if (backlog < 0 || backlog > INT_MAX)
+    return crest_error_make(err, EINVAL, "backlog %lld out of range", (long long)backlog);
+  s->backlog = (int)backlog;
+  if (jget_str(v, "TCP_CONGESTION", &cong, &e2) == 0)
+    {
+      if (strlen(cong) >= sizeof s->cong || s->proto != IPPROTO_TCP)
+        return crest_error_make(err, EINVAL, "TCP_CONGESTION %.20s out of range", cong);
+      strcpy(s->cong, cong);
+    }
+  crest_error_release(&e2);
+  return sk_opts_parse(v, &s->so, err) < 0 || parse_opts(v, s, err) < 0
+                 || parse_queue(v, s, err) < 0
+             ? -1
+             : 0;
+}
+
+/* The options of S on FD, a new socket: each one that differs is set, and
+   must then read as recorded. */
+static int
+apply_opts(int fd, const struct inet_sk *s, crest_error_t *err)
+{
+  char cong[sizeof s->cong];
+  socklen_t len = sizeof cong;
+  memset(cong, 0, sizeof cong);
+  if (sk_opts_apply(fd, &s->so, SKO_ALL & ~SKO_BIT(SKO_PEEK_OFF), err) < 0)
+    return -1;
+  if (s->cong[0] && getsockopt(fd, SOL_TCP, TCP_CONGESTION, cong, &len) == 0
+      && strncmp(cong, s->cong, sizeof cong - 1) != 0
+      && setsockopt(fd, SOL_TCP, TCP_CONGESTION, s->cong, strlen(s->cong)) < 0)
+    return crest_error_errno(err, "set TCP_CONGESTION to %s", s->cong);
+  for (size_t i = 0; i < NOPTS; i++)
+    {
+      long long now;
+      if (!s->have[i])
+        continue;
+      if (opt_get(fd, i, &now) < 0)
+        return crest_error_errno(err, "read %s", sk_opts[i].key);
+      if (now == s->val[i])
+        continue;
+      if (opt_set(fd, i, s->val[i]) < 0)
+        return crest_error_errno(err, "set %s to %lld", sk_opts[i].key, s->val[i]);
+      if (opt_get(fd, i, &now) < 0 || now != s->val[i])
+        return crest_error_make(err, EIO, "%s set to %lld reads %lld", sk_opts[i].key, s->val[i],
+                                now);
+    }
+  return 0;
+}
+
+static int
+inet_make(const struct rfile *f, const struct inet_sk *s, crest_error_t *err)
+{
+  int type = (s->proto == IPPROTO_TCP ? SOCK_STREAM : SOCK_DGRAM) | SOCK_CLOEXEC
+             | ((f->flags & O_NONBLOCK) ? SOCK_NONBLOCK : 0);
+  int fd = socket(s->family, type, s->proto);
+  if (fd < 0)
+    return crest_error_errno(err, "socket");
+  /* Options first: SO_REUSEADDR, IPV6_V6ONLY and the like change what
+     bind accepts. */
+  if (apply_opts(fd, s, err) < 0)
+    goto fail;
+  if (s->state == SK_ESTABLISHED)
+    {
+      if (tcp_conn_restore(fd, (const struct sockaddr *)&s->local,
+                           (const struct sockaddr *)&s->peer, addr_len(s->family), &s->tcp, err)
+          < 0)
+        goto fail;
+      return fd;
+    }
+  if (s->state != SK_UNBOUND && s->state != SK_CLOSED
+      && bind(fd, (const struct sockaddr *)&s->local, addr_len(s->family)) < 0)
+    {
+      crest_error_errno(err, "bind to port %d", addr_port(&s->local));
+      goto fail;
+    }
+  if (s->state == SK_LISTEN && listen(fd, s->backlog) < 0)
+    {
+      crest_error_errno(err, "listen");
+      goto fail;
+    }
+  if (s->state == SK_CONNECTED
+      && connect(fd, (const struct sockaddr *)&s->peer, addr_len(s->family)) < 0)
+    {
+      crest_error_errno(err, "connect to port %d", addr_port(&s->peer));
+      goto fail;
+    }
+  return fd;
+fail:
+  close(fd);
+  return -1;
+}
+
+static int
+inet_open(struct rctx *c, struct rfile *f, int flags, crest_error_t *err)
+{
+  (void)flags;
+  if (file_place(c, f, inet_make(f, f->priv, err), false, err) < 0)
+    return crest_error_wrap(err, "restore: file %d (%s)", f->id, f->path);
+  return 0;
+}
+
+static long long
+rmem_now(int fd)
+{
+  uint32_t mi[16];
+  socklen_t len = sizeof mi;
+  memset(mi, 0, sizeof mi);
+  if (getsockopt(fd, SOL_SOCKET, SO_MEMINFO, mi, &len) < 0)
+    return -1;
+  return mi[0]; /* SK_MEMINFO_RMEM_ALLOC */
+}
+
+/* The descriptor to send a datagram from FROM with: a restored UDP socket
+   of the tree bound to it, else a new one bound to it (*TMP). */
+static int
+sender_for(struct rctx *c, const struct sockaddr_storage *from, int *tmp, crest_error_t *err)
+{
+  for (size_t i = 0; i < c->nf; i++)
+    {
+      const struct inet_sk *o = c->f[i].priv;
+      if (c->f[i].ops == &fd_inet_ops && o->proto == IPPROTO_UDP && c->f[i].svc >= 0
+          && addr_eq(&o->local, from))
+        return c->f[i].svc;
+    }
+  *tmp = socket(from->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP);
+  if (*tmp < 0 || bind(*tmp, (const struct sockaddr *)from, addr_len(from->ss_family)) < 0)
+    return crest_error_errno(err, "bind a socket to a datagram's source port %d", addr_port(from));
+  return *tmp;
+}
+
+/* Send datagram G to FD (bound to TO) and wait until it is queued there. */
+static int
+requeue(struct rctx *c, int fd, const struct sockaddr_storage *to, const struct dgram *g,
+        crest_error_t *err)
+{
+  cleanup_close int tmp = -1;
+  long long before = rmem_now(fd);
+  int src = sender_for(c, &g->from, &tmp, err);
+  if (src < 0)
+    return -1;
+  if (sendto(src, g->data, g->len, 0, (const struct sockaddr *)to, addr_len(to->ss_family))
+      != (ssize_t)g->len)
+    return crest_error_errno(err, "send a queued datagram again");
+  for (int i = 0; i < 2000 && rmem_now(fd) == before; i++)
+    {
+      struct timespec ts = { 0, 1000000 };
+      nanosleep(&ts, NULL);
+    }
+  if (rmem_now(fd) == before)
+    return crest_error_make(err, EIO, "a queued datagram sent again did not arrive");
+  return 0;
+}
+
+/* Once every socket is bound: the queued datagrams, in order, sent from
+   their sources to the socket's address (its loopback one when it is bound
+   to any). */
+static int
+inet_finish(struct rctx *c, struct rfile *f, crest_error_t *err)
+{
+  const struct inet_sk *s = f->priv;
+  struct sockaddr_storage to;
+  socklen_t len = sizeof to;
+  if (s->state == SK_ESTABLISHED && tcp_conn_release(f->svc, err) < 0)
+    return crest_error_wrap(err, "restore: file %d (%s)", f->id, f->path);
+  if (!s->nq)
+    return sk_opts_apply(f->svc, &s->so, SKO_BIT(SKO_PEEK_OFF), err) < 0
+               ? crest_error_wrap(err, "restore: file %d (%s)", f->id, f->path)
+               : 0;
+  if (getsockname(f->svc, (struct sockaddr *)&to, &len) < 0)
+    return crest_error_errno(err, "restore: file %d: getsockname", f->id);
+  if (addr_any(&to))
+    {
+      if (to.ss_family == AF_INET)
+        ((struct sockaddr_in *)&to)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      else
+        ((struct sockaddr_in6 *)&to)->sin6_addr = in6addr_loopback;
+    }
+  for (size_t i = 0; i < s->nq; i++)
+    if (requeue(c, f->svc, &to, &s->q[i], err) < 0)
+      return crest_error_wrap(err, "restore: file %d (%s): datagram %zu of %zu", f->id, f->path,
+                              i + 1, s->nq);
+  if (sk_opts_apply(f->svc, &s->so, SKO_BIT(SKO_PEEK_OFF), err) < 0)
+    return crest_error_wrap(err, "restore: file %d (%s)", f->id, f->path);
+  return 0;
+}
+
+const struct fd_ops fd_inet_ops = {
+  .type = "inet",
+  .probe = inet_probe,
+  .write = inet_write,
+  .parse = inet_parse,
+  .open = inet_open,
+  .finish = inet_finish,
+};

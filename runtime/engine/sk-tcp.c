@@ -1,0 +1,292 @@
+/* crest: an established TCP connection through TCP_REPAIR (--tcp-established,
+ * docs/engine.md, "Inet sockets"). The dump puts crest's copy of the socket
+ * in repair mode for as long as it reads the sequence numbers, both queues
+ * (peeked), the options the handshake agreed on, the timestamp and the
+ * window, and takes it out again without a window probe. The restore makes
+ * the connection again in repair mode (no handshake: connect() only sets
+ * the state), fills the queues, and leaves repair mode once every socket of
+ * the tree exists (tcp_conn_release), so that a peer in the tree is there to
+ * hear it. */
+#define _GNU_SOURCE
+#include <config.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <linux/capability.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "image.h"
+#include "sk-tcp.h"
+#include "util.h"
+
+#define TCP_QUEUE_MAX (4u << 20)
+
+static int
+repair(int fd, int on)
+{
+  return setsockopt(fd, SOL_TCP, TCP_REPAIR, &on, sizeof on);
+}
+
+static int
+select_queue(int fd, int q)
+{
+  return setsockopt(fd, SOL_TCP, TCP_REPAIR_QUEUE, &q, sizeof q);
+}
+
+/* Queue Q of D (in repair mode): its first sequence number and its bytes. */
+static int
+read_queue(int d, int q, int ioc, uint32_t *seq, uint8_t **buf, size_t *len, crest_error_t *err)
+{
+  int n = 0;
+  uint32_t end = 0;
+  socklen_t sl = sizeof end;
+  if (select_queue(d, q) < 0 || getsockopt(d, SOL_TCP, TCP_QUEUE_SEQ, &end, &sl) < 0
+      || ioctl(d, ioc, &n) < 0)
+    return crest_error_errno(err, "read the %s queue's sequence",
+                             q == TCP_SEND_QUEUE ? "send" : "receive");
+  if ((unsigned)n > TCP_QUEUE_MAX)
+    return crest_error_make(err, EFBIG, "%d bytes in its %s queue: more than crest saves", n,
+                            q == TCP_SEND_QUEUE ? "send" : "receive");
+  *seq = end - (uint32_t)n;
+  *len = (size_t)n;
+  *buf = xmalloc(*len + 1);
+  if (n && recv(d, *buf, *len, MSG_PEEK | MSG_DONTWAIT) != n)
+    return crest_error_errno(err, "peek its %s queue", q == TCP_SEND_QUEUE ? "send" : "receive");
+  return 0;
+}
+
+static int
+conn_read(int d, struct tcp_conn *t, crest_error_t *err)
+{
+  struct tcp_info ti;
+  socklen_t len = sizeof ti;
+  int mss = 0;
+  memset(&ti, 0, sizeof ti);
+  if (getsockopt(d, SOL_TCP, TCP_INFO, &ti, &len) < 0)
+    return crest_error_errno(err, "getsockopt TCP_INFO");
+  t->ts = ti.tcpi_options & TCPI_OPT_TIMESTAMPS;
+  t->sack = ti.tcpi_options & TCPI_OPT_SACK;
+  t->wscale = ti.tcpi_options & TCPI_OPT_WSCALE;
+  t->snd_wscale = ti.tcpi_snd_wscale;
+  t->rcv_wscale = ti.tcpi_rcv_wscale;
+  len = sizeof mss;
+  if (getsockopt(d, SOL_TCP, TCP_MAXSEG, &mss, &len) < 0)
+    return crest_error_errno(err, "getsockopt TCP_MAXSEG");
+  t->mss = (uint32_t)mss;
+  len = sizeof t->tsval;
+  if (t->ts && getsockopt(d, SOL_TCP, TCP_TIMESTAMP, &t->tsval, &len) < 0)
+    return crest_error_errno(err, "getsockopt TCP_TIMESTAMP");
+  len = sizeof t->win;
+  if (getsockopt(d, SOL_TCP, TCP_REPAIR_WINDOW, &t->win, &len) < 0)
+    return crest_error_errno(err, "getsockopt TCP_REPAIR_WINDOW");
+  if (read_queue(d, TCP_SEND_QUEUE, SIOCOUTQ, &t->snd_seq, &t->sndq, &t->nsnd, err) < 0
+      || read_queue(d, TCP_RECV_QUEUE, SIOCINQ, &t->rcv_seq, &t->rcvq, &t->nrcv, err) < 0)
+    return -1;
+  return 0;
+}
+
+int
+tcp_conn_dump(int d, struct tcp_conn *t, crest_error_t *err)
+{
+  int rc;
+  memset(t, 0, sizeof *t);
+  if (repair(d, 1) < 0)
+    return crest_error_errno(err, "an established TCP connection: TCP_REPAIR (crest holds no "
+                                  "CAP_NET_ADMIN in the socket's network namespace)");
+  rc = conn_read(d, t, err);
+  select_queue(d, TCP_NO_QUEUE);
+  if (repair(d, TCP_REPAIR_OFF_NO_WP) < 0 && rc == 0)
+    rc = crest_error_errno(err, "take it out of repair mode");
+  return rc;
+}
+
+void
+tcp_conn_free(struct tcp_conn *t)
+{
+  free(t->sndq), free(t->rcvq);
+  t->sndq = t->rcvq = NULL;
+}
+
+void
+tcp_conn_put(yajl_gen g, const struct tcp_conn *t)
+{
+  jput_key(g, "tcp");
+  yajl_gen_map_open(g);
+  jput_int(g, "snd_seq", t->snd_seq);
+  jput_int(g, "rcv_seq", t->rcv_seq);
+  jput_int(g, "mss", t->mss);
+  jput_bool(g, "timestamps", t->ts);
+  jput_bool(g, "sack", t->sack);
+  jput_bool(g, "wscale", t->wscale);
+  jput_int(g, "snd_wscale", t->snd_wscale);
+  jput_int(g, "rcv_wscale", t->rcv_wscale);
+  jput_int(g, "tsval", t->tsval);
+  jput_int(g, "snd_wl1", t->win.snd_wl1);
+  jput_int(g, "snd_wnd", t->win.snd_wnd);
+  jput_int(g, "max_window", t->win.max_window);
+  jput_int(g, "rcv_wnd", t->win.rcv_wnd);
+  jput_int(g, "rcv_wup", t->win.rcv_wup);
+  jput_hex(g, "sndq", t->sndq, t->nsnd);
+  jput_hex(g, "rcvq", t->rcvq, t->nrcv);
+  yajl_gen_map_close(g);
+}
+
+static int
+get_u32(yajl_val v, const char *key, uint32_t max, uint32_t *out, crest_error_t *err)
+{
+  int64_t x;
+  if (jget_i64(v, key, &x, err) < 0)
+    return -1;
+  if (x < 0 || x > max)
+    return crest_error_make(err, EINVAL, "key \"%s\": %lld out of range", key, (long long)x);
+  *out = (uint32_t)x;
+  return 0;
+}
+
+int
+tcp_conn_parse(yajl_val v, struct tcp_conn *t, crest_error_t *err)
+{
+  const char *path[] = { "tcp", NULL };
+  yajl_val m = yajl_tree_get(v, path, yajl_t_object);
+  uint32_t a, b;
+  memset(t, 0, sizeof *t);
+  if (!m)
+    return crest_error_make(err, EINVAL, "key \"tcp\": missing or not an object");
+  if (get_u32(m, "snd_seq", UINT32_MAX, &t->snd_seq, err) < 0
+      || get_u32(m, "rcv_seq", UINT32_MAX, &t->rcv_seq, err) < 0
+      || get_u32(m, "mss", 65535, &t->mss, err) < 0 || jget_bool(m, "timestamps", &t->ts, err) < 0
+      || jget_bool(m, "sack", &t->sack, err) < 0 || jget_bool(m, "wscale", &t->wscale, err) < 0
+      || get_u32(m, "snd_wscale", 14, &a, err) < 0 || get_u32(m, "rcv_wscale", 14, &b, err) < 0
+      || get_u32(m, "tsval", UINT32_MAX, &t->tsval, err) < 0
+      || get_u32(m, "snd_wl1", UINT32_MAX, &t->win.snd_wl1, err) < 0
+      || get_u32(m, "snd_wnd", UINT32_MAX, &t->win.snd_wnd, err) < 0
+      || get_u32(m, "max_window", UINT32_MAX, &t->win.max_window, err) < 0
+      || get_u32(m, "rcv_wnd", UINT32_MAX, &t->win.rcv_wnd, err) < 0
+      || get_u32(m, "rcv_wup", UINT32_MAX, &t->win.rcv_wup, err) < 0
+      || jget_hex_alloc(m, "sndq", TCP_QUEUE_MAX, &t->sndq, &t->nsnd, err) < 0
+      || jget_hex_alloc(m, "rcvq", TCP_QUEUE_MAX, &t->rcvq, &t->nrcv, err) < 0)
+    return crest_error_wrap(err, "tcp");
+  t->snd_wscale = (int)a, t->rcv_wscale = (int)b;
+  return 0;
+}
+
+/* Write LEN bytes of BUF into queue Q of FD, in repair mode. */
+static int
+fill_queue(int fd, int q, const uint8_t *buf, size_t len, crest_error_t *err)
+{
+  if (select_queue(fd, q) < 0)
+    return crest_error_errno(err, "select a queue");
+  while (len)
+    {
+      ssize_t n = send(fd, buf, len > 65536 ? 65536 : len, 0);
+      if (n <= 0)
+        return crest_error_errno(err, "fill its %s queue",
+                                 q == TCP_SEND_QUEUE ? "send" : "receive");
+      buf += n, len -= (size_t)n;
+    }
+  return 0;
+}
+
+static int
+set_options(int fd, const struct tcp_conn *t, crest_error_t *err)
+{
+  struct tcp_repair_opt o[4];
+  int n = 0;
+  o[n].opt_code = TCPOPT_MAXSEG, o[n++].opt_val = t->mss;
+  if (t->wscale)
+    o[n].opt_code = TCPOPT_WINDOW,
+    o[n++].opt_val = (uint32_t)t->snd_wscale | ((uint32_t)t->rcv_wscale << 16);
+  if (t->sack)
+    o[n].opt_code = TCPOPT_SACK_PERMITTED, o[n++].opt_val = 0;
+  if (t->ts)
+    o[n].opt_code = TCPOPT_TIMESTAMP, o[n++].opt_val = 0;
+  if (setsockopt(fd, SOL_TCP, TCP_REPAIR_OPTIONS, o, n * sizeof o[0]) < 0)
+    return crest_error_errno(err, "TCP_REPAIR_OPTIONS");
+  return 0;
+}
+
+int
+tcp_conn_restore(int fd, const struct sockaddr *local, const struct sockaddr *peer, socklen_t alen,
+                 const struct tcp_conn *t, crest_error_t *err)
+{
+  uint32_t snd = t->snd_seq, rcv = t->rcv_seq;
+  if (repair(fd, 1) < 0)
+    return crest_error_errno(err, "TCP_REPAIR (the restore needs CAP_NET_ADMIN in the network "
+                                  "namespace, or CAP_CHECKPOINT_RESTORE on the patched kernel)");
+  if (bind(fd, local, alen) < 0)
+    return crest_error_errno(err, "bind");
+  if (select_queue(fd, TCP_SEND_QUEUE) < 0
+      || setsockopt(fd, SOL_TCP, TCP_QUEUE_SEQ, &snd, sizeof snd) < 0
+      || select_queue(fd, TCP_RECV_QUEUE) < 0
+      || setsockopt(fd, SOL_TCP, TCP_QUEUE_SEQ, &rcv, sizeof rcv) < 0)
+    return crest_error_errno(err, "set its sequence numbers");
+  if (t->ts && setsockopt(fd, SOL_TCP, TCP_TIMESTAMP, &t->tsval, sizeof t->tsval) < 0)
+    return crest_error_errno(err, "set TCP_TIMESTAMP");
+  if (connect(fd, peer, alen) < 0)
+    return crest_error_errno(err, "connect in repair mode");
+  if (set_options(fd, t, err) < 0 || fill_queue(fd, TCP_RECV_QUEUE, t->rcvq, t->nrcv, err) < 0
+      || fill_queue(fd, TCP_SEND_QUEUE, t->sndq, t->nsnd, err) < 0)
+    return -1;
+  if (setsockopt(fd, SOL_TCP, TCP_REPAIR_WINDOW, &t->win, sizeof t->win) < 0)
+    return crest_error_errno(err, "set TCP_REPAIR_WINDOW");
+  select_queue(fd, TCP_NO_QUEUE);
+  return 0;
+}
+
+int
+tcp_conn_release(int fd, crest_error_t *err)
+{
+  if (repair(fd, TCP_REPAIR_OFF) < 0)
+    return crest_error_errno(err, "leave TCP repair mode");
+  return 0;
+}
+
+/* In a child: a new user and network namespace, every capability dropped
+   but CAP_CHECKPOINT_RESTORE (what a container's restorer holds there
+   beyond crun's rootless defaults), then TCP_REPAIR on a new socket. */
+static void __attribute__((noreturn)) probe_child(void)
+{
+  struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+  struct __user_cap_data_struct d[2];
+  int fd;
+  if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0)
+    _exit(2);
+  memset(d, 0, sizeof d);
+  d[1].effective = d[1].permitted = 1u << (CAP_CHECKPOINT_RESTORE - 32);
+  if (syscall(SYS_capset, &h, d) < 0)
+    _exit(2);
+  fd = socket(AF_INET, SOCK_STREAM, 0);
+  _exit(fd >= 0 && repair(fd, 1) == 0 ? 0 : 1);
+}
+
+int
+tcp_repair_probe(crest_error_t *err)
+{
+  int st = 0;
+  pid_t pid = fork();
+  if (pid < 0)
+    return crest_error_errno(err, "fork");
+  if (pid == 0)
+    probe_child();
+  if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st))
+    return crest_error_make(err, EIO, "the TCP_REPAIR probe did not finish");
+  if (WEXITSTATUS(st) == 2)
+    return crest_error_make(err, ENOTSUP,
+                            "cannot learn whether the restore may use TCP_REPAIR (no user "
+                            "namespace for the probe)");
+  if (WEXITSTATUS(st) != 0)
+    return crest_error_make(err, EPERM,
+                            "this kernel does not let the restorer use TCP_REPAIR with "
+                            "CAP_CHECKPOINT_RESTORE (the patched kernel's 0006 does; a stock "
+                            "kernel wants CAP_NET_ADMIN in the container's network namespace, "
+                            "which crest does not add)");
+  return 0;
+}

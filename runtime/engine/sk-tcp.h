@@ -1,0 +1,51 @@
+/* crest: an established TCP connection through TCP_REPAIR (sk-tcp.c), for
+ * sk-inet.c. */
+#ifndef CREST_SK_TCP_H
+#define CREST_SK_TCP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_tree.h>
+#include "error.h"
+
+struct tcp_conn
+{
+  uint32_t snd_seq, rcv_seq; /* the first byte of each queue */
+  uint32_t mss, tsval;
+  int snd_wscale, rcv_wscale;
+  bool ts, sack, wscale; /* what the handshake agreed on */
+  struct tcp_repair_window win;
+  uint8_t *sndq, *rcvq; /* the queues' bytes: not acknowledged yet, not read yet */
+  size_t nsnd, nrcv;
+};
+
+/* Read the connection of D, crest's copy of an established socket, in
+   repair mode, and take it out again (no window probe). -1 with one line
+   when crest may not (no CAP_NET_ADMIN in its network namespace). */
+int
+tcp_conn_dump(int d, struct tcp_conn *t, crest_error_t *err);
+void
+tcp_conn_free(struct tcp_conn *t);
+/* "tcp": { ... } */
+void
+tcp_conn_put(yajl_gen g, const struct tcp_conn *t);
+int
+tcp_conn_parse(yajl_val v, struct tcp_conn *t, crest_error_t *err);
+/* Make FD (a new TCP socket, its options set) the connection T between
+   LOCAL and PEER again, in repair mode; tcp_conn_release ends it. */
+int
+tcp_conn_restore(int fd, const struct sockaddr *local, const struct sockaddr *peer, socklen_t alen,
+                 const struct tcp_conn *t, crest_error_t *err);
+int
+tcp_conn_release(int fd, crest_error_t *err);
+/* 0 when a process holding CAP_CHECKPOINT_RESTORE and no CAP_NET_ADMIN in
+   a network namespace of its own may use TCP_REPAIR there (as a
+   container's restorer does); -1 with one line why not. */
+int
+tcp_repair_probe(crest_error_t *err);
+
+#endif
