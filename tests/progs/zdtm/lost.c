@@ -1166,8 +1166,10 @@ static void
 chk_timerfd_cancel(void)
 {
   uint64_t v = 0;
-  if (read(fd, &v, 8) != 8 || v != 1)
-    zdtm_fail("timerfd: read %llu expirations (expected 1)", (unsigned long long)v);
+  ssize_t n = read(fd, &v, 8);
+  if (n != 8 || v != 1)
+    zdtm_fail("timerfd: read %llu expirations (expected 1)%s%s", (unsigned long long)v,
+              n < 0 ? ": " : "", n < 0 ? strerror(errno) : "");
 }
 
 /* An inotify watch with an event not yet read: fdinfo does not show
