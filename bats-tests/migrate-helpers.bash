@@ -10,6 +10,9 @@
 #                              may boot later: TCG)
 #   mig_count FILE             the last count FILE holds (0 if none)
 #   mig_passes FILE N          the count in FILE goes past N within 10 s
+#
+# It also gives the nodes their setup (a counter bundle, mig_bundle) and
+# teardown.
 
 MIG=${CREST_SHARE:-/mnt/share}
 
@@ -41,4 +44,13 @@ mig_passes() {
 		sleep 0.05
 	done
 	return 1
+}
+
+setup() {
+	requires non-root vm cmd:crest
+	mig_bundle
+}
+
+teardown() {
+	teardown_bundle
 }

@@ -11,15 +11,6 @@ load helpers
 load checkpoint-helpers
 load migrate-helpers
 
-setup() {
-	requires non-root vm cmd:crest
-	mig_bundle
-}
-
-teardown() {
-	teardown_bundle
-}
-
 @test "node A: a counter container is checkpointed into one archive with --leave-running, and goes on counting while node B restores it" {
 	local out=$BATS_TEST_TMPDIR/counter.out arch pre init
 	CONTAINERS+=(counter)

@@ -10,15 +10,6 @@ load helpers
 load checkpoint-helpers
 load migrate-helpers
 
-setup() {
-	requires non-root vm cmd:crest
-	mig_bundle
-}
-
-teardown() {
-	teardown_bundle
-}
-
 @test "node B: node A's archive restores under a new ID and bundle, the count goes on, the same PIDs" {
 	local out=$BATS_TEST_TMPDIR/counter-b.out arch first status_b=
 	mig_wait archive 900 || { echo "no archive from node A" >"$MIG/b-done"; fail "node A wrote no archive in 900 s"; }

@@ -10,15 +10,6 @@ load helpers
 load checkpoint-helpers
 load migrate-helpers
 
-setup() {
-	requires non-root vm cmd:crest
-	mig_bundle
-}
-
-teardown() {
-	teardown_bundle
-}
-
 @test "node C (stock kernel): node A's archive is refused in one line naming the kernel releases, nothing created" {
 	local arch
 	mig_wait archive 900 || fail "node A wrote no archive in 900 s"

@@ -34,8 +34,8 @@ static const struct fd_ops *const fd_types[] = {
   &fd_memfd_ops,                      /* before reg: a memfd is a regular file too */
   &fd_reg_ops,     &fd_dir_ops,       &fd_link_ops,     &fd_dev_ops,
   &fd_tty_ops, /* after dev; hands stdio on another terminal to inherited */
-  &fd_pipe_ops,    &fd_fifo_ops,
-  &fd_unix_ops, /* unix sockets; a socket of another family is refused */
+  &fd_pipe_ops,    &fd_fifo_ops,      &fd_unix_ops, /* unix sockets; a socket of another family is
+                                                       refused */
   &fd_inet_ops, /* TCP and UDP sockets; any other socket is refused */
 };
 

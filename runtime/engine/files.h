@@ -70,8 +70,8 @@ struct evfd_ops
 
 struct fd_ops
 {
-  const char *type; /* "type" of the image's file record */
-  unsigned flags;   /* FDT_* */
+  const char *type;          /* "type" of the image's file record */
+  unsigned flags;            /* FDT_* */
   const struct evfd_ops *ev; /* for the evfd_* functions below, else NULL */
 
   /* Checkpoint. probe: is this descriptor of this type? 1 yes, with NF
@@ -123,8 +123,7 @@ int
 evfd_parse(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err);
 int
 evfd_open(struct rctx *c, struct rfile *f, int flags, crest_error_t *err);
-#define EVFD_FD_OPS                                                                                \
-  .probe = evfd_probe, .write = evfd_write, .parse = evfd_parse, .open = evfd_open
+#define EVFD_FD_OPS .probe = evfd_probe, .write = evfd_write, .parse = evfd_parse, .open = evfd_open
 extern const struct fd_ops fd_inet_ops;
 
 /* files.c: the dump side. */

@@ -125,6 +125,24 @@ struct run
   uint64_t vaddr, len, off;
 };
 
+/* The record of a process's page file NAME and its RUNS. */
+static void
+put_runs(yajl_gen g, const char *name, const struct run *runs, size_t nruns)
+{
+  jput_str(g, "pages_file", name);
+  jput_key(g, "pages");
+  yajl_gen_array_open(g);
+  for (size_t i = 0; i < nruns; i++)
+    {
+      yajl_gen_map_open(g);
+      jput_u64(g, "vaddr", runs[i].vaddr);
+      jput_u64(g, "len", runs[i].len);
+      jput_u64(g, "off", runs[i].off);
+      yajl_gen_map_close(g);
+    }
+  yajl_gen_array_close(g);
+}
+
 static int
 dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct cow_dump *cow,
             yajl_gen g, crest_error_t *err)
@@ -256,18 +274,7 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
 #undef FLUSH
   if (img_out_close(&o, err) < 0)
     goto out;
-  jput_str(g, "pages_file", name);
-  jput_key(g, "pages");
-  yajl_gen_array_open(g);
-  for (size_t i = 0; i < nruns; i++)
-    {
-      yajl_gen_map_open(g);
-      jput_u64(g, "vaddr", runs[i].vaddr);
-      jput_u64(g, "len", runs[i].len);
-      jput_u64(g, "off", runs[i].off);
-      yajl_gen_map_close(g);
-    }
-  yajl_gen_array_close(g);
+  put_runs(g, name, runs, nruns);
   cow_dump_put(c, cow, g);
   rc = 0;
 out:

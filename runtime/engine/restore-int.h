@@ -58,9 +58,9 @@ struct rvma
   char kind[16];
   const char *path;
   uint64_t file_size;
-  const char *data; /* memfile: the image file with the object's bytes */
-  int svc;          /* file mappings: the descriptor the blob maps */
-  uint32_t madv;    /* VMF_* bits (vmflags.c) */
+  const char *data;  /* memfile: the image file with the object's bytes */
+  int svc;           /* file mappings: the descriptor the blob maps */
+  uint32_t madv;     /* VMF_* bits (vmflags.c) */
   int shmid, shmflg; /* sysv: the segment and how shmat attaches it */
 };
 
@@ -286,7 +286,7 @@ op(struct oplist *l, long nr, int check, int64_t expect, uint64_t a0, uint64_t a
 #define PAGES_OPS(l, svc, vaddr, len, off)                                                         \
   do                                                                                               \
     {                                                                                              \
-      op((l), SYS_madvise, BLOB_CHECK_NONE, 0, (vaddr), (len), MADV_POPULATE_WRITE, 0, 0, 0);     \
+      op((l), SYS_madvise, BLOB_CHECK_NONE, 0, (vaddr), (len), MADV_POPULATE_WRITE, 0, 0, 0);      \
       OP((l), BLOB_OP_PREAD_FULL, (svc), (vaddr), (len), (off), 0, 0);                             \
     }                                                                                              \
   while (0)

@@ -21,7 +21,6 @@ static const char *base
       "\"rbind\"]}],\"linux\":{\"namespaces\":[{\"type\":\"pid\"},{\"type\":\"network\"},{"
       "\"type\":\"user\"}],\"uidMappings\":[{\"containerID\":0,\"hostID\":1000,\"size\":1}]}}";
 
-
 /* BASE with FROM replaced by TO. */
 static char *
 edited(const char *from, const char *to)

@@ -18,7 +18,6 @@ static const char *base_config
       "\"containerID\":0,"
       "\"hostID\":1000,\"size\":1}],\"memoryLimit\":12345678901234567890,\"ratio\":1.50}}";
 
-
 /* The capability set SET of the generated config, as "A,B,C". */
 static char *
 set_of(yajl_val root, const char *set)
