@@ -33,14 +33,19 @@
 static const int held_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT };
 
 /* CREST_FAULT=ACTION@POINT (test hooks, docs/engine.md "Test hooks"): the
-   action asked for at POINT, or NULL. */
+   action asked for at POINT, or NULL; with CREST_FAULT_AFTER=N, only once
+   POINT has been passed N times. */
 static const char *
 fault_at(const char *point)
 {
   static char action[32];
-  const char *f = crest_test_knob("CREST_FAULT"), *at;
+  static long passed;
+  const char *f = crest_test_knob("CREST_FAULT"), *at, *after;
   if (!f || !(at = strchr(f, '@')) || strcmp(at + 1, point) != 0
       || (size_t)(at - f) >= sizeof action)
+    return NULL;
+  after = crest_test_knob("CREST_FAULT_AFTER");
+  if (after && passed++ < strtol(after, NULL, 10))
     return NULL;
   memcpy(action, f, at - f);
   action[at - f] = 0;

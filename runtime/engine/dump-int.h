@@ -168,6 +168,32 @@ struct vma
   uint64_t ino;
 };
 
+/* inject-home.c: the way home of a thread whose injected call is cut off
+   (the dead stack it takes, saved to be written back). */
+struct home
+{
+  uint64_t sp, lo, len;
+  uint8_t *saved;
+};
+/* A syscall instruction of V (LEN bytes mapped at BASE) followed only by
+   register clearing and POPS pops before a ret; -1: none. */
+int
+home_find_gadget(const uint8_t *v, size_t len, uint64_t base, uint64_t *gadget, int *pops);
+/* The address of rt_sigreturn code (mov $15, %rax; syscall) in an
+   executable file mapping of PID, or 0. */
+uint64_t
+home_find_sigreturn(pid_t pid, const struct vma *vv, size_t nv);
+struct dthread;
+/* Write TH's way home below its stack pointer, outside [AVOID, AVOID +
+   AVOID_LEN), and make its injected calls use it; without room or a
+   gadget (POPS < 0, SIGRET 0), none (H->sp 0) and 0. */
+int
+home_build(pid_t pid, const struct dthread *th, const struct vma *vv, size_t nv, int pops,
+           uint64_t sigret, uint64_t avoid, uint64_t avoid_len, struct home *h, crest_error_t *err);
+/* Its stack bytes back, and its calls on its own stack pointer again. */
+int
+home_put(pid_t pid, pid_t tid, struct home *h, crest_error_t *err);
+
 /* dump.c: helpers of the files that dump one kind of object. */
 /* /proc/PID/WHAT, whole, in *OUT (malloc'd). */
 int

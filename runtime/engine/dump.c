@@ -175,6 +175,32 @@ scratch_put(struct dproc *p, struct scratch *s, crest_error_t *err)
   return rc;
 }
 
+/* P's gadget: a syscall instruction of its vDSO with a way home after it
+   (inject-home.c: *POPS pops before its ret), or else any (*POPS -1). */
+static int
+vdso_gadget(struct dproc *p, const struct vma *vv, size_t nv, int *pops, crest_error_t *err)
+{
+  uint64_t vdso = 0, vdso_end = 0;
+  cleanup_free uint8_t *buf = NULL;
+
+  *pops = -1;
+  for (size_t i = 0; i < nv; i++)
+    if (strcmp(vv[i].kind, "vdso") == 0)
+      vdso = vv[i].start, vdso_end = vv[i].end;
+  if (!vdso)
+    return crest_error_make(err, ENOTSUP, "task %d: no vDSO mapping", p->pid);
+  buf = xmalloc(vdso_end - vdso);
+  if (vm_read(p->pid, vdso, buf, vdso_end - vdso, err) < 0)
+    return -1;
+  if (home_find_gadget(buf, vdso_end - vdso, vdso, &p->gadget, pops) < 0)
+    for (uint64_t i = 0; i + 1 < vdso_end - vdso && !p->gadget; i++)
+      if (buf[i] == 0x0f && buf[i + 1] == 0x05)
+        p->gadget = vdso + i;
+  if (!p->gadget)
+    return crest_error_make(err, ENOTSUP, "task %d: no syscall instruction in the vDSO", p->pid);
+  return 0;
+}
+
 /* Syscalls only the task can answer, injected at a syscall instruction of
    its vDSO, with a scratch area for their answers (scratch_get). */
 static int
@@ -185,31 +211,13 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
   struct scratch sc;
   cleanup_free struct vma *vv = NULL;
   size_t nv = 0;
-  uint64_t vdso = 0, vdso_end = 0;
-  cleanup_free uint8_t *buf = NULL;
-  int rc = -1;
+  cleanup_free struct home *hm = NULL;
+  int rc = -1, pops = -1;
 
   if (parse_maps(p->pid, &vv, &nv, err) < 0)
     return -1;
-  for (size_t i = 0; i < nv; i++)
-    {
-      if (strcmp(vv[i].kind, "vdso") == 0)
-        vdso = vv[i].start, vdso_end = vv[i].end;
-      free(vv[i].path);
-    }
-  if (!vdso)
-    return crest_error_make(err, ENOTSUP, "task %d: no vDSO mapping", p->pid);
-  buf = xmalloc(vdso_end - vdso);
-  if (vm_read(p->pid, vdso, buf, vdso_end - vdso, err) < 0)
-    return -1;
-  for (uint64_t i = 0; i + 1 < vdso_end - vdso; i++)
-    if (buf[i] == 0x0f && buf[i + 1] == 0x05)
-      {
-        p->gadget = vdso + i;
-        break;
-      }
-  if (!p->gadget)
-    return crest_error_make(err, ENOTSUP, "task %d: no syscall instruction in the vDSO", p->pid);
+  if (vdso_gadget(p, vv, nv, &pops, err) < 0)
+    goto done;
 
   /* Each injected call blocks every signal while it runs and puts the
      thread's own mask back (pt_inject_nostep): a signal arriving meanwhile
@@ -221,6 +229,18 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
   if (scratch_get(p, vv, nv, &sc, err) < 0)
     goto done;
   scratch = (long)sc.addr;
+  {
+    uint64_t sigret = pops < 0 ? 0 : home_find_sigreturn(p->pid, vv, nv);
+    hm = xmalloc(p->nth * sizeof *hm);
+    memset(hm, 0, p->nth * sizeof *hm);
+    for (size_t t = 0; t < p->nth; t++)
+      if (home_build(p->pid, &p->th[t], vv, nv, pops, sigret, sc.addr, SCRATCH_LEN, &hm[t], err)
+          < 0)
+        goto out;
+    crest_debug("checkpoint: task %d: injected calls %s (gadget %#" PRIx64 " with %d pops, "
+                "rt_sigreturn at %#" PRIx64 ")",
+                p->pid, hm[0].sp ? "have a way home" : "have no way home", p->gadget, pops, sigret);
+  }
 
 #define INJ(th_, nr_, ...)                                                                         \
   do                                                                                               \
@@ -314,7 +334,12 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
 out:
   if (scratch_put(p, &sc, err) < 0)
     rc = -1;
+  for (size_t t = 0; hm && t < p->nth; t++)
+    if (home_put(p->pid, p->th[t].tid, &hm[t], err) < 0)
+      rc = -1;
 done:
+  for (size_t i = 0; i < nv; i++)
+    free(vv[i].path);
   pt_drop_stop_signals(false);
   (void)c;
   return rc;

@@ -80,6 +80,10 @@ pt_inject(pid_t tid, const struct user_regs_struct *saved, uint64_t gadget, long
 int
 pt_inject_nostep(pid_t tid, const struct user_regs_struct *saved, uint64_t mask, uint64_t gadget,
                  long nr, const long args[6], long *ret, crest_error_t *err);
+/* The stack pointer TID's injected calls run with from now on: the start
+   of its way home (inject-home.c); 0: its own. */
+void
+pt_set_home(pid_t tid, uint64_t sp);
 /* The thread's signal mask (the one the image records: PTRACE_GETSIGMASK
    also sees the real mask of a thread in sigsuspend or ppoll). */
 int

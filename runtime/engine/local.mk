@@ -14,6 +14,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/image.c runtime/engine/image.h \
 	runtime/engine/image-check.c runtime/engine/image-check.h \
 	runtime/engine/ptrace.c \
+	runtime/engine/inject-home.c \
 	runtime/engine/shmem.c runtime/engine/shmem.h \
 	runtime/engine/dump.c runtime/engine/dump-int.h \
 	runtime/engine/dump-util.c \

@@ -352,6 +352,42 @@ run_injected(pid_t tid, const struct user_regs_struct *saved, uint64_t mask, cre
   return 0;
 }
 
+/* The ways home (inject-home.c), by thread. */
+static struct
+{
+  pid_t tid;
+  uint64_t sp;
+} * homes;
+static size_t nhomes;
+
+void
+pt_set_home(pid_t tid, uint64_t sp)
+{
+  for (size_t i = 0; i < nhomes; i++)
+    if (homes[i].tid == tid)
+      {
+        if (sp)
+          homes[i].sp = sp;
+        else
+          homes[i] = homes[--nhomes];
+        return;
+      }
+  if (!sp)
+    return;
+  homes = xrealloc(homes, (nhomes + 1) * sizeof *homes);
+  homes[nhomes].tid = tid, homes[nhomes].sp = sp;
+  nhomes++;
+}
+
+static uint64_t
+home_of(pid_t tid)
+{
+  for (size_t i = 0; i < nhomes; i++)
+    if (homes[i].tid == tid)
+      return homes[i].sp;
+  return 0;
+}
+
 static int
 inject_nostep_once(pid_t tid, const struct user_regs_struct *saved, uint64_t mask, uint64_t gadget,
                    long nr, const long a[6], long *ret, crest_error_t *err)
@@ -362,6 +398,8 @@ inject_nostep_once(pid_t tid, const struct user_regs_struct *saved, uint64_t mas
   r.rip = gadget;
   r.rax = nr;
   r.orig_rax = (unsigned long)-1; /* no syscall restart on the way out */
+  if (home_of(tid))
+    r.rsp = home_of(tid); /* cut off, the call returns home from there */
   r.rdi = a[0], r.rsi = a[1], r.rdx = a[2], r.r10 = a[3], r.r8 = a[4], r.r9 = a[5];
   /* Registers first, then the mask, and back in the reverse order: the
      thread's mask is its own whenever its registers are. A signal that

@@ -22,6 +22,9 @@ static const char *const knobs[] = {
      created, finishing, running; `crest restore` passes restore-* on to a
      container's restorer, see docs/engine.md). */
   "CREST_FAULT",
+  /* N: a CREST_FAULT of a checkpoint fires only once its point has been
+     passed N times (in-call: the Nth injected call, in a later process). */
+  "CREST_FAULT_AFTER",
   /* Set: a checkpoint prints its counters (processes, bytes, readv calls),
      a process-mode restore the time of each phase. */
   "CREST_STATS",
