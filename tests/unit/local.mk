@@ -28,6 +28,12 @@ tests_unit_engine_image_LDFLAGS = $(SANITIZER_LDFLAGS)
 tests_unit_engine_image_LDADD = $(CREST_ENGINE_LIB) $(CREST_LIB) $(YAJL_LIBS)
 
 # Engine: the common socket layer (sock_diag through setns, SOL_SOCKET options).
+check_PROGRAMS += tests/unit/engine-home
+tests_unit_engine_home_SOURCES = tests/unit/engine-home.c tests/unit/tap.h
+tests_unit_engine_home_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/engine -I$(top_srcdir)/tests/unit
+tests_unit_engine_home_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS)
+tests_unit_engine_home_LDFLAGS = $(SANITIZER_LDFLAGS)
+tests_unit_engine_home_LDADD = $(CREST_ENGINE_LIB) $(CREST_LIB) $(YAJL_LIBS)
 check_PROGRAMS += tests/unit/engine-sockets
 tests_unit_engine_sockets_SOURCES = tests/unit/engine-sockets.c tests/unit/tap.h
 tests_unit_engine_sockets_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/engine -I$(top_srcdir)/tests/unit
@@ -56,7 +62,7 @@ tests_unit_test_config_compat_CFLAGS = $(CREST_UNIT_CFLAGS)
 tests_unit_test_config_compat_LDFLAGS = $(SANITIZER_LDFLAGS)
 tests_unit_test_config_compat_LDADD = $(CREST_UNIT_LIBS)
 
-UNIT_TESTS = tests/unit/test-config tests/unit/test-args tests/unit/engine-image tests/unit/engine-sockets tests/unit/test-state-root \
+UNIT_TESTS = tests/unit/test-config tests/unit/test-args tests/unit/engine-image tests/unit/engine-sockets tests/unit/engine-home tests/unit/test-state-root \
 	tests/unit/test-config-compat tests/unit/func-length.test
 TESTS += $(UNIT_TESTS)
 
