@@ -19,27 +19,33 @@ tests_unit_test_args_CFLAGS = $(CREST_UNIT_CFLAGS)
 tests_unit_test_args_LDFLAGS = $(SANITIZER_LDFLAGS)
 tests_unit_test_args_LDADD = $(CREST_UNIT_LIBS)
 
+CREST_ENGINE_UNIT_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/engine -I$(top_srcdir)/tests/unit
+CREST_ENGINE_UNIT_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS)
+CREST_ENGINE_UNIT_LIBS = $(CREST_ENGINE_LIB) $(CREST_LIB) $(YAJL_LIBS)
+
 # Engine: the image layer (and SHA-256, both code paths).
 check_PROGRAMS += tests/unit/engine-image
 tests_unit_engine_image_SOURCES = tests/unit/engine-image.c tests/unit/tap.h
-tests_unit_engine_image_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/engine -I$(top_srcdir)/tests/unit
-tests_unit_engine_image_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS)
+tests_unit_engine_image_CPPFLAGS = $(CREST_ENGINE_UNIT_CPPFLAGS)
+tests_unit_engine_image_CFLAGS = $(CREST_ENGINE_UNIT_CFLAGS)
 tests_unit_engine_image_LDFLAGS = $(SANITIZER_LDFLAGS)
-tests_unit_engine_image_LDADD = $(CREST_ENGINE_LIB) $(CREST_LIB) $(YAJL_LIBS)
+tests_unit_engine_image_LDADD = $(CREST_ENGINE_UNIT_LIBS)
 
 # Engine: the common socket layer (sock_diag through setns, SOL_SOCKET options).
-check_PROGRAMS += tests/unit/engine-home
-tests_unit_engine_home_SOURCES = tests/unit/engine-home.c tests/unit/tap.h
-tests_unit_engine_home_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/engine -I$(top_srcdir)/tests/unit
-tests_unit_engine_home_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS)
-tests_unit_engine_home_LDFLAGS = $(SANITIZER_LDFLAGS)
-tests_unit_engine_home_LDADD = $(CREST_ENGINE_LIB) $(CREST_LIB) $(YAJL_LIBS)
 check_PROGRAMS += tests/unit/engine-sockets
 tests_unit_engine_sockets_SOURCES = tests/unit/engine-sockets.c tests/unit/tap.h
-tests_unit_engine_sockets_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/engine -I$(top_srcdir)/tests/unit
-tests_unit_engine_sockets_CFLAGS = $(AM_CFLAGS) $(YAJL_CFLAGS)
+tests_unit_engine_sockets_CPPFLAGS = $(CREST_ENGINE_UNIT_CPPFLAGS)
+tests_unit_engine_sockets_CFLAGS = $(CREST_ENGINE_UNIT_CFLAGS)
 tests_unit_engine_sockets_LDFLAGS = $(SANITIZER_LDFLAGS)
-tests_unit_engine_sockets_LDADD = $(CREST_ENGINE_LIB) $(CREST_LIB) $(YAJL_LIBS)
+tests_unit_engine_sockets_LDADD = $(CREST_ENGINE_UNIT_LIBS)
+
+# Engine: the way home of an injected call (inject-home.c).
+check_PROGRAMS += tests/unit/engine-home
+tests_unit_engine_home_SOURCES = tests/unit/engine-home.c tests/unit/tap.h
+tests_unit_engine_home_CPPFLAGS = $(CREST_ENGINE_UNIT_CPPFLAGS)
+tests_unit_engine_home_CFLAGS = $(CREST_ENGINE_UNIT_CFLAGS)
+tests_unit_engine_home_LDFLAGS = $(SANITIZER_LDFLAGS)
+tests_unit_engine_home_LDADD = $(CREST_ENGINE_UNIT_LIBS)
 
 # The default state root's reading of uid_map (rootless podman's namespace).
 check_PROGRAMS += tests/unit/test-state-root
