@@ -5,6 +5,7 @@
 EXTRA_DIST += \
 	image/README.md \
 	image/packages.txt \
+	image/packages-apt.txt \
 	image/build-rootfs \
 	image/build-image \
 	image/crest-init \

@@ -117,6 +117,9 @@ struct rproc
      its parent had already collected that stop with waitpid(WUNTRACED). */
   int stop_sig;
   bool stop_reported;
+  /* Its children: c->kids[kid0 .. kid0 + nkids), in image order (set by
+     the parse once: a task creating its children reads only those). */
+  size_t kid0, nkids;
   /* at restore time */
   pid_t real;
   uint64_t base, size;
@@ -159,6 +162,7 @@ struct rctx
   yajl_val tree;
   struct rproc *p;
   size_t np;
+  size_t *kids; /* indices into p, grouped by parent (rproc.kid0) */
   struct rfile *f;
   size_t nf;
   struct rpipe *pp;

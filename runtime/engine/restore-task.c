@@ -357,27 +357,30 @@ task_children(struct rctx *c, int idx, const struct rproc *p)
 {
   sigset_t chld, old;
   bool zombies = false;
-  for (size_t i = 1; i < c->np; i++)
-    zombies |= c->p[i].ppid == p->pid && c->p[i].zombie;
+  const size_t *kid = c->kids + p->kid0;
+  for (size_t k = 0; k < p->nkids; k++)
+    zombies |= c->p[kid[k]].zombie;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   if (zombies)
     sigprocmask(SIG_BLOCK, &chld, &old);
   for (int pass = 0; pass < 2; pass++)
-    for (size_t i = 1; i < c->np; i++)
-      if (c->p[i].ppid == p->pid && ((c->p[i].pgid == c->p[i].pid) == (pass == 0)))
-        {
-          siginfo_t si;
-          if (create_task(c, i) < 0)
-            task_fail(c, idx, "process %d: create child %d: %s", p->pid, c->p[i].pid,
+    for (size_t k = 0; k < p->nkids; k++)
+      {
+        size_t i = kid[k];
+        siginfo_t si;
+        if ((c->p[i].pgid == c->p[i].pid) != (pass == 0))
+          continue;
+        if (create_task(c, i) < 0)
+          task_fail(c, idx, "process %d: create child %d: %s", p->pid, c->p[i].pid,
+                    strerror(errno));
+        /* Not reaped (WNOWAIT); once it has exited, its group exists for
+           the members created after it. */
+        while (c->p[i].zombie && waitid(P_PID, c->p[i].pid, &si, WEXITED | WNOWAIT) < 0)
+          if (errno != EINTR)
+            task_fail(c, idx, "process %d: wait for zombie %d: %s", p->pid, c->p[i].pid,
                       strerror(errno));
-          /* Not reaped (WNOWAIT); once it has exited, its group exists
-             for the members created after it. */
-          while (c->p[i].zombie && waitid(P_PID, c->p[i].pid, &si, WEXITED | WNOWAIT) < 0)
-            if (errno != EINTR)
-              task_fail(c, idx, "process %d: wait for zombie %d: %s", p->pid, c->p[i].pid,
-                        strerror(errno));
-        }
+      }
   if (zombies)
     {
       struct timespec zero = { 0, 0 };

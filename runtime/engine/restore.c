@@ -278,6 +278,21 @@ check_ids_unique(struct rctx *c, crest_error_t *err)
   return 0;
 }
 
+/* c->kids: each process's children (PARENT[i]: the index of process i's
+   parent; rproc.nkids counted) laid out parent by parent, in image order. */
+static void
+index_children(struct rctx *c, const size_t *parent)
+{
+  size_t off = 0;
+  for (size_t j = 0; j < c->np; j++)
+    c->p[j].kid0 = off, off += c->p[j].nkids, c->p[j].nkids = 0;
+  for (size_t i = 1; i < c->np; i++)
+    {
+      struct rproc *pp = &c->p[parent[i]];
+      c->kids[pp->kid0 + pp->nkids++] = i;
+    }
+}
+
 static int
 parse_tree(struct rctx *c, crest_error_t *err)
 {
@@ -303,26 +318,43 @@ parse_tree(struct rctx *c, crest_error_t *err)
   if (check_ids_unique(c, err) < 0)
     return -1;
   /* Every parent is in the image and listed before its children. */
+  size_t *parent = calloc(c->np, sizeof *parent);
+  c->kids = calloc(c->np, sizeof *c->kids);
+  if (!parent || !c->kids)
+    {
+      free(parent);
+      return crest_error_make(err, ENOMEM, "restore: out of memory");
+    }
   for (size_t i = 0; i < c->np; i++)
     {
       bool found = i == 0;
       if (c->p[i].zombie && i == 0)
         return crest_error_make(err, EINVAL, "image %s: tree.json: the root is a zombie",
                                 c->o->image_dir);
-      for (size_t j = 0; j < i; j++)
-        {
-          if (c->p[j].pid == c->p[i].ppid && c->p[j].zombie)
-            return crest_error_make(err, EINVAL,
-                                    "image %s: tree.json: process %d has a zombie parent",
-                                    c->o->image_dir, c->p[i].pid);
-          if (c->p[j].pid == c->p[i].ppid)
+      for (size_t j = 0; j < i && !found; j++)
+        if (c->p[j].pid == c->p[i].ppid)
+          {
+            if (c->p[j].zombie)
+              {
+                free(parent);
+                return crest_error_make(err, EINVAL,
+                                        "image %s: tree.json: process %d has a zombie parent",
+                                        c->o->image_dir, c->p[i].pid);
+              }
             found = true;
-        }
+            parent[i] = j;
+            c->p[j].nkids++;
+          }
       if (!found)
-        return crest_error_make(err, EINVAL,
-                                "image %s: tree.json: parent %d of %d is not in the image",
-                                c->o->image_dir, c->p[i].ppid, c->p[i].pid);
+        {
+          free(parent);
+          return crest_error_make(err, EINVAL,
+                                  "image %s: tree.json: parent %d of %d is not in the image",
+                                  c->o->image_dir, c->p[i].ppid, c->p[i].pid);
+        }
     }
+  index_children(c, parent);
+  free(parent);
 
   if (files_parse(c, err) < 0)
     return -1;
@@ -814,8 +846,8 @@ fixup_parent(struct rctx *c, struct rproc *p, crest_error_t *err)
   bool any = false;
   long ret;
 
-  for (size_t k = 1; k < c->np; k++)
-    any |= c->p[k].ppid == p->pid && c->p[k].stop_sig && !c->p[k].zombie;
+  for (size_t k = 0; k < p->nkids; k++)
+    any |= c->p[c->kids[p->kid0 + k]].stop_sig && !c->p[c->kids[p->kid0 + k]].zombie;
   if (!any)
     return 0;
   if (pt_getregs(m->tid, &r, err) < 0)
@@ -1056,7 +1088,7 @@ free_ctx(struct rctx *c)
     }
   for (size_t i = 0; i < c->nf; i++)
     free(c->f[i].priv), free(c->f[i].u.ext), free(c->f[i].deleted_dir.ext);
-  free(c->p), free(c->f), free(c->pp), free(c->mf);
+  free(c->p), free(c->kids), free(c->f), free(c->pp), free(c->mf);
   ipc_free(c->ipc);
   if (c->tree)
     yajl_tree_free(c->tree);

@@ -203,6 +203,13 @@ check_PROGRAMS += tests/progs/pty-child
 tests_progs_pty_child_SOURCES = tests/progs/pty-child.c
 tests_progs_pty_child_LDFLAGS = -static
 
+# The client inside a service's container whose connection must survive a
+# checkpoint: bytes from a FIFO go out on one connection, the answers are
+# appended to a file (bats-tests/svc-*.bats).
+check_PROGRAMS += tests/progs/svc-conn
+tests_progs_svc_conn_SOURCES = tests/progs/svc-conn.c
+tests_progs_svc_conn_LDFLAGS = -static
+
 # tests/progs/engine-memfile-prog again, for the VM: kernel-patched.bats and
 # kernel-stock.bats check the engine's use of map_files (patch 1) with it.
 check_PROGRAMS += tests/progs/memfile

@@ -22,23 +22,14 @@ int
 main(int argc, char **argv)
 {
   struct sockaddr_in a, p;
-  socklen_t len = sizeof a;
+  socklen_t len;
   int l, c, s, one = 1, v;
   char buf[8];
 
   zdtm_init(argc, argv);
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  l = socket(AF_INET, SOCK_STREAM, 0);
-  c = socket(AF_INET, SOCK_STREAM, 0);
-  if (l < 0 || c < 0 || bind(l, (struct sockaddr *)&a, sizeof a) < 0 || listen(l, 2) < 0
-      || getsockname(l, (struct sockaddr *)&a, &len) < 0)
-    zdtm_error("listener: %s", strerror(errno));
-  if (setsockopt(c, SOL_TCP, TCP_NODELAY, &one, sizeof one) < 0
-      || setsockopt(c, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one) < 0
-      || connect(c, (struct sockaddr *)&a, sizeof a) < 0 || (s = accept(l, NULL, NULL)) < 0)
-    zdtm_error("connection: %s", strerror(errno));
+  zdtm_tcp_pair(&l, &a, &c, &s);
+  if (setsockopt(c, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one) < 0)
+    zdtm_error("SO_KEEPALIVE: %s", strerror(errno));
   if (write(c, "unread", 6) != 6)
     zdtm_error("write: %s", strerror(errno));
 

@@ -60,21 +60,12 @@ int
 main(int argc, char **argv)
 {
   struct sockaddr_in a;
-  socklen_t len = sizeof a;
-  int l, c, s, one = 1, v = 0, cport, sport;
+  socklen_t len;
+  int l, c, s, v = 0, cport, sport;
   char buf[4];
 
   zdtm_init(argc, argv);
-  memset(&a, 0, sizeof a);
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  l = socket(AF_INET, SOCK_STREAM, 0);
-  c = socket(AF_INET, SOCK_STREAM, 0);
-  if (l < 0 || c < 0 || bind(l, (struct sockaddr *)&a, sizeof a) < 0 || listen(l, 2) < 0
-      || getsockname(l, (struct sockaddr *)&a, &len) < 0
-      || setsockopt(c, SOL_TCP, TCP_NODELAY, &one, sizeof one) < 0
-      || connect(c, (struct sockaddr *)&a, sizeof a) < 0 || (s = accept(l, NULL, NULL)) < 0)
-    zdtm_error("connection: %s", strerror(errno));
+  zdtm_tcp_pair(&l, &a, &c, &s);
   close(l);
   if (write(c, "to the server", 13) != 13 || write(s, "to the client", 13) != 13)
     zdtm_error("write: %s", strerror(errno));

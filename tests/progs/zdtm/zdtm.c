@@ -4,11 +4,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -241,4 +244,23 @@ zdtm_await(volatile uint32_t *w, uint32_t want)
       nanosleep(&ts, NULL);
     }
   return false;
+}
+
+void
+zdtm_tcp_pair(int *l, struct sockaddr_in *a, int *c, int *s)
+{
+  socklen_t len = sizeof *a;
+  int one = 1;
+
+  memset(a, 0, sizeof *a);
+  a->sin_family = AF_INET;
+  a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  *l = socket(AF_INET, SOCK_STREAM, 0);
+  *c = socket(AF_INET, SOCK_STREAM, 0);
+  if (*l < 0 || *c < 0 || bind(*l, (struct sockaddr *)a, sizeof *a) < 0 || listen(*l, 2) < 0
+      || getsockname(*l, (struct sockaddr *)a, &len) < 0)
+    zdtm_error("listener: %s", strerror(errno));
+  if (setsockopt(*c, SOL_TCP, TCP_NODELAY, &one, sizeof one) < 0
+      || connect(*c, (struct sockaddr *)a, sizeof *a) < 0 || (*s = accept(*l, NULL, NULL)) < 0)
+    zdtm_error("connection: %s", strerror(errno));
 }

@@ -71,6 +71,14 @@ zdtm_status(void);
 bool
 zdtm_await(volatile uint32_t *w, uint32_t want);
 
+/* A TCP connection over IPv4 loopback: *L listens (backlog 2) on an
+   ephemeral port whose address is *A, *C is the client end with
+   TCP_NODELAY set before it connected, *S the end *L accepted. A setup
+   failure ends the test with zdtm_error. */
+struct sockaddr_in;
+void
+zdtm_tcp_pair(int *l, struct sockaddr_in *a, int *c, int *s);
+
 /* Deterministic byte pattern: a function of seed and offset. */
 static inline uint8_t
 zdtm_pattern(uint32_t seed, uint64_t off)

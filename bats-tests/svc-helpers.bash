@@ -1,0 +1,141 @@
+# Vocabulary of the services suites (svc-*.bats): real Debian services in a
+# rootless container. Load it after the checkpoint vocabulary:
+# `load helpers`, `load checkpoint-helpers`, `load svc-helpers`.
+#
+#   svc_setup                 $BUNDLE: a bundle whose root is a small
+#                             directory with the VM's /usr, /etc and /var
+#                             bound read-only (the services of the image
+#                             are there; / itself cannot be the root: the
+#                             VM's root is not a mount pivot_root takes),
+#                             /tmp a read-write bind of $SVC (mode
+#                             1777; data directories live there and are the
+#                             same files in the restored container), its own
+#                             network namespace (crun brings lo up), and a
+#                             user namespace that maps container 0 to the
+#                             test user and 1..65535 to its subordinate IDs;
+#                             also IMAGE and CR_LOG as cr_setup sets them
+#   svc_run ID CMD...         start the container (cr_run): CMD is its init
+#   svc_in PATH               the host path of PATH under the container's /tmp
+#   svc_wait_port ID PORT [SECS]
+#                             wait until something listens on TCP PORT in
+#                             container ID's network namespace (read in
+#                             /proc/PID/net of its init: nothing started
+#                             inside)
+#   svc_fifo NAME             make the FIFO $SVC/NAME.in, for a client the
+#                             init script starts: `$PROGS/svc-conn tcp
+#                             127.0.0.1 PORT /tmp/NAME.in /tmp/NAME.out
+#                             2>/tmp/NAME.err &` (or psql <>/tmp/NAME.in)
+#   svc_conn_wait NAME [SECS] wait until svc-conn NAME is connected
+#                             ($SVC/NAME.out exists)
+#   svc_send NAME TEXT        write TEXT (printf %b: \r\n work) to the FIFO
+#                             $SVC/NAME.in (fails after 30 s if nobody
+#                             reads it)
+#   svc_expect NAME PATTERN [SECS]
+#                             wait until $SVC/NAME.out holds PATTERN (grep -E)
+#   svc_ms                    milliseconds since the epoch
+#
+# A service runs as its container's init through a shell script the suite
+# writes into $SVC (the in-container clients are children of that script, so
+# both ends of every connection are in the checkpointed tree).
+
+SVC=
+
+svc_setup() {
+	BUNDLE=$BATS_TEST_TMPDIR/bundle
+	SVC=$BATS_TEST_TMPDIR/svc
+	IMAGE=$BATS_TEST_TMPDIR/image
+	CR_LOG=$BATS_TEST_TMPDIR/crest.log
+	mkdir -p "$BUNDLE" "$SVC"
+	chmod 1777 "$SVC"
+	local tpl=${BATS_FILE_TMPDIR:-$BATS_TEST_TMPDIR}/svc-template
+	if [ ! -e "$tpl/done" ]; then
+		rm -rf "$tpl"
+		mkdir -p "$tpl"
+		(cd "$tpl" && crun spec --rootless)
+		mkdir -p "$tpl/rootfs"/{usr,etc,var,tmp,proc,sys,dev,run}
+		local l
+		for l in bin sbin lib lib64; do
+			[ ! -L "/$l" ] || ln -s "$(readlink "/$l")" "$tpl/rootfs/$l"
+		done
+		local uid gid sub
+		uid=$(id -u)
+		gid=$(id -g)
+		sub=$(awk -F: -v u="$(id -un)" '$1 == u { print $2; exit }' /etc/subuid)
+		[ -n "$sub" ] || fail "svc_setup: no subordinate UIDs for $(id -un) in /etc/subuid"
+		jq --argjson uid "$uid" --argjson gid "$gid" --argjson sub "$sub" '
+			.process.terminal = false
+			| .process.cwd = "/tmp"
+			| .process.env += ["HOME=/tmp", "LANG=C.UTF-8"]
+			| .root = {path: "rootfs", readonly: true}
+			| .mounts += [
+				{destination: "/usr", type: "bind", source: "/usr", options: ["rbind", "ro"]},
+				{destination: "/etc", type: "bind", source: "/etc", options: ["rbind", "ro"]},
+				{destination: "/var", type: "bind", source: "/var", options: ["rbind", "ro"]},
+				{destination: "/tmp", type: "bind", source: "SVC", options: ["rbind", "rw"]}]
+			| .linux.namespaces |= (map(select(.type != "network")) + [{type: "network"}])
+			| .linux.uidMappings = [{containerID: 0, hostID: $uid, size: 1},
+				{containerID: 1, hostID: $sub, size: 65535}]
+			| .linux.gidMappings = [{containerID: 0, hostID: $gid, size: 1},
+				{containerID: 1, hostID: $sub, size: 65535}]' \
+			"$tpl/config.json" >"$tpl/config.json.tmp" && mv "$tpl/config.json.tmp" "$tpl/config.json"
+		: >"$tpl/done"
+	fi
+	cp -a "$tpl/rootfs" "$BUNDLE/"
+	jq --arg svc "$SVC" '(.mounts[] | select(.destination == "/tmp")).source = $svc' \
+		"$tpl/config.json" >"$BUNDLE/config.json"
+}
+
+svc_run() {
+	cr_run "$@"
+}
+
+svc_in() {
+	echo "$SVC$1"
+}
+
+svc_ms() {
+	echo $(($(date +%s%N) / 1000000))
+}
+
+# _svc_listening PID PORT: /proc/PID/net/tcp{,6} (the network namespace of
+# PID) shows a socket in LISTEN (state 0A) on local port PORT.
+_svc_listening() {
+	local hex
+	printf -v hex '%04X' "$2"
+	cat "/proc/$1/net/tcp" "/proc/$1/net/tcp6" 2>/dev/null |
+		awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" { f = 1 } END { exit !f }'
+}
+
+svc_wait_port() {
+	local id=$1 port=$2 secs=${3:-60} init i
+	init=$(cr_init "$id") || fail "svc_wait_port: no container $id"
+	for ((i = 0; i < secs * 10; i++)); do
+		_svc_listening "$init" "$port" && return 0
+		sleep 0.1
+	done
+	fail "nothing listens on port $port of container $id after $secs s"
+}
+
+svc_fifo() {
+	mkfifo -m 0666 "$SVC/$1.in"
+}
+
+svc_conn_wait() {
+	local name=$1 secs=${2:-60}
+	wait_file "$SVC/$name.out" "$secs" \
+		|| fail "svc-conn $name never connected: $(cat "$SVC/$name.err" 2>/dev/null)"
+}
+
+svc_send() {
+	timeout 30 bash -c 'printf "%b" "$2" >"$1"' svc_send "$SVC/$1.in" "$2" \
+		|| fail "svc_send $1: nobody reads $SVC/$1.in"
+}
+
+svc_expect() {
+	local name=$1 pat=$2 secs=${3:-30} i
+	for ((i = 0; i < secs * 10; i++)); do
+		grep -Eq -- "$pat" "$SVC/$name.out" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	fail "svc-conn $name: no '$pat' after $secs s; it got: $(tail -c 300 "$SVC/$name.out" 2>/dev/null) $(cat "$SVC/$name.err" 2>/dev/null)"
+}
