@@ -202,6 +202,16 @@ dump_fds(struct dctx *c, struct dproc *p, crest_error_t *err)
   size_t n = 0;
   DIR *d = opendir(path);
   struct dirent *de;
+  if (!d && errno == EACCES)
+    /* /proc/PID/fd is the task's own UID's, mode 0500: a task of another
+       UID of the container that is dumpable (its files in /proc then are
+       that UID's, not the container root's) is closed to crest, which holds
+       no capability of the initial user namespace. */
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: its descriptors (/proc/%d/fd) are closed to crest: it runs "
+                            "as another UID than the container's root and is dumpable, cannot "
+                            "checkpoint it",
+                            p->pid, p->pid);
   if (!d)
     return crest_error_errno(err, "task %d: list fds", p->pid);
   while ((de = readdir(d)))
