@@ -402,8 +402,8 @@ files_open(struct rctx *c, crest_error_t *err)
     {
       struct rfile *f = &c->f[i];
       /* O_ASYNC comes last, with its owner (files_fown). */
-      int flags = (f->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY | O_ASYNC)) | O_CLOEXEC
-                  | O_NOCTTY;
+      int flags
+          = (f->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY | O_ASYNC)) | O_CLOEXEC | O_NOCTTY;
       if (f->ops->open && f->ops->open(c, f, flags, err) < 0)
         return -1;
     }
