@@ -68,7 +68,7 @@ lost_case() {
 @test "zdtm-lost lease: refused" { lost_case lease "lease"; }
 @test "zdtm-lost pipe-nonblock: restored" { lost_case pipe-nonblock restore; }
 @test "zdtm-lost pipe-two-opens: restored" { lost_case pipe-two-opens restore; }
-@test "zdtm-lost o-async: refused" { lost_case o-async "O_ASYNC"; }
+@test "zdtm-lost o-async: restored" { lost_case o-async restore; }
 @test "zdtm-lost pipe-packet: refused" { lost_case pipe-packet "O_DIRECT"; }
 @test "zdtm-lost madv-dontfork: restored" { lost_case madv-dontfork restore; }
 @test "zdtm-lost madv-wipeonfork: restored" { lost_case madv-wipeonfork restore; }

@@ -82,6 +82,7 @@ struct dfile
   bool deleted_dir;      /* a directory removed while open: u holds its mode and owner */
   struct lock_set locks; /* flock and OFD locks (locks.c) */
   int seals;             /* memfd */
+  struct fown fown;      /* O_ASYNC: its owner and signal (fown.c) */
   uint64_t ino_pipe;
   bool pipe_read;
   void *priv; /* a type's own record (files.h), freed with the context */

@@ -61,11 +61,6 @@ files_check_fd(pid_t pid, int fd, const char *link, const struct stat *st, struc
                             "task %d: fd %d (%s): a lock on a file that is neither regular nor a "
                             "directory is not restored: cannot checkpoint it",
                             pid, fd, link);
-  if (flags & O_ASYNC)
-    return crest_error_make(err, ENOTSUP,
-                            "task %d: fd %d (%s): O_ASYNC (signal-driven I/O) is not restored: "
-                            "cannot checkpoint it",
-                            pid, fd, link);
   if (S_ISFIFO(st->st_mode) && (flags & O_DIRECT))
     return crest_error_make(err, ENOTSUP,
                             "task %d: fd %d (%s): a packet-mode pipe (O_DIRECT) is not restored: "

@@ -103,7 +103,8 @@ new_file(struct dctx *c, struct dproc *p, const struct fd_probe *d, int64_t pos,
   nf.ino = d->st->st_ino;
   nf.pid = p->pid;
   nf.fd = d->fd;
-  if (probe_fd(c, p, d, &nf, err) < 0)
+  if (((nf.flags & O_ASYNC) && fown_dump(c, p->pid, d->fd, d->link, &nf.fown, err) < 0)
+      || probe_fd(c, p, d, &nf, err) < 0)
     {
       free(nf.data), free(nf.priv);
       return -1;
@@ -201,6 +202,16 @@ dump_fds(struct dctx *c, struct dproc *p, crest_error_t *err)
   size_t n = 0;
   DIR *d = opendir(path);
   struct dirent *de;
+  if (!d && errno == EACCES)
+    /* /proc/PID/fd is the task's own UID's, mode 0500: a task of another
+       UID of the container that is dumpable (its files in /proc then are
+       that UID's, not the container root's) is closed to crest, which holds
+       no capability of the initial user namespace. */
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: its descriptors (/proc/%d/fd) are closed to crest: it runs "
+                            "as another UID than the container's root and is dumpable, cannot "
+                            "checkpoint it",
+                            p->pid, p->pid);
   if (!d)
     return crest_error_errno(err, "task %d: list fds", p->pid);
   while ((de = readdir(d)))
@@ -235,6 +246,8 @@ files_put(struct dctx *c, yajl_gen g)
       jput_int(g, "pos", f->pos);
       if (f->ops->write)
         f->ops->write(c, f, g);
+      if (fown_put(g, &f->fown) && c->w->format < CREST_IMAGE_FORMAT_FOWN)
+        c->w->format = CREST_IMAGE_FORMAT_FOWN;
       yajl_gen_map_close(g);
     }
   yajl_gen_array_close(g);
@@ -289,7 +302,8 @@ parse_file_attrs(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err
       || deleted_dir_parse(v, c->img->format, f->id, &f->deleted_dir, err) < 0
       || locks_parse(v, c->img->format, (1u << LOCK_KIND_FLOCK) | (1u << LOCK_KIND_OFD), &f->locks,
                      err)
-             < 0)
+             < 0
+      || fown_parse(v, c->img->format, f->flags, &f->fown, err) < 0)
     return -1;
   if (f->deleted_dir.present && f->ops != &fd_dir_ops)
     return crest_error_make(err, EINVAL, "deleted_dir on a %s", f->ops->type);
@@ -387,7 +401,9 @@ files_open(struct rctx *c, crest_error_t *err)
   for (size_t i = 0; i < c->nf; i++)
     {
       struct rfile *f = &c->f[i];
-      int flags = (f->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY)) | O_CLOEXEC | O_NOCTTY;
+      /* O_ASYNC comes last, with its owner (files_fown). */
+      int flags
+          = (f->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY | O_ASYNC)) | O_CLOEXEC | O_NOCTTY;
       if (f->ops->open && f->ops->open(c, f, flags, err) < 0)
         return -1;
     }

@@ -54,6 +54,25 @@ struct fd_probe
 
 struct evfd;
 
+/* Signal-driven I/O (O_ASYNC) of an open file description (fown.c): the
+   owner SIGIO goes to, as the tree sees it, and its signal. */
+struct fown
+{
+  bool on;  /* the file has O_ASYNC */
+  int type; /* F_OWNER_TID, F_OWNER_PID or F_OWNER_PGRP */
+  pid_t pid; /* 0: no owner */
+  int sig;   /* F_GETSIG: 0 is SIGIO */
+};
+int
+fown_dump(struct dctx *c, pid_t pid, int fd, const char *link, struct fown *out,
+          crest_error_t *err);
+bool
+fown_put(yajl_gen g, const struct fown *o);
+int
+fown_parse(yajl_val v, int format, int flags, struct fown *out, crest_error_t *err);
+int
+files_fown(struct rctx *c, crest_error_t *err);
+
 /* A descriptor whose whole state is one struct evfd (engine-int.h) read out
    of its fdinfo (eventfd, timerfd, signalfd): its type gives these four and
    takes evfd_probe, evfd_write, evfd_parse and evfd_open (eventfd.c) as its

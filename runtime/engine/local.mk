@@ -27,6 +27,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/restore.c runtime/engine/restore-int.h \
 	runtime/engine/restore-task.c \
 	runtime/engine/files-check.c \
+	runtime/engine/fown.c \
 	runtime/engine/sockets.c runtime/engine/sockets.h \
 	runtime/engine/sk-unix.c \
 	runtime/engine/pstree-check.c \

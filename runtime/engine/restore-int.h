@@ -141,6 +141,7 @@ struct rfile
   struct unlinked_info u;
   struct unlinked_info deleted_dir; /* present: a directory removed while open */
   struct lock_set locks;            /* flock and OFD locks, taken by crest (locks.c) */
+  struct fown fown;                 /* O_ASYNC: its owner and signal, set by files_fown */
   void *priv;                       /* a type's own record (files.h), freed with the context */
 };
 

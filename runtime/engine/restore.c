@@ -1018,6 +1018,9 @@ finish_tree(struct rctx *c, crest_error_t *err)
       && tcsetpgrp(c->term_svc, c->term_fg) < 0)
     return crest_error_errno(err, "restore: make process group %d the terminal's foreground group",
                              (int)c->term_fg);
+  /* Every owner of signal-driven I/O exists now. */
+  if (files_fown(c, err) < 0)
+    return -1;
   /* Children before their parents (the image lists parents first): a
      stopped child is stopped again before its parent, still in the blob,
      has its view of that stop put back. */

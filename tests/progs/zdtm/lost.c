@@ -24,6 +24,7 @@
 #include <sys/fanotify.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/ipc.h>
 #include <sys/msg.h>
 #include <sys/sem.h>
@@ -236,19 +237,63 @@ chk_pipe_two_opens(void)
     zdtm_fail("an empty non-blocking read end: expected EAGAIN");
 }
 
+/* Signal-driven I/O as nginx's master uses it on its channels: a
+   socketpair end with FIOASYNC and itself as owner (SIGIO), and a pipe with
+   F_SETOWN_EX to this thread and F_SETSIG SIGRTMIN+2. Both signals blocked,
+   so that a write after restore leaves them pending. */
+static int async_sk[2];
+
 static void
 set_async(void)
 {
+  struct f_owner_ex o = { F_OWNER_TID, (pid_t)syscall(SYS_gettid) };
+  sigset_t m;
+  int on = 1;
+  sigemptyset(&m);
+  sigaddset(&m, SIGIO);
+  sigaddset(&m, SIGRTMIN + 2);
+  need(sigprocmask(SIG_BLOCK, &m, NULL) == 0, "block SIGIO");
   need(pipe(pfd) == 0, "pipe");
-  need(fcntl(pfd[0], F_SETOWN, getpid()) == 0, "F_SETOWN");
-  need(fcntl(pfd[0], F_SETFL, O_ASYNC) == 0, "F_SETFL O_ASYNC");
+  need(fcntl(pfd[0], F_SETOWN_EX, &o) == 0, "F_SETOWN_EX");
+  need(fcntl(pfd[0], F_SETSIG, SIGRTMIN + 2) == 0, "F_SETSIG");
+  need(fcntl(pfd[0], F_SETFL, O_ASYNC | O_NONBLOCK) == 0, "F_SETFL O_ASYNC");
+  need(socketpair(AF_UNIX, SOCK_STREAM, 0, async_sk) == 0, "socketpair");
+  need(ioctl(async_sk[0], FIOASYNC, &on) == 0, "FIOASYNC");
+  need(fcntl(async_sk[0], F_SETOWN, getpid()) == 0, "F_SETOWN");
+}
+
+/* SIG pending after a write to WFD: the owner got it. */
+static void
+async_fires(int wfd, int sig, const char *what)
+{
+  struct timespec ts = { 2, 0 };
+  sigset_t m;
+  sigemptyset(&m);
+  sigaddset(&m, sig);
+  if (write(wfd, "x", 1) != 1)
+    zdtm_fail("%s: write: %s", what, strerror(errno));
+  else if (sigtimedwait(&m, NULL, &ts) != sig)
+    zdtm_fail("%s: a write did not send signal %d to its owner", what, sig);
 }
 
 static void
 chk_async(void)
 {
-  if (!(fcntl(pfd[0], F_GETFL) & O_ASYNC) || fcntl(pfd[0], F_GETOWN) != getpid())
-    zdtm_fail("O_ASYNC or its owner lost");
+  struct f_owner_ex o;
+  if ((fcntl(pfd[0], F_GETFL) & (O_ASYNC | O_NONBLOCK)) != (O_ASYNC | O_NONBLOCK))
+    zdtm_fail("pipe: O_ASYNC or O_NONBLOCK lost (flags %#x)", fcntl(pfd[0], F_GETFL));
+  if (fcntl(pfd[0], F_GETOWN_EX, &o) < 0 || o.type != F_OWNER_TID
+      || o.pid != (pid_t)syscall(SYS_gettid))
+    zdtm_fail("pipe: owner lost (expected thread %d, got type %d id %d)",
+              (int)syscall(SYS_gettid), o.type, o.pid);
+  if (fcntl(pfd[0], F_GETSIG) != SIGRTMIN + 2)
+    zdtm_fail("pipe: F_GETSIG (expected %d, got %d)", SIGRTMIN + 2, fcntl(pfd[0], F_GETSIG));
+  if (!(fcntl(async_sk[0], F_GETFL) & O_ASYNC) || fcntl(async_sk[0], F_GETOWN) != getpid()
+      || fcntl(async_sk[0], F_GETSIG) != 0)
+    zdtm_fail("socket: O_ASYNC, its owner or its signal lost (owner %d)",
+              fcntl(async_sk[0], F_GETOWN));
+  async_fires(pfd[1], SIGRTMIN + 2, "pipe");
+  async_fires(async_sk[1], SIGIO, "socket");
 }
 
 static void
