@@ -119,6 +119,9 @@ lost_case() {
 @test "zdtm-lost sysv-msg: restored" { lost_case sysv-msg restore; }
 @test "zdtm-lost posix-mq: refused" { lost_case posix-mq "message queue"; }
 @test "zdtm-lost posix-mq-closed: refused" { lost_case posix-mq-closed "message queue"; }
+# POSIX shared memory in the tmpfs /dev/shm crun mounts for the container
+# (PostgreSQL's dynamic_shared_memory_type=posix): a restore mounts a new one.
+@test "zdtm-lost posix-shm: refused (a file of the container's own tmpfs /dev/shm)" { lost_case posix-shm "tmpfs"; }
 @test "zdtm-lost tcp-established: refused (no --tcp-close)" { lost_case tcp-established "established"; }
 @test "zdtm-lost accept-queue: refused (connections waiting to be accepted)" { lost_case accept-queue "waiting to be accepted"; }
 # Not leader-exit here: crun reports a container whose init's main thread

@@ -206,6 +206,11 @@ status_field(const char *status, const char *key);
 int
 open_in_root(const struct dctx *c, const struct dproc *p, const char *path, int flags,
              crest_error_t *err);
+/* The regular file FD of task P on a tmpfs the container mounted itself
+   (/dev/shm): refused, -1 with ERR. */
+int
+check_volatile_tmpfs(const struct dctx *c, const struct dproc *p, int fd, const char *path,
+                     crest_error_t *err);
 /* A user or group ID as the tree sees it. */
 long
 inner_id(const struct dctx *c, const struct idmap *m, long id);

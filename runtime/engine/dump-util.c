@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <inttypes.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <linux/magic.h>
 #include <sys/uio.h>
 #include <unistd.h>
 #include <linux/openat2.h>
@@ -56,6 +59,45 @@ open_in_root(const struct dctx *c, const struct dproc *p, const char *path, int 
   if (fd < 0)
     return crest_error_errno(err, "open inside the task's root directory");
   return fd;
+}
+
+/* Is the regular file FD (of task P, PATH) on a tmpfs the tree mounted in
+   its own mount namespace (the root of that tmpfs mounted there, as a
+   runtime mounts /dev/shm or /run for a container)? Its files are not in
+   the image and a restore mounts a new, empty one: a POSIX shared memory
+   object of /dev/shm would be gone. -1 with ERR then, else 0. A bind of a
+   directory of crest's own file systems (its root is not "/") stays. */
+int
+check_volatile_tmpfs(const struct dctx *c, const struct dproc *p, int fd, const char *path,
+                     crest_error_t *err)
+{
+  cleanup_free char *ns = xasprintf("/proc/%d/ns/mnt", p->pid), *info = NULL;
+  struct statfs sf;
+  struct statx sx;
+  struct stat a, b;
+  char want[32], *l;
+  (void)c;
+  if (fstatfs(fd, &sf) < 0 || sf.f_type != TMPFS_MAGIC || stat("/proc/self/ns/mnt", &a) < 0
+      || stat(ns, &b) < 0 || (a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+      || statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) < 0 || !(sx.stx_mask & STATX_MNT_ID))
+    return 0;
+  if (read_proc(p->pid, "mountinfo", &info, err) < 0)
+    return -1;
+  snprintf(want, sizeof want, "%llu ", (unsigned long long)sx.stx_mnt_id);
+  for (l = info; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+    {
+      char root[8], point[256];
+      if (strncmp(l, want, strlen(want)) != 0)
+        continue;
+      if (sscanf(l, "%*u %*u %*u:%*u %7s %255s", root, point) == 2 && strcmp(root, "/") == 0)
+        return crest_error_make(err, ENOTSUP,
+                                "task %d: %s is a file of the tmpfs %s that the container mounts "
+                                "itself (POSIX shared memory, in /dev/shm), which a restore "
+                                "mounts new and empty: cannot checkpoint it",
+                                p->pid, path, point);
+      break;
+    }
+  return 0;
 }
 
 const char *

@@ -90,6 +90,8 @@ files_check_path(struct dctx *c, struct dproc *p, const struct fd_probe *d, bool
     return crest_error_make(
         err, ENOTSUP, "task %d: fd %d (%s): the path now names another file, cannot checkpoint it",
         p->pid, d->fd, d->link);
+  if (S_ISREG(pst.st_mode) && check_volatile_tmpfs(c, p, pf, d->link, err) < 0)
+    return -1;
   return 0;
 }
 

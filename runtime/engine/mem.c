@@ -382,6 +382,8 @@ mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
                                p->pid, v[i].start, v[i].end, v[i].path);
               goto fail;
             }
+          if (check_volatile_tmpfs(c, p, mf, v[i].path, err) < 0)
+            goto fail;
           /* An overlay file system shows the layer's device and inode in
              maps and its own in stat: a difference is only worth a note. */
           if (st.st_ino != v[i].ino || major(st.st_dev) != v[i].dev_major

@@ -1415,6 +1415,52 @@ chk_mq(void)
   mq_unlink(mq_name);
 }
 
+/* POSIX shared memory as PostgreSQL's dynamic shared memory makes it: an
+   object of /dev/shm, mapped shared, its descriptor closed. In a container
+   /dev/shm is a tmpfs the runtime mounts for it and a restore mounts a new,
+   empty one: refused. In process mode it is the host's, which stays:
+   restored. The check: the name still opens the object, and the mapping
+   and the object hold the same bytes. */
+static char shm_name[64];
+static char *shm_map;
+
+static void
+set_posix_shm(void)
+{
+  int f;
+  snprintf(shm_name, sizeof shm_name, "/dev/shm/zdtm-lost-%d", (int)getpid());
+  f = open(shm_name, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (f < 0 && (errno == ENOENT || errno == EROFS))
+    unsupported("no writable /dev/shm");
+  need(f >= 0, "open in /dev/shm");
+  need(ftruncate(f, 8192) == 0, "ftruncate");
+  shm_map = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_SHARED, f, 0);
+  need(shm_map != MAP_FAILED, "mmap");
+  close(f);
+  memset(shm_map, 'p', 8192);
+  strcpy(shm_map + 4096, "shared page");
+  if (probing)
+    unlink(shm_name);
+}
+
+static void
+chk_posix_shm(void)
+{
+  char b[16] = { 0 };
+  int f = open(shm_name, O_RDWR | O_CLOEXEC);
+  if (f < 0 || pread(f, b, 11, 4096) != 11 || strcmp(b, "shared page") || shm_map[0] != 'p')
+    zdtm_fail("POSIX shared memory %s: gone or changed (%s)", shm_name, strerror(errno));
+  else
+    {
+      shm_map[1] = 'q';
+      if (pread(f, b, 1, 1) != 1 || b[0] != 'q')
+        zdtm_fail("POSIX shared memory %s: the mapping no longer shares the object", shm_name);
+    }
+  if (f >= 0)
+    close(f);
+  unlink(shm_name);
+}
+
 /* TCP on 127.0.0.1: an established connection with bytes unread (refused
    without --tcp-close), and a listener with a connection waiting to be
    accepted (refused). The checks: the connection still carries bytes, the
@@ -1528,6 +1574,7 @@ static const struct
   { "sysv-msg", set_sysv_msg, chk_sysv_msg },
   { "posix-mq", set_mq_open, chk_mq },
   { "posix-mq-closed", set_mq_closed, chk_mq },
+  { "posix-shm", set_posix_shm, chk_posix_shm },
   { "tcp-established", set_tcp_est, chk_tcp_est },
   { "accept-queue", set_accept_queue, chk_accept_queue },
   { "leader-exit", set_leader_exit, NULL },
