@@ -542,37 +542,6 @@ finish_info(const char *id, const char *image, struct crest_checkpoint_info *inf
     }
 }
 
-/* crest's global options with crun's --root at ROOT: a container the OCI
-   hook recorded lives under the root of the crun that started it (podman's,
-   CRI-O's), not under crest's. G itself when ROOT is crest's; otherwise
-   COPY, freed with crun_root_release. */
-static struct crest_global *
-under_crun_root(struct crest_global *g, const char *root, struct crest_global *copy)
-{
-  if (!root || strcmp(root, g->crun_root) == 0)
-    return g;
-  *copy = *g;
-  copy->crun_root = root;
-  copy->crun_global_argv = xmalloc(sizeof(char *) * (size_t)(g->crun_global_argc + 1));
-  for (int i = 0; i <= g->crun_global_argc; i++)
-    copy->crun_global_argv[i]
-        = g->crun_global_argv[i] && strncmp(g->crun_global_argv[i], "--root=", 7) == 0
-              ? xasprintf("--root=%s", root)
-              : g->crun_global_argv[i];
-  return copy;
-}
-
-static void
-crun_root_release(struct crest_global *g, struct crest_global *copy)
-{
-  if (g != copy)
-    return;
-  for (int i = 0; i < g->crun_global_argc; i++)
-    if (strncmp(g->crun_global_argv[i], "--root=", 7) == 0)
-      free(g->crun_global_argv[i]);
-  free(g->crun_global_argv);
-}
-
 int
 crest_container_checkpoint(struct crest_global *g, const char *id,
                            const struct crest_container_checkpoint_opts *opts, crest_error_t *err)
@@ -609,7 +578,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
         "containers started with `crest create` or `crest run`, or recorded by "
         "crest-oci-hook)",
         id);
-  g = under_crun_root(g, st.crun_root, &hooked);
+  g = crest_under_crun_root(g, st.crun_root, &hooked);
   if (crun_state(g, id, &init, &status, &info->created, err) < 0)
     goto fail_state;
   info->bundle = xstrdup(st.bundle);
@@ -681,7 +650,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
       crest_state_remove(g, id, NULL);
     }
   free(fz.dir);
-  crun_root_release(g, &hooked);
+  crest_crun_root_release(g, &hooked);
   crest_state_free(&st);
   if (info == &own)
     crest_checkpoint_info_free(&own);
@@ -689,7 +658,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
 
 fail_state:
   free(fz.dir);
-  crun_root_release(g, &hooked);
+  crest_crun_root_release(g, &hooked);
   crest_state_free(&st);
   crest_checkpoint_info_free(info);
   return -1;

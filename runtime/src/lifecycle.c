@@ -330,6 +330,26 @@ crest_verb_run(struct crest_global *g, int argc, char **argv, crest_error_t *err
 int
 crest_verb_delegate(struct crest_global *g, int argc, char **argv, crest_error_t *err)
 {
+  static const char *const by_id[] = { "state", "kill", "ps", "pause", "resume", NULL };
+  struct crest_global hooked;
+  struct crest_state st;
+  const char *id = NULL;
+  int i;
+
+  /* A container the OCI hook recorded (podman's, CRI-O's) is answered for
+     by crun under the root of the front end that started it. These verbs
+     name the container by their first argument that is not an option. */
+  for (i = 0; by_id[i] && strcmp(by_id[i], argv[0]) != 0; i++)
+    ;
+  for (int a = 1; by_id[i] && a < argc && !id; a++)
+    if (argv[a][0] != '-')
+      id = argv[a];
+  if (id && crest_validate_id(id, NULL) == 0 && crest_state_read(g, id, &st, err) == 1)
+    {
+      g = crest_under_crun_root(g, st.crun_root, &hooked);
+      crest_state_free(&st);
+    }
+  crest_error_release(err);
   return crest_crun_exec(g, argv[0], argv + 1, err);
 }
 
