@@ -525,7 +525,7 @@ image_pages(const char *image)
    inventory.img), and what --export needs. The image itself is complete
    already: a failure here is a warning. */
 static void
-finish_info(const char *id, const char *image, struct crest_checkpoint_info *info,
+finish_info(const char *id, const char *image, const char *work, struct crest_checkpoint_info *info,
             const struct freezer *fz, uint64_t t0)
 {
   crest_error_t e = NULL;
@@ -538,6 +538,13 @@ finish_info(const char *id, const char *image, struct crest_checkpoint_info *inf
     {
       cleanup_free char *why = crest_error_text(e);
       crest_warn("container `%s`: checkpoint: stats-dump/inventory.img not written: %s", id, why);
+      crest_error_release(&e);
+    }
+  /* podman reads it from the work path (its --print-stats). */
+  if (work && strcmp(work, image) != 0 && crest_write_stats_dump(work, info, &e) < 0)
+    {
+      cleanup_free char *why = crest_error_text(e);
+      crest_warn("container `%s`: checkpoint: stats-dump not written in --work-path: %s", id, why);
       crest_error_release(&e);
     }
 }
@@ -638,7 +645,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
       crest_error_wrap(err, "container `%s`: checkpoint", id);
       goto fail_state;
     }
-  finish_info(id, image, info, &fz, t0);
+  finish_info(id, image, work, info, &fz, t0);
 
   if (!opts->leave_running)
     {

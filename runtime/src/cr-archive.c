@@ -143,18 +143,24 @@ inventory_bytes(uint8_t *out)
 }
 
 int
+crest_write_stats_dump(const char *dir, const struct crest_checkpoint_info *info,
+                       crest_error_t *err)
+{
+  uint8_t buf[256];
+  cleanup_free char *stats = xasprintf("%s/stats-dump", dir);
+  return write_file_atomic(stats, buf, stats_dump_bytes(info, buf), 0600, err);
+}
+
+int
 crest_image_write_engine_files(const char *image_dir, const struct crest_checkpoint_info *info,
                                crest_error_t *err)
 {
   uint8_t buf[256];
-  cleanup_free char *stats = xasprintf("%s/stats-dump", image_dir);
   cleanup_free char *inv = xasprintf("%s/inventory.img", image_dir);
-  size_t n = stats_dump_bytes(info, buf);
 
-  if (write_file_atomic(stats, buf, n, 0600, err) < 0)
+  if (crest_write_stats_dump(image_dir, info, err) < 0)
     return -1;
-  n = inventory_bytes(buf);
-  return write_file_atomic(inv, buf, n, 0600, err);
+  return write_file_atomic(inv, buf, inventory_bytes(buf), 0600, err);
 }
 
 /* ---- small helpers ---- */

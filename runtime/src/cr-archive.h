@@ -38,6 +38,12 @@ struct crest_checkpoint_info
 void
 crest_checkpoint_info_free(struct crest_checkpoint_info *i);
 
+/* stats-dump alone in DIR: podman's --print-stats reads it from the
+   --work-path it gave (the container's bundle directory), as CRIU writes it
+   in its work directory. */
+int
+crest_write_stats_dump(const char *dir, const struct crest_checkpoint_info *info,
+                       crest_error_t *err);
 /* stats-dump and inventory.img in IMAGE_DIR, the two files podman and CRI-O
    look for in a checkpoint directory. */
 int
