@@ -505,22 +505,6 @@ check_file_locks(const char *id, pid_t init, crest_error_t *err)
   return 0;
 }
 
-/* The pages the image holds, for stats-dump. */
-static uint64_t
-image_pages(const char *image)
-{
-  DIR *d = opendir(image);
-  struct dirent *de;
-  uint64_t bytes = 0;
-  struct stat st;
-  while (d && (de = readdir(d)))
-    if (strncmp(de->d_name, "pages-", 6) == 0 && fstatat(dirfd(d), de->d_name, &st, 0) == 0)
-      bytes += (uint64_t)st.st_size;
-  if (d)
-    closedir(d);
-  return bytes / 4096;
-}
-
 /* What engines look for in a checkpoint directory (stats-dump,
    inventory.img), and what --export needs. The image itself is complete
    already: a failure here is a warning. */
@@ -532,7 +516,7 @@ finish_info(const char *id, const char *image, const char *work, struct crest_ch
   info->dump_us = now_us() - t0;
   info->freezing_us = fz->freezing_us;
   info->frozen_us = info->dump_us;
-  info->pages_written = image_pages(image);
+  info->pages_written = crest_image_pages(image);
   clock_gettime(CLOCK_REALTIME, &info->checkpointed);
   if (crest_image_write_engine_files(image, info, &e) < 0)
     {
