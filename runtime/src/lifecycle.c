@@ -335,7 +335,7 @@ recorded_root(struct crest_global *g, const char *id, struct crest_global *copy)
 {
   crest_error_t e = NULL;
   struct crest_state st;
-  if (id && crest_validate_id(id, NULL) == 0 && crest_state_read(g, id, &st, &e) == 1)
+  if (id && crest_validate_id(id, NULL) == 0 && crest_state_peek(g, id, &st, &e) == 1)
     {
       g = crest_under_crun_root(g, st.crun_root, copy);
       if (g == copy)
