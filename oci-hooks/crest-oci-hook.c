@@ -6,7 +6,9 @@
  *   crest-oci-hook [--root DIR] [--crun-root DIR] createRuntime|poststart|poststop
  *
  * createRuntime/poststart record the container in crest's state under --root
- * (default: crest's, state-root.h); poststop forgets it. The hook changes nothing in the
+ * (default: crest's, state-root.h), with the crun root --crun-root names
+ * (default: the --root of the crun that runs the hook, else crun's default);
+ * poststop forgets it. The hook changes nothing in the
  * container and never needs a capability. */
 #include <config.h>
 #include <errno.h>
@@ -22,6 +24,40 @@
 #include "state.h"
 #include "state-root.h"
 #include "util.h"
+
+/* The crun root of the runtime that runs this hook: crun runs a hook as its
+   own child, so its --root (podman's runtime flags, CRI-O's runtime_root)
+   is on the parent's command line, among the options before the verb.
+   NULL when the parent gives none (crun then uses its default). */
+static char *
+parent_crun_root(void)
+{
+  cleanup_free char *path = xasprintf("/proc/%d/cmdline", (int)getppid());
+  cleanup_free char *cmd = NULL;
+  crest_error_t e = NULL;
+  size_t len = 0;
+  char *p, *end, *root = NULL;
+
+  if (read_file(path, &cmd, &len, 1 << 20, &e) < 0)
+    {
+      crest_error_release(&e);
+      return NULL;
+    }
+  end = cmd + len;
+  /* argv[0], then the global options; the first word that is not an option
+     (nor an option's value) is the verb. */
+  for (p = cmd + strlen(cmd) + 1; p < end && *p == '-'; p += strlen(p) + 1)
+    {
+      if (strncmp(p, "--root=", 7) == 0)
+        root = p + 7;
+      else if (strcmp(p, "--root") == 0 && p + strlen(p) + 1 < end)
+        root = p += strlen(p) + 1;
+      else if (strcmp(p, "--log") == 0 || strcmp(p, "--log-format") == 0
+               || strcmp(p, "--cgroup-manager") == 0 || strcmp(p, "--rootless") == 0)
+        p += strlen(p) + 1; /* a value given as the next word */
+    }
+  return root && *root == '/' ? xstrdup(root) : NULL;
+}
 
 static int
 fail(crest_error_t *err, const char *stage)
@@ -85,6 +121,8 @@ main(int argc, char **argv)
       return 2;
     }
   g.root = root ? root : crest_default_state_root(crest_rootless_detect());
+  if (crun_root == NULL)
+    crun_root = parent_crun_root();
   g.crun_root = crun_root ? crun_root : crest_default_crun_root();
 
   if (read_file("/dev/stdin", &input, NULL, 4u << 20, &err) < 0)

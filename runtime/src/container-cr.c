@@ -505,34 +505,18 @@ check_file_locks(const char *id, pid_t init, crest_error_t *err)
   return 0;
 }
 
-/* The pages the image holds, for stats-dump. */
-static uint64_t
-image_pages(const char *image)
-{
-  DIR *d = opendir(image);
-  struct dirent *de;
-  uint64_t bytes = 0;
-  struct stat st;
-  while (d && (de = readdir(d)))
-    if (strncmp(de->d_name, "pages-", 6) == 0 && fstatat(dirfd(d), de->d_name, &st, 0) == 0)
-      bytes += (uint64_t)st.st_size;
-  if (d)
-    closedir(d);
-  return bytes / 4096;
-}
-
 /* What engines look for in a checkpoint directory (stats-dump,
    inventory.img), and what --export needs. The image itself is complete
    already: a failure here is a warning. */
 static void
-finish_info(const char *id, const char *image, struct crest_checkpoint_info *info,
+finish_info(const char *id, const char *image, const char *work, struct crest_checkpoint_info *info,
             const struct freezer *fz, uint64_t t0)
 {
   crest_error_t e = NULL;
   info->dump_us = now_us() - t0;
   info->freezing_us = fz->freezing_us;
   info->frozen_us = info->dump_us;
-  info->pages_written = image_pages(image);
+  info->pages_written = crest_image_pages(image);
   clock_gettime(CLOCK_REALTIME, &info->checkpointed);
   if (crest_image_write_engine_files(image, info, &e) < 0)
     {
@@ -540,37 +524,13 @@ finish_info(const char *id, const char *image, struct crest_checkpoint_info *inf
       crest_warn("container `%s`: checkpoint: stats-dump/inventory.img not written: %s", id, why);
       crest_error_release(&e);
     }
-}
-
-/* crest's global options with crun's --root at ROOT: a container the OCI
-   hook recorded lives under the root of the crun that started it (podman's,
-   CRI-O's), not under crest's. G itself when ROOT is crest's; otherwise
-   COPY, freed with crun_root_release. */
-static struct crest_global *
-under_crun_root(struct crest_global *g, const char *root, struct crest_global *copy)
-{
-  if (!root || strcmp(root, g->crun_root) == 0)
-    return g;
-  *copy = *g;
-  copy->crun_root = root;
-  copy->crun_global_argv = xmalloc(sizeof(char *) * (size_t)(g->crun_global_argc + 1));
-  for (int i = 0; i <= g->crun_global_argc; i++)
-    copy->crun_global_argv[i]
-        = g->crun_global_argv[i] && strncmp(g->crun_global_argv[i], "--root=", 7) == 0
-              ? xasprintf("--root=%s", root)
-              : g->crun_global_argv[i];
-  return copy;
-}
-
-static void
-crun_root_release(struct crest_global *g, struct crest_global *copy)
-{
-  if (g != copy)
-    return;
-  for (int i = 0; i < g->crun_global_argc; i++)
-    if (strncmp(g->crun_global_argv[i], "--root=", 7) == 0)
-      free(g->crun_global_argv[i]);
-  free(g->crun_global_argv);
+  /* podman reads it from the work path (its --print-stats). */
+  if (work && strcmp(work, image) != 0 && crest_write_stats_dump(work, info, &e) < 0)
+    {
+      cleanup_free char *why = crest_error_text(e);
+      crest_warn("container `%s`: checkpoint: stats-dump not written in --work-path: %s", id, why);
+      crest_error_release(&e);
+    }
 }
 
 int
@@ -609,7 +569,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
         "containers started with `crest create` or `crest run`, or recorded by "
         "crest-oci-hook)",
         id);
-  g = under_crun_root(g, st.crun_root, &hooked);
+  g = crest_under_crun_root(g, st.crun_root, &hooked);
   if (crun_state(g, id, &init, &status, &info->created, err) < 0)
     goto fail_state;
   info->bundle = xstrdup(st.bundle);
@@ -669,7 +629,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
       crest_error_wrap(err, "container `%s`: checkpoint", id);
       goto fail_state;
     }
-  finish_info(id, image, info, &fz, t0);
+  finish_info(id, image, work, info, &fz, t0);
 
   if (!opts->leave_running)
     {
@@ -681,7 +641,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
       crest_state_remove(g, id, NULL);
     }
   free(fz.dir);
-  crun_root_release(g, &hooked);
+  crest_crun_root_release(g, &hooked);
   crest_state_free(&st);
   if (info == &own)
     crest_checkpoint_info_free(&own);
@@ -689,7 +649,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
 
 fail_state:
   free(fz.dir);
-  crun_root_release(g, &hooked);
+  crest_crun_root_release(g, &hooked);
   crest_state_free(&st);
   crest_checkpoint_info_free(info);
   return -1;

@@ -38,6 +38,21 @@ struct crest_checkpoint_info
 void
 crest_checkpoint_info_free(struct crest_checkpoint_info *i);
 
+/* stats-dump alone in DIR: podman's --print-stats reads it from the
+   --work-path it gave (the container's bundle directory), as CRIU writes it
+   in its work directory. */
+int
+crest_write_stats_dump(const char *dir, const struct crest_checkpoint_info *info,
+                       crest_error_t *err);
+/* The pages (of 4 KiB) IMAGE_DIR's pages-* files hold. */
+uint64_t
+crest_image_pages(const char *image_dir);
+/* stats-restore in DIR (the restore's --work-path, where podman's restore
+   --print-stats reads it): the restore's time in microseconds and the
+   pages of IMAGE_DIR. */
+int
+crest_write_stats_restore(const char *dir, const char *image_dir, uint64_t restore_us,
+                          crest_error_t *err);
 /* stats-dump and inventory.img in IMAGE_DIR, the two files podman and CRI-O
    look for in a checkpoint directory. */
 int

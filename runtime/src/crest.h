@@ -54,5 +54,13 @@ crest_crun_run(struct crest_global *g, const char *verb, char *const *argv, cres
    returns (negative, with ERR) only when crun cannot be run. */
 int
 crest_crun_exec(struct crest_global *g, const char *verb, char *const *argv, crest_error_t *err);
+/* G with crun's --root at ROOT (a container the OCI hook recorded lives
+   under the crun root of the front end that started it): G itself when ROOT
+   is NULL or crest's own, else COPY, to be freed by
+   crest_crun_root_release(returned, COPY). */
+struct crest_global *
+crest_under_crun_root(struct crest_global *g, const char *root, struct crest_global *copy);
+void
+crest_crun_root_release(struct crest_global *g, struct crest_global *copy);
 
 #endif

@@ -136,3 +136,34 @@ crest_crun_run(struct crest_global *g, const char *verb, char *const *argv, cres
     return -1;
   return crest_crun_wait(pid, true);
 }
+
+/* crest's global options with crun's --root at ROOT: a container the OCI
+   hook recorded lives under the root of the crun that started it (podman's,
+   CRI-O's), not under crest's. G itself when ROOT is crest's; otherwise
+   COPY, freed with crest_crun_root_release. */
+struct crest_global *
+crest_under_crun_root(struct crest_global *g, const char *root, struct crest_global *copy)
+{
+  if (!root || strcmp(root, g->crun_root) == 0)
+    return g;
+  *copy = *g;
+  copy->crun_root = root;
+  copy->crun_global_argv = xmalloc(sizeof(char *) * (size_t)(g->crun_global_argc + 1));
+  for (int i = 0; i <= g->crun_global_argc; i++)
+    copy->crun_global_argv[i]
+        = g->crun_global_argv[i] && strncmp(g->crun_global_argv[i], "--root=", 7) == 0
+              ? xasprintf("--root=%s", root)
+              : g->crun_global_argv[i];
+  return copy;
+}
+
+void
+crest_crun_root_release(struct crest_global *g, struct crest_global *copy)
+{
+  if (g != copy)
+    return;
+  for (int i = 0; i < g->crun_global_argc; i++)
+    if (strncmp(g->crun_global_argv[i], "--root=", 7) == 0)
+      free(g->crun_global_argv[i]);
+  free(g->crun_global_argv);
+}

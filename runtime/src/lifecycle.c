@@ -327,28 +327,67 @@ crest_verb_run(struct crest_global *g, int argc, char **argv, crest_error_t *err
   return create_or_run(g, argc, argv, true, err);
 }
 
+/* A container the OCI hook recorded (podman's, CRI-O's) is answered for by
+   crun under the root of the front end that started it: G with that root
+   (COPY, see crest_under_crun_root) when ID has such a record, else G. */
+static struct crest_global *
+recorded_root(struct crest_global *g, const char *id, struct crest_global *copy)
+{
+  crest_error_t e = NULL;
+  struct crest_state st;
+  if (id && crest_validate_id(id, NULL) == 0 && crest_state_peek(g, id, &st, &e) == 1)
+    {
+      g = crest_under_crun_root(g, st.crun_root, copy);
+      if (g == copy)
+        copy->crun_root = xstrdup(st.crun_root);
+      crest_state_free(&st);
+    }
+  crest_error_release(&e);
+  return g;
+}
+
+/* The container a verb names: its first argument that is not an option. */
+static const char *
+first_operand(int argc, char **argv)
+{
+  for (int a = 1; a < argc; a++)
+    if (argv[a][0] != '-')
+      return argv[a];
+  return NULL;
+}
+
 int
 crest_verb_delegate(struct crest_global *g, int argc, char **argv, crest_error_t *err)
 {
+  static const char *const by_id[] = { "state", "kill", "ps", "pause", "resume", NULL };
+  struct crest_global hooked;
+  int i;
+
+  for (i = 0; by_id[i] && strcmp(by_id[i], argv[0]) != 0; i++)
+    ;
+  if (by_id[i])
+    g = recorded_root(g, first_operand(argc, argv), &hooked);
   return crest_crun_exec(g, argv[0], argv + 1, err);
 }
 
 int
 crest_verb_delete(struct crest_global *g, int argc, char **argv, crest_error_t *err)
 {
-  const char *id = NULL;
-  int i, status;
+  const char *id = first_operand(argc, argv);
+  struct crest_global hooked, *h;
+  int status;
 
-  for (i = 1; i < argc; i++)
-    if (argv[i][0] != '-')
-      id = argv[i];
-  status = crest_crun_run(g, "delete", argv + 1, err);
-  if (status < 0)
-    return -1;
+  h = recorded_root(g, id, &hooked);
+  status = crest_crun_run(h, "delete", argv + 1, err);
   /* Whatever crun answered, crest's state must not outlive crun's. */
-  if (id && crest_validate_id(id, NULL) == 0 && !crest_crun_has(g, NULL, id)
+  if (status >= 0 && id && crest_validate_id(id, NULL) == 0 && !crest_crun_has(h, NULL, id)
       && crest_state_remove(g, id, err) < 0)
-    return -1;
+    status = -1;
+  if (h == &hooked)
+    {
+      free((char *)hooked.crun_root);
+      crest_crun_root_release(h, &hooked);
+    }
   return status;
 }
 

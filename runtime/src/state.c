@@ -98,7 +98,7 @@ crest_crun_has(struct crest_global *g, const char *crun_root, const char *id)
 }
 
 int
-crest_state_read(struct crest_global *g, const char *id, struct crest_state *s, crest_error_t *err)
+crest_state_peek(struct crest_global *g, const char *id, struct crest_state *s, crest_error_t *err)
 {
   cleanup_free char *dir = crest_state_dir(g, id);
   cleanup_free char *path = xasprintf("%s/state.json", dir);
@@ -132,7 +132,15 @@ crest_state_read(struct crest_global *g, const char *id, struct crest_state *s, 
   rl = yajl_tree_get(root, rl_path, yajl_t_any);
   s->rootless = rl && YAJL_IS_TRUE(rl);
   yajl_tree_free(root);
+  return 1;
+}
 
+int
+crest_state_read(struct crest_global *g, const char *id, struct crest_state *s, crest_error_t *err)
+{
+  int r = crest_state_peek(g, id, s, err);
+  if (r <= 0)
+    return r;
   if (s->crun_root == NULL || !crest_crun_has(g, s->crun_root, id))
     {
       crest_debug("container `%s`: crun no longer knows it, removing stale crest state", id);

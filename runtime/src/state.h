@@ -30,6 +30,10 @@ crest_state_write(struct crest_global *g, const struct crest_state *s, crest_err
    removed and 0 is returned. */
 int
 crest_state_read(struct crest_global *g, const char *id, struct crest_state *s, crest_error_t *err);
+/* The same without the staleness check, which would take a record crest
+   is writing (a restore records the container before crun knows it). */
+int
+crest_state_peek(struct crest_global *g, const char *id, struct crest_state *s, crest_error_t *err);
 /* Remove the state of ID (no error when there is none). */
 int
 crest_state_remove(struct crest_global *g, const char *id, crest_error_t *err);

@@ -48,7 +48,7 @@ usage(FILE *f)
   fprintf(f, "Usage: crest checkpoint [OPTION...] (--pid PID | CONTAINER)\n"
              "Checkpoint a container, or with --pid a process tree the user owns.\n\n"
              "      --image-path=DIR   where to write the image (default ./checkpoint)\n"
-             "      --work-path=DIR    where to write dump.log\n"
+             "      --work-path=DIR    where to write dump.log and a copy of stats-dump\n"
              "      --leave-running    let the tree run on after the checkpoint\n"
              "      --export=FILE      also write the checkpoint as one archive FILE\n"
              "      --compress=ALG     the archive's compression: none, gzip, zstd (default)\n"

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include "cr-archive.h"
 #include "crest.h"
 #include "container-cr.h"
@@ -40,7 +41,8 @@ usage(FILE *f)
              "Restore a container, or without CONTAINER the process tree of the image\n"
              "(with the same PIDs, as children of crest).\n\n"
              "      --image-path=DIR      the image (default ./checkpoint)\n"
-             "      --work-path=DIR       where to write restore.log\n"
+             "      --work-path=DIR       where to write restore.log (and with -d\n"
+             "                            stats-restore)\n"
              "      --import=FILE         restore from an archive of checkpoint --export\n"
              "      --import-limit=SIZE   what the archive may expand to (default 16G, or\n"
              "                            $CREST_IMPORT_LIMIT; K, M, G, T suffixes)\n"
@@ -58,6 +60,35 @@ usage(FILE *f)
              "  -h, --help                show this help\n"
              "Process mode waits for the restored root and exits with its status,\n"
              "unless --detach.\n");
+}
+
+/* A container restore; detached with a --work-path (conmon's line), it
+   leaves stats-restore there, which podman's restore --print-stats reads.
+   The restore stands even if that file cannot be written. */
+static int
+container_restore(struct crest_global *g, const char *id,
+                  const struct crest_container_restore_opts *co, crest_error_t *err)
+{
+  struct timespec t0, t1;
+  crest_error_t e = NULL;
+  int rc;
+
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  rc = crest_container_restore(g, id, co, err);
+  if (rc != 0 || !co->detach || !co->work_path)
+    return rc;
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  if (crest_write_stats_restore(co->work_path, co->image_path ? co->image_path : "checkpoint",
+                                (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000
+                                    + (uint64_t)(t1.tv_nsec - t0.tv_nsec) / 1000,
+                                &e)
+      < 0)
+    {
+      cleanup_free char *why = crest_error_text(e);
+      crest_warn("container `%s`: restore: stats-restore not written in --work-path: %s", id, why);
+      crest_error_release(&e);
+    }
+  return rc;
 }
 
 /* --import: unpack and check the archive, restore from its image, then
@@ -90,7 +121,7 @@ restore_import(struct crest_global *g, const char *id, const char *file, const c
     return crest_error_wrap(err, "container `%s`: restore", id);
   image = xasprintf("%s/checkpoint", dir);
   co->image_path = image;
-  rc = crest_container_restore(g, id, co, err);
+  rc = container_restore(g, id, co, err);
   remove_tree(dir, &e);
   crest_error_release(&e);
   return rc;
@@ -206,7 +237,7 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv, crest_error_t 
       if (import_limit && !import)
         return crest_error_make(err, EINVAL, "restore: --import-limit needs --import");
       return import ? restore_import(g, argv[optind], import, import_limit, &co, err)
-                    : crest_container_restore(g, argv[optind], &co, err);
+                    : container_restore(g, argv[optind], &co, err);
     }
   if (bundle || console || import)
     return crest_error_make(err, 0,
