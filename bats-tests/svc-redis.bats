@@ -168,6 +168,15 @@ secs() {
 	rcmd "CLIENT LIST"
 	[ "$(grep -c '^id=' <<<"$REPLY")" = 1 ] || fail "expected one client, got: $REPLY"
 	[[ $REPLY == *"$addr "* ]] || fail "the client's address is not${addr} any more: $REPLY"
+	# The restored connection and listeners are checkpointed again.
+	rm -rf "$IMAGE"
+	cr_checkpoint "$id" --tcp-established
+	[ "$status" = 0 ] || fail "second checkpoint failed: $output"
+	cr_restore "$id"
+	[ "$status" = 0 ] || fail "second restore failed: $output"
+	rcmd "CLIENT ID" DBSIZE "GET key:9999"
+	[ "$REPLY" = "$before"$'\n'":10000"$'\n'"\$$((7 + ${#SEED}))"$'\n'"v-9999-$SEED" ] || fail "after a second cycle: [$REPLY]"
+	[ "$(grep -c "^svc-conn ended" "$SVC/conn.log")" = 0 ] || fail "the connection ended in the second cycle"
 }
 
 # The refusal's checks: one line naming what was refused, no image, and the
@@ -187,11 +196,13 @@ refused_still_serving() {
 	[ "$(grep -c "^svc-conn ended" "$SVC/conn.log")" = 0 ] || fail "the connection ended: $(cat "$SVC/conn.log")"
 }
 
-@test "redis: 10,000 keys survive a checkpoint with no connection open; both listeners (127.0.0.1, ::1) come back" {
+@test "redis: 10,000 keys survive a checkpoint with no connection open; both listeners (127.0.0.1, ::1), expiry, jemalloc and the lazy-free thread work after restore" {
 	ID="redis-$$"
 	local t0 t1 t2
 	redis_start "$ID"
 	load_keys
+	rcmd "EXPIRE key:1 1000"
+	[ "$REPLY" = ":1" ] || fail "EXPIRE key:1: [$REPLY]"
 	conn_close
 	t0=$(date +%s.%N)
 	cr_checkpoint "$ID"
@@ -214,6 +225,28 @@ refused_still_serving() {
 	echo 127.0.0.1 >"$SVC/conn-on"
 	rcmd "GET key:77"
 	[ "$(tail -1 <<<"$REPLY")" = "v-77-$SEED" ] || fail "GET through 127.0.0.1 after restore: [$REPLY]"
+	# Expiry runs on the clocks the restored redis reads.
+	rcmd "TTL key:1"
+	[[ $REPLY =~ ^:([0-9]+)$ ]] && [ "${BASH_REMATCH[1]}" -gt 700 ] && [ "${BASH_REMATCH[1]}" -le 1000 ] \
+		|| fail "TTL of a key set to expire in 1000 s: [$REPLY]"
+	# jemalloc gives memory for 20,000 more keys; a bio thread frees them
+	# all (FLUSHALL ASYNC hands the old dictionary to the lazy-free thread).
+	rcmd "EVAL \"for i = 1, 20000 do redis.call('SET', 'more:' .. i, string.rep('x', 100)) end return redis.call('DBSIZE')\" 0"
+	[ "$(tail -1 <<<"$REPLY")" = ":30000" ] || fail "DBSIZE after 20,000 more keys: [$REPLY]"
+	rcmd "FLUSHALL ASYNC"
+	local i freed=
+	for ((i = 0; i < 100; i++)); do
+		rcmd "INFO"
+		if [[ $REPLY =~ lazyfree_pending_objects:0 ]] && [[ $REPLY =~ lazyfreed_objects:([0-9]+) ]] \
+			&& [ "${BASH_REMATCH[1]}" -gt 0 ]; then
+			freed=${BASH_REMATCH[1]}
+			break
+		fi
+		sleep 0.2
+	done
+	[ -n "$freed" ] || fail "the lazy-free thread freed nothing after FLUSHALL ASYNC: $(grep lazyfree <<<"$REPLY")"
+	rcmd DBSIZE
+	[ "$REPLY" = ":0" ] || fail "DBSIZE after FLUSHALL: [$REPLY]"
 }
 
 @test "redis: checkpoint --tcp-close with a connection open: the client's connection comes back closed, it reconnects, the keys are there" {
