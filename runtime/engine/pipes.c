@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "dump-int.h"
@@ -400,6 +401,34 @@ pipes_put(struct dctx *c, yajl_gen g)
   yajl_gen_array_close(g);
 }
 
+/* A named FIFO that a process outside the tree held open since the
+   checkpoint still has its bytes: refilling it would repeat them. Returns
+   1 when the FIFO already begins with the SIZE saved bytes (they are left
+   alone), 0 when it is empty, -1 (refused) when it holds something else. */
+static int
+fifo_still_holds(int fd, const char *path, const char *buf, uint64_t size, crest_error_t *err)
+{
+  int have = 0, tmp[2];
+  if (ioctl(fd, FIONREAD, &have) < 0)
+    return crest_error_errno(err, "restore: named FIFO %s: FIONREAD", path);
+  if (have == 0)
+    return 0;
+  if (pipe2(tmp, O_CLOEXEC | O_NONBLOCK) < 0)
+    return crest_error_errno(err, "restore: pipe");
+  (void)fcntl(tmp[1], F_SETPIPE_SZ, have);
+  cleanup_free char *peek = xmalloc(size + 1);
+  ssize_t n = tee(fd, tmp[1], size, SPLICE_F_NONBLOCK);
+  ssize_t got = n > 0 ? read(tmp[0], peek, (size_t)n) : -1;
+  close(tmp[0]), close(tmp[1]);
+  if ((uint64_t)have >= size && got == (ssize_t)size && memcmp(peek, buf, size) == 0)
+    return 1;
+  return crest_error_make(err, EEXIST,
+                          "restore: named FIFO %s already holds %d byte(s) other than the %" PRIu64
+                          " saved (a process outside the tree has it open): refilling it would "
+                          "repeat or reorder them",
+                          path, have, size);
+}
+
 /* Each pipe and named FIFO of the image made again, refilled with its
    bytes, both ends among the service descriptors. */
 int
@@ -440,10 +469,17 @@ pipes_open(struct rctx *c, crest_error_t *err)
               return -1;
             }
           buf = xmalloc(size + 1);
+          int held = 0;
+          if (read_all(d, buf, size) < 0
+              || (pp->path && (held = fifo_still_holds(fds[0], pp->path, buf, size, err)) < 0))
+            {
+              close(fds[0]), close(fds[1]);
+              return held < 0 ? -1
+                              : crest_error_errno(err, "image %s: %s", c->o->image_dir, pp->data);
+            }
           /* Non-blocking: bytes that do not fit fail here instead of
              waiting for a reader that never comes. */
-          if (read_all(d, buf, size) < 0 || fcntl(fds[1], F_SETFL, O_NONBLOCK) < 0
-              || write_all(fds[1], buf, size) < 0)
+          if (fcntl(fds[1], F_SETFL, O_NONBLOCK) < 0 || (!held && write_all(fds[1], buf, size) < 0))
             {
               close(fds[0]), close(fds[1]);
               return crest_error_errno(
