@@ -23,7 +23,7 @@
    root directory of its own ("root_dir"): a reader of version 1 would ignore
    the key and restore the process running, or without its chroot, so such
    an image must not look like version 1 to it. */
-#define CREST_IMAGE_FORMAT 5
+#define CREST_IMAGE_FORMAT 6
 #define CREST_IMAGE_FORMAT_STOP 2
 #define CREST_IMAGE_FORMAT_CHROOT 2
 /* Format 3: records of docs/engine.md's attribute tables (mapping advice
@@ -35,6 +35,10 @@
 /* Format 5: a child's "parent_pages", the pages it shares with its parent
    (copy-on-write kept, mem-cow.c); see docs/image-format.md. */
 #define CREST_IMAGE_FORMAT_COW 5
+/* Format 6: pre-dumps: a manifest's "pre_dump" and "parent", page runs'
+   "from" (pages read from a parent image, chain.c); see
+   docs/image-format.md. */
+#define CREST_IMAGE_FORMAT_CHAIN 6
 
 /* Freeze callback, used by the container glue to set cgroup.freeze; NULL in
    process mode. Called with the tree's root PID and one of:
@@ -115,6 +119,15 @@ struct crest_dump_opts
   const char *no_chroot_cap;
   /* Established TCP connections (enum crest_tcp_mode). */
   enum crest_tcp_mode tcp_mode;
+  /* --pre-dump: only the memory is saved, copied while the tree runs on
+     (it is stopped only to read which pages it has and to clear their
+     soft-dirty bits); the image is a parent for a later checkpoint, never
+     restored itself. The tree always runs on (leave_running ignored). */
+  bool pre_dump;
+  /* --parent-path: a pre-dump image; pages not written since it (clean in
+     the soft-dirty sense) are taken from it instead of copied. As given:
+     relative to image_dir (as CRIU means it), or absolute. */
+  const char *parent_path;
 };
 
 /* Checkpoint the tree rooted at ROOT (ROOT and all its descendants, every

@@ -622,7 +622,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
                        status);
       goto fail_state;
     }
-  if (!opts->file_locks && check_file_locks(id, init, err) < 0)
+  if (!opts->file_locks && !opts->pre_dump && check_file_locks(id, init, err) < 0)
     goto fail_state;
   if (read_file(st.config, &config_text, &config_len, 16u << 20, err) < 0)
     {
@@ -642,6 +642,8 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
   d.leave_running = opts->leave_running;
   d.ext_unix_sk = opts->ext_unix_sk;
   d.tcp_mode = opts->tcp_mode;
+  d.pre_dump = opts->pre_dump;
+  d.parent_path = opts->parent_path;
   d.root_is_ns_init = true;
   d.config_digest = digest;
   d.no_chroot_cap = no_chroot_cap(config_text);
@@ -671,7 +673,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
     }
   finish_info(id, image, info, &fz, t0);
 
-  if (!opts->leave_running)
+  if (!opts->leave_running && !opts->pre_dump)
     {
       /* The engine killed the tree; crun forgets the container, crest too. */
       char *args[] = { (char *)"--force", (char *)id, NULL };
