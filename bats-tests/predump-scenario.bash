@@ -23,6 +23,11 @@
 #   replaced        the parent directory replaced by another pre-dump of the
 #                   same tree: restore refuses in one line, nothing left
 #   restore-pre     a pre-dump restored by itself: refused, one line
+# Descriptors the caller leaks (bats' own) would become part of the tree.
+for fd in /proc/$$/fd/*; do
+    fd=${fd##*/}
+    [ "$fd" -gt 2 ] && [ "$fd" != 255 ] && eval "exec $fd>&-"
+done
 set -u
 scenario=$1
 n=${2:-1}

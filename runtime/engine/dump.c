@@ -1083,16 +1083,18 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
      crest came, before the detach, at the end. */
   if (frozen && o->freeze(o->freeze_data, root, CREST_FREEZE_THAW, err) < 0)
     goto out;
-  if (dump_fault("seize", err) < 0 || (c.chain && chain_check_root(&c, err) < 0))
+  if (dump_fault("seize", err) < 0)
     goto out;
   crest_debug("checkpoint: %zu processes seized", c.np);
+  if (ns_ids(&c, err) < 0 || (c.chain && chain_check_root(&c, err) < 0))
+    goto out;
   if (o->pre_dump)
     {
       /* The pages are copied once the tree runs on (predump_finish). */
       rc = predump_scan(&c, err);
       goto out;
     }
-  if (ns_ids(&c, err) < 0 || user_ns(&c, err) < 0 || same_namespaces(&c, err) < 0
+  if (user_ns(&c, err) < 0 || same_namespaces(&c, err) < 0
       || dump_roots(&c, err) < 0 || check_groups(&c, err) < 0)
     goto out;
   if (o->root_is_ns_init)

@@ -69,6 +69,9 @@ main(int argc, char **argv)
   if (!npages)
     zdtm_error("ZDTM_PREDUMP_MIB is 0");
   a = map_at(NULL, npages * PG, PROT_READ | PROT_WRITE);
+  /* Pages, not huge pages: a write marks a whole huge page soft-dirty, and
+     16 MiB of them would all be written again within a round. */
+  madvise(a, npages * PG, MADV_NOHUGEPAGE);
   gen = calloc(npages, sizeof *gen);
   if (!gen)
     zdtm_error("calloc");
