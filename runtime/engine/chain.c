@@ -126,7 +126,14 @@ int
 chain_open(const char *dir, const char *sha, bool late, struct img_reader **r, int *n,
            crest_error_t *err)
 {
-  cleanup_free char *path = xstrdup(dir);
+  return chain_open_at(dir, sha, late, NULL, 0, r, n, err);
+}
+
+int
+chain_open_at(const char *dir, const char *sha, bool late, const char *const *dirs, int ndirs,
+              struct img_reader **r, int *n, crest_error_t *err)
+{
+  cleanup_free char *path = xstrdup(ndirs ? dirs[0] : dir);
   char want[65] = "";
   if (sha)
     memcpy(want, sha, 65);
@@ -156,11 +163,16 @@ chain_open(const char *dir, const char *sha, bool late, struct img_reader **r, i
       if (!x->parent_path)
         {
           (*n)++;
+          if (ndirs && *n != ndirs)
+            return crest_error_make(
+                err, EINVAL, "parent image %s: %d images given, %d in the chain", path, ndirs, *n);
           return 0;
         }
       memcpy(want, x->parent_sha, 65);
       free(path);
-      path = chain_path(x->dir, x->parent_path);
+      if (ndirs && *n + 1 >= ndirs)
+        return crest_error_make(err, EINVAL, "parent image %s: has a parent, none given", path);
+      path = ndirs ? xstrdup(dirs[*n + 1]) : chain_path(x->dir, x->parent_path);
     }
 }
 
@@ -578,4 +590,32 @@ predump_finish(struct dctx *c, crest_error_t *err)
 out:
   yajl_gen_free(g);
   return rc;
+}
+
+int
+crest_engine_image_chain(const char *image_dir, char ***dirs, int *n, crest_error_t *err)
+{
+  cleanup_free char *path = xstrdup(image_dir);
+  *dirs = NULL, *n = 0;
+  for (;;)
+    {
+      struct img_reader *r;
+      char *next;
+      if (img_reader_open(path, false, false, &r, err) < 0)
+        return *n ? crest_error_wrap(err, "parent image") : -1;
+      next = r->parent_path ? chain_path(r->dir, r->parent_path) : NULL;
+      img_reader_free(r);
+      if (!next)
+        return 0;
+      if (*n == CHAIN_MAX)
+        {
+          free(next);
+          return crest_error_make(err, ELOOP, "image %s: more than %d parent images", image_dir,
+                                  CHAIN_MAX);
+        }
+      *dirs = xrealloc(*dirs, (*n + 1) * sizeof **dirs);
+      (*dirs)[(*n)++] = next;
+      free(path);
+      path = xstrdup(next);
+    }
 }

@@ -39,6 +39,8 @@
    "from" (pages read from a parent image, chain.c); see
    docs/image-format.md. */
 #define CREST_IMAGE_FORMAT_CHAIN 6
+/* At most this many parent images in a chain. */
+#define CREST_IMAGE_CHAIN_MAX 16
 
 /* Freeze callback, used by the container glue to set cgroup.freeze; NULL in
    process mode. Called with the tree's root PID and one of:
@@ -197,6 +199,12 @@ struct crest_restore_opts
      restored (crest-restorer's sync pipe): the init's own signs (its name,
      its descriptors) change earlier, while the tree may still fail. */
   int done_fd;
+  /* Optional: the directories of the image's parent images (pre-dumps),
+     nearest first, where they are not where the image's manifest says
+     (a container's restorer sees them bind-mounted elsewhere): each is
+     checked against the digest its child names all the same. */
+  const char *const *chain_dirs;
+  int nchain_dirs;
 };
 
 /* Recreate the tree stored in o->image_dir.
@@ -230,6 +238,12 @@ crest_engine_plan(const struct crest_restore_opts *o, struct img_reader *img, cr
    (runtime/src/cr-archive.c), left by a crest that died. */
 void
 dump_remove_stale_tmp(const char *final_dir);
+
+/* The directories of IMAGE_DIR's parent images (pre-dumps), nearest
+   first, as its manifests name them (not checked here: the restore checks
+   them); *N 0 when it has none. The caller frees each and the array. */
+int
+crest_engine_image_chain(const char *image_dir, char ***dirs, int *n, crest_error_t *err);
 
 /* Check an image without restoring it: manifest, version, checksums of every
    file, bounds of every index. 0 when sound, < 0 with err naming the file and

@@ -1098,6 +1098,24 @@ check_pid_file_dir(const char *path, crest_error_t *err)
   return 0;
 }
 
+/* A pre-dump is never restored; an image with a parent reads pages
+   through the chain of its parent images (chain.c), checked here. */
+static int
+open_chain(struct rctx *c, bool late, crest_error_t *err)
+{
+  cleanup_free char *path = NULL;
+  if (c->img->pre_dump)
+    return crest_error_make(err, EINVAL,
+                            "image %s: a pre-dump holds memory only; restore the checkpoint made "
+                            "with --parent-path of it",
+                            c->img->dir);
+  if (!c->img->parent_path)
+    return 0;
+  path = chain_path(c->img->dir, c->img->parent_path);
+  return chain_open_at(path, c->img->parent_sha, late, c->o->chain_dirs, c->o->nchain_dirs,
+                       c->chain, &c->nchain, err);
+}
+
 int
 crest_engine_check_image_open(const char *image_dir, struct img_reader **out, crest_error_t *err)
 {
@@ -1111,7 +1129,9 @@ crest_engine_check_image_open(const char *image_dir, struct img_reader **out, cr
   c.term_svc = -1;
   if (img_reader_open(image_dir, false, true, &c.img, err) < 0)
     return -1;
-  rc = parse_tree(&c, err);
+  rc = open_chain(&c, false, err);
+  if (rc == 0)
+    rc = parse_tree(&c, err);
   if (rc == 0 && out)
     {
       *out = c.img; /* handed over: free_ctx leaves it alone */
@@ -1127,23 +1147,6 @@ crest_engine_check_image(const char *image_dir, crest_error_t *err)
   return crest_engine_check_image_open(image_dir, NULL, err);
 }
 
-/* A pre-dump is never restored; an image with a parent reads pages
-   through the chain of its parent images (chain.c), checked here. */
-static int
-open_chain(struct rctx *c, crest_error_t *err)
-{
-  cleanup_free char *path = NULL;
-  if (c->img->pre_dump)
-    return crest_error_make(err, EINVAL,
-                            "image %s: a pre-dump holds memory only; restore the checkpoint made "
-                            "with --parent-path of it",
-                            c->img->dir);
-  if (!c->img->parent_path)
-    return 0;
-  path = chain_path(c->img->dir, c->img->parent_path);
-  return chain_open(path, c->img->parent_sha, !c->o->as_ns_init, c->chain, &c->nchain, err);
-}
-
 /* Read the image and build the restore's plan from it: every check of the
    image, against the format and against what this restore may give,
    without changing anything on the system (the fuzzer's target,
@@ -1157,7 +1160,7 @@ plan_restore(struct rctx *c, bool check_kernel, crest_error_t *err)
      finishes in a forked helper, which has no such thread. */
   if ((!c->img
        && img_reader_open_late(o->image_dir, check_kernel, true, !o->as_ns_init, &c->img, err) < 0)
-      || open_chain(c, err) < 0 || parse_tree(c, err) < 0)
+      || open_chain(c, !o->as_ns_init, err) < 0 || parse_tree(c, err) < 0)
     return -1;
   if (o->as_ns_init && c->p[0].pid != 1)
     return crest_error_make(err, EINVAL,
