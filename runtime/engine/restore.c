@@ -1111,6 +1111,9 @@ open_chain(struct rctx *c, bool late, crest_error_t *err)
                             c->img->dir);
   if (!c->img->parent_path)
     return 0;
+  if (c->img->dirfd < 0)
+    return crest_error_make(err, EINVAL, "image %s: a parent image, in an image held in memory",
+                            c->img->dir);
   path = chain_path(c->img->dir, c->img->parent_path);
   return chain_open_at(path, c->img->parent_sha, late, c->o->chain_dirs, c->o->nchain_dirs,
                        c->chain, &c->nchain, err);
