@@ -259,7 +259,8 @@ chain_load(struct dctx *c, crest_error_t *err)
 
   c->chain = ch;
   ch->path = chain_path(c->o->image_dir, c->o->parent_path);
-  if (chain_open(ch->path, NULL, true, ch->r, &ch->n, err) < 0)
+  /* Hashed now, before the tree is stopped: not in its downtime. */
+  if (chain_open(ch->path, NULL, false, ch->r, &ch->n, err) < 0)
     return -1;
   if (img_reader_json(ch->r[0], "tree.json", &tree, err) < 0)
     return crest_error_wrap(err, "parent image %s", ch->path);
