@@ -4,8 +4,7 @@
 # node A's archive in the shared directory, restores it with --import under a
 # new ID from a new bundle path; the count goes on from where it was, in the
 # same PIDs. Then a corrupted copy of the archive is refused, creating
-# nothing. Then node A's live migration (two pre-dumps, the final
-# checkpoint with --parent-path, all in the share) restores from the share.
+# nothing.
 
 load helpers
 load checkpoint-helpers
@@ -48,20 +47,4 @@ load migrate-helpers
 	[ "$status" != 0 ] || { CONTAINERS+=(counter-bad); fail "a corrupted archive was restored"; }
 	[ "${#lines[@]}" = 1 ] || fail "not one line: $output"
 	cr_gone counter-bad
-}
-
-@test "node B: node A's live migration (two pre-dumps and a final checkpoint in the share) restores under a new ID, the count goes on, the same PIDs" {
-	local out=$BATS_TEST_TMPDIR/live-b.out first
-	mig_wait live-done 900 || fail "node A's live migration never finished"
-	[ "$(cat "$MIG/live-done")" = ok ] || fail "node A: $(cat "$MIG/live-done")"
-	CONTAINERS+=(live-b)
-	: >"$CR_LOG"
-	"$CREST" --log "$CR_LOG" restore --image-path "$MIG/live/final" --bundle "$BUNDLE" -d live-b \
-		</dev/null >"$out" 2>"$BATS_TEST_TMPDIR/err" \
-		|| fail "restore through the pre-dumps: $(cat "$BATS_TEST_TMPDIR/err" "$CR_LOG")"
-	mig_passes "$out" 0 || fail "the restored counter does not count"
-	first=$(head -1 "$out")
-	[ "$first" -gt "$(cat "$MIG/live-count")" ] || fail "B's first count $first is not past A's $(cat "$MIG/live-count") at the final checkpoint"
-	[ "$(cr_ns_pids live-b | grep " sh$")" = "$(cat "$MIG/live-pids")" ] \
-		|| fail "the shell's PID differs: A [$(cat "$MIG/live-pids")] B [$(cr_ns_pids live-b)]"
 }
