@@ -4,17 +4,19 @@
 # the same inside the crest test VM (image/run-vm). Neither is part of make
 # check; figures go in issue notes, never in timed tests.
 
-EXTRA_PROGRAMS = bench/tree bench/fork-cycle bench/cow-tree bench/fill-ref
+EXTRA_PROGRAMS = bench/tree bench/fork-cycle bench/cow-tree bench/fill-ref bench/dirty
 bench_tree_SOURCES = bench/tree.c tests/progs/zdtm/zdtm.c tests/progs/zdtm/zdtm.h
 bench_tree_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/progs/zdtm
 bench_fork_cycle_SOURCES = bench/fork-cycle.c
 bench_cow_tree_SOURCES = bench/cow-tree bench/fill-ref.c tests/progs/zdtm/zdtm.c tests/progs/zdtm/zdtm.h
 bench_cow_tree_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/progs/zdtm
 bench_fill_ref_SOURCES = bench/fill-ref.c
-CLEANFILES += bench/tree bench/fork-cycle bench/cow-tree bench/fill-ref
+bench_dirty_SOURCES = bench/dirty.c tests/progs/zdtm/zdtm.c tests/progs/zdtm/zdtm.h
+bench_dirty_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/progs/zdtm
+CLEANFILES += bench/tree bench/fork-cycle bench/cow-tree bench/fill-ref bench/dirty
 EXTRA_DIST += bench/run-bench bench/README.md
 
-BENCH_PROGS = runtime/src/crest tests/progs/zdtm-anon-mem bench/tree bench/fork-cycle bench/cow-tree bench/fill-ref
+BENCH_PROGS = runtime/src/crest tests/progs/zdtm-anon-mem bench/tree bench/fork-cycle bench/cow-tree bench/fill-ref bench/dirty
 
 bench: $(BENCH_PROGS)
 	abs_top_builddir='$(abs_top_builddir)' abs_top_srcdir='$(abs_top_srcdir)' \
@@ -28,6 +30,8 @@ BENCH_VM_RUNS = 2
 BENCH_VM_ANON_MIB = 512
 BENCH_VM_TIMEOUT = 5400
 BENCH_VM_FLAGS =
+BENCH_VM_ONLY =
+BENCH_VM_DIRTY_RATE = 50
 bench-vm: $(BENCH_PROGS)
 	@set -e; \
 	share=$$(mktemp -d -t crest-bench-vm.XXXXXX); \
@@ -39,5 +43,5 @@ bench-vm: $(BENCH_PROGS)
 	echo "bench-vm: host $$(uname -n), $$(nproc) CPUs,$$(uptime | sed 's/.*,  *load/ load/'); VM: $(BENCH_VM_FLAGS) BENCH_RUNS=$(BENCH_VM_RUNS) BENCH_ANON_MIB=$(BENCH_VM_ANON_MIB)"; \
 	abs_top_builddir='$(abs_top_builddir)' $(top_srcdir)/image/run-vm \
 		--timeout $(BENCH_VM_TIMEOUT) $(BENCH_VM_FLAGS) --share "$$share" -- \
-		'BENCH_BINDIR=$$CREST_SHARE/bin BENCH_RUNS=$(BENCH_VM_RUNS) BENCH_ANON_MIB=$(BENCH_VM_ANON_MIB) bash $$CREST_SHARE/run-bench'
+		'BENCH_BINDIR=$$CREST_SHARE/bin BENCH_RUNS=$(BENCH_VM_RUNS) BENCH_ANON_MIB=$(BENCH_VM_ANON_MIB) BENCH_ONLY=$(BENCH_VM_ONLY) BENCH_DIRTY_RATE=$(BENCH_VM_DIRTY_RATE) bash $$CREST_SHARE/run-bench'
 .PHONY: bench bench-vm

@@ -142,6 +142,8 @@ struct dctx
   bool progress;
   struct shm_table shm; /* objects with no path, mapped in the tree */
   struct ipc_set *ipc;  /* SysV objects of the tree's own IPC namespace (ipc.c) */
+  struct chain *chain;  /* --parent-path: the parent image and its ancestors (chain.c) */
+  struct predump *pre;  /* --pre-dump: what is copied once the tree runs on (chain.c) */
   /* Container mode: the container's terminal, the pty slave that
      /dev/console names inside the container and that is its init's
      controlling terminal (what crun sets up for process.terminal). */
@@ -231,7 +233,25 @@ maybe_progress(struct dctx *c, const char *what);
 int
 vm_read(pid_t pid, uint64_t addr, void *buf, size_t len, crest_error_t *err);
 
+/* A run of pages of the image: LEN bytes at VADDR, at OFF in the page
+   file of this image (FROM 0) or of its FROM-th ancestor (chain.c);
+   NOREAD: in a mapping without PROT_READ (read through /proc/PID/mem). */
+struct prun
+{
+  uint64_t vaddr, len, off;
+  int from;
+  bool noread;
+};
+struct chain_proc;
+struct cow_dump;
+
 /* mem.c */
+void
+put_runs(yajl_gen g, const char *name, const struct prun *runs, size_t nruns);
+int
+mem_plan(pid_t pid, const struct vma *v, size_t nv, struct cow_dump *cow,
+         const struct chain_proc *cp, struct prun **out, size_t *nout, uint64_t *own,
+         crest_error_t *err);
 int
 parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err);
 void
@@ -315,5 +335,41 @@ user_ns(struct dctx *c, crest_error_t *err);
 int
 check_thread_creds(const struct dproc *p, pid_t tid, const char *main_st, const char *st,
                    crest_error_t *err);
+
+/* chain.c: pre-dumps and parent images (docs/engine.md, "Pre-dumps"). */
+/* --parent-path: open the parent image and its ancestors, check them
+   (manifests, checksums, each a pre-dump) and read the parent's pages. */
+int
+chain_load(struct dctx *c, crest_error_t *err);
+/* The parent image is of this tree: the same root, started at the same
+   time. */
+int
+chain_check_root(struct dctx *c, crest_error_t *err);
+/* The parent's record of process P (the same PID and start time), or NULL. */
+const struct chain_proc *
+chain_proc_of(struct dctx *c, const struct dproc *p);
+/* Page ADDR of mapping M, pagemap entry E: when it was not written since
+   the parent was made and the parent holds it, *FROM and *OFF say where. */
+bool
+chain_take(const struct chain_proc *cp, const struct vma *m, uint64_t addr, uint64_t e, int *from,
+           uint64_t *off);
+/* The image being written names its parent (manifest "parent"). */
+void
+chain_name_parent(struct dctx *c);
+/* The checksums of the parent images, hashed meanwhile, matched. */
+int
+chain_verified(struct dctx *c, crest_error_t *err);
+void
+chain_free(struct dctx *c);
+/* --pre-dump, with every task held: what each process has, and clear its
+   soft-dirty bits. After the tree is let go: copy, write, commit. */
+int
+predump_scan(struct dctx *c, crest_error_t *err);
+int
+predump_finish(struct dctx *c, crest_error_t *err);
+/* Soft-dirty tracking works here (CONFIG_MEM_SOFT_DIRTY): 0, or -1 with
+   ERR. */
+int
+soft_dirty_probe(crest_error_t *err);
 
 #endif

@@ -1031,6 +1031,28 @@ exit_reason(struct dctx *c, crest_error_t *err)
     }
 }
 
+/* The dump failed and the tree is released: a held signal may now do what
+   it was sent for, after the error line is out. Drop ours from the pending
+   set only by restoring the mask in the caller's hands. */
+static void
+say_held_signal(const sigset_t *hold, crest_error_t *err)
+{
+  sigset_t pend;
+  sigpending(&pend);
+  for (int sg = 1; sg < 32; sg++)
+    if (sigismember(hold, sg) && sigismember(&pend, sg))
+      {
+        struct sigaction sa;
+        /* A signal whose default action ends crest: say why first. */
+        if (sigaction(sg, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL && *err)
+          {
+            crest_error_report(err);
+            crest_error_make(err, EINTR, "checkpoint interrupted");
+          }
+        break;
+      }
+}
+
 /* The dump itself, in the tracer (crest_engine_dump runs it in a worker
    process: dump-guard.c). */
 int
@@ -1052,6 +1074,12 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
     return crest_error_make(err, EINVAL, "checkpoint: bad PID %d", root);
   if (kill(root, 0) < 0)
     return crest_error_errno(err, "checkpoint: task %d", root);
+  /* Before the tree is stopped: the parent images are read and checked. */
+  if ((o->pre_dump && soft_dirty_probe(err) < 0) || (o->parent_path && chain_load(&c, err) < 0))
+    {
+      chain_free(&c);
+      return -1;
+    }
   sigemptyset(&hold);
   sigaddset(&hold, SIGINT);
   sigaddset(&hold, SIGTERM);
@@ -1068,6 +1096,8 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
     }
   if (img_writer_open(o->image_dir, &c.w, err) < 0)
     goto out;
+  if (c.chain)
+    chain_name_parent(&c);
   if (collect_tree(&c, err) < 0)
     goto out;
   /* Every task is in a ptrace stop now (the interrupt stop is reached in a
@@ -1081,8 +1111,16 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
   if (dump_fault("seize", err) < 0)
     goto out;
   crest_debug("checkpoint: %zu processes seized", c.np);
-  if (ns_ids(&c, err) < 0 || user_ns(&c, err) < 0 || same_namespaces(&c, err) < 0
-      || dump_roots(&c, err) < 0 || check_groups(&c, err) < 0)
+  if (ns_ids(&c, err) < 0 || (c.chain && chain_check_root(&c, err) < 0))
+    goto out;
+  if (o->pre_dump)
+    {
+      /* The pages are copied once the tree runs on (predump_finish). */
+      rc = predump_scan(&c, err);
+      goto out;
+    }
+  if (user_ns(&c, err) < 0 || same_namespaces(&c, err) < 0 || dump_roots(&c, err) < 0
+      || check_groups(&c, err) < 0)
     goto out;
   if (o->root_is_ns_init)
     tty_find(&c);
@@ -1111,7 +1149,8 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
     for (size_t i = 0; i < c.np; i++)
       if (c.p[i].root_dir)
         format = CREST_IMAGE_FORMAT_CHROOT;
-    if (interrupted(err) < 0 || img_writer_commit(c.w, o->config_digest, format, err) < 0)
+    if (interrupted(err) < 0 || chain_verified(&c, err) < 0
+        || img_writer_commit(c.w, o->config_digest, format, err) < 0)
       goto out;
   }
   crest_debug("checkpoint: %" PRIu64 " bytes of memory in %" PRIu64 " process_vm_readv calls",
@@ -1125,11 +1164,11 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
 out:
   if (rc < 0)
     exit_reason(&c, err);
-  if (frozen && !(rc == 0 && !o->leave_running))
+  if (frozen && !(rc == 0 && !o->leave_running && !o->pre_dump))
     put_back_freezer(&c, &frozen, &rc, err);
   {
     crest_error_t e2 = NULL, thaw = NULL;
-    if (release_tree(&c, rc == 0 && !o->leave_running, &frozen, &thaw, &e2) < 0)
+    if (release_tree(&c, rc == 0 && !o->leave_running && !o->pre_dump, &frozen, &thaw, &e2) < 0)
       {
         if (rc == 0)
           *err = e2, rc = -1;
@@ -1155,30 +1194,15 @@ out:
             crest_error_release(&e2);
         }
     }
+  if (rc == 0 && o->pre_dump && predump_finish(&c, err) < 0)
+    rc = -1;
   img_writer_free(c.w);
+  chain_free(&c);
   free_ctx(&c);
   if (c.progress)
     crest_progress("checkpoint of %d: %s", root, rc == 0 ? "done" : "failed");
   if (rc < 0)
-    {
-      /* The tree is released: a held signal may now do what it was sent
-         for, after the error line is out. Drop ours from the pending set
-         only by restoring the mask in the caller's hands. */
-      sigset_t pend;
-      sigpending(&pend);
-      for (int sg = 1; sg < 32; sg++)
-        if (sigismember(&hold, sg) && sigismember(&pend, sg))
-          {
-            struct sigaction sa;
-            /* A signal whose default action ends crest: say why first. */
-            if (sigaction(sg, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL && *err)
-              {
-                crest_error_report(err);
-                crest_error_make(err, EINTR, "checkpoint interrupted");
-              }
-            break;
-          }
-    }
+    say_held_signal(&hold, err);
   sigprocmask(SIG_SETMASK, &old_mask, NULL);
   return rc;
 }

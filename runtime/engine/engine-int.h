@@ -307,4 +307,25 @@ evfd_kind(const char *link);
 int
 evfd_fdinfo(pid_t pid, int fd, char **info, crest_error_t *err);
 
+/* chain.c: parent images of pre-dumps (docs/engine.md, "Pre-dumps"). */
+#define CHAIN_MAX CREST_IMAGE_CHAIN_MAX /* images in a chain: the parent, its ancestors */
+struct img_reader;
+/* DIR/PARENT, "." and ".." resolved in the text (DIR need not exist);
+   PARENT when absolute. */
+char *
+chain_path(const char *dir, const char *parent);
+/* Open the images from DIR on, following each one's parent (at most
+   CHAIN_MAX): each a pre-dump, checked as a restore checks an image (page
+   files by a thread when LATE), the first with the manifest digest SHA
+   (NULL: any), each next one with the digest its child names. R[0..*N)
+   are the caller's to free, also after a failure. */
+int
+chain_open(const char *dir, const char *sha, bool late, struct img_reader **r, int *n,
+           crest_error_t *err);
+/* The same, DIRS[0..NDIRS) the images' directories instead of the paths
+   their children's manifests give (NDIRS 0: those paths). */
+int
+chain_open_at(const char *dir, const char *sha, bool late, const char *const *dirs, int ndirs,
+              struct img_reader **r, int *n, crest_error_t *err);
+
 #endif

@@ -35,6 +35,12 @@
 /* Format 5: a child's "parent_pages", the pages it shares with its parent
    (copy-on-write kept, mem-cow.c); see docs/image-format.md. */
 #define CREST_IMAGE_FORMAT_COW 5
+/* Format 6: pre-dumps: a manifest's "pre_dump" and "parent", page runs'
+   "from" (pages read from a parent image, chain.c); see
+   docs/image-format.md. */
+#define CREST_IMAGE_FORMAT_CHAIN 6
+/* At most this many parent images in a chain. */
+#define CREST_IMAGE_CHAIN_MAX 16
 /* Format 8: a file's "fown", the owner and signal of its signal-driven I/O
    (O_ASYNC, fown.c); see docs/image-format.md. */
 #define CREST_IMAGE_FORMAT_FOWN 8
@@ -118,6 +124,15 @@ struct crest_dump_opts
   const char *no_chroot_cap;
   /* Established TCP connections (enum crest_tcp_mode). */
   enum crest_tcp_mode tcp_mode;
+  /* --pre-dump: only the memory is saved, copied while the tree runs on
+     (it is stopped only to read which pages it has and to clear their
+     soft-dirty bits); the image is a parent for a later checkpoint, never
+     restored itself. The tree always runs on (leave_running ignored). */
+  bool pre_dump;
+  /* --parent-path: a pre-dump image; pages not written since it (clean in
+     the soft-dirty sense) are taken from it instead of copied. As given:
+     relative to image_dir (as CRIU means it), or absolute. */
+  const char *parent_path;
 };
 
 /* Checkpoint the tree rooted at ROOT (ROOT and all its descendants, every
@@ -187,6 +202,12 @@ struct crest_restore_opts
      restored (crest-restorer's sync pipe): the init's own signs (its name,
      its descriptors) change earlier, while the tree may still fail. */
   int done_fd;
+  /* Optional: the directories of the image's parent images (pre-dumps),
+     nearest first, where they are not where the image's manifest says
+     (a container's restorer sees them bind-mounted elsewhere): each is
+     checked against the digest its child names all the same. */
+  const char *const *chain_dirs;
+  int nchain_dirs;
 };
 
 /* Recreate the tree stored in o->image_dir.
@@ -220,6 +241,12 @@ crest_engine_plan(const struct crest_restore_opts *o, struct img_reader *img, cr
    (runtime/src/cr-archive.c), left by a crest that died. */
 void
 dump_remove_stale_tmp(const char *final_dir);
+
+/* The directories of IMAGE_DIR's parent images (pre-dumps), nearest
+   first, as its manifests name them (not checked here: the restore checks
+   them); *N 0 when it has none. The caller frees each and the array. */
+int
+crest_engine_image_chain(const char *image_dir, char ***dirs, int *n, crest_error_t *err);
 
 /* Check an image without restoring it: manifest, version, checksums of every
    file, bounds of every index. 0 when sound, < 0 with err naming the file and

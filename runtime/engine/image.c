@@ -208,6 +208,8 @@ img_writer_commit(struct img_writer *w, const char *config_digest, int format, c
   yajl_gen_map_open(g);
   /* The oldest version that describes the image: what the caller asks
      for, or more if the writer was told of a field that needs it. */
+  if ((w->pre_dump || w->parent_path) && format < CREST_IMAGE_FORMAT_CHAIN)
+    format = CREST_IMAGE_FORMAT_CHAIN;
   jput_int(g, "format", w->format > format ? w->format : format);
   jput_str(g, "crest_version", PACKAGE_VERSION);
   jput_key(g, "kernel");
@@ -221,6 +223,16 @@ img_writer_commit(struct img_writer *w, const char *config_digest, int format, c
     yajl_gen_string(g, (const unsigned char *)config_digest, strlen(config_digest));
   else
     yajl_gen_null(g);
+  if (w->pre_dump)
+    jput_bool(g, "pre_dump", true);
+  if (w->parent_path)
+    {
+      jput_key(g, "parent");
+      yajl_gen_map_open(g);
+      jput_str(g, "path", w->parent_path);
+      jput_str(g, "manifest_sha256", w->parent_sha);
+      yajl_gen_map_close(g);
+    }
   jput_key(g, "files");
   yajl_gen_array_open(g);
   for (size_t i = 0; i < w->nfiles; i++)
@@ -487,6 +499,7 @@ img_reader_free(struct img_reader *r)
   free(r->dir);
   free(r->crest_version);
   free(r->config_digest);
+  free(r->parent_path);
   free(r);
 }
 
@@ -624,6 +637,31 @@ reserve_fds(struct img_reader *r, size_t n, crest_error_t *err)
   return 0;
 }
 
+/* Format 6: "pre_dump" and "parent" {path, manifest_sha256}. */
+static int
+chain_keys(struct img_reader *r, yajl_val root, crest_error_t *err)
+{
+  yajl_val pd = jfind(root, "pre_dump"), par = jfind(root, "parent");
+  const char *path, *sha;
+  if (!pd && !par)
+    return 0;
+  if (r->format < CREST_IMAGE_FORMAT_CHAIN)
+    return crest_error_make(err, EINVAL, "image %s: %s: pre_dump or parent in format %d", r->dir,
+                            IMG_MANIFEST, r->format);
+  if (pd && jget_bool(root, "pre_dump", &r->pre_dump, err) < 0)
+    return -1;
+  if (!par)
+    return 0;
+  if (jget_str(par, "path", &path, err) < 0 || jget_str(par, "manifest_sha256", &sha, err) < 0)
+    return -1;
+  if (!*path || strlen(path) >= PATH_MAX || strlen(sha) != 64
+      || strspn(sha, "0123456789abcdef") != 64)
+    return crest_error_make(err, EINVAL, "image %s: %s: bad parent", r->dir, IMG_MANIFEST);
+  r->parent_path = xstrdup(path);
+  memcpy(r->parent_sha, sha, 65);
+  return 0;
+}
+
 /* Parse the manifest TEXT into R: format, identity, the list of files
    (name, size, digest). The files themselves are the caller's. */
 static int
@@ -684,6 +722,8 @@ manifest_parse(struct img_reader *r, const char *text, bool check_kernel, crest_
              "same kernel build only",
              dir, r->kernel.release, r->kernel.vdso_sha, me.release, me.vdso_sha);
     }
+  if (chain_keys(r, root, err) < 0)
+    FAIL("%s", "");
   n = jget_array(root, "files", &items, err);
   if (n < 0)
     FAIL("%s", "");
@@ -760,6 +800,7 @@ img_reader_open_late(const char *dir, bool check_kernel, bool verify, bool late,
       goto fail;
     }
   text[st.st_size] = 0;
+  sha256_hex_of(text, st.st_size, r->manifest_sha);
   if (manifest_parse(r, text, check_kernel, err) < 0 || reserve_fds(r, r->nfiles, err) < 0)
     goto fail;
   /* One read buffer for every file. */

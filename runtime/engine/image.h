@@ -39,6 +39,12 @@ struct img_writer
   /* The manifest's format: 1, or 2 when tree.json uses a field an older
      crest would ignore and restore wrongly (docs/image-format.md). */
   int format;
+  /* Pre-dumps (docs/engine.md, "Pre-dumps"): this image holds memory only
+     ("pre_dump"), and/or takes pages from PARENT_PATH, whose manifest has
+     the SHA-256 PARENT_SHA ("parent"). Format 6 when either is set. */
+  bool pre_dump;
+  const char *parent_path;
+  char parent_sha[65];
 };
 
 struct img_out
@@ -92,6 +98,12 @@ struct img_reader
   char *crest_version;
   char *config_digest;
   struct img_kernel kernel;
+  /* Format 6: "pre_dump", and "parent" (its path as written, and the
+     SHA-256 its manifest must have); MANIFEST_SHA: this manifest's. */
+  bool pre_dump;
+  char *parent_path;
+  char parent_sha[65];
+  char manifest_sha[65];
   /* img_reader_open_late: the thread hashing the page files. */
   bool late_running;
   pthread_t late_tid;

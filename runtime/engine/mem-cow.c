@@ -357,6 +357,7 @@ cow_parse(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
     if (q->pid == p->ppid && !q->zombie)
       par = q;
   CHECK(par, "process %d: parent_pages, but its parent %d is not before it", p->pid, p->ppid);
+  CHECK(c->nchain == 0, "process %d: parent_pages in an image with a parent image", p->pid);
   n = jget_array(v, "parent_pages", &items, err);
   CHECK(n >= 0 && n <= (1 << 24), "process %d: %ld parent_pages runs", p->pid, n);
   cow_of(p)->parent = par;
@@ -585,7 +586,7 @@ cow_page_ops(const struct rproc *p, struct oplist *l)
       const struct rrun *r = &p->runs[i];
       if (!p->cow)
         {
-          PAGES_OPS(l, p->pages_svc, r->vaddr, r->len, r->off);
+          PAGES_OPS(l, RUN_SVC(p, r), r->vaddr, r->len, r->off);
           continue;
         }
       for (uint64_t a = r->vaddr; a < r->vaddr + r->len;)

@@ -120,14 +120,9 @@ free_vmas(struct vma *v, size_t n)
   free(v);
 }
 
-struct run
-{
-  uint64_t vaddr, len, off;
-};
-
 /* The record of a process's page file NAME and its RUNS. */
-static void
-put_runs(yajl_gen g, const char *name, const struct run *runs, size_t nruns)
+void
+put_runs(yajl_gen g, const char *name, const struct prun *runs, size_t nruns)
 {
   jput_str(g, "pages_file", name);
   jput_key(g, "pages");
@@ -138,9 +133,85 @@ put_runs(yajl_gen g, const char *name, const struct run *runs, size_t nruns)
       jput_u64(g, "vaddr", runs[i].vaddr);
       jput_u64(g, "len", runs[i].len);
       jput_u64(g, "off", runs[i].off);
+      if (runs[i].from)
+        jput_int(g, "from", runs[i].from);
       yajl_gen_map_close(g);
     }
   yajl_gen_array_close(g);
+}
+
+/* Add LEN bytes at ADDR to RUNS: from image FROM at OFF (FROM 0: this
+   image's page file, OFF its running size). */
+static void
+add_run(struct prun **runs, size_t *n, uint64_t addr, uint64_t len, int from, uint64_t off,
+        bool noread)
+{
+  struct prun *l = *n ? &(*runs)[*n - 1] : NULL;
+  if (l && l->vaddr + l->len == addr && l->from == from && l->off + l->len == off
+      && l->noread == noread)
+    {
+      l->len += len;
+      return;
+    }
+  *runs = xrealloc(*runs, (*n + 1) * sizeof **runs);
+  (*runs)[(*n)++] = (struct prun){ addr, len, off, from, noread };
+}
+
+/* Which pages of process PID (mappings V) the image holds, and where
+   from: present or swapped; in a file mapping only the private
+   (copied-on-write) pages, the rest comes from the file; with a parent
+   image (CP), a page the parent holds and that was not written since
+   (chain_take) is taken from it. *OWN: the bytes of this image's own. */
+int
+mem_plan(pid_t pid, const struct vma *v, size_t nv, struct cow_dump *cow,
+         const struct chain_proc *cp, struct prun **out, size_t *nout, uint64_t *own,
+         crest_error_t *err)
+{
+  cleanup_free char *pmpath = xasprintf("/proc/%d/pagemap", pid);
+  cleanup_close int pm = open(pmpath, O_RDONLY | O_CLOEXEC);
+  cleanup_free uint64_t *ent = NULL;
+  struct prun *runs = NULL;
+  size_t nruns = 0;
+  uint64_t off = 0;
+
+  if (pm < 0)
+    return crest_error_errno(err, "task %d: open pagemap", pid);
+  for (size_t i = 0; i < nv; i++)
+    {
+      const struct vma *m = &v[i];
+      uint64_t npages = (m->end - m->start) / PAGE;
+      bool file = strcmp(m->kind, "file") == 0 || strcmp(m->kind, "memfile") == 0;
+      if (m->shared || strcmp(m->kind, "vdso") == 0 || strncmp(m->kind, "vvar", 4) == 0)
+        continue;
+      ent = xrealloc(ent, npages * 8);
+      if (pread(pm, ent, npages * 8, m->start / PAGE * 8) != (ssize_t)(npages * 8))
+        {
+          free(runs);
+          return crest_error_errno(err, "task %d: read pagemap of %" PRIx64 "-%" PRIx64, pid,
+                                   m->start, m->end);
+        }
+      if (cow_dump_filter(cow, m, ent, npages, err) < 0)
+        {
+          free(runs);
+          return -1;
+        }
+      for (uint64_t k = 0; k < npages; k++)
+        {
+          uint64_t e = ent[k], addr = m->start + k * PAGE, poff;
+          int from;
+          if (!(((e >> 63) & 1 && (!file || !((e >> 61) & 1))) || ((e >> 62) & 1)))
+            continue;
+          if (cp && chain_take(cp, m, addr, e, &from, &poff))
+            add_run(&runs, &nruns, addr, PAGE, from, poff, false);
+          else
+            {
+              add_run(&runs, &nruns, addr, PAGE, 0, off, !(m->prot & PROT_READ));
+              off += PAGE;
+            }
+        }
+    }
+  *out = runs, *nout = nruns, *own = off;
+  return 0;
 }
 
 static int
@@ -148,23 +219,23 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
             yajl_gen g, crest_error_t *err)
 {
   cleanup_free char *name = xasprintf("pages-%d.img", p->ipid);
-  cleanup_free char *pmpath = xasprintf("/proc/%d/pagemap", p->pid);
   cleanup_free char *mempath = xasprintf("/proc/%d/mem", p->pid);
-  cleanup_close int pm = open(pmpath, O_RDONLY | O_CLOEXEC);
   cleanup_close int mem = -1;
-  cleanup_free uint64_t *ent = NULL;
   cleanup_free char *buf = NULL;
-  struct run *runs = NULL;
+  struct prun *runs = NULL;
   size_t nruns = 0, nbatch = 0;
   struct iovec riov[IOV_MAX];
-  uint64_t off = 0, bfill = 0;
+  uint64_t own = 0, bfill = 0;
   struct img_out o;
   int rc = -1;
 
-  if (pm < 0)
-    return crest_error_errno(err, "task %d: open pagemap", p->pid);
-  if (img_out_open(c->w, name, &o, err) < 0)
+  if (mem_plan(p->pid, v, nv, cow, chain_proc_of(c, p), &runs, &nruns, &own, err) < 0)
     return -1;
+  if (img_out_open(c->w, name, &o, err) < 0)
+    {
+      free(runs);
+      return -1;
+    }
   buf = xmalloc(BATCH);
 
   /* Flush the batch: one process_vm_readv for up to IOV_MAX runs. */
@@ -189,85 +260,48 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
     }                                                                                              \
   while (0)
 
-  for (size_t i = 0; i < nv; i++)
+  for (size_t i = 0; i < nruns; i++)
     {
-      struct vma *m = &v[i];
-      uint64_t npages = (m->end - m->start) / PAGE;
-      bool file = strcmp(m->kind, "file") == 0 || strcmp(m->kind, "memfile") == 0;
-      if (m->shared || strcmp(m->kind, "vdso") == 0 || strncmp(m->kind, "vvar", 4) == 0)
+      uint64_t addr = runs[i].vaddr, len = runs[i].len;
+      if (runs[i].from)
         continue;
-      ent = xrealloc(ent, npages * 8);
-      if (pread(pm, ent, npages * 8, m->start / PAGE * 8) != (ssize_t)(npages * 8))
+      c->pages_bytes += len;
+      if (runs[i].noread)
         {
-          crest_error_errno(err, "task %d: read pagemap of %" PRIx64 "-%" PRIx64, p->pid, m->start,
-                            m->end);
-          goto out;
-        }
-      if (cow_dump_filter(cow, m, ent, npages, err) < 0)
-        goto out;
-      for (uint64_t k = 0; k < npages;)
-        {
-          /* present or swapped; in a file mapping only the private
-             (copied-on-write) pages, the rest comes from the file. */
-#define WANT(e) ((((e) >> 63) & 1 && (!file || !(((e) >> 61) & 1))) || (((e) >> 62) & 1))
-          uint64_t j;
-          if (!WANT(ent[k]))
+          /* process_vm_readv honours protections; /proc/PID/mem does not. */
+          FLUSH();
+          if (mem < 0 && (mem = open(mempath, O_RDONLY | O_CLOEXEC)) < 0)
             {
-              k++;
-              continue;
+              crest_error_errno(err, "task %d: open mem", p->pid);
+              goto out;
             }
-          for (j = k; j < npages && WANT(ent[j]); j++)
-            ;
-          uint64_t addr = m->start + k * PAGE, len = (j - k) * PAGE;
-          if (nruns && runs[nruns - 1].vaddr + runs[nruns - 1].len == addr)
-            runs[nruns - 1].len += len;
-          else
+          for (uint64_t done = 0; done < len;)
             {
-              runs = xrealloc(runs, (nruns + 1) * sizeof *runs);
-              runs[nruns].vaddr = addr, runs[nruns].len = len, runs[nruns].off = off;
-              nruns++;
-            }
-          off += len;
-          c->pages_bytes += len;
-          if (!(m->prot & PROT_READ))
-            {
-              /* process_vm_readv honours protections; /proc/PID/mem does not. */
-              FLUSH();
-              if (mem < 0 && (mem = open(mempath, O_RDONLY | O_CLOEXEC)) < 0)
+              uint64_t chunk = len - done < BATCH ? len - done : BATCH;
+              if (pread(mem, buf, chunk, addr + done) != (ssize_t)chunk)
                 {
-                  crest_error_errno(err, "task %d: open mem", p->pid);
+                  crest_error_errno(err, "task %d: read memory at %#" PRIx64, p->pid, addr + done);
                   goto out;
                 }
-              for (uint64_t done = 0; done < len;)
-                {
-                  uint64_t chunk = len - done < BATCH ? len - done : BATCH;
-                  if (pread(mem, buf, chunk, addr + done) != (ssize_t)chunk)
-                    {
-                      crest_error_errno(err, "task %d: read memory at %#" PRIx64, p->pid,
-                                        addr + done);
-                      goto out;
-                    }
-                  if (img_out_write(&o, buf, chunk, err) < 0)
-                    goto out;
-                  done += chunk;
-                }
+              if (img_out_write(&o, buf, chunk, err) < 0)
+                goto out;
+              done += chunk;
             }
-          else
-            while (len)
-              {
-                uint64_t room = BATCH - bfill, chunk = len < room ? len : room;
-                riov[nbatch].iov_base = (void *)addr;
-                riov[nbatch].iov_len = chunk;
-                nbatch++, bfill += chunk, addr += chunk, len -= chunk;
-                if (bfill == BATCH || nbatch == IOV_MAX)
-                  {
-                    FLUSH();
-                    maybe_progress(c, "copying memory");
-                    if (interrupted(err) < 0)
-                      goto out;
-                  }
-              }
-          k = j;
+          continue;
+        }
+      while (len)
+        {
+          uint64_t room = BATCH - bfill, chunk = len < room ? len : room;
+          riov[nbatch].iov_base = (void *)addr;
+          riov[nbatch].iov_len = chunk;
+          nbatch++, bfill += chunk, addr += chunk, len -= chunk;
+          if (bfill == BATCH || nbatch == IOV_MAX)
+            {
+              FLUSH();
+              maybe_progress(c, "copying memory");
+              if (interrupted(err) < 0)
+                goto out;
+            }
         }
     }
   FLUSH();
@@ -400,7 +434,8 @@ mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       yajl_gen_map_close(g);
     }
   yajl_gen_array_close(g);
-  if (cow_dump_begin(c, p, &cow, err) < 0 || dump_memory(c, p, v, nv, cow, g, err) < 0)
+  if ((!c->chain && cow_dump_begin(c, p, &cow, err) < 0)
+      || dump_memory(c, p, v, nv, cow, g, err) < 0)
     goto fail;
   rc = 0;
 fail:
@@ -510,6 +545,30 @@ mem_parse_vmas(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
   return 0;
 }
 
+/* A run's "from" (format 6): the K-th parent image, whose page file of
+   the same process must exist (its size in p->chain_size[K]). */
+static int
+run_source(struct rctx *c, yajl_val it, struct rproc *p, struct rrun *r, crest_error_t *err)
+{
+  int64_t from;
+  cleanup_free char *name = NULL;
+  const struct img_file *f;
+  r->from = 0;
+  if (!has_key(it, "from"))
+    return 0;
+  if (jget_i64(it, "from", &from, err) < 0)
+    return -1;
+  CHECK(c->img->format >= CREST_IMAGE_FORMAT_CHAIN && from >= 1 && from <= c->nchain,
+        "process %d: a page run from parent image %lld, the image has %d (format %d)", p->pid,
+        (long long)from, c->nchain, c->img->format);
+  r->from = (int)from;
+  name = xasprintf("pages-%d.img", p->pid);
+  f = img_reader_find(c->chain[from - 1], name);
+  CHECK(f, "process %d: parent image %s has no %s", p->pid, c->chain[from - 1]->dir, name);
+  p->chain_size[from] = f->size;
+  return 0;
+}
+
 int
 mem_parse_pages(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
 {
@@ -529,15 +588,16 @@ mem_parse_pages(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
   for (long i = 0; i < n; i++)
     {
       struct rrun *r = &p->runs[i];
-      uint64_t a;
+      uint64_t a, size;
       size_t k = 0;
       if (jget_u64(items[i], "vaddr", &r->vaddr, err) < 0
           || jget_u64(items[i], "len", &r->len, err) < 0
-          || jget_u64(items[i], "off", &r->off, err) < 0)
+          || jget_u64(items[i], "off", &r->off, err) < 0 || run_source(c, items[i], p, r, err) < 0)
         return -1;
+      size = r->from ? p->chain_size[r->from] : pages_size;
       CHECK(r->vaddr % PAGE == 0 && r->len % PAGE == 0 && r->off % PAGE == 0 && r->len > 0
-                && r->vaddr + r->len > r->vaddr && r->vaddr + r->len <= TASK_TOP
-                && r->off <= pages_size && r->len <= pages_size - r->off
+                && r->vaddr + r->len > r->vaddr && r->vaddr + r->len <= TASK_TOP && r->off <= size
+                && r->len <= size - r->off
                 && (i == 0 || r->vaddr >= p->runs[i - 1].vaddr + p->runs[i - 1].len),
             "process %d: page run %ld (%#" PRIx64 "+%#" PRIx64 " at %" PRIu64
             ") lies outside %s or its mappings",

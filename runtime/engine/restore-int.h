@@ -67,6 +67,7 @@ struct rvma
 struct rrun
 {
   uint64_t vaddr, len, off;
+  int from; /* 0: the image's page file; k: its k-th parent's (chain.c) */
 };
 
 struct rfd
@@ -106,6 +107,8 @@ struct rproc
   const char *pages_file;
   struct cow_proc *cow; /* mem-cow.c: pages shared with its parent or children */
   int pages_svc, exe_svc;
+  int chain_svc[CHAIN_MAX + 1];       /* [k]: its page file in the k-th parent image, or -1 */
+  uint64_t chain_size[CHAIN_MAX + 1]; /* and its size (0: none used) */
   struct rfd *fds;
   size_t nfds;
   struct rthread *th;
@@ -159,6 +162,8 @@ struct rctx
 {
   const struct crest_restore_opts *o;
   struct img_reader *img;
+  struct img_reader *chain[CHAIN_MAX]; /* its parent images (pre-dumps), nearest first */
+  int nchain;
   yajl_val tree;
   struct rproc *p;
   size_t np;
@@ -288,6 +293,7 @@ op(struct oplist *l, long nr, int check, int64_t expect, uint64_t a0, uint64_t a
    one call first (the read would otherwise fault them in one at a time; a
    kernel without MADV_POPULATE_WRITE, before 5.14, says EINVAL, unchecked,
    and the read faults them in as before). Two operations. */
+#define RUN_SVC(p, r) ((r)->from ? (p)->chain_svc[(r)->from] : (p)->pages_svc)
 #define PAGES_OPS(l, svc, vaddr, len, off)                                                         \
   do                                                                                               \
     {                                                                                              \

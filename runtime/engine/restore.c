@@ -369,6 +369,26 @@ parse_tree(struct rctx *c, crest_error_t *err)
 
 /* ---------- service descriptors ---------- */
 
+/* Process P's page files in the parent images its runs read from. */
+static int
+open_chain_pages(struct rctx *c, struct rproc *p, crest_error_t *err)
+{
+  cleanup_free char *name = xasprintf("pages-%d.img", p->pid);
+  for (int k = 0; k <= CHAIN_MAX; k++)
+    p->chain_svc[k] = -1;
+  for (int k = 1; k <= c->nchain; k++)
+    {
+      uint64_t size;
+      int fd;
+      if (!p->chain_size[k])
+        continue;
+      fd = img_reader_open_file(c->chain[k - 1], name, &size, err);
+      if (fd < 0 || (p->chain_svc[k] = svc_place(c, fd, err)) < 0)
+        return -1;
+    }
+  return 0;
+}
+
 /* Move FD to the service range, above every descriptor of the tree. */
 int
 svc_place(struct rctx *c, int fd, crest_error_t *err)
@@ -420,7 +440,7 @@ open_files(struct rctx *c, crest_error_t *err)
       if (p->zombie)
         continue;
       fd = img_reader_open_file(c->img, p->pages_file, &size, err);
-      if (fd < 0 || (p->pages_svc = svc_place(c, fd, err)) < 0)
+      if (fd < 0 || (p->pages_svc = svc_place(c, fd, err)) < 0 || open_chain_pages(c, p, err) < 0)
         return -1;
       fd = img_open_typed(p->exe, O_RDONLY, S_IFREG, "executable", err);
       if (fd < 0)
@@ -1008,6 +1028,9 @@ finish_tree(struct rctx *c, crest_error_t *err)
   c->ms_parked = ms_since(&c->t0);
   if (img_reader_verified(c->img, err) < 0)
     return -1;
+  for (int i = 0; i < c->nchain; i++)
+    if (img_reader_verified(c->chain[i], err) < 0)
+      return crest_error_wrap(err, "parent image");
   c->ms_verified = ms_since(&c->t0);
   for (size_t i = 0; i < c->np; i++)
     if (!c->p[i].zombie && check_blob_status(c, &c->p[i], err) < 0)
@@ -1093,6 +1116,8 @@ free_ctx(struct rctx *c)
   if (c->tree)
     yajl_tree_free(c->tree);
   img_reader_free(c->img);
+  for (int i = 0; i < c->nchain; i++)
+    img_reader_free(c->chain[i]);
 }
 
 /* The pid file's directory exists and may be written: checked before
@@ -1108,6 +1133,27 @@ check_pid_file_dir(const char *path, crest_error_t *err)
   return 0;
 }
 
+/* A pre-dump is never restored; an image with a parent reads pages
+   through the chain of its parent images (chain.c), checked here. */
+static int
+open_chain(struct rctx *c, bool late, crest_error_t *err)
+{
+  cleanup_free char *path = NULL;
+  if (c->img->pre_dump)
+    return crest_error_make(err, EINVAL,
+                            "image %s: a pre-dump holds memory only; restore the checkpoint made "
+                            "with --parent-path of it",
+                            c->img->dir);
+  if (!c->img->parent_path)
+    return 0;
+  if (c->img->dirfd < 0)
+    return crest_error_make(err, EINVAL, "image %s: a parent image, in an image held in memory",
+                            c->img->dir);
+  path = chain_path(c->img->dir, c->img->parent_path);
+  return chain_open_at(path, c->img->parent_sha, late, c->o->chain_dirs, c->o->nchain_dirs,
+                       c->chain, &c->nchain, err);
+}
+
 int
 crest_engine_check_image_open(const char *image_dir, struct img_reader **out, crest_error_t *err)
 {
@@ -1121,7 +1167,9 @@ crest_engine_check_image_open(const char *image_dir, struct img_reader **out, cr
   c.term_svc = -1;
   if (img_reader_open(image_dir, false, true, &c.img, err) < 0)
     return -1;
-  rc = parse_tree(&c, err);
+  rc = open_chain(&c, false, err);
+  if (rc == 0)
+    rc = parse_tree(&c, err);
   if (rc == 0 && out)
     {
       *out = c.img; /* handed over: free_ctx leaves it alone */
@@ -1150,7 +1198,7 @@ plan_restore(struct rctx *c, bool check_kernel, crest_error_t *err)
      finishes in a forked helper, which has no such thread. */
   if ((!c->img
        && img_reader_open_late(o->image_dir, check_kernel, true, !o->as_ns_init, &c->img, err) < 0)
-      || parse_tree(c, err) < 0)
+      || open_chain(c, !o->as_ns_init, err) < 0 || parse_tree(c, err) < 0)
     return -1;
   if (o->as_ns_init && c->p[0].pid != 1)
     return crest_error_make(err, EINVAL,

@@ -40,6 +40,9 @@ static const char *const knobs[] = {
      memory before forking its children, who copy the pages they share in
      full (the fallback of mem-cow.c). */
   "CREST_COW",
+  /* 1: checkpoint --pre-dump acts as on a kernel without soft-dirty
+     tracking (CONFIG_MEM_SOFT_DIRTY), and refuses. */
+  "CREST_NO_SOFT_DIRTY",
 };
 
 const char *

@@ -65,10 +65,10 @@ main(int argc, char **argv)
     if (fstat(SYNC_FD, &st) == 0 && S_ISFIFO(st.st_mode) && write(SYNC_FD, "R\n", 2) != 2)
       return 2;
   }
-  if (argc != 3 || strncmp(argv[2], "cr-granted=", 11) != 0)
+  if (argc < 3 || argc > 3 + 16 || strncmp(argv[2], "cr-granted=", 11) != 0)
     {
-      report("usage: crest-restorer IMAGE_DIR cr-granted=0|1 (started by `crest restore`, not by "
-             "hand)");
+      report("usage: crest-restorer IMAGE_DIR cr-granted=0|1 [PARENT_DIR...] (started by `crest "
+             "restore`, not by hand)");
       return 2;
     }
   if (getpid() != 1)
@@ -97,6 +97,9 @@ main(int argc, char **argv)
      that one itself. */
   o.caps_from_config = true;
   o.cr_granted = strcmp(argv[2], "cr-granted=1") == 0;
+  /* The image's parent images (pre-dumps), bind-mounted beside it. */
+  o.chain_dirs = (const char *const *)argv + 3;
+  o.nchain_dirs = argc - 3;
   o.stdio_fds[0] = o.stdio_fds[1] = o.stdio_fds[2] = -1;
   {
     struct stat st;

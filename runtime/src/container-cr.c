@@ -582,7 +582,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
                        status);
       goto fail_state;
     }
-  if (!opts->file_locks && check_file_locks(id, init, err) < 0)
+  if (!opts->file_locks && !opts->pre_dump && check_file_locks(id, init, err) < 0)
     goto fail_state;
   if (read_file(st.config, &config_text, &config_len, 16u << 20, err) < 0)
     {
@@ -602,6 +602,8 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
   d.leave_running = opts->leave_running;
   d.ext_unix_sk = opts->ext_unix_sk;
   d.tcp_mode = opts->tcp_mode;
+  d.pre_dump = opts->pre_dump;
+  d.parent_path = opts->parent_path;
   d.root_is_ns_init = true;
   d.config_digest = digest;
   d.no_chroot_cap = no_chroot_cap(config_text);
@@ -631,7 +633,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
     }
   finish_info(id, image, work, info, &fz, t0);
 
-  if (!opts->leave_running)
+  if (!opts->leave_running && !opts->pre_dump)
     {
       /* The engine killed the tree; crun forgets the container, crest too. */
       char *args[] = { (char *)"--force", (char *)id, NULL };
@@ -692,8 +694,26 @@ has_dev_tmpfs(yajl_val mounts)
    (oci-config.c): the checkpointed capabilities plus that one, which each
    restored task drops again unless it held it. */
 static int
+restore_config_with(yajl_val config, const char *restorer, const char *image, char *const *chain,
+                    int nchain, char **out, size_t *len, crest_error_t *err);
+static int
 make_restore_config(yajl_val config, const char *restorer, const char *image, char **out,
                     size_t *len, crest_error_t *err)
+{
+  char **chain = NULL;
+  int nchain = 0, rc;
+  if (crest_engine_image_chain(image, &chain, &nchain, err) < 0)
+    return -1;
+  rc = restore_config_with(config, restorer, image, chain, nchain, out, len, err);
+  for (int k = 0; k < nchain; k++)
+    free(chain[k]);
+  free(chain);
+  return rc;
+}
+
+static int
+restore_config_with(yajl_val config, const char *restorer, const char *image, char *const *chain,
+                    int nchain, char **out, size_t *len, crest_error_t *err)
 {
   bool in_dev = has_dev_tmpfs(obj_get(config, "mounts"));
   const char *in_restorer = in_dev ? IN_DEV_RESTORER : IN_ROOT_RESTORER;
@@ -703,8 +723,18 @@ make_restore_config(yajl_val config, const char *restorer, const char *image, ch
   const char *granted = crest_config_process_holds_cap(config, "CAP_CHECKPOINT_RESTORE") == 1
                             ? "cr-granted=1"
                             : "cr-granted=0";
-  const char *args[] = { in_restorer, in_image, granted, NULL };
-  const struct crest_config_bind binds[] = { { restorer, in_restorer }, { image, in_image } };
+  /* The image's parent images (pre-dumps) are bind-mounted beside it, and
+     named to the restorer after its other arguments. */
+  const char *args[3 + CREST_IMAGE_CHAIN_MAX + 1] = { in_restorer, in_image, granted, NULL };
+  struct crest_config_bind binds[2 + CREST_IMAGE_CHAIN_MAX]
+      = { { restorer, in_restorer }, { image, in_image } };
+  char in_chain[CREST_IMAGE_CHAIN_MAX][64];
+  for (int k = 0; k < nchain && k < CREST_IMAGE_CHAIN_MAX; k++)
+    {
+      snprintf(in_chain[k], sizeof in_chain[k], "%s-parent-%d", in_image, k + 1);
+      args[3 + k] = in_chain[k];
+      binds[2 + k] = (struct crest_config_bind){ chain[k], in_chain[k] };
+    }
   /* Test knobs for the restorer, passed on (one: the config edit adds one
      variable): the pause, else a restore fault (CREST_FAULT=restore-...). */
   const char *pause_ms = crest_test_knob("CREST_RESTORER_PAUSE_MS");
@@ -713,8 +743,11 @@ make_restore_config(yajl_val config, const char *restorer, const char *image, ch
                             : fault && strncmp(fault, "restore-", 8) == 0
                                 ? xasprintf("CREST_FAULT=%s", fault)
                                 : NULL;
-  struct crest_config_edit e
-      = { .grant = CREST_GRANT_ADD, .args = args, .env_add = knob, .binds = binds, .nbinds = 2 };
+  struct crest_config_edit e = { .grant = CREST_GRANT_ADD,
+                                 .args = args,
+                                 .env_add = knob,
+                                 .binds = binds,
+                                 .nbinds = 2 + (size_t)nchain };
   yajl_val process = obj_get(config, "process");
 
   if (!process || !YAJL_IS_OBJECT(process))

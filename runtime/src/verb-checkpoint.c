@@ -36,8 +36,8 @@ enum
 
 struct ckpt_args
 {
-  const char *image, *work, *export, *compress;
-  bool leave, ns_init, image_given, file_locks, ext_unix_sk;
+  const char *image, *work, *export, *compress, *parent;
+  bool leave, ns_init, image_given, file_locks, ext_unix_sk, pre_dump;
   enum crest_tcp_mode tcp_mode;
   long pid;
 };
@@ -61,7 +61,9 @@ usage(FILE *f)
              "      --tcp-established  restore established TCP connections (TCP_REPAIR;\n"
              "                         see crest(1) for where the kernel allows it)\n"
              "      --shell-job        accepted (see crest(1))\n"
-             "      --pre-dump, --parent-path=DIR   not supported yet (refused)\n"
+             "      --pre-dump         copy only the memory, while the tree runs on\n"
+             "      --parent-path=DIR  take the pages not written since the pre-dump DIR\n"
+             "                         from it (relative to the image path, or absolute)\n"
              "      --pid=PID          process mode: checkpoint PID and its descendants\n"
              "      --ns-init          with --pid: PID is the init of its own PID namespace;\n"
              "                         record the PIDs seen inside it\n"
@@ -169,9 +171,13 @@ parse(int argc, char **argv, struct ckpt_args *a, crest_error_t *err)
           return -1;
         break;
       case OPT_PRE_DUMP:
+        a->pre_dump = true;
+        break;
       case OPT_PARENT_PATH:
-        return crest_error_make(err, ENOTSUP, "checkpoint: --%s: not supported yet",
-                                c == OPT_PRE_DUMP ? "pre-dump" : "parent-path");
+        if (!*optarg)
+          return crest_error_make(err, EINVAL, "checkpoint: --parent-path: empty path");
+        a->parent = optarg;
+        break;
       case OPT_NOOP:
         break;
       case 'h':
@@ -250,6 +256,13 @@ crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error
       co.file_locks = a.file_locks;
       co.ext_unix_sk = a.ext_unix_sk;
       co.tcp_mode = a.tcp_mode;
+      co.pre_dump = a.pre_dump;
+      co.parent_path = a.parent;
+      if (a.export && (a.pre_dump || a.parent))
+        return crest_error_make(err, ENOTSUP,
+                                "checkpoint: --export with --%s: an archive of a chain of images "
+                                "is not supported yet",
+                                a.pre_dump ? "pre-dump" : "parent-path");
       crest_debug("checkpoint of container `%s` starts", argv[optind]);
       if (a.export)
         r = checkpoint_export(g, argv[optind], &a, &co, err);
@@ -270,6 +283,8 @@ crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error
     o.root_is_ns_init = a.ns_init;
     o.ext_unix_sk = a.ext_unix_sk;
     o.tcp_mode = a.tcp_mode;
+    o.pre_dump = a.pre_dump;
+    o.parent_path = a.parent;
     if (crest_engine_dump((pid_t)a.pid, &o, err) < 0)
       return -1;
   }

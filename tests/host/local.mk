@@ -53,3 +53,6 @@ EXTRA_DIST += tests/host/migrate-two-node.test
 # passed on to the restorer): nothing left, one line; then the image restores.
 TESTS += tests/host/restore-container-faults.test
 EXTRA_DIST += tests/host/restore-container-faults.test
+
+TESTS += tests/host/predump.test
+EXTRA_DIST += tests/host/predump.test

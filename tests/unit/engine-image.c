@@ -745,6 +745,32 @@ main(void)
     tree_process_extra = NULL;
     tree_format = 1;
   }
+  /* Format 6 (chain.c): a page run from a parent image. */
+  {
+    static const struct
+    {
+      const char *what;
+      int format;
+    } ch[] = {
+      { "a page run from a parent image, in a format 5 image", 5 },
+      { "a page run from a parent image, in an image without a parent", 6 },
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(ch); i++)
+      {
+        char name[32];
+        cleanup_free char *why = NULL;
+        int rc;
+        snprintf(name, sizeof name, "t-chain%zu", i);
+        tree_format = ch[i].format;
+        rc = check_tree(name, VMA_OK,
+                        "{\"vaddr\": \"0x10000\", \"len\": \"0x2000\", \"off\": \"0x0\", "
+                        "\"from\": 1}",
+                        FDS_OK, 0x2000, &why);
+        tap_ok(rc < 0 && why && strstr(why, "from parent image 1, the image has 0"),
+               "%s is refused: %s", ch[i].what, why);
+      }
+    tree_format = 1;
+  }
   {
     static const struct
     {
