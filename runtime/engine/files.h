@@ -58,8 +58,8 @@ struct evfd;
    owner SIGIO goes to, as the tree sees it, and its signal. */
 struct fown
 {
-  bool on;  /* the file has O_ASYNC */
-  int type; /* F_OWNER_TID, F_OWNER_PID or F_OWNER_PGRP */
+  bool on;   /* the file has O_ASYNC */
+  int type;  /* F_OWNER_TID, F_OWNER_PID or F_OWNER_PGRP */
   pid_t pid; /* 0: no owner */
   int sig;   /* F_GETSIG: 0 is SIGIO */
 };

@@ -284,8 +284,8 @@ chk_async(void)
     zdtm_fail("pipe: O_ASYNC or O_NONBLOCK lost (flags %#x)", fcntl(pfd[0], F_GETFL));
   if (fcntl(pfd[0], F_GETOWN_EX, &o) < 0 || o.type != F_OWNER_TID
       || o.pid != (pid_t)syscall(SYS_gettid))
-    zdtm_fail("pipe: owner lost (expected thread %d, got type %d id %d)",
-              (int)syscall(SYS_gettid), o.type, o.pid);
+    zdtm_fail("pipe: owner lost (expected thread %d, got type %d id %d)", (int)syscall(SYS_gettid),
+              o.type, o.pid);
   if (fcntl(pfd[0], F_GETSIG) != SIGRTMIN + 2)
     zdtm_fail("pipe: F_GETSIG (expected %d, got %d)", SIGRTMIN + 2, fcntl(pfd[0], F_GETSIG));
   if (!(fcntl(async_sk[0], F_GETFL) & O_ASYNC) || fcntl(async_sk[0], F_GETOWN) != getpid()
