@@ -182,6 +182,7 @@ struct rctx
   pid_t term_fg; /* foreground process group to set, 0: none */
   int term_svc;
   int nslp_fd;
+  pid_t helper; /* a container's init: the finishing helper it forked */
   bool use_nslp;
   int report[2];
   int32_t *go;

@@ -625,6 +625,32 @@ lay_out_ops(const struct rproc *p, uint8_t *region, uint64_t base, uint64_t args
 }
 
 /* Report ready, wait for the go, and jump to the blob at BASE. */
+
+/* Wait for the tracer's word (go[idx]). A task's parent dying kills it
+   (PR_SET_PDEATHSIG), and a report that finds the tracer gone fails; but a
+   container's init has no parent to follow, and its report may have gone
+   into the pipe just before its finishing helper died: it also watches the
+   helper (a pidfd), so that it ends rather than waits for a word that will
+   never come. */
+static void
+park(struct rctx *c, int idx)
+{
+  struct timespec tick = { 1, 0 };
+  int hfd = -1;
+
+  if (c->o->as_ns_init && idx == 0 && c->helper > 0)
+    hfd = (int)syscall(SYS_pidfd_open, c->helper, 0);
+  while (__atomic_load_n(&c->go[idx], __ATOMIC_ACQUIRE) == 0)
+    {
+      struct pollfd gone = { hfd, POLLIN, 0 };
+      syscall(SYS_futex, &c->go[idx], FUTEX_WAIT, 0, hfd >= 0 ? &tick : NULL, NULL, 0);
+      if (hfd >= 0 && __atomic_load_n(&c->go[idx], __ATOMIC_ACQUIRE) == 0 && poll(&gone, 1, 0) == 1)
+        _exit(124); /* crest says the restorer exited */
+    }
+  if (hfd >= 0)
+    close(hfd);
+}
+
 static void __attribute__((noreturn))
 task_go(struct rctx *c, int idx, uint64_t base, uint64_t size, uint64_t args_addr, struct bld *b)
 {
@@ -654,8 +680,7 @@ task_go(struct rctx *c, int idx, uint64_t base, uint64_t size, uint64_t args_add
   r.size = size;
   if (write(c->report[1], &r, sizeof r) != sizeof r)
     _exit(125);
-  while (__atomic_load_n(&c->go[idx], __ATOMIC_ACQUIRE) == 0)
-    syscall(SYS_futex, &c->go[idx], FUTEX_WAIT, 0, NULL, NULL, 0);
+  park(c, idx);
   if (__atomic_load_n(&c->go[idx], __ATOMIC_ACQUIRE) != 1)
     {
       if (c->o->as_ns_init && idx == 0)

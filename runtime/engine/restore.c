@@ -1292,6 +1292,7 @@ restore_as_init(struct rctx *c, sigset_t *all, sigset_t *old, crest_error_t *err
   pid_t h;
   sigprocmask(SIG_BLOCK, all, old);
   h = helper_fork(c);
+  c->helper = h;
   if (h < 0)
     {
       crest_error_errno(err, "restore: create the finishing helper");
