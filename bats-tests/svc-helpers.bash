@@ -21,6 +21,13 @@
 #                             container ID's network namespace (read in
 #                             /proc/PID/net of its init: nothing started
 #                             inside)
+#   svc_init PORT CLIENT CMD  write $SVC/run.sh, the init script: CMD (a
+#                             shell command line) in the background and, if
+#                             CLIENT is not empty, an svc-conn client named
+#                             CLIENT to 127.0.0.1:PORT once it answers (its
+#                             FIFO made here); both are children of the
+#                             init, in the checkpointed tree. Start it with
+#                             `svc_run ID /bin/sh /tmp/run.sh`
 #   svc_fifo NAME             make the FIFO $SVC/NAME.in, for a client the
 #                             init script starts: `$PROGS/svc-conn tcp
 #                             127.0.0.1 PORT /tmp/NAME.in /tmp/NAME.out
@@ -114,6 +121,24 @@ svc_wait_port() {
 		sleep 0.1
 	done
 	fail "nothing listens on port $port of container $id after $secs s"
+}
+
+svc_init() {
+	local port=$1 client=$2
+	shift 2
+	cat >"$SVC/run.sh" <<-EOF
+		#!/bin/sh
+		$* &
+		if [ -n "$client" ]; then
+			until $PROGS/svc-conn tcp 127.0.0.1 $port /tmp/$client.in /tmp/$client.out 2>/tmp/$client.err; do
+				[ -s /tmp/$client.out ] && break
+				sleep 0.2
+			done &
+		fi
+		wait
+	EOF
+	chmod 755 "$SVC/run.sh"
+	[ -z "$client" ] || svc_fifo "$client"
 }
 
 svc_fifo() {

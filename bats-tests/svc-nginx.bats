@@ -76,19 +76,7 @@ teardown() {
 # children of the init, in the checkpointed tree.
 ng_start() {
 	local id=$1 client=${2:-}
-	cat >"$SVC/run.sh" <<-EOF
-		#!/bin/sh
-		nginx -e /tmp/nginx-error.log -c /tmp/nginx.conf -p /tmp/ >/tmp/nginx.out 2>&1 &
-		if [ -n "$client" ]; then
-			until $PROGS/svc-conn tcp 127.0.0.1 $PORT /tmp/$client.in /tmp/$client.out 2>/tmp/$client.err; do
-				[ -s /tmp/$client.out ] && break
-				sleep 0.2
-			done &
-		fi
-		wait
-	EOF
-	chmod 755 "$SVC/run.sh"
-	[ -z "$client" ] || svc_fifo "$client"
+	svc_init "$PORT" "$client" "nginx -e /tmp/nginx-error.log -c /tmp/nginx.conf -p /tmp/ >/tmp/nginx.out 2>&1"
 	svc_run "$id" /bin/sh /tmp/run.sh || fail "nginx did not start: $(cat "$SVC/nginx.out" "$SVC/nginx-error.log" 2>/dev/null | tail -5)"
 	svc_wait_port "$id" "$PORT" || fail "nginx does not listen: $(cat "$SVC/nginx.out" "$SVC/nginx-error.log" 2>/dev/null | tail -5)"
 	ng_workers "$id" 4

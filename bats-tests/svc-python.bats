@@ -32,19 +32,7 @@ teardown() {
 # answers; both are children of the init, in the checkpointed tree.
 py_start() {
 	local id=$1 client=${2:-}
-	cat >"$SVC/run.sh" <<-EOF
-		#!/bin/sh
-		python3 -m http.server -d /tmp/www -b 127.0.0.1 $PORT >/tmp/http.log 2>&1 &
-		if [ -n "$client" ]; then
-			until $PROGS/svc-conn tcp 127.0.0.1 $PORT /tmp/$client.in /tmp/$client.out 2>/tmp/$client.err; do
-				[ -s /tmp/$client.out ] && break
-				sleep 0.2
-			done &
-		fi
-		wait
-	EOF
-	chmod 755 "$SVC/run.sh"
-	[ -z "$client" ] || svc_fifo "$client"
+	svc_init "$PORT" "$client" "python3 -m http.server -d /tmp/www -b 127.0.0.1 $PORT >/tmp/http.log 2>&1"
 	svc_run "$id" /bin/sh /tmp/run.sh
 	svc_wait_port "$id" "$PORT"
 	[ -z "$client" ] || svc_conn_wait "$client"
