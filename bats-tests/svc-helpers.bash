@@ -40,6 +40,9 @@
 #   svc_expect NAME PATTERN [SECS]
 #                             wait until $SVC/NAME.out holds PATTERN (grep -E)
 #   svc_ms                    milliseconds since the epoch
+#   svc_cycle ID              checkpoint container ID, then restore it, each
+#                             asserted to succeed; sets SVC_CKPT_MS,
+#                             SVC_REST_MS and SVC_IMG_KIB (the figures)
 #
 # A service runs as its container's init through a shell script the suite
 # writes into $SVC (the in-container clients are children of that script, so
@@ -102,6 +105,21 @@ svc_in() {
 
 svc_ms() {
 	echo $(($(date +%s%N) / 1000000))
+}
+
+svc_cycle() {
+	local t0 t1
+	t0=$(svc_ms)
+	cr_checkpoint "$1"
+	t1=$(svc_ms)
+	[ "$status" = 0 ] || fail "checkpoint: $output"
+	SVC_CKPT_MS=$((t1 - t0))
+	SVC_IMG_KIB=$(du -sk "$IMAGE" | cut -f1)
+	t0=$(svc_ms)
+	cr_restore "$1"
+	t1=$(svc_ms)
+	[ "$status" = 0 ] || fail "restore: $output"
+	SVC_REST_MS=$((t1 - t0))
 }
 
 # _svc_listening PID PORT: /proc/PID/net/tcp{,6} (the network namespace of

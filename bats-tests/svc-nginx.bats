@@ -151,22 +151,15 @@ ng_body() {
 }
 
 @test "nginx: checkpoint and restore, the master and 4 workers with the same PIDs serve the file; the figures" {
-	local procs pids t0 t1 t2 t3 size last pss0 pss1 got
+	local procs pids size last pss0 pss1 got
 	ng_start ng
 	[ "$(ng_get ng a.txt)" = "$WANT_A" ] || fail "nginx does not serve the file before the checkpoint: $(ng_get ng a.txt)"
 	procs=$(ng_procs ng)
 	pids=$(cr_ns_pids ng | cut -d' ' -f1)
 	pss0=$(ng_pss ng)
 	last=$(svc_ms)
-	t0=$(svc_ms)
-	cr_checkpoint ng
-	t1=$(svc_ms)
-	[ "$status" = 0 ] || fail "checkpoint: $output"
-	size=$(du -sk "$IMAGE" | cut -f1)
-	t2=$(svc_ms)
-	cr_restore ng
-	t3=$(svc_ms)
-	[ "$status" = 0 ] || fail "restore: $output"
+	svc_cycle ng
+	size=$SVC_IMG_KIB
 	got=$(ng_get_wait ng a.txt "$WANT_A")
 	local down=$(($(svc_ms) - last))
 	[ "$got" = "$WANT_A" ] || fail "after restore nginx gives $got, not the file ($WANT_A)"
@@ -174,7 +167,7 @@ ng_body() {
 	[ "$(cr_ns_pids ng | cut -d' ' -f1)" = "$pids" ] || fail "the tree's PIDs differ: before '$pids', after '$(cr_ns_pids ng)'"
 	[ "$(ng_get ng b.txt)" = "$WANT_B" ] || fail "after restore nginx does not serve a second file"
 	pss1=$(ng_pss ng)
-	echo "# nginx (master + 4 workers): checkpoint $((t1 - t0)) ms, restore $((t3 - t2)) ms, image ${size} KiB, unavailable $down ms (from the last answer before the checkpoint to the first after the restore, curl through crest exec)" >&3
+	echo "# nginx (master + 4 workers): checkpoint $SVC_CKPT_MS ms, restore $SVC_REST_MS ms, image ${size} KiB, unavailable $down ms (from the last answer before the checkpoint to the first after the restore, curl through crest exec)" >&3
 	echo "# nginx copy-on-write (issue 13): tree Pss ${pss0} KiB before, ${pss1} KiB restored ($(awk -v a="$pss1" -v b="$pss0" 'BEGIN { printf "%.2f", a / b }')x), image ${size} KiB ($(awk -v a="$size" -v b="$pss0" 'BEGIN { printf "%.2f", a / b }')x the original Pss)" >&3
 	# The workers still answer the master's signals: a reload (SIGHUP)
 	# replaces the 4 workers, and the new ones serve.

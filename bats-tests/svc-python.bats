@@ -55,20 +55,12 @@ py_pids() {
 }
 
 @test "python3 http.server: checkpoint and restore, the same file is served by the same processes; the figures" {
-	local pids t0 t1 t2 t3 size last
+	local pids last
 	py_start py
 	[ "$(py_get py)" = "$WANT" ] || fail "the server does not serve the file before the checkpoint"
 	last=$(svc_ms)
 	pids=$(py_pids py)
-	t0=$(svc_ms)
-	cr_checkpoint py
-	t1=$(svc_ms)
-	[ "$status" = 0 ] || fail "checkpoint: $output"
-	size=$(du -sk "$IMAGE" | cut -f1)
-	t2=$(svc_ms)
-	cr_restore py
-	t3=$(svc_ms)
-	[ "$status" = 0 ] || fail "restore: $output"
+	svc_cycle py
 	[ "$(py_pids py)" = "$pids" ] || fail "PIDs differ: before '$pids', after '$(py_pids py)'"
 	local got i
 	for ((i = 0; i < 100; i++)); do
@@ -77,7 +69,7 @@ py_pids() {
 		sleep 0.1
 	done
 	[ "$got" = "$WANT" ] || fail "after restore the server gives $got, not the file ($WANT)"
-	echo "# python3 http.server: checkpoint $((t1 - t0)) ms, restore $((t3 - t2)) ms, image ${size} KiB, unavailable $(($(svc_ms) - last)) ms (from the last answer before the checkpoint to the first after the restore, with curl through crest exec)" >&3
+	echo "# python3 http.server: checkpoint $SVC_CKPT_MS ms, restore $SVC_REST_MS ms, image $SVC_IMG_KIB KiB, unavailable $(($(svc_ms) - last)) ms (from the last answer before the checkpoint to the first after the restore, with curl through crest exec)" >&3
 }
 
 @test "python3 http.server: --leave-running keeps the original serving, and the image restores under a new ID beside it" {
