@@ -942,14 +942,14 @@ img_reader_read(struct img_reader *r, const char *name, size_t max, char **out, 
   return 0;
 }
 
-int
-img_reader_json(struct img_reader *r, const char *name, yajl_val *out, crest_error_t *err)
+/* NAME's text, whole and NUL-free, into *TEXT (malloc'd). */
+static int
+json_text(struct img_reader *r, const char *name, char **out, size_t *len, crest_error_t *err)
 {
   const struct img_file *f = img_reader_find(r, name);
   uint64_t size;
   cleanup_close int fd = -1;
   cleanup_free char *text = NULL;
-  char ebuf[256];
   if (f && f->in_mem)
     {
       /* Zeros after its bytes, or one among them: refused as the file
@@ -970,8 +970,36 @@ img_reader_json(struct img_reader *r, const char *name, yajl_val *out, crest_err
   text[size] = 0;
   if (strlen(text) != size)
     return crest_error_make(err, EINVAL, "image %s: %s: NUL byte in JSON", r->dir, name);
+  *out = text;
+  *len = size;
+  text = NULL;
+  return 0;
+}
+
+int
+img_reader_json(struct img_reader *r, const char *name, yajl_val *out, crest_error_t *err)
+{
+  cleanup_free char *text = NULL;
+  size_t len;
+  char ebuf[256];
+  if (json_text(r, name, &text, &len, err) < 0)
+    return -1;
   *out = yajl_tree_parse(text, ebuf, sizeof ebuf);
   if (!*out)
+    return crest_error_make(err, EINVAL, "image %s: %s: invalid JSON: %s", r->dir, name, ebuf);
+  return 0;
+}
+
+int
+img_reader_json_tree(struct img_reader *r, const char *name, struct jtree **tree, yajl_val *out,
+                     crest_error_t *err)
+{
+  cleanup_free char *text = NULL;
+  size_t len;
+  char ebuf[256];
+  if (json_text(r, name, &text, &len, err) < 0)
+    return -1;
+  if (jtree_parse(text, len, tree, out, ebuf, sizeof ebuf) < 0)
     return crest_error_make(err, EINVAL, "image %s: %s: invalid JSON: %s", r->dir, name, ebuf);
   return 0;
 }

@@ -168,6 +168,19 @@ img_reader_read(struct img_reader *r, const char *name, size_t max, char **out, 
                 crest_error_t *err);
 int
 img_reader_json(struct img_reader *r, const char *name, yajl_val *out, crest_error_t *err);
+/* tree.json of a restore: the same values, in arenas (jtree.c) whose nodes
+   can go before the tasks are forked while the strings stay. */
+struct jtree;
+int
+img_reader_json_tree(struct img_reader *r, const char *name, struct jtree **tree, yajl_val *out,
+                     crest_error_t *err);
+int
+jtree_parse(const char *text, size_t len, struct jtree **out, yajl_val *root, char *ebuf,
+            size_t esize);
+void
+jtree_drop_nodes(struct jtree *t);
+void
+jtree_free(struct jtree *t);
 
 /* JSON helpers: every getter checks type and range and names the key. */
 int

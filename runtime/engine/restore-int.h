@@ -164,7 +164,8 @@ struct rctx
   struct img_reader *img;
   struct img_reader *chain[CHAIN_MAX]; /* its parent images (pre-dumps), nearest first */
   int nchain;
-  yajl_val tree;
+  yajl_val tree;      /* while parsing only: jtree_drop_nodes frees it */
+  struct jtree *jt;   /* tree.json's arenas; its strings live to the end */
   struct rproc *p;
   size_t np;
   size_t *kids; /* indices into p, grouped by parent (rproc.kid0) */

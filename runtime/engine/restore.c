@@ -300,7 +300,7 @@ parse_tree(struct rctx *c, crest_error_t *err)
   long n;
   int64_t root;
 
-  if (img_reader_json(c->img, "tree.json", &c->tree, err) < 0)
+  if (img_reader_json_tree(c->img, "tree.json", &c->jt, &c->tree, err) < 0)
     return -1;
   if (jget_i64(c->tree, "root", &root, err) < 0)
     return crest_error_wrap(err, "image %s: tree.json", c->o->image_dir);
@@ -1113,8 +1113,7 @@ free_ctx(struct rctx *c)
     free(c->f[i].priv), free(c->f[i].u.ext), free(c->f[i].deleted_dir.ext);
   free(c->p), free(c->kids), free(c->f), free(c->pp), free(c->mf);
   ipc_free(c->ipc);
-  if (c->tree)
-    yajl_tree_free(c->tree);
+  jtree_free(c->jt);
   img_reader_free(c->img);
   for (int i = 0; i < c->nchain; i++)
     img_reader_free(c->chain[i]);
@@ -1229,6 +1228,10 @@ plan_restore(struct rctx *c, bool check_kernel, crest_error_t *err)
     if (caps_bound(o, &bound, &whose, err) < 0 || check_caps(c, bound, whose, err) < 0)
       return -1;
   }
+  /* Parsed: the tree's nodes go before any task is forked (jtree.c); the
+     strings the plan points into stay. */
+  jtree_drop_nodes(c->jt);
+  c->tree = NULL;
   return 0;
 }
 
