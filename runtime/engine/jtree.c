@@ -198,12 +198,22 @@ jb_number(void *ctx, const char *s, size_t len)
   return jb_add(b, v);
 }
 
+/* String values only ever decoded while parsing (jget_hex of a thread's
+   registers and extended state, nearly half of the strings' bytes) go with
+   the nodes: nothing points into them afterwards. */
+static bool
+decoded_only(const char *key)
+{
+  return key && (strcmp(key, "xstate") == 0 || strcmp(key, "regs") == 0);
+}
+
 static int
 jb_string(void *ctx, const unsigned char *s, size_t len)
 {
   struct jbuild *b = ctx;
   yajl_val v = jb_node(b, yajl_t_string);
-  if (!v || !(v->u.string = ja_strndup(&b->t->strings, s, len)))
+  struct jarena *a = decoded_only(b->pending_key) ? &b->t->nodes : &b->t->strings;
+  if (!v || !(v->u.string = ja_strndup(a, s, len)))
     return b->oom = true, 0;
   return jb_add(b, v);
 }
