@@ -4,9 +4,12 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -118,6 +121,103 @@ img_out_open(struct img_writer *w, const char *name, struct img_out *o, crest_er
   return 0;
 }
 
+/* One buffer at a time is handed over: the writer fills and writes the
+   next while this one is hashed. */
+struct img_hasher
+{
+  pthread_t tid;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  const void *buf;
+  size_t len;
+  bool stop;
+  struct sha256 *sha;
+};
+
+static void *
+hasher_main(void *arg)
+{
+  struct img_hasher *h = arg;
+  pthread_mutex_lock(&h->mu);
+  for (;;)
+    {
+      while (!h->buf && !h->stop)
+        pthread_cond_wait(&h->cv, &h->mu);
+      if (!h->buf)
+        break;
+      pthread_mutex_unlock(&h->mu);
+      sha256_update(h->sha, h->buf, h->len);
+      pthread_mutex_lock(&h->mu);
+      h->buf = NULL;
+      pthread_cond_broadcast(&h->cv);
+    }
+  pthread_mutex_unlock(&h->mu);
+  return NULL;
+}
+
+/* Wait until the buffer handed over last is hashed; then hand BUF over
+   (NULL: none; STOP: end the thread). */
+static void
+hasher_put(struct img_hasher *h, const void *buf, size_t len, bool stop)
+{
+  pthread_mutex_lock(&h->mu);
+  while (h->buf)
+    pthread_cond_wait(&h->cv, &h->mu);
+  h->buf = buf;
+  h->len = len;
+  h->stop = stop;
+  pthread_cond_broadcast(&h->cv);
+  pthread_mutex_unlock(&h->mu);
+}
+
+int
+img_out_async(struct img_out *o, crest_error_t *err)
+{
+  struct img_hasher *h = xzalloc(sizeof *h);
+  sigset_t all, old;
+  int e;
+  pthread_mutex_init(&h->mu, NULL);
+  pthread_cond_init(&h->cv, NULL);
+  h->sha = &o->sha;
+  /* Signals stay with the dumping thread (dump_interrupted). */
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  e = pthread_create(&h->tid, NULL, hasher_main, h);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  if (e != 0)
+    {
+      free(h);
+      errno = e;
+      return crest_error_errno(err, "image: checksum thread");
+    }
+  o->h = h;
+  return 0;
+}
+
+static void
+hasher_end(struct img_out *o)
+{
+  if (!o->h)
+    return;
+  hasher_put(o->h, NULL, 0, true);
+  pthread_join(o->h->tid, NULL);
+  pthread_mutex_destroy(&o->h->mu);
+  pthread_cond_destroy(&o->h->cv);
+  free(o->h);
+  o->h = NULL;
+}
+
+void
+img_out_abort(struct img_out *o)
+{
+  hasher_end(o);
+  if (o->fd >= 0)
+    close(o->fd);
+  o->fd = -1;
+  free(o->name);
+  o->name = NULL;
+}
+
 int
 img_out_write(struct img_out *o, const void *buf, size_t len, crest_error_t *err)
 {
@@ -130,7 +230,10 @@ img_out_write(struct img_out *o, const void *buf, size_t len, crest_error_t *err
     return -1;
   if (write_all(o->fd, buf, len) < 0)
     return crest_error_errno(err, "image %s: write %s", o->w->final_dir, o->name);
-  sha256_update(&o->sha, buf, len);
+  if (o->h)
+    hasher_put(o->h, buf, len, false);
+  else
+    sha256_update(&o->sha, buf, len);
   o->size += len;
   return 0;
 }
@@ -143,6 +246,7 @@ img_out_close(struct img_out *o, crest_error_t *err)
   uint8_t d[32];
   int ret = 0;
 
+  hasher_end(o);
   /* A full disk or an I/O error may only show at writeback: each file is
      on disk, or the checkpoint fails, before the manifest names it. */
   if (o->fd >= 0 && fsync(o->fd) < 0)
@@ -486,7 +590,8 @@ img_reader_free(struct img_reader *r)
     return;
   if (r->late_running)
     pthread_join(r->late_tid, NULL);
-  free(r->late_buf);
+  if (r->late_buf)
+    munmap(r->late_buf, 1 << 20);
   if (r->dirfd >= 0)
     close(r->dirfd);
   for (size_t i = 0; i < r->nfiles; i++)
@@ -812,7 +917,19 @@ img_reader_open_late(const char *dir, bool check_kernel, bool verify, bool late,
     if (r->files[i].late && !r->late_running)
       {
         int e;
-        r->late_buf = xmalloc(1 << 20);
+        /* Only the thread uses it, and the restore forks every task
+           while the thread fills it: kept out of the forks (a copy of
+           its pages for each task, and copy-on-write faults for the
+           thread). */
+        r->late_buf
+            = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (r->late_buf == MAP_FAILED)
+          {
+            r->late_buf = NULL;
+            crest_error_errno(err, "image %s: checksum buffer", dir);
+            goto fail;
+          }
+        madvise(r->late_buf, 1 << 20, MADV_DONTFORK);
         r->late_bad = -1;
         if ((e = pthread_create(&r->late_tid, NULL, late_thread, r)) != 0)
           {
@@ -942,14 +1059,14 @@ img_reader_read(struct img_reader *r, const char *name, size_t max, char **out, 
   return 0;
 }
 
-int
-img_reader_json(struct img_reader *r, const char *name, yajl_val *out, crest_error_t *err)
+/* NAME's text, whole and NUL-free, into *TEXT (malloc'd). */
+static int
+json_text(struct img_reader *r, const char *name, char **out, size_t *len, crest_error_t *err)
 {
   const struct img_file *f = img_reader_find(r, name);
   uint64_t size;
   cleanup_close int fd = -1;
   cleanup_free char *text = NULL;
-  char ebuf[256];
   if (f && f->in_mem)
     {
       /* Zeros after its bytes, or one among them: refused as the file
@@ -970,8 +1087,36 @@ img_reader_json(struct img_reader *r, const char *name, yajl_val *out, crest_err
   text[size] = 0;
   if (strlen(text) != size)
     return crest_error_make(err, EINVAL, "image %s: %s: NUL byte in JSON", r->dir, name);
+  *out = text;
+  *len = size;
+  text = NULL;
+  return 0;
+}
+
+int
+img_reader_json(struct img_reader *r, const char *name, yajl_val *out, crest_error_t *err)
+{
+  cleanup_free char *text = NULL;
+  size_t len;
+  char ebuf[256];
+  if (json_text(r, name, &text, &len, err) < 0)
+    return -1;
   *out = yajl_tree_parse(text, ebuf, sizeof ebuf);
   if (!*out)
+    return crest_error_make(err, EINVAL, "image %s: %s: invalid JSON: %s", r->dir, name, ebuf);
+  return 0;
+}
+
+int
+img_reader_json_tree(struct img_reader *r, const char *name, struct jtree **tree, yajl_val *out,
+                     crest_error_t *err)
+{
+  cleanup_free char *text = NULL;
+  size_t len;
+  char ebuf[256];
+  if (json_text(r, name, &text, &len, err) < 0)
+    return -1;
+  if (jtree_parse(text, len, tree, out, ebuf, sizeof ebuf) < 0)
     return crest_error_make(err, EINVAL, "image %s: %s: invalid JSON: %s", r->dir, name, ebuf);
   return 0;
 }

@@ -54,6 +54,7 @@ struct img_out
   int fd;
   uint64_t size;
   struct sha256 sha;
+  struct img_hasher *h; /* img_out_async: the checksum in a thread */
 };
 
 /* Identity of the running kernel, as recorded in and checked against the
@@ -75,6 +76,16 @@ int
 img_out_write(struct img_out *o, const void *buf, size_t len, crest_error_t *err);
 int
 img_out_close(struct img_out *o, crest_error_t *err);
+/* The checksum of O's bytes computed by a thread while the caller reads
+   and writes the next ones: after img_out_async, a buffer given to
+   img_out_write must stay as it is until the next img_out_write, or
+   img_out_close or img_out_abort, returns (two buffers in turn). Fails
+   only when the thread cannot start (then O hashes in place, as before). */
+int
+img_out_async(struct img_out *o, crest_error_t *err);
+/* A failed O: its thread stopped, its descriptor closed, nothing recorded. */
+void
+img_out_abort(struct img_out *o);
 int
 img_write_file(struct img_writer *w, const char *name, const void *buf, size_t len,
                crest_error_t *err);
@@ -168,6 +179,19 @@ img_reader_read(struct img_reader *r, const char *name, size_t max, char **out, 
                 crest_error_t *err);
 int
 img_reader_json(struct img_reader *r, const char *name, yajl_val *out, crest_error_t *err);
+/* tree.json of a restore: the same values, in arenas (jtree.c) whose nodes
+   can go before the tasks are forked while the strings stay. */
+struct jtree;
+int
+img_reader_json_tree(struct img_reader *r, const char *name, struct jtree **tree, yajl_val *out,
+                     crest_error_t *err);
+int
+jtree_parse(const char *text, size_t len, struct jtree **out, yajl_val *root, char *ebuf,
+            size_t esize);
+void
+jtree_drop_nodes(struct jtree *t);
+void
+jtree_free(struct jtree *t);
 
 /* JSON helpers: every getter checks type and range and names the key. */
 int

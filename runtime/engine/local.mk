@@ -11,7 +11,7 @@ CREST_ENGINE_LIB = runtime/engine/libcrest-engine.a
 runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/engine.h \
 	runtime/engine/engine-int.h \
-	runtime/engine/image.c runtime/engine/image.h \
+	runtime/engine/image.c runtime/engine/image.h runtime/engine/jtree.c \
 	runtime/engine/image-check.c runtime/engine/image-check.h \
 	runtime/engine/ptrace.c \
 	runtime/engine/inject-home.c \

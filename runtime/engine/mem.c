@@ -221,7 +221,8 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
   cleanup_free char *name = xasprintf("pages-%d.img", p->ipid);
   cleanup_free char *mempath = xasprintf("/proc/%d/mem", p->pid);
   cleanup_close int mem = -1;
-  cleanup_free char *buf = NULL;
+  cleanup_free char *bufs = NULL;
+  char *buf;
   struct prun *runs = NULL;
   size_t nruns = 0, nbatch = 0;
   struct iovec riov[IOV_MAX];
@@ -236,7 +237,13 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
       free(runs);
       return -1;
     }
-  buf = xmalloc(BATCH);
+  /* Without the thread (it could not start) the file is hashed in place. */
+  if (img_out_async(&o, err) < 0)
+    crest_error_release(err);
+  /* Two buffers in turn: the checksum of one is computed by the image's
+     thread (img_out_async) while the next is read and written. */
+  bufs = xmalloc(2 * BATCH);
+  buf = bufs;
 
   /* Flush the batch: one process_vm_readv for up to IOV_MAX runs. */
 #define FLUSH()                                                                                    \
@@ -255,6 +262,7 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
             }                                                                                      \
           if (img_out_write(&o, buf, bfill, err) < 0)                                              \
             goto out;                                                                              \
+          buf = buf == bufs ? bufs + BATCH : bufs;                                                 \
           bfill = 0, nbatch = 0;                                                                   \
         }                                                                                          \
     }                                                                                              \
@@ -285,6 +293,7 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
                 }
               if (img_out_write(&o, buf, chunk, err) < 0)
                 goto out;
+              buf = buf == bufs ? bufs + BATCH : bufs;
               done += chunk;
             }
           continue;
@@ -312,11 +321,8 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
   cow_dump_put(c, cow, g);
   rc = 0;
 out:
-  if (o.fd >= 0 && rc < 0)
-    {
-      close(o.fd);
-      free(o.name);
-    }
+  if (rc < 0)
+    img_out_abort(&o);
   free(runs);
   return rc;
 }

@@ -137,6 +137,28 @@ self_specials(struct special *s, uint64_t *lo, uint64_t *hi, size_t *nlay, uint6
   return n;
 }
 
+/* crest's own layout and special mappings as self_specials reads them,
+   read once by crest before the first task is forked (task_layout_prime):
+   every task starts as a copy of it, so none reads and parses
+   /proc/self/maps for itself (200 tasks did, 6% of a tree's restore). A
+   task's layout has more than crest's (what its ancestors premapped, its
+   own allocations since): a blob region that meets one of those cannot be
+   mapped (MAP_FIXED_NOREPLACE), and the task then reads its own. */
+static struct
+{
+  bool valid;
+  size_t nsp, nlay;
+  struct special sp[8];
+  uint64_t lay[4096][2];
+} self_layout;
+
+void
+task_layout_prime(void)
+{
+  self_layout.nsp = self_specials(self_layout.sp, NULL, NULL, &self_layout.nlay, self_layout.lay);
+  self_layout.valid = true;
+}
+
 /* The lowest gap of SIZE bytes (plus a guard page on each side) that
    neither the current layout nor the target one uses. */
 static uint64_t
@@ -695,12 +717,39 @@ task_go(struct rctx *c, int idx, uint64_t base, uint64_t size, uint64_t args_add
   task_jump(base + BLOB_OFF_ENTRY, stack_lo + MAIN_STACK - 64, args_addr);
 }
 
+/* Map the blob region of SIZE bytes in the lowest gap: first by the layout
+   this task inherited, then, if that met a mapping made since, by its own. */
+static uint8_t *
+map_region(struct rctx *c, int idx, struct rproc *p, uint64_t size)
+{
+  for (int fresh = 0; fresh < 2; fresh++)
+    {
+      uint64_t base;
+      uint8_t *region;
+      struct special sp[8];
+      if (fresh)
+        self_specials(sp, NULL, NULL, &self_layout.nlay, self_layout.lay);
+      base = find_gap(p, self_layout.lay, self_layout.nlay, size);
+      if (!base)
+        task_fail(c, idx, "process %d: no room for the restorer (%" PRIu64 " bytes)", p->pid, size);
+      region = mmap((void *)base, size, PROT_READ | PROT_WRITE | PROT_EXEC,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+      if (region == (void *)base)
+        return region;
+      if (region != MAP_FAILED) /* a kernel without MAP_FIXED_NOREPLACE: a hint */
+        munmap(region, size);
+      if (fresh || (region == MAP_FAILED && errno != EEXIST))
+        task_fail(c, idx, "process %d: map the restorer at %#" PRIx64 ": %s", p->pid, base,
+                  region == MAP_FAILED ? strerror(errno) : "taken");
+    }
+  __builtin_unreachable();
+}
+
 void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
 {
   struct rproc *p = &c->p[idx];
   struct special sp[8];
-  static uint64_t lay[4096][2];
-  size_t nsp, nlay;
+  size_t nsp;
   uint64_t size, base, args_addr, scratch;
   struct bld b;
   struct oplist main_ops = { 0 }, *tops;
@@ -728,7 +777,10 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   files_install(c, idx, p);
 
   /* The blob region: code, arguments, operations, data, stacks. */
-  nsp = self_specials(sp, NULL, NULL, &nlay, lay);
+  if (!self_layout.valid)
+    task_layout_prime();
+  nsp = self_layout.nsp;
+  memcpy(sp, self_layout.sp, sizeof sp);
   check_specials(c, idx, p, sp, nsp);
   size = ((crest_restorer_blob_size + PAGE - 1) & ~(PAGE - 1)) + PAGE /* args */
          + (16 + 3 * p->nvmas + 2 * p->nruns + 80 + p->nth * 90 + p->nshared_pending
@@ -739,14 +791,8 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   for (size_t k = 0; k < nsp; k++)
     size += sp[k].end - sp[k].start;
   size = (size + PAGE - 1) & ~(PAGE - 1);
-  base = find_gap(p, lay, nlay, size);
-  if (!base)
-    task_fail(c, idx, "process %d: no room for the restorer (%" PRIu64 " bytes)", p->pid, size);
-  region = mmap((void *)base, size, PROT_READ | PROT_WRITE | PROT_EXEC,
-                MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-  if (region != (void *)base)
-    task_fail(c, idx, "process %d: map the restorer at %#" PRIx64 ": %s", p->pid, base,
-              strerror(errno));
+  region = map_region(c, idx, p, size);
+  base = (uint64_t)region;
   memcpy(region, crest_restorer_blob, crest_restorer_blob_size);
   b.buf = region, b.base = base, b.cap = size;
   b.used = (crest_restorer_blob_size + PAGE - 1) & ~(PAGE - 1);

@@ -56,6 +56,8 @@ parse_thread(struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
   const char *comm;
   yajl_val *items;
   long n;
+  /* "regs" and "xstate" are decoded here and never kept: jtree.c frees
+     their text with the tree's nodes. */
   if (jget_i64(v, "tid", &tid, err) < 0 || jget_hex(v, "regs", &t->regs, sizeof t->regs, err) < 0
       || jget_hex_alloc(v, "xstate", XSTATE_MAX, &t->xstate, &t->xlen, err) < 0
       || jget_u64(v, "sigmask", &t->sigmask, err) < 0 || jget_u64(v, "rseq", &t->rseq, err) < 0
@@ -300,7 +302,7 @@ parse_tree(struct rctx *c, crest_error_t *err)
   long n;
   int64_t root;
 
-  if (img_reader_json(c->img, "tree.json", &c->tree, err) < 0)
+  if (img_reader_json_tree(c->img, "tree.json", &c->jt, &c->tree, err) < 0)
     return -1;
   if (jget_i64(c->tree, "root", &root, err) < 0)
     return crest_error_wrap(err, "image %s: tree.json", c->o->image_dir);
@@ -407,11 +409,125 @@ svc_place(struct rctx *c, int fd, crest_error_t *err)
   return n;
 }
 
+/* Files opened by path for the tasks (executables, mapped files), one
+   descriptor per path, mode and use for the whole tree: every task
+   inherits every service descriptor, the same open file description in
+   each, so a second open of the same path gave nothing but one more
+   descriptor to copy at each fork and close in each task (1,200 of them
+   for 200 processes). */
+struct svc_file
+{
+  const char *path;
+  int kind; /* 0 executable, 1 mapped read-only, 2 mapped shared and writable */
+  int fd;
+  uint64_t size;
+};
+
+struct svc_files
+{
+  struct svc_file *t;
+  size_t cap, n;
+};
+
+static size_t
+svc_hash(const char *path, int kind, size_t cap)
+{
+  uint64_t h = 1469598103934665603ULL ^ (uint64_t)kind;
+  for (const unsigned char *s = (const unsigned char *)path; *s; s++)
+    h = (h ^ *s) * 1099511628211ULL;
+  return (size_t)h & (cap - 1);
+}
+
+static struct svc_file *
+svc_slot(struct svc_files *sf, const char *path, int kind)
+{
+  size_t i;
+  if (2 * (sf->n + 1) > sf->cap)
+    {
+      struct svc_files g = { xzalloc(2 * (sf->cap ? sf->cap : 64) * sizeof *g.t),
+                             2 * (sf->cap ? sf->cap : 64), sf->n };
+      for (size_t k = 0; k < sf->cap; k++)
+        if (sf->t[k].path)
+          {
+            size_t j = svc_hash(sf->t[k].path, sf->t[k].kind, g.cap);
+            while (g.t[j].path)
+              j = (j + 1) & (g.cap - 1);
+            g.t[j] = sf->t[k];
+          }
+      free(sf->t);
+      *sf = g;
+    }
+  for (i = svc_hash(path, kind, sf->cap); sf->t[i].path; i = (i + 1) & (sf->cap - 1))
+    if (sf->t[i].kind == kind && strcmp(sf->t[i].path, path) == 0)
+      return &sf->t[i];
+  return &sf->t[i];
+}
+
+/* The service descriptor of PATH opened as KIND, opened on first use; a
+   mapped file's size is checked against SIZE at every use. */
+static int
+svc_open_path(struct rctx *c, struct svc_files *sf, const char *path, int kind, uint64_t size,
+              pid_t pid, crest_error_t *err)
+{
+  struct svc_file *e = svc_slot(sf, path, kind);
+  if (!e->path)
+    {
+      struct stat st;
+      int fd = img_open_typed(path, kind == 2 ? O_RDWR : O_RDONLY, S_IFREG,
+                              kind ? "mapped file" : "executable", err);
+      if (fd < 0)
+        return crest_error_wrap(err, "process %d", pid);
+      if (fstat(fd, &st) < 0)
+        {
+          close(fd);
+          return crest_error_errno(err, "restore: process %d: stat %s", pid, path);
+        }
+      if ((e->fd = svc_place(c, fd, err)) < 0)
+        return -1;
+      e->path = path, e->kind = kind, e->size = (uint64_t)st.st_size;
+      sf->n++;
+    }
+  if (kind && e->size != size)
+    return crest_error_make(err, ESTALE,
+                            "restore: process %d: mapped file %s changed size since the checkpoint",
+                            pid, path);
+  return e->fd;
+}
+
+static int
+open_proc_files(struct rctx *c, struct rproc *p, struct svc_files *sf, crest_error_t *err)
+{
+  uint64_t size;
+  int fd = img_reader_open_file(c->img, p->pages_file, &size, err);
+  if (fd < 0 || (p->pages_svc = svc_place(c, fd, err)) < 0 || open_chain_pages(c, p, err) < 0)
+    return -1;
+  if ((p->exe_svc = svc_open_path(c, sf, p->exe, 0, 0, p->pid, err)) < 0)
+    return -1;
+  for (size_t k = 0; k < p->nvmas; k++)
+    {
+      struct rvma *m = &p->vmas[k];
+      if (!m->path)
+        continue;
+      if (m->data)
+        {
+          if ((m->svc = memfile_svc(c, m->data, m->path, err)) < 0)
+            return crest_error_wrap(err, "restore: process %d: mapping of %s", p->pid, m->path);
+          continue;
+        }
+      m->svc = svc_open_path(c, sf, m->path, m->shared && (m->prot & PROT_WRITE) ? 2 : 1,
+                             m->file_size, p->pid, err);
+      if (m->svc < 0)
+        return -1;
+    }
+  return 0;
+}
+
 static int
 open_files(struct rctx *c, crest_error_t *err)
 {
-  int maxfd = 2;
+  int maxfd = 2, rc = 0;
   struct rlimit rl;
+  struct svc_files sf = { NULL, 0, 0 };
 
   for (size_t i = 0; i < c->np; i++)
     for (size_t k = 0; k < c->p[i].nfds; k++)
@@ -432,56 +548,11 @@ open_files(struct rctx *c, crest_error_t *err)
     }
   if (tty_open(c, err) < 0 || pipes_open(c, err) < 0 || files_open(c, err) < 0)
     return -1;
-  for (size_t i = 0; i < c->np; i++)
-    {
-      struct rproc *p = &c->p[i];
-      uint64_t size;
-      int fd;
-      if (p->zombie)
-        continue;
-      fd = img_reader_open_file(c->img, p->pages_file, &size, err);
-      if (fd < 0 || (p->pages_svc = svc_place(c, fd, err)) < 0 || open_chain_pages(c, p, err) < 0)
-        return -1;
-      fd = img_open_typed(p->exe, O_RDONLY, S_IFREG, "executable", err);
-      if (fd < 0)
-        return crest_error_wrap(err, "process %d", p->pid);
-      if ((p->exe_svc = svc_place(c, fd, err)) < 0)
-        return -1;
-      for (size_t k = 0; k < p->nvmas; k++)
-        {
-          struct rvma *m = &p->vmas[k];
-          struct stat st;
-          bool rw = m->shared && (m->prot & PROT_WRITE);
-          if (!m->path)
-            continue;
-          if (m->data)
-            {
-              if ((m->svc = memfile_svc(c, m->data, m->path, err)) < 0)
-                return crest_error_wrap(err, "restore: process %d: mapping of %s", p->pid, m->path);
-              continue;
-            }
-          for (size_t j = 0; j < k; j++)
-            if (p->vmas[j].path && !p->vmas[j].data && strcmp(p->vmas[j].path, m->path) == 0
-                && p->vmas[j].shared == m->shared)
-              m->svc = p->vmas[j].svc;
-          if (m->svc >= 0)
-            continue;
-          fd = img_open_typed(m->path, rw ? O_RDWR : O_RDONLY, S_IFREG, "mapped file", err);
-          if (fd < 0)
-            return crest_error_wrap(err, "process %d", p->pid);
-          if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != m->file_size)
-            {
-              close(fd);
-              return crest_error_make(err, ESTALE,
-                                      "restore: process %d: mapped file %s changed size since the "
-                                      "checkpoint",
-                                      p->pid, m->path);
-            }
-          if ((m->svc = svc_place(c, fd, err)) < 0)
-            return -1;
-        }
-    }
-  if (files_finish(c, err) < 0)
+  for (size_t i = 0; i < c->np && rc == 0; i++)
+    if (!c->p[i].zombie)
+      rc = open_proc_files(c, &c->p[i], &sf, err);
+  free(sf.t);
+  if (rc < 0 || files_finish(c, err) < 0)
     return -1;
   if (c->use_nslp)
     {
@@ -1113,8 +1184,7 @@ free_ctx(struct rctx *c)
     free(c->f[i].priv), free(c->f[i].u.ext), free(c->f[i].deleted_dir.ext);
   free(c->p), free(c->kids), free(c->f), free(c->pp), free(c->mf);
   ipc_free(c->ipc);
-  if (c->tree)
-    yajl_tree_free(c->tree);
+  jtree_free(c->jt);
   img_reader_free(c->img);
   for (int i = 0; i < c->nchain; i++)
     img_reader_free(c->chain[i]);
@@ -1229,6 +1299,10 @@ plan_restore(struct rctx *c, bool check_kernel, crest_error_t *err)
     if (caps_bound(o, &bound, &whose, err) < 0 || check_caps(c, bound, whose, err) < 0)
       return -1;
   }
+  /* Parsed: the tree's nodes go before any task is forked (jtree.c); the
+     strings the plan points into stay. */
+  jtree_drop_nodes(c->jt);
+  c->tree = NULL;
   return 0;
 }
 
@@ -1445,6 +1519,7 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
     }
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   sigprocmask(SIG_BLOCK, &all, &old);
+  task_layout_prime();
   if (create_task(&c, 0) < 0)
     {
       crest_error_errno(err, "restore: create process %d", c.p[0].pid);
