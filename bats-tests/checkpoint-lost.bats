@@ -83,7 +83,9 @@ lost_case() {
 @test "zdtm-lost dumpable: restored" { lost_case dumpable restore; }
 @test "zdtm-lost timerslack: restored" { lost_case timerslack restore; }
 @test "zdtm-lost membarrier: restored" { lost_case membarrier restore; }
-@test "zdtm-lost posix-timer: refused" { lost_case posix-timer "POSIX timer"; }
+@test "zdtm-lost posix-timer: restored" { lost_case posix-timer restore; }
+@test "zdtm-lost posix-timer-overrun: refused" { lost_case posix-timer-overrun overrun; }
+@test "zdtm-lost posix-timer-thread-cpu: refused" { lost_case posix-timer-thread-cpu "CPU time"; }
 @test "zdtm-lost unlinked-holes: restored" { lost_case unlinked-holes restore; }
 @test "zdtm-lost unlinked-mode: restored" { lost_case unlinked-mode restore; }
 @test "zdtm-lost unlinked-shared: restored" { lost_case unlinked-shared restore; }

@@ -277,6 +277,11 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
   for (int w = 0; w < 3; w++)
     if (!p->itimer[w][2] && !p->itimer[w][3] && (p->itimer[w][0] || p->itimer[w][1]))
       p->itimer[w][2] = p->itimer[w][0], p->itimer[w][3] = p->itimer[w][1];
+  {
+    struct inj_ctx ic = { m->tid, &m->regs, m->sigmask, p->gadget };
+    if (timers_query(p, inject_cb, &ic, scratch + 4096, err) < 0)
+      goto out;
+  }
   INJ(m, SYS_brk, 0);
   p->brk = ret;
   INJ(m, SYS_prctl, PR_GET_SECUREBITS);
@@ -633,8 +638,6 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   s = status_field(status, "Seccomp");
   if (s && atoi(s) != 0)
     return crest_error_make(err, ENOTSUP, "task %d: seccomp filters are not supported yet", p->pid);
-  if (timers_check(p->pid, err) < 0)
-    return -1;
   if (dump_exe_cwd(c, p, exe, cwd, err) < 0)
     return -1;
   if (read_proc(p->pid, "personality", &pers, err) < 0
@@ -665,6 +668,9 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   mem_put_mm(p, f, auxv, auxlen, g);
   if (sig_put_process(p, g, &cont_pending, err) < 0 || mem_dump(c, p, g, err) < 0)
     return -1;
+  timers_put(p, g);
+  if (p->ntimers && c->w->format < CREST_IMAGE_FORMAT_TIMERS)
+    c->w->format = CREST_IMAGE_FORMAT_TIMERS;
   files_put_fds(c, p, g);
   jput_key(g, "threads");
   yajl_gen_array_open(g);
@@ -869,6 +875,7 @@ free_ctx(struct dctx *c)
         free(c->p[i].th[t].xstate);
       free(c->p[i].th);
       free(c->p[i].root_dir);
+      free(c->p[i].timers);
     }
   if (c->topfd >= 0)
     close(c->topfd);

@@ -134,9 +134,16 @@ int
 pstree_check_groups(size_t n, const pid_t *pid, const pid_t *pgid, const pid_t *sid,
                     crest_error_t *err);
 
-/* timers.c: a process holding a POSIX timer is refused (one line). */
-int
-timers_check(pid_t pid, crest_error_t *err);
+/* timers.c: POSIX timers (timer_create), both directions. */
+#define TIMERS_MAX 4096 /* timer IDs (and timers) per process */
+struct ptimer
+{
+  int32_t id, notify, signo;
+  int32_t thread; /* SIGEV_THREAD_ID: the thread's index in its process, else -1 */
+  int64_t clock;
+  uint64_t value; /* sigev_value */
+  int64_t it[4];  /* interval sec, nsec, time left sec, nsec (timer_gettime) */
+};
 
 /* vmflags.c: smaps VmFlags of a process. The bits a mapping records in
    the image ("madv", format 3); each but VMF_NORESERVE (an mmap flag) is

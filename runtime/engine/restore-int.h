@@ -98,6 +98,8 @@ struct rproc
   size_t auxv_len;
   struct ksigaction sa[65];
   uint64_t itimer[3][4];
+  struct ptimer *timers; /* POSIX timers (timers.c) */
+  size_t ntimers;
   uint8_t (*shared_pending)[128];
   size_t nshared_pending;
   struct rvma *vmas;
@@ -278,6 +280,17 @@ caps_bound(const struct crest_restore_opts *o, uint64_t *bound, const char **who
 int
 check_caps(struct rctx *c, uint64_t bound, const char *whose, crest_error_t *err);
 /* restore-task.c: the blob's operation lists. */
+/* The blob region being filled in a new task: data the operations point
+   to is put there (bld_alloc: SIZE bytes aligned to ALIGN, copied from
+   INIT unless NULL; returns its address in the task). */
+struct bld
+{
+  uint8_t *buf;
+  uint64_t base, cap, used;
+};
+uint64_t
+bld_alloc(struct bld *b, uint64_t size, uint64_t align, const void *init);
+
 struct oplist
 {
   struct blob_op *ops;
@@ -326,5 +339,13 @@ cow_page_ops(const struct rproc *p, struct oplist *l);
 pid_t
 create_task(struct rctx *c, int idx);
 void __attribute__((noreturn)) task_main(struct rctx *c, int idx);
+
+/* timers.c: the restore side. */
+int
+timers_parse(yajl_val v, int format, struct rproc *p, crest_error_t *err);
+size_t
+timers_ops_bound(const struct rproc *p);
+void
+timers_ops(const struct rproc *p, struct oplist *l, struct bld *b);
 
 #endif

@@ -251,7 +251,8 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
     if (p->nth++, parse_thread(c, items[i], &p->th[i], err) < 0)
       return crest_error_wrap(err, "process %d", p->pid);
   CHECK(p->th[0].tid == p->pid, "process %d: first thread is %d", p->pid, p->th[0].tid);
-  return 0;
+  /* After the threads: a timer may signal one of them. */
+  return timers_parse(v, c->img->format, p, err);
 }
 
 /* PIDs and TIDs are unique in the whole tree, threads of one process
@@ -1106,7 +1107,7 @@ free_ctx(struct rctx *c)
       for (size_t t = 0; t < p->nth; t++)
         free(p->th[t].xstate), free(p->th[t].pending);
       free(p->th), free(p->vmas), free(p->runs), free(p->fds), free(p->groups), free(p->auxv);
-      free(p->shared_pending);
+      free(p->shared_pending), free(p->timers);
       cow_free(p);
     }
   for (size_t i = 0; i < c->nf; i++)

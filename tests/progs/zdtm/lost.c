@@ -554,6 +554,62 @@ chk_timer(void)
               (long)it.it_interval.tv_sec, (long)it.it_value.tv_sec);
 }
 
+/* A periodic timer whose signal was taken late: timer_getoverrun says how
+   many expirations the last signal stood for, which no call can set. */
+static void
+set_timer_overrun(void)
+{
+  struct sigevent ev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGUSR2 };
+  struct itimerspec it = { { 0, 1000000 }, { 0, 1000000 } };
+  struct timespec wait = { 5, 0 };
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGUSR2);
+  need(sigprocmask(SIG_BLOCK, &s, NULL) == 0, "sigprocmask");
+  need(timer_create(CLOCK_MONOTONIC, &ev, &tid) == 0, "timer_create");
+  need(timer_settime(tid, 0, &it, NULL) == 0, "timer_settime");
+  usleep(50000);
+  need(sigtimedwait(&s, NULL, &wait) == SIGUSR2, "sigtimedwait");
+  need(timer_getoverrun(tid) > 0, "an overrun");
+}
+
+static void
+chk_timer_overrun(void)
+{
+  if (timer_getoverrun(tid) <= 0)
+    zdtm_fail("timer overrun: %d", timer_getoverrun(tid));
+}
+
+/* A timer on the CPU-time clock of the thread that created it, in a
+   process of two threads: /proc does not say which thread that was. */
+static void *
+idle_thread(void *a)
+{
+  (void)a;
+  for (;;)
+    pause();
+  return NULL;
+}
+
+static void
+set_timer_thread_cpu(void)
+{
+  struct sigevent ev = { .sigev_notify = SIGEV_NONE };
+  struct itimerspec it = { { 0, 0 }, { 100, 0 } };
+  pthread_t t;
+  need(pthread_create(&t, NULL, idle_thread, NULL) == 0, "pthread_create");
+  need(timer_create(CLOCK_THREAD_CPUTIME_ID, &ev, &tid) == 0, "timer_create");
+  need(timer_settime(tid, 0, &it, NULL) == 0, "timer_settime");
+}
+
+static void
+chk_timer_thread_cpu(void)
+{
+  struct itimerspec it;
+  if (timer_gettime(tid, &it) < 0 || it.it_value.tv_sec < 90)
+    zdtm_fail("thread CPU-time timer: gone or %ld s left", (long)it.it_value.tv_sec);
+}
+
 /* --- unlinked files --- */
 
 static const long hole_at = 1 * MIB, big = 1536 * MIB;
@@ -1545,6 +1601,8 @@ static const struct
   { "timerslack", set_slack, chk_slack },
   { "membarrier", set_membarrier, chk_membarrier },
   { "posix-timer", set_timer, chk_timer },
+  { "posix-timer-overrun", set_timer_overrun, chk_timer_overrun },
+  { "posix-timer-thread-cpu", set_timer_thread_cpu, chk_timer_thread_cpu },
   { "unlinked-holes", set_holes, chk_holes },
   { "unlinked-mode", set_umode, chk_umode },
   { "unlinked-shared", set_ushared, chk_ushared },
