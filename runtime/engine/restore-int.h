@@ -340,6 +340,9 @@ pid_t
 create_task(struct rctx *c, int idx);
 void __attribute__((noreturn)) task_main(struct rctx *c, int idx);
 
+/* pidfd.c: the blob's operations that open P's pidfds. */
+void
+pidfd_ops(const struct rctx *c, const struct rproc *p, struct oplist *l);
 /* timers.c: the restore side. */
 int
 timers_parse(yajl_val v, int format, struct rproc *p, crest_error_t *err);

@@ -584,8 +584,10 @@ main_tail_ops(struct rctx *c, int idx, struct rproc *p, struct oplist *l, struct
   for (int r_ = 0; r_ < RLIM_NLIMITS; r_++)
     OP(l, SYS_prlimit64, 0, r_, bld_alloc(b, 16, 8, p->rl[r_]), 0, 0, 0);
   OP(l, SYS_close_range, c->svc_base, ~0U, 0, 0, 0, 0);
-  /* Every thread exists (a timer may signal one of them). */
+  /* Every thread exists (a timer may signal one of them), and every task
+     of the tree (a pidfd names one). */
   timers_ops(p, l, b);
+  pidfd_ops(c, p, l);
   process_attr_ops(p, l, b);
   {
     /* Test hook: the last process's restorer fails here, after every task
@@ -728,7 +730,7 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   check_specials(c, idx, p, sp, nsp);
   size = ((crest_restorer_blob_size + PAGE - 1) & ~(PAGE - 1)) + PAGE /* args */
          + (16 + 3 * p->nvmas + 2 * p->nruns + 80 + p->nth * 90 + p->nshared_pending
-            + cow_ops_bound(p) + timers_ops_bound(p))
+            + cow_ops_bound(p) + timers_ops_bound(p) + p->nfds)
                * sizeof(struct blob_op)
          + 65536 + p->auxv_len + p->nth * (4096 + 128 * 64) + p->nshared_pending * 128
          + p->ntimers * 128 + (p->nth - 1) * THREAD_STACK + MAIN_STACK;

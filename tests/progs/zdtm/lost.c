@@ -825,8 +825,83 @@ set_pidfd(void)
 static void
 chk_pidfd(void)
 {
+  char p[64], line[128];
+  long pid = -2;
+  FILE *f;
+  snprintf(p, sizeof p, "/proc/self/fdinfo/%d", fd);
+  if ((f = fopen(p, "r")))
+    {
+      while (fgets(line, sizeof line, f))
+        if (strncmp(line, "Pid:", 4) == 0)
+          pid = strtol(line + 4, NULL, 10);
+      fclose(f);
+    }
+  if (pid != child)
+    zdtm_fail("pidfd: of process %ld, expected the child %d", pid, (int)child);
+}
+
+/* A pidfd of the harness that started the program (outside the tree). */
+static void
+set_pidfd_outside(void)
+{
+  if (getppid() == 0)
+    unsupported("a parent outside the tree (a PID namespace's init has none it can see)");
+  fd = syscall(SYS_pidfd_open, getppid(), 0);
+  if (fd < 0)
+    unsupported("pidfd_open");
+}
+
+static void
+chk_pidfd_outside(void)
+{
   if (syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) < 0)
-    zdtm_fail("pidfd: no longer the child's (%s)", strerror(errno));
+    zdtm_fail("pidfd of the parent: %s", strerror(errno));
+}
+
+/* A pidfd of a child that has exited and been reaped. */
+static void
+set_pidfd_reaped(void)
+{
+  pid_t c = fork();
+  need(c >= 0, "fork");
+  if (c == 0)
+    _exit(0);
+  fd = syscall(SYS_pidfd_open, c, 0);
+  if (fd < 0)
+    unsupported("pidfd_open");
+  need(waitpid(c, NULL, 0) == c, "waitpid");
+}
+
+static void
+chk_pidfd_reaped(void)
+{
+  if (syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) == 0 || errno != ESRCH)
+    zdtm_fail("pidfd of a reaped child: signal 0 gave %s", strerror(errno));
+}
+
+/* One pidfd file held by the process and by a child it forked. */
+static void
+set_pidfd_shared(void)
+{
+  pid_t c = fork();
+  need(c >= 0, "fork");
+  if (c == 0)
+    {
+      for (;;)
+        pause();
+    }
+  fd = syscall(SYS_pidfd_open, c, 0);
+  if (fd < 0)
+    unsupported("pidfd_open");
+  need(fcntl(fd, F_SETFD, 0) == 0, "F_SETFD");
+  spawn(child_idle); /* inherits it */
+}
+
+static void
+chk_pidfd_shared(void)
+{
+  if (syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) < 0)
+    zdtm_fail("shared pidfd: %s", strerror(errno));
 }
 
 static void
@@ -1613,6 +1688,9 @@ static const struct
   { "opath", set_opath, chk_opath },
   { "opath-symlink", set_opath_link, chk_opath_link },
   { "pidfd", set_pidfd, chk_pidfd },
+  { "pidfd-outside", set_pidfd_outside, chk_pidfd_outside },
+  { "pidfd-reaped", set_pidfd_reaped, chk_pidfd_reaped },
+  { "pidfd-shared", set_pidfd_shared, chk_pidfd_shared },
   { "proc-fd", set_procfd, chk_procfd },
   { "deleted-cwd", set_delcwd, chk_delcwd },
   { "pipe-no-writer", set_widow_r, chk_widow_r },
