@@ -1649,6 +1649,27 @@ chk_accept_queue(void)
     zdtm_fail("accepted connection: its bytes are gone");
 }
 
+/* With --tcp-close the connection waiting to be accepted is closed: the
+   listener comes back with an empty queue, listening on its address, and
+   the client's end reads end of file or a reset, never the old bytes. */
+static void
+chk_accept_queue_close(void)
+{
+  char buf[8];
+  struct sockaddr_in a;
+  socklen_t len = sizeof a;
+  struct pollfd p = { tcp_l, POLLIN, 0 };
+  int n = poll(&p, 1, 200);
+  if (n != 0)
+    zdtm_fail("listener: %s after restore, expected an empty queue",
+              n > 0 ? "a connection to accept" : strerror(errno));
+  if (getsockname(tcp_l, (struct sockaddr *)&a, &len) < 0 || a.sin_port == 0)
+    zdtm_fail("listener: no longer bound");
+  n = (int)recv(tcp_c, buf, sizeof buf, MSG_DONTWAIT);
+  if (n > 0)
+    zdtm_fail("client: read %d bytes from a connection --tcp-close closed", n);
+}
+
 static const struct
 {
   const char *name;
@@ -1713,6 +1734,7 @@ static const struct
   { "posix-shm", set_posix_shm, chk_posix_shm },
   { "tcp-established", set_tcp_est, chk_tcp_est },
   { "accept-queue", set_accept_queue, chk_accept_queue },
+  { "accept-queue-close", set_accept_queue, chk_accept_queue_close },
   { "leader-exit", set_leader_exit, NULL },
   { "reparented", set_orphan, NULL },
   { "orphan-pgrp", set_orphan_pgrp, NULL },
