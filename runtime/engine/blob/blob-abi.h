@@ -22,7 +22,7 @@
                                 loops over short reads              */
 #define BLOB_OP_TRAP (-1002) /* int3 (debugging) */
 #define BLOB_OP_PIDFD                                                                              \
-  (-1003) /* a0 = pid, a1 = pidfd_open flags, a2 = the descriptor it must                          \
+  (-1004) /* a0 = pid, a1 = pidfd_open flags, a2 = the descriptor it must                          \
              be, a3 = close-on-exec: returns a2 */
 
 /* Checks on a result. */
