@@ -84,6 +84,9 @@ lost_case() {
 @test "zdtm-lost timerslack: restored" { lost_case timerslack restore; }
 @test "zdtm-lost membarrier: restored" { lost_case membarrier restore; }
 @test "zdtm-lost posix-timer: restored" { lost_case posix-timer restore; }
+@test "zdtm-lost mlock: restored" { lost_case mlock restore; }
+@test "zdtm-lost mlock-onfault: restored" { lost_case mlock-onfault restore; }
+@test "zdtm-lost mlockall: restored" { lost_case mlockall restore; }
 @test "zdtm-lost posix-timer-overrun: refused" { lost_case posix-timer-overrun overrun; }
 @test "zdtm-lost posix-timer-thread-cpu: refused" { lost_case posix-timer-thread-cpu "CPU-time"; }
 @test "zdtm-lost unlinked-holes: restored" { lost_case unlinked-holes restore; }

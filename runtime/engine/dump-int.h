@@ -53,6 +53,7 @@ struct dproc
   uint64_t itimer[3][4]; /* interval sec, usec, value sec, usec */
   struct ptimer *timers; /* POSIX timers (timers.c) */
   size_t ntimers;
+  int mcl; /* mlockall's MCL_FUTURE (and MCL_ONFAULT) in force, else 0 */
   uint64_t brk;
   long securebits;
   struct prctl_proc pr;

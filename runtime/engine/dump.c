@@ -201,6 +201,42 @@ vdso_gadget(struct dproc *p, const struct vma *vv, size_t nv, int *pops, crest_e
   return 0;
 }
 
+/* mlockall(MCL_FUTURE) leaves no trace /proc shows but in the mappings made
+   after it: with memory locked (status VmLck), one page is mapped by the
+   task itself and its VmFlags read, then unmapped. */
+static int
+mlockall_probe(struct dproc *p, int (*inject)(void *, long, const long[6], long *, crest_error_t *),
+               struct dthread *m, crest_error_t *err)
+{
+  cleanup_free char *status = NULL;
+  cleanup_free struct vmflags_ent *vf = NULL;
+  struct inj_ctx ic = { m->tid, &m->regs, m->sigmask, p->gadget };
+  long a[6] = { 0, PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0 }, addr, ret;
+  size_t nvf = 0;
+  const char *lck;
+  int rc;
+
+  p->mcl = 0;
+  if (read_proc(p->pid, "status", &status, err) < 0)
+    return -1;
+  lck = status_field(status, "VmLck");
+  if (!lck || strtoul(lck, NULL, 10) == 0)
+    return 0;
+  if (inject(&ic, SYS_mmap, a, &addr, err) < 0)
+    return -1;
+  if (addr < 0 && addr > -4096)
+    return crest_error_make(err, (int)-addr, "task %d: map a page to probe mlockall", p->pid);
+  rc = vmflags_load(p->pid, &vf, &nvf, err);
+  if (rc == 0 && vmflags_at_has(vf, nvf, (uint64_t)addr, "lo"))
+    p->mcl = MCL_FUTURE | (vmflags_at_has(vf, nvf, (uint64_t)addr, "lf") ? MCL_ONFAULT : 0);
+  a[0] = addr, a[1] = PAGE;
+  if (inject(&ic, SYS_munmap, a, &ret, err) < 0)
+    return -1;
+  if (ret != 0)
+    return crest_error_make(err, (int)-ret, "task %d: unmap the mlockall probe", p->pid);
+  return rc;
+}
+
 /* Syscalls only the task can answer, injected at a syscall instruction of
    its vDSO, with a scratch area for their answers (scratch_get). */
 static int
@@ -282,6 +318,8 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
     if (timers_query(p, inject_cb, &ic, scratch + 4096, err) < 0)
       goto out;
   }
+  if (mlockall_probe(p, inject_cb, m, err) < 0)
+    goto out;
   INJ(m, SYS_brk, 0);
   p->brk = ret;
   INJ(m, SYS_prctl, PR_GET_SECUREBITS);
@@ -669,7 +707,9 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   if (sig_put_process(p, g, &cont_pending, err) < 0 || mem_dump(c, p, g, err) < 0)
     return -1;
   timers_put(p, g);
-  if (p->ntimers && c->w->format < CREST_IMAGE_FORMAT_TIMERS)
+  if (p->mcl)
+    jput_int(g, "mlockall", p->mcl);
+  if ((p->ntimers || p->mcl) && c->w->format < CREST_IMAGE_FORMAT_TIMERS)
     c->w->format = CREST_IMAGE_FORMAT_TIMERS;
   files_put_fds(c, p, g);
   jput_key(g, "threads");

@@ -157,7 +157,12 @@ struct ptimer
 #define VMF_RANDOM 0x40u
 #define VMF_MERGEABLE 0x80u
 #define VMF_NORESERVE 0x100u
-#define VMF_ALL 0x1ffu
+/* Format 9: locked in memory (mlock, "lo"), on fault (MLOCK_ONFAULT, "lf"):
+   mlock2 by the blob once the rlimits are back. */
+#define VMF_LOCKED 0x200u
+#define VMF_LOCKONFAULT 0x400u
+#define VMF_LOCKS (VMF_LOCKED | VMF_LOCKONFAULT)
+#define VMF_ALL 0x7ffu
 struct vmflags_ent;
 int
 vmflags_load(pid_t pid, struct vmflags_ent **out, size_t *n, crest_error_t *err);
@@ -166,6 +171,8 @@ vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, 
               const char *kind, uint32_t *bits, crest_error_t *err);
 int
 vmflags_advice(uint32_t bit);
+bool
+vmflags_at_has(const struct vmflags_ent *v, size_t n, uint64_t addr, const char *lock);
 int
 vmflags_put(yajl_gen g, const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start,
             uint64_t end, const char *kind, crest_error_t *err);

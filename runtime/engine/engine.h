@@ -44,8 +44,9 @@
 /* Format 8: a file's "fown", the owner and signal of its signal-driven I/O
    (O_ASYNC, fown.c); see docs/image-format.md. */
 #define CREST_IMAGE_FORMAT_FOWN 8
-/* Format 9: a process's "posix_timers" (timer_create, timers.c) and files
-   of type "pidfd" (pidfd.c); see
+/* Format 9: a process's "posix_timers" (timer_create, timers.c) and
+   "mlockall", memory locks in a VMA's "madv", files of type "pidfd"
+   (pidfd.c); see
    docs/image-format.md. */
 #define CREST_IMAGE_FORMAT_TIMERS 9
 

@@ -100,6 +100,7 @@ struct rproc
   uint64_t itimer[3][4];
   struct ptimer *timers; /* POSIX timers (timers.c) */
   size_t ntimers;
+  int mcl; /* mlockall flags to put back (MCL_FUTURE, MCL_ONFAULT), else 0 */
   uint8_t (*shared_pending)[128];
   size_t nshared_pending;
   struct rvma *vmas;

@@ -583,6 +583,13 @@ main_tail_ops(struct rctx *c, int idx, struct rproc *p, struct oplist *l, struct
     }
   for (int r_ = 0; r_ < RLIM_NLIMITS; r_++)
     OP(l, SYS_prlimit64, 0, r_, bld_alloc(b, 16, 8, p->rl[r_]), 0, 0, 0);
+  /* Memory locks within the task's own RLIMIT_MEMLOCK, now back. */
+  for (size_t i = 0; i < p->nvmas; i++)
+    if (p->vmas[i].madv & VMF_LOCKED)
+      OP(l, SYS_mlock2, p->vmas[i].start, p->vmas[i].end - p->vmas[i].start,
+         (p->vmas[i].madv & VMF_LOCKONFAULT) ? MLOCK_ONFAULT : 0, 0, 0, 0);
+  if (p->mcl)
+    OP(l, SYS_mlockall, p->mcl, 0, 0, 0, 0, 0);
   OP(l, SYS_close_range, c->svc_base, ~0U, 0, 0, 0, 0);
   /* Every thread exists (a timer may signal one of them), and every task
      of the tree (a pidfd names one). */
@@ -730,7 +737,7 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   check_specials(c, idx, p, sp, nsp);
   size = ((crest_restorer_blob_size + PAGE - 1) & ~(PAGE - 1)) + PAGE /* args */
          + (16 + 3 * p->nvmas + 2 * p->nruns + 80 + p->nth * 90 + p->nshared_pending
-            + cow_ops_bound(p) + timers_ops_bound(p) + p->nfds)
+            + cow_ops_bound(p) + timers_ops_bound(p) + p->nfds + p->nvmas)
                * sizeof(struct blob_op)
          + 65536 + p->auxv_len + p->nth * (4096 + 128 * 64) + p->nshared_pending * 128
          + p->ntimers * 128 + (p->nth - 1) * THREAD_STACK + MAIN_STACK;

@@ -218,6 +218,16 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
     return -1;
   if (sig_parse_process(v, p, err) < 0)
     return -1;
+  if (has_key(v, "mlockall"))
+    {
+      int64_t mcl;
+      if (jget_i64(v, "mlockall", &mcl, err) < 0)
+        return -1;
+      CHECK(c->img->format >= CREST_IMAGE_FORMAT_TIMERS
+                && (mcl == MCL_FUTURE || mcl == (MCL_FUTURE | MCL_ONFAULT)),
+            "process %d: mlockall %lld (format %d)", p->pid, (long long)mcl, c->img->format);
+      p->mcl = (int)mcl;
+    }
   if (prctl_parse_process(v, c->img->format, &p->pr, err) < 0)
     return crest_error_wrap(err, "process %d", p->pid);
   if (has_key(v, "stop_signal"))

@@ -610,6 +610,84 @@ chk_timer_thread_cpu(void)
     zdtm_fail("thread CPU-time timer: gone or %ld s left", (long)it.it_value.tv_sec);
 }
 
+/* --- memory locks --- */
+
+/* Is LOCK ("lo", "lf") among the VmFlags of the mapping at ADDR? */
+static bool
+vm_has(void *addr, const char *lock)
+{
+  char line[512], want[8];
+  unsigned long s, e, a = (unsigned long)addr;
+  bool in = false, has = false;
+  FILE *f = fopen("/proc/self/smaps", "r");
+  if (!f)
+    return false;
+  snprintf(want, sizeof want, " %s", lock);
+  while (fgets(line, sizeof line, f))
+    {
+      if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
+        in = s <= a && a < e;
+      else if (in && strncmp(line, "VmFlags:", 8) == 0)
+        has = strstr(line, want) && (strstr(line, want)[3] == ' ' || strstr(line, want)[3] == '\n');
+    }
+  fclose(f);
+  return has;
+}
+
+static void
+set_mlock(void)
+{
+  mem = mmap(NULL, 16 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  need(mem != MAP_FAILED, "mmap");
+  memset(mem, 0x5a, 16 * PG);
+  need(mlock(mem, 16 * PG) == 0, "mlock");
+}
+
+static void
+chk_mlock(void)
+{
+  if (!vm_has(mem, "lo") || vm_has(mem, "lf"))
+    zdtm_fail("mlock: the mapping is %slocked%s", vm_has(mem, "lo") ? "" : "not ",
+              vm_has(mem, "lf") ? " on fault" : "");
+  if (mem[5 * PG] != 0x5a)
+    zdtm_fail("mlock: contents changed");
+}
+
+static void
+set_mlock_onfault(void)
+{
+  mem = mmap(NULL, 16 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  need(mem != MAP_FAILED, "mmap");
+  mem[0] = 1;
+  if (mlock2(mem, 16 * PG, MLOCK_ONFAULT) < 0)
+    unsupported("mlock2 MLOCK_ONFAULT");
+}
+
+static void
+chk_mlock_onfault(void)
+{
+  if (!vm_has(mem, "lo") || !vm_has(mem, "lf"))
+    zdtm_fail("mlock2 MLOCK_ONFAULT: VmFlags lo %d lf %d, expected both", vm_has(mem, "lo"),
+              vm_has(mem, "lf"));
+}
+
+static void
+set_mlockall(void)
+{
+  need(mlockall(MCL_CURRENT | MCL_FUTURE) == 0, "mlockall");
+}
+
+static void
+chk_mlockall(void)
+{
+  /* MCL_FUTURE: a mapping made after restore is locked too. */
+  char *p = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED || !vm_has(p, "lo"))
+    zdtm_fail("mlockall(MCL_FUTURE): a new mapping after restore is not locked");
+  if (!vm_has((void *)&p, "lo"))
+    zdtm_fail("mlockall(MCL_CURRENT): the stack is not locked after restore");
+}
+
 /* --- unlinked files --- */
 
 static const long hole_at = 1 * MIB, big = 1536 * MIB;
@@ -1697,6 +1775,9 @@ static const struct
   { "timerslack", set_slack, chk_slack },
   { "membarrier", set_membarrier, chk_membarrier },
   { "posix-timer", set_timer, chk_timer },
+  { "mlock", set_mlock, chk_mlock },
+  { "mlock-onfault", set_mlock_onfault, chk_mlock_onfault },
+  { "mlockall", set_mlockall, chk_mlockall },
   { "posix-timer-overrun", set_timer_overrun, chk_timer_overrun },
   { "posix-timer-thread-cpu", set_timer_thread_cpu, chk_timer_thread_cpu },
   { "unlinked-holes", set_holes, chk_holes },
