@@ -83,7 +83,12 @@ lost_case() {
 @test "zdtm-lost dumpable: restored" { lost_case dumpable restore; }
 @test "zdtm-lost timerslack: restored" { lost_case timerslack restore; }
 @test "zdtm-lost membarrier: restored" { lost_case membarrier restore; }
-@test "zdtm-lost posix-timer: refused" { lost_case posix-timer "POSIX timer"; }
+@test "zdtm-lost posix-timer: restored" { lost_case posix-timer restore; }
+@test "zdtm-lost mlock: restored" { lost_case mlock restore; }
+@test "zdtm-lost mlock-onfault: restored" { lost_case mlock-onfault restore; }
+@test "zdtm-lost mlockall: restored" { lost_case mlockall restore; }
+@test "zdtm-lost posix-timer-overrun: refused" { lost_case posix-timer-overrun overrun; }
+@test "zdtm-lost posix-timer-thread-cpu: refused" { lost_case posix-timer-thread-cpu "CPU-time"; }
 @test "zdtm-lost unlinked-holes: restored" { lost_case unlinked-holes restore; }
 @test "zdtm-lost unlinked-mode: restored" { lost_case unlinked-mode restore; }
 @test "zdtm-lost unlinked-shared: restored" { lost_case unlinked-shared restore; }
@@ -93,7 +98,9 @@ lost_case() {
 @test "zdtm-lost deleted-fifo: refused" { lost_case deleted-fifo "deleted FIFO"; }
 @test "zdtm-lost opath: restored" { lost_case opath restore; }
 @test "zdtm-lost opath-symlink: restored" { lost_case opath-symlink restore; }
-@test "zdtm-lost pidfd: refused" { lost_case pidfd "pidfd"; }
+@test "zdtm-lost pidfd: restored" { lost_case pidfd restore; }
+@test "zdtm-lost pidfd-reaped: refused" { lost_case pidfd-reaped reaped; }
+@test "zdtm-lost pidfd-shared: refused" { lost_case pidfd-shared shares; }
 @test "zdtm-lost proc-fd: refused" { lost_case proc-fd "/proc"; }
 @test "zdtm-lost deleted-cwd: refused" { lost_case deleted-cwd "deleted"; }
 @test "zdtm-lost pipe-no-writer: restored" { lost_case pipe-no-writer restore; }

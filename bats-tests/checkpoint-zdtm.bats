@@ -48,6 +48,8 @@ zdtm_cycle() {
 @test "zdtm-pipe in a container" { zdtm_cycle pipe; }
 @test "zdtm-signals in a container" { zdtm_cycle signals; }
 @test "zdtm-itimer in a container" { zdtm_cycle itimer; }
+@test "zdtm-posix-timers in a container" { zdtm_cycle posix-timers; }
+@test "zdtm-pidfd in a container" { zdtm_cycle pidfd; }
 @test "zdtm-rlimits in a container" { zdtm_cycle rlimits; }
 @test "zdtm-task-misc in a container" { zdtm_cycle task-misc; }
 @test "zdtm-sched in a container" { zdtm_cycle sched; }

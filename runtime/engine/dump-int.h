@@ -54,6 +54,9 @@ struct dproc
   uint64_t gadget;
   struct ksigaction sa[65];
   uint64_t itimer[3][4]; /* interval sec, usec, value sec, usec */
+  struct ptimer *timers; /* POSIX timers (timers.c) */
+  size_t ntimers;
+  int mcl; /* mlockall's MCL_FUTURE (and MCL_ONFAULT) in force, else 0 */
   uint64_t brk;
   long securebits;
   struct prctl_proc pr;
@@ -374,5 +377,13 @@ predump_finish(struct dctx *c, crest_error_t *err);
    ERR. */
 int
 soft_dirty_probe(crest_error_t *err);
+
+/* timers.c: the dump side (SCRATCH: 32 bytes the task may write). */
+typedef int (*timers_inject_fn)(void *ctx, long nr, const long a[6], long *ret, crest_error_t *err);
+int
+timers_query(struct dproc *p, timers_inject_fn inject, void *ctx, uint64_t scratch,
+             crest_error_t *err);
+void
+timers_put(const struct dproc *p, yajl_gen g);
 
 #endif

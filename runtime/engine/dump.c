@@ -201,6 +201,42 @@ vdso_gadget(struct dproc *p, const struct vma *vv, size_t nv, int *pops, crest_e
   return 0;
 }
 
+/* mlockall(MCL_FUTURE) leaves no trace /proc shows but in the mappings made
+   after it: with memory locked (status VmLck), one page is mapped by the
+   task itself and its VmFlags read, then unmapped. */
+static int
+mlockall_probe(struct dproc *p, int (*inject)(void *, long, const long[6], long *, crest_error_t *),
+               struct dthread *m, crest_error_t *err)
+{
+  cleanup_free char *status = NULL;
+  cleanup_free struct vmflags_ent *vf = NULL;
+  struct inj_ctx ic = { m->tid, &m->regs, m->sigmask, p->gadget };
+  long a[6] = { 0, PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0 }, addr, ret;
+  size_t nvf = 0;
+  const char *lck;
+  int rc;
+
+  p->mcl = 0;
+  if (read_proc(p->pid, "status", &status, err) < 0)
+    return -1;
+  lck = status_field(status, "VmLck");
+  if (!lck || strtoul(lck, NULL, 10) == 0)
+    return 0;
+  if (inject(&ic, SYS_mmap, a, &addr, err) < 0)
+    return -1;
+  if (addr < 0 && addr > -4096)
+    return crest_error_make(err, (int)-addr, "task %d: map a page to probe mlockall", p->pid);
+  rc = vmflags_load(p->pid, &vf, &nvf, err);
+  if (rc == 0 && vmflags_at_has(vf, nvf, (uint64_t)addr, "lo"))
+    p->mcl = MCL_FUTURE | (vmflags_at_has(vf, nvf, (uint64_t)addr, "lf") ? MCL_ONFAULT : 0);
+  a[0] = addr, a[1] = PAGE;
+  if (inject(&ic, SYS_munmap, a, &ret, err) < 0)
+    return -1;
+  if (ret != 0)
+    return crest_error_make(err, (int)-ret, "task %d: unmap the mlockall probe", p->pid);
+  return rc;
+}
+
 /* Syscalls only the task can answer, injected at a syscall instruction of
    its vDSO, with a scratch area for their answers (scratch_get). */
 static int
@@ -277,6 +313,13 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
   for (int w = 0; w < 3; w++)
     if (!p->itimer[w][2] && !p->itimer[w][3] && (p->itimer[w][0] || p->itimer[w][1]))
       p->itimer[w][2] = p->itimer[w][0], p->itimer[w][3] = p->itimer[w][1];
+  {
+    struct inj_ctx ic = { m->tid, &m->regs, m->sigmask, p->gadget };
+    if (timers_query(p, inject_cb, &ic, scratch + 4096, err) < 0)
+      goto out;
+  }
+  if (mlockall_probe(p, inject_cb, m, err) < 0)
+    goto out;
   INJ(m, SYS_brk, 0);
   p->brk = ret;
   INJ(m, SYS_prctl, PR_GET_SECUREBITS);
@@ -633,8 +676,6 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   s = status_field(status, "Seccomp");
   if (s && atoi(s) != 0)
     return crest_error_make(err, ENOTSUP, "task %d: seccomp filters are not supported yet", p->pid);
-  if (timers_check(p->pid, err) < 0)
-    return -1;
   if (dump_exe_cwd(c, p, exe, cwd, err) < 0)
     return -1;
   if (read_proc(p->pid, "personality", &pers, err) < 0
@@ -665,6 +706,11 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   mem_put_mm(p, f, auxv, auxlen, g);
   if (sig_put_process(p, g, &cont_pending, err) < 0 || mem_dump(c, p, g, err) < 0)
     return -1;
+  timers_put(p, g);
+  if (p->mcl)
+    jput_int(g, "mlockall", p->mcl);
+  if ((p->ntimers || p->mcl) && c->w->format < CREST_IMAGE_FORMAT_TIMERS)
+    c->w->format = CREST_IMAGE_FORMAT_TIMERS;
   files_put_fds(c, p, g);
   jput_key(g, "threads");
   yajl_gen_array_open(g);
@@ -869,6 +915,7 @@ free_ctx(struct dctx *c)
         free(c->p[i].th[t].xstate);
       free(c->p[i].th);
       free(c->p[i].root_dir);
+      free(c->p[i].timers);
     }
   if (c->topfd >= 0)
     close(c->topfd);

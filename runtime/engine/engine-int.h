@@ -134,9 +134,16 @@ int
 pstree_check_groups(size_t n, const pid_t *pid, const pid_t *pgid, const pid_t *sid,
                     crest_error_t *err);
 
-/* timers.c: a process holding a POSIX timer is refused (one line). */
-int
-timers_check(pid_t pid, crest_error_t *err);
+/* timers.c: POSIX timers (timer_create), both directions. */
+#define TIMERS_MAX 4096 /* timer IDs (and timers) per process */
+struct ptimer
+{
+  int32_t id, notify, signo;
+  int32_t thread; /* SIGEV_THREAD_ID: the thread's index in its process, else -1 */
+  int64_t clock;
+  uint64_t value; /* sigev_value */
+  int64_t it[4];  /* interval sec, nsec, time left sec, nsec (timer_gettime) */
+};
 
 /* vmflags.c: smaps VmFlags of a process. The bits a mapping records in
    the image ("madv", format 3); each but VMF_NORESERVE (an mmap flag) is
@@ -150,7 +157,12 @@ timers_check(pid_t pid, crest_error_t *err);
 #define VMF_RANDOM 0x40u
 #define VMF_MERGEABLE 0x80u
 #define VMF_NORESERVE 0x100u
-#define VMF_ALL 0x1ffu
+/* Format 9: locked in memory (mlock, "lo"), on fault (MLOCK_ONFAULT, "lf"):
+   mlock2 by the blob once the rlimits are back. */
+#define VMF_LOCKED 0x200u
+#define VMF_LOCKONFAULT 0x400u
+#define VMF_LOCKS (VMF_LOCKED | VMF_LOCKONFAULT)
+#define VMF_ALL 0x7ffu
 struct vmflags_ent;
 int
 vmflags_load(pid_t pid, struct vmflags_ent **out, size_t *n, crest_error_t *err);
@@ -159,6 +171,8 @@ vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, 
               const char *kind, uint32_t *bits, crest_error_t *err);
 int
 vmflags_advice(uint32_t bit);
+bool
+vmflags_at_has(const struct vmflags_ent *v, size_t n, uint64_t addr, const char *lock);
 int
 vmflags_put(yajl_gen g, const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start,
             uint64_t end, const char *kind, crest_error_t *err);

@@ -23,7 +23,7 @@
    root directory of its own ("root_dir"): a reader of version 1 would ignore
    the key and restore the process running, or without its chroot, so such
    an image must not look like version 1 to it. */
-#define CREST_IMAGE_FORMAT 8
+#define CREST_IMAGE_FORMAT 9
 #define CREST_IMAGE_FORMAT_STOP 2
 #define CREST_IMAGE_FORMAT_CHROOT 2
 /* Format 3: records of docs/engine.md's attribute tables (mapping advice
@@ -44,6 +44,11 @@
 /* Format 8: a file's "fown", the owner and signal of its signal-driven I/O
    (O_ASYNC, fown.c); see docs/image-format.md. */
 #define CREST_IMAGE_FORMAT_FOWN 8
+/* Format 9: a process's "posix_timers" (timer_create, timers.c) and
+   "mlockall", memory locks in a VMA's "madv", files of type "pidfd"
+   (pidfd.c); see
+   docs/image-format.md. */
+#define CREST_IMAGE_FORMAT_TIMERS 9
 
 /* Freeze callback, used by the container glue to set cgroup.freeze; NULL in
    process mode. Called with the tree's root PID and one of:

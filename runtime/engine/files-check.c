@@ -13,6 +13,7 @@
 #include <sys/vfs.h>
 #include <linux/magic.h>
 #include "engine-int.h"
+#include "files.h"
 #include "util.h"
 
 /* /proc/N or below, for a number N: a task's own files, which name a PID
@@ -71,13 +72,11 @@ files_check_fd(pid_t pid, int fd, const char *link, const struct stat *st, struc
                             "task %d: fd %d (%s): fanotify marks are not restored yet: cannot "
                             "checkpoint it",
                             pid, fd, link);
-  if ((strncmp(link, "anon_inode:", 11) == 0 && !evfd_kind(link))
-      || strncmp(link, "pidfd:", 6) == 0)
+  if (strncmp(link, "anon_inode:", 11) == 0 && !evfd_kind(link) && !pidfd_link(link))
     return crest_error_make(err, ENOTSUP,
                             "task %d: fd %d (%s): %s is not supported: cannot "
                             "checkpoint it",
-                            pid, fd, link,
-                            strstr(link, "pidfd") ? "a pidfd" : "this kind of descriptor");
+                            pid, fd, link, "this kind of descriptor");
   if (flags & O_PATH && !S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode)
       && !(S_ISLNK(st->st_mode) && (flags & O_NOFOLLOW)))
     return crest_error_make(err, ENOTSUP,

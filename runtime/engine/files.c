@@ -28,14 +28,14 @@
 static const struct fd_ops *const fd_types[] = {
   /* Event descriptors first: they claim their anon_inode link by name,
      whatever mode a kernel gives anonymous inodes. */
-  &fd_eventfd_ops, &fd_timerfd_ops,   &fd_signalfd_ops, &fd_epoll_ops,
-  &fd_inotify_ops, &fd_inherited_ops, /* stdio leading outside the task's root, before the file
-                                         types */
-  &fd_memfd_ops,                      /* before reg: a memfd is a regular file too */
-  &fd_reg_ops,     &fd_dir_ops,       &fd_link_ops,     &fd_dev_ops,
+  &fd_eventfd_ops, &fd_timerfd_ops, &fd_signalfd_ops,  &fd_epoll_ops,
+  &fd_inotify_ops, &fd_pidfd_ops,   &fd_inherited_ops, /* stdio leading outside the task's root,
+                                           before the file types */
+  &fd_memfd_ops, /* before reg: a memfd is a regular file too */
+  &fd_reg_ops,     &fd_dir_ops,     &fd_link_ops,      &fd_dev_ops,
   &fd_tty_ops, /* after dev; hands stdio on another terminal to inherited */
-  &fd_pipe_ops,    &fd_fifo_ops,      &fd_unix_ops, /* unix sockets; a socket of another family is
-                                                       refused */
+  &fd_pipe_ops,    &fd_fifo_ops,    &fd_unix_ops, /* unix sockets; a socket of another family is
+                                                     refused */
   &fd_inet_ops, /* TCP and UDP sockets; any other socket is refused */
 };
 
@@ -484,7 +484,13 @@ files_install(struct rctx *c, int idx, const struct rproc *p)
           continue;
         }
       struct rfile *f = &c->f[want->file];
-      int src = files_task_src(c, f, fd);
+      int src;
+      if (f->ops->flags & FDT_LATE)
+        {
+          close(fd); /* the blob opens it (pidfd_ops) */
+          continue;
+        }
+      src = files_task_src(c, f, fd);
       if (src < 0 || dup2(src, fd) < 0)
         task_fail(c, idx, "process %d: install fd %d (%s): %s", p->pid, fd, f->path,
                   strerror(errno));

@@ -1,7 +1,7 @@
 /* crest: descriptor types. Every kind of open file description crest
  * checkpoints is one struct fd_ops, in a file of its own that holds both
  * directions (files-reg.c, files-memfd.c, pipes.c, tty.c, eventfd.c,
- * timerfd.c, signalfd.c, eventpoll.c, inotify.c, sk-inet.c), and one row of
+ * timerfd.c, signalfd.c, eventpoll.c, inotify.c, sk-inet.c, pidfd.c), and one row of
  * fd_types[] in files.c. files.c walks the descriptors (the kcmp sharing,
  * locks, placement) and dispatches to the type in one place on each side:
  * dump_fd (probe), files_put (write), files_parse (parse), files_open
@@ -51,6 +51,7 @@ struct fd_probe
 #define FDT_PATH 0x2u    /* restore opens "path", which must be absolute */
 #define FDT_DATA 0x4u    /* may name a "data" file of the image */
 #define FDT_OUTSIDE 0x8u /* stands for a file outside the tree (stdio only) */
+#define FDT_LATE 0x10u   /* opened by the task's blob once every task exists (pidfd.c) */
 
 struct evfd;
 
@@ -131,6 +132,10 @@ extern const struct fd_ops fd_pipe_ops, fd_fifo_ops;
 extern const struct fd_ops fd_eventfd_ops, fd_timerfd_ops, fd_signalfd_ops, fd_epoll_ops;
 extern const struct fd_ops fd_inotify_ops;
 extern const struct fd_ops fd_unix_ops;
+extern const struct fd_ops fd_pidfd_ops;
+/* pidfd.c: is LINK (readlink of a descriptor) a pidfd's? */
+bool
+pidfd_link(const char *link);
 
 /* eventfd.c: the fd_ops functions of a type with an evfd_ops. */
 int

@@ -33,6 +33,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/sk-unix.c \
 	runtime/engine/pstree-check.c \
 	runtime/engine/timers.c \
+	runtime/engine/pidfd.c \
 	runtime/engine/vmflags.c \
 	runtime/engine/files.c runtime/engine/files.h \
 	runtime/engine/files-reg.c \

@@ -388,8 +388,13 @@ mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       jput_int(g, "prot", v[i].prot);
       jput_bool(g, "shared", v[i].shared);
       jput_str(g, "kind", v[i].kind);
-      if (put_attrs(c, vmflags_put(g, vf, nvf, p->pid, v[i].start, v[i].end, v[i].kind, err)) < 0)
-        goto fail;
+      {
+        int w = vmflags_put(g, vf, nvf, p->pid, v[i].start, v[i].end, v[i].kind, err);
+        if (w == 2 && c->w->format < CREST_IMAGE_FORMAT_TIMERS)
+          c->w->format = CREST_IMAGE_FORMAT_TIMERS; /* format 9: mlock */
+        if (put_attrs(c, w) < 0)
+          goto fail;
+      }
       if (strcmp(v[i].kind, "sysv") == 0)
         {
           if (ipc_put_vma(c, p->pid, &v[i], g, err) < 0)
@@ -504,7 +509,9 @@ mem_parse_vmas(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
           int64_t madv;
           if (jget_i64(items[i], "madv", &madv, err) < 0)
             return -1;
-          CHECK(c->img->format >= CREST_IMAGE_FORMAT_ATTRS && madv > 0 && madv <= VMF_ALL,
+          CHECK(c->img->format >= CREST_IMAGE_FORMAT_ATTRS && madv > 0 && madv <= VMF_ALL
+                    && (!(madv & VMF_LOCKS) || c->img->format >= CREST_IMAGE_FORMAT_TIMERS)
+                    && (!(madv & VMF_LOCKONFAULT) || (madv & VMF_LOCKED)),
                 "process %d: mapping %ld: bad madv %lld (format %d)", p->pid, i, (long long)madv,
                 c->img->format);
           m->madv = (uint32_t)madv;

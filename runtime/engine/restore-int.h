@@ -98,6 +98,9 @@ struct rproc
   size_t auxv_len;
   struct ksigaction sa[65];
   uint64_t itimer[3][4];
+  struct ptimer *timers; /* POSIX timers (timers.c) */
+  size_t ntimers;
+  int mcl; /* mlockall flags to put back (MCL_FUTURE, MCL_ONFAULT), else 0 */
   uint8_t (*shared_pending)[128];
   size_t nshared_pending;
   struct rvma *vmas;
@@ -279,6 +282,17 @@ caps_bound(const struct crest_restore_opts *o, uint64_t *bound, const char **who
 int
 check_caps(struct rctx *c, uint64_t bound, const char *whose, crest_error_t *err);
 /* restore-task.c: the blob's operation lists. */
+/* The blob region being filled in a new task: data the operations point
+   to is put there (bld_alloc: SIZE bytes aligned to ALIGN, copied from
+   INIT unless NULL; returns its address in the task). */
+struct bld
+{
+  uint8_t *buf;
+  uint64_t base, cap, used;
+};
+uint64_t
+bld_alloc(struct bld *b, uint64_t size, uint64_t align, const void *init);
+
 struct oplist
 {
   struct blob_op *ops;
@@ -330,5 +344,16 @@ create_task(struct rctx *c, int idx);
 void
 task_layout_prime(void);
 void __attribute__((noreturn)) task_main(struct rctx *c, int idx);
+
+/* pidfd.c: the blob's operations that open P's pidfds. */
+void
+pidfd_ops(const struct rctx *c, const struct rproc *p, struct oplist *l);
+/* timers.c: the restore side. */
+int
+timers_parse(yajl_val v, int format, struct rproc *p, crest_error_t *err);
+size_t
+timers_ops_bound(const struct rproc *p);
+void
+timers_ops(const struct rproc *p, struct oplist *l, struct bld *b);
 
 #endif

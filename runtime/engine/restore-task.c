@@ -50,13 +50,7 @@
 
 /* ---------- the task side (runs in each new task, on crest's code) ---------- */
 
-struct bld
-{
-  uint8_t *buf;
-  uint64_t base, cap, used;
-};
-
-static uint64_t
+uint64_t
 bld_alloc(struct bld *b, uint64_t size, uint64_t align, const void *init)
 {
   uint64_t off = (b->used + align - 1) & ~(align - 1);
@@ -611,7 +605,18 @@ main_tail_ops(struct rctx *c, int idx, struct rproc *p, struct oplist *l, struct
     }
   for (int r_ = 0; r_ < RLIM_NLIMITS; r_++)
     OP(l, SYS_prlimit64, 0, r_, bld_alloc(b, 16, 8, p->rl[r_]), 0, 0, 0);
+  /* Memory locks within the task's own RLIMIT_MEMLOCK, now back. */
+  for (size_t i = 0; i < p->nvmas; i++)
+    if (p->vmas[i].madv & VMF_LOCKED)
+      OP(l, SYS_mlock2, p->vmas[i].start, p->vmas[i].end - p->vmas[i].start,
+         (p->vmas[i].madv & VMF_LOCKONFAULT) ? MLOCK_ONFAULT : 0, 0, 0, 0);
+  if (p->mcl)
+    OP(l, SYS_mlockall, p->mcl, 0, 0, 0, 0, 0);
   OP(l, SYS_close_range, c->svc_base, ~0U, 0, 0, 0, 0);
+  /* Every thread exists (a timer may signal one of them), and every task
+     of the tree (a pidfd names one). */
+  timers_ops(p, l, b);
+  pidfd_ops(c, p, l);
   process_attr_ops(p, l, b);
   {
     /* Test hook: the last process's restorer fails here, after every task
@@ -784,10 +789,10 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   check_specials(c, idx, p, sp, nsp);
   size = ((crest_restorer_blob_size + PAGE - 1) & ~(PAGE - 1)) + PAGE /* args */
          + (16 + 3 * p->nvmas + 2 * p->nruns + 80 + p->nth * 90 + p->nshared_pending
-            + cow_ops_bound(p))
+            + cow_ops_bound(p) + timers_ops_bound(p) + p->nfds + p->nvmas)
                * sizeof(struct blob_op)
          + 65536 + p->auxv_len + p->nth * (4096 + 128 * 64) + p->nshared_pending * 128
-         + (p->nth - 1) * THREAD_STACK + MAIN_STACK;
+         + p->ntimers * 128 + (p->nth - 1) * THREAD_STACK + MAIN_STACK;
   for (size_t k = 0; k < nsp; k++)
     size += sp[k].end - sp[k].start;
   size = (size + PAGE - 1) & ~(PAGE - 1);

@@ -220,6 +220,16 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
     return -1;
   if (sig_parse_process(v, p, err) < 0)
     return -1;
+  if (has_key(v, "mlockall"))
+    {
+      int64_t mcl;
+      if (jget_i64(v, "mlockall", &mcl, err) < 0)
+        return -1;
+      CHECK(c->img->format >= CREST_IMAGE_FORMAT_TIMERS
+                && (mcl == MCL_FUTURE || mcl == (MCL_FUTURE | MCL_ONFAULT)),
+            "process %d: mlockall %lld (format %d)", p->pid, (long long)mcl, c->img->format);
+      p->mcl = (int)mcl;
+    }
   if (prctl_parse_process(v, c->img->format, &p->pr, err) < 0)
     return crest_error_wrap(err, "process %d", p->pid);
   if (has_key(v, "stop_signal"))
@@ -253,7 +263,8 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
     if (p->nth++, parse_thread(c, items[i], &p->th[i], err) < 0)
       return crest_error_wrap(err, "process %d", p->pid);
   CHECK(p->th[0].tid == p->pid, "process %d: first thread is %d", p->pid, p->th[0].tid);
-  return 0;
+  /* After the threads: a timer may signal one of them. */
+  return timers_parse(v, c->img->format, p, err);
 }
 
 /* PIDs and TIDs are unique in the whole tree, threads of one process
@@ -1177,7 +1188,7 @@ free_ctx(struct rctx *c)
       for (size_t t = 0; t < p->nth; t++)
         free(p->th[t].xstate), free(p->th[t].pending);
       free(p->th), free(p->vmas), free(p->runs), free(p->fds), free(p->groups), free(p->auxv);
-      free(p->shared_pending);
+      free(p->shared_pending), free(p->timers);
       cow_free(p);
     }
   for (size_t i = 0; i < c->nf; i++)

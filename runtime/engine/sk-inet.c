@@ -36,6 +36,7 @@
 #include "restore-int.h"
 #include "sk-tcp.h"
 #include "sockets.h"
+#include "log.h"
 #include "util.h"
 
 #ifndef SO_MEMINFO
@@ -426,11 +427,19 @@ tcp_state(struct dctx *c, int d, struct inet_sk *s, crest_error_t *err)
   switch (ti.tcpi_state)
     {
     case TCP_LISTEN:
-      if (ti.tcpi_unacked)
+      /* Connections the program has not accepted yet cannot be put back
+         in a listener's queue. With --tcp-close they are closed as every
+         other connection: left out, their clients see them reset. */
+      if (ti.tcpi_unacked && c->o->tcp_mode != CREST_TCP_CLOSE)
         return crest_error_make(err, ENOTSUP,
                                 "a listening TCP socket with %u connection(s) waiting to be "
-                                "accepted: crest does not restore them",
+                                "accepted, which crest cannot put back in its queue: give "
+                                "--tcp-close to restore them closed",
                                 ti.tcpi_unacked);
+      if (ti.tcpi_unacked)
+        crest_debug("checkpoint: a listening TCP socket: %u connection(s) waiting to be "
+                    "accepted are closed (--tcp-close)",
+                    ti.tcpi_unacked);
       s->state = SK_LISTEN;
       s->backlog = (int)ti.tcpi_sacked;
       return 0;

@@ -36,6 +36,8 @@ static const struct
   { "rr", VMF_RANDOM, MADV_RANDOM },
   { "mg", VMF_MERGEABLE, MADV_MERGEABLE },
   { "nr", VMF_NORESERVE, 0 },
+  { "lo", VMF_LOCKED, 0 },
+  { "lf", VMF_LOCKONFAULT, 0 },
 };
 
 /* Flags that follow from what the image already records (protections,
@@ -51,8 +53,6 @@ static const struct
   const char *what;
 } refused[] = {
   { "gu", "a guard region (MADV_GUARD_INSTALL)" },
-  { "lo", "locked in memory (mlock)" },
-  { "lf", "locked on fault (mlock2 MLOCK_ONFAULT)" },
   { "ht", "hugetlb memory" },
   { "sf", "a DAX synchronous-fault mapping" },
   { "um", "registered with userfaultfd" },
@@ -150,6 +150,20 @@ vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, 
   return 0;
 }
 
+/* Does the mapping of V (N entries, by start) that holds ADDR have LOCK
+   ("lo" or "lf") among its flags? */
+bool
+vmflags_at_has(const struct vmflags_ent *v, size_t n, uint64_t addr, const char *lock)
+{
+  const struct vmflags_ent *at = NULL;
+  char tok[8];
+  for (size_t i = 0; i < n; i++)
+    if (v[i].start <= addr && (!at || v[i].start > at->start))
+      at = &v[i];
+  snprintf(tok, sizeof tok, " %s ", lock); /* the line keeps its leading space */
+  return at && strstr(at->flags, tok) != NULL;
+}
+
 int
 vmflags_advice(uint32_t bit)
 {
@@ -160,7 +174,8 @@ vmflags_advice(uint32_t bit)
 }
 
 /* Check the mapping (vmflags_check) and write its "madv" when it has
-   advice: -1 refused, 1 written, 0 nothing to write. */
+   advice: -1 refused, 1 written, 2 written with a lock (format 9), 0
+   nothing to write. */
 int
 vmflags_put(yajl_gen g, const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start,
             uint64_t end, const char *kind, crest_error_t *err)
@@ -171,5 +186,5 @@ vmflags_put(yajl_gen g, const struct vmflags_ent *v, size_t n, pid_t pid, uint64
   if (!bits)
     return 0;
   jput_int(g, "madv", bits);
-  return 1;
+  return bits & VMF_LOCKS ? 2 : 1;
 }

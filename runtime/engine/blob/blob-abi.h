@@ -21,6 +21,9 @@
   (-1001)                    /* a0 = fd, a1 = addr, a2 = len, a3 = off:                            \
                                 loops over short reads              */
 #define BLOB_OP_TRAP (-1002) /* int3 (debugging) */
+#define BLOB_OP_PIDFD                                                                              \
+  (-1004) /* a0 = pid, a1 = pidfd_open flags, a2 = the descriptor it must                          \
+             be, a3 = close-on-exec: returns a2 */
 
 /* Checks on a result. */
 #define BLOB_CHECK_NONE 0

@@ -47,6 +47,24 @@ pread_full(long fd, uint64_t addr, uint64_t len, uint64_t off)
   return 0;
 }
 
+/* pidfd_open(PID, FLAGS) as descriptor FD (its close-on-exec flag CLOEXEC). */
+static long
+pidfd_at(long pid, long flags, long fd, long cloexec)
+{
+  long r = sys6(434 /* pidfd_open */, pid, flags, 0, 0, 0, 0), d;
+  if (r < 0)
+    return r;
+  if (r == fd)
+    {
+      /* pidfd_open sets close-on-exec. */
+      d = cloexec ? 0 : sys6(72 /* fcntl */, fd, 2 /* F_SETFD */, 0, 0, 0, 0);
+      return d < 0 ? d : fd;
+    }
+  d = sys6(292 /* dup3 */, r, fd, cloexec ? 02000000 /* O_CLOEXEC */ : 0, 0, 0, 0);
+  sys6(3 /* close */, r, 0, 0, 0, 0, 0);
+  return d;
+}
+
 void
 blob_run_ops(struct blob_ops *o)
 {
@@ -62,6 +80,8 @@ blob_run_ops(struct blob_ops *o)
         r = blob_clone_thread((void *)op->a[0], (long)op->a[1], (struct blob_ops *)op->a[2]);
       else if (op->nr == BLOB_OP_PREAD_FULL)
         r = pread_full((long)op->a[0], op->a[1], op->a[2], op->a[3]);
+      else if (op->nr == BLOB_OP_PIDFD)
+        r = pidfd_at((long)op->a[0], (long)op->a[1], (long)op->a[2], (long)op->a[3]);
       else if (op->nr == BLOB_OP_TRAP)
         {
           __asm__ volatile("int3");

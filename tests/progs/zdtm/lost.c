@@ -554,6 +554,140 @@ chk_timer(void)
               (long)it.it_interval.tv_sec, (long)it.it_value.tv_sec);
 }
 
+/* A periodic timer whose signal was taken late: timer_getoverrun says how
+   many expirations the last signal stood for, which no call can set. */
+static void
+set_timer_overrun(void)
+{
+  struct sigevent ev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGUSR2 };
+  struct itimerspec it = { { 0, 1000000 }, { 0, 1000000 } };
+  struct timespec wait = { 5, 0 };
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGUSR2);
+  need(sigprocmask(SIG_BLOCK, &s, NULL) == 0, "sigprocmask");
+  need(timer_create(CLOCK_MONOTONIC, &ev, &tid) == 0, "timer_create");
+  need(timer_settime(tid, 0, &it, NULL) == 0, "timer_settime");
+  usleep(50000);
+  need(sigtimedwait(&s, NULL, &wait) == SIGUSR2, "sigtimedwait");
+  need(timer_getoverrun(tid) > 0, "an overrun");
+}
+
+static void
+chk_timer_overrun(void)
+{
+  if (timer_getoverrun(tid) <= 0)
+    zdtm_fail("timer overrun: %d", timer_getoverrun(tid));
+}
+
+/* A timer on the CPU-time clock of the thread that created it, in a
+   process of two threads: /proc does not say which thread that was. */
+static void *
+idle_thread(void *a)
+{
+  (void)a;
+  for (;;)
+    pause();
+  return NULL;
+}
+
+static void
+set_timer_thread_cpu(void)
+{
+  struct sigevent ev = { .sigev_notify = SIGEV_NONE };
+  struct itimerspec it = { { 0, 0 }, { 100, 0 } };
+  pthread_t t;
+  need(pthread_create(&t, NULL, idle_thread, NULL) == 0, "pthread_create");
+  need(timer_create(CLOCK_THREAD_CPUTIME_ID, &ev, &tid) == 0, "timer_create");
+  need(timer_settime(tid, 0, &it, NULL) == 0, "timer_settime");
+}
+
+static void
+chk_timer_thread_cpu(void)
+{
+  struct itimerspec it;
+  if (timer_gettime(tid, &it) < 0 || it.it_value.tv_sec < 90)
+    zdtm_fail("thread CPU-time timer: gone or %ld s left", (long)it.it_value.tv_sec);
+}
+
+/* --- memory locks --- */
+
+/* Is LOCK ("lo", "lf") among the VmFlags of the mapping at ADDR? */
+static bool
+vm_has(void *addr, const char *lock)
+{
+  char line[512], want[8];
+  unsigned long s, e, a = (unsigned long)addr;
+  bool in = false, has = false;
+  FILE *f = fopen("/proc/self/smaps", "r");
+  if (!f)
+    return false;
+  snprintf(want, sizeof want, " %s", lock);
+  while (fgets(line, sizeof line, f))
+    {
+      if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
+        in = s <= a && a < e;
+      else if (in && strncmp(line, "VmFlags:", 8) == 0)
+        has = strstr(line, want) && (strstr(line, want)[3] == ' ' || strstr(line, want)[3] == '\n');
+    }
+  fclose(f);
+  return has;
+}
+
+static void
+set_mlock(void)
+{
+  mem = mmap(NULL, 16 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  need(mem != MAP_FAILED, "mmap");
+  memset(mem, 0x5a, 16 * PG);
+  need(mlock(mem, 16 * PG) == 0, "mlock");
+}
+
+static void
+chk_mlock(void)
+{
+  if (!vm_has(mem, "lo") || vm_has(mem, "lf"))
+    zdtm_fail("mlock: the mapping is %slocked%s", vm_has(mem, "lo") ? "" : "not ",
+              vm_has(mem, "lf") ? " on fault" : "");
+  if (mem[5 * PG] != 0x5a)
+    zdtm_fail("mlock: contents changed");
+}
+
+static void
+set_mlock_onfault(void)
+{
+  mem = mmap(NULL, 16 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  need(mem != MAP_FAILED, "mmap");
+  mem[0] = 1;
+  if (mlock2(mem, 16 * PG, MLOCK_ONFAULT) < 0)
+    unsupported("mlock2 MLOCK_ONFAULT");
+}
+
+static void
+chk_mlock_onfault(void)
+{
+  if (!vm_has(mem, "lo") || !vm_has(mem, "lf"))
+    zdtm_fail("mlock2 MLOCK_ONFAULT: VmFlags lo %d lf %d, expected both", vm_has(mem, "lo"),
+              vm_has(mem, "lf"));
+}
+
+static void
+set_mlockall(void)
+{
+  need(mlockall(MCL_CURRENT | MCL_FUTURE) == 0, "mlockall");
+}
+
+static void
+chk_mlockall(void)
+{
+  /* MCL_FUTURE: a mapping made after restore is locked too. */
+  char *p = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED || !vm_has(p, "lo"))
+    zdtm_fail("mlockall(MCL_FUTURE): a new mapping after restore is not locked");
+  if (!vm_has((void *)&p, "lo"))
+    zdtm_fail("mlockall(MCL_CURRENT): the stack is not locked after restore");
+}
+
 /* --- unlinked files --- */
 
 static const long hole_at = 1 * MIB, big = 1536 * MIB;
@@ -769,8 +903,83 @@ set_pidfd(void)
 static void
 chk_pidfd(void)
 {
+  char p[64], line[128];
+  long pid = -2;
+  FILE *f;
+  snprintf(p, sizeof p, "/proc/self/fdinfo/%d", fd);
+  if ((f = fopen(p, "r")))
+    {
+      while (fgets(line, sizeof line, f))
+        if (strncmp(line, "Pid:", 4) == 0)
+          pid = strtol(line + 4, NULL, 10);
+      fclose(f);
+    }
+  if (pid != child)
+    zdtm_fail("pidfd: of process %ld, expected the child %d", pid, (int)child);
+}
+
+/* A pidfd of the harness that started the program (outside the tree). */
+static void
+set_pidfd_outside(void)
+{
+  if (getppid() == 0)
+    unsupported("a parent outside the tree (a PID namespace's init has none it can see)");
+  fd = syscall(SYS_pidfd_open, getppid(), 0);
+  if (fd < 0)
+    unsupported("pidfd_open");
+}
+
+static void
+chk_pidfd_outside(void)
+{
   if (syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) < 0)
-    zdtm_fail("pidfd: no longer the child's (%s)", strerror(errno));
+    zdtm_fail("pidfd of the parent: %s", strerror(errno));
+}
+
+/* A pidfd of a child that has exited and been reaped. */
+static void
+set_pidfd_reaped(void)
+{
+  pid_t c = fork();
+  need(c >= 0, "fork");
+  if (c == 0)
+    _exit(0);
+  fd = syscall(SYS_pidfd_open, c, 0);
+  if (fd < 0)
+    unsupported("pidfd_open");
+  need(waitpid(c, NULL, 0) == c, "waitpid");
+}
+
+static void
+chk_pidfd_reaped(void)
+{
+  if (syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) == 0 || errno != ESRCH)
+    zdtm_fail("pidfd of a reaped child: signal 0 gave %s", strerror(errno));
+}
+
+/* One pidfd file held by the process and by a child it forked. */
+static void
+set_pidfd_shared(void)
+{
+  pid_t c = fork();
+  need(c >= 0, "fork");
+  if (c == 0)
+    {
+      for (;;)
+        pause();
+    }
+  fd = syscall(SYS_pidfd_open, c, 0);
+  if (fd < 0)
+    unsupported("pidfd_open");
+  need(fcntl(fd, F_SETFD, 0) == 0, "F_SETFD");
+  spawn(child_idle); /* inherits it */
+}
+
+static void
+chk_pidfd_shared(void)
+{
+  if (syscall(SYS_pidfd_send_signal, fd, 0, NULL, 0) < 0)
+    zdtm_fail("shared pidfd: %s", strerror(errno));
 }
 
 static void
@@ -1518,6 +1727,27 @@ chk_accept_queue(void)
     zdtm_fail("accepted connection: its bytes are gone");
 }
 
+/* With --tcp-close the connection waiting to be accepted is closed: the
+   listener comes back with an empty queue, listening on its address, and
+   the client's end reads end of file or a reset, never the old bytes. */
+static void
+chk_accept_queue_close(void)
+{
+  char buf[8];
+  struct sockaddr_in a;
+  socklen_t len = sizeof a;
+  struct pollfd p = { tcp_l, POLLIN, 0 };
+  int n = poll(&p, 1, 200);
+  if (n != 0)
+    zdtm_fail("listener: %s after restore, expected an empty queue",
+              n > 0 ? "a connection to accept" : strerror(errno));
+  if (getsockname(tcp_l, (struct sockaddr *)&a, &len) < 0 || a.sin_port == 0)
+    zdtm_fail("listener: no longer bound");
+  n = (int)recv(tcp_c, buf, sizeof buf, MSG_DONTWAIT);
+  if (n > 0)
+    zdtm_fail("client: read %d bytes from a connection --tcp-close closed", n);
+}
+
 static const struct
 {
   const char *name;
@@ -1545,6 +1775,11 @@ static const struct
   { "timerslack", set_slack, chk_slack },
   { "membarrier", set_membarrier, chk_membarrier },
   { "posix-timer", set_timer, chk_timer },
+  { "mlock", set_mlock, chk_mlock },
+  { "mlock-onfault", set_mlock_onfault, chk_mlock_onfault },
+  { "mlockall", set_mlockall, chk_mlockall },
+  { "posix-timer-overrun", set_timer_overrun, chk_timer_overrun },
+  { "posix-timer-thread-cpu", set_timer_thread_cpu, chk_timer_thread_cpu },
   { "unlinked-holes", set_holes, chk_holes },
   { "unlinked-mode", set_umode, chk_umode },
   { "unlinked-shared", set_ushared, chk_ushared },
@@ -1555,6 +1790,9 @@ static const struct
   { "opath", set_opath, chk_opath },
   { "opath-symlink", set_opath_link, chk_opath_link },
   { "pidfd", set_pidfd, chk_pidfd },
+  { "pidfd-outside", set_pidfd_outside, chk_pidfd_outside },
+  { "pidfd-reaped", set_pidfd_reaped, chk_pidfd_reaped },
+  { "pidfd-shared", set_pidfd_shared, chk_pidfd_shared },
   { "proc-fd", set_procfd, chk_procfd },
   { "deleted-cwd", set_delcwd, chk_delcwd },
   { "pipe-no-writer", set_widow_r, chk_widow_r },
@@ -1577,6 +1815,7 @@ static const struct
   { "posix-shm", set_posix_shm, chk_posix_shm },
   { "tcp-established", set_tcp_est, chk_tcp_est },
   { "accept-queue", set_accept_queue, chk_accept_queue },
+  { "accept-queue-close", set_accept_queue, chk_accept_queue_close },
   { "leader-exit", set_leader_exit, NULL },
   { "reparented", set_orphan, NULL },
   { "orphan-pgrp", set_orphan_pgrp, NULL },
