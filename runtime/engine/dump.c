@@ -229,6 +229,14 @@ mlockall_probe(struct dproc *p, int (*inject)(void *, long, const long[6], long 
   rc = vmflags_load(p->pid, &vf, &nvf, err);
   if (rc == 0 && vmflags_at_has(vf, nvf, (uint64_t)addr, "lo"))
     p->mcl = MCL_FUTURE | (vmflags_at_has(vf, nvf, (uint64_t)addr, "lf") ? MCL_ONFAULT : 0);
+  /* A kernel that names no "lf" (6.1 shows two question marks) cannot say
+     whether MCL_ONFAULT is in force. */
+  if (rc == 0 && p->mcl && vmflags_at_has(vf, nvf, (uint64_t)addr, "??"))
+    rc = crest_error_make(
+        err, ENOTSUP,
+        "task %d: mlockall(MCL_FUTURE) with a flag this kernel's smaps does not "
+        "name (\"?\?\": MCL_ONFAULT), which crest cannot restore: cannot checkpoint it",
+        p->pid);
   a[0] = addr, a[1] = PAGE;
   if (inject(&ic, SYS_munmap, a, &ret, err) < 0)
     return -1;

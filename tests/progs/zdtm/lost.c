@@ -661,6 +661,9 @@ set_mlock_onfault(void)
   mem[0] = 1;
   if (mlock2(mem, 16 * PG, MLOCK_ONFAULT) < 0)
     unsupported("mlock2 MLOCK_ONFAULT");
+  /* 6.1's smaps shows "??" for it, which crest refuses as unknown. */
+  if (!vm_has(mem, "lf"))
+    unsupported("smaps naming MLOCK_ONFAULT (lf)");
 }
 
 static void
