@@ -63,6 +63,10 @@ struct dproc
   bool stop_reported;
   char *root_dir; /* its root directory when it is not the tree's top (a
                      chroot), as a path from the top; NULL: the top */
+  /* Dumpable, under a UID of the container that is not crest's: made not
+     dumpable for the dump (its /proc files are then the container root's,
+     crest's), dumpable again before it is let go (dump.c). */
+  bool dumpable_lowered;
 };
 
 struct dfile

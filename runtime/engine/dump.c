@@ -203,6 +203,39 @@ vdso_gadget(struct dproc *p, const struct vma *vv, size_t nv, int *pops, crest_e
 
 /* Syscalls only the task can answer, injected at a syscall instruction of
    its vDSO, with a scratch area for their answers (scratch_get). */
+/* Do PID's files in /proc belong to crest's user? */
+static bool
+proc_is_ours(pid_t pid)
+{
+  char path[32];
+  struct stat st;
+  snprintf(path, sizeof path, "/proc/%d", pid);
+  return stat(path, &st) == 0 && st.st_uid == geteuid();
+}
+
+/* The dumpable flag a task had (inject_state lowered it), before it is let
+   go. No way home here: a crest killed in this one call leaves the task
+   not dumpable, nothing else (docs/engine.md). */
+static void
+raise_dumpable(struct dproc *p)
+{
+  long a[6] = { PR_SET_DUMPABLE, 1, 0, 0, 0, 0 }, ret;
+  crest_error_t e2 = NULL;
+  if (!p->dumpable_lowered)
+    return;
+  if (pt_inject_nostep(p->th[0].tid, &p->th[0].regs, p->th[0].sigmask, p->gadget, SYS_prctl, a,
+                       &ret, &e2)
+          < 0
+      || ret != 0)
+    {
+      cleanup_free char *why = e2 ? crest_error_text(e2) : NULL;
+      crest_warn("task %d: could not make it dumpable again: %s", p->pid,
+                 why ? why : strerror((int)-ret));
+    }
+  crest_error_release(&e2);
+  p->dumpable_lowered = false;
+}
+
 static int
 inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
 {
@@ -285,6 +318,19 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
                          err)
       < 0)
     goto out;
+  if (p->pr.dumpable == 1 && !proc_is_ours(p->pid))
+    {
+      /* A dumpable task's /proc files (fd, mem, pagemap...) belong to its
+         effective UID, here one of the container's subordinate IDs, mode
+         0500 or 0600: closed to crest, which holds no capability in the
+         initial user namespace. Not dumpable, they are the root's of the
+         user namespace its memory was made in, the container's: crest's.
+         Its record keeps 1, and the task is made dumpable again before it
+         is let go (release_tree). */
+      INJ(m, SYS_prctl, PR_SET_DUMPABLE, 0);
+      p->dumpable_lowered = true;
+      crest_debug("checkpoint: task %d: not dumpable while it is checkpointed", p->pid);
+    }
   for (size_t t = 0; t < p->nth; t++)
     {
       struct dthread *th = &p->th[t];
@@ -823,6 +869,8 @@ release_tree(struct dctx *c, bool kill_it, bool *frozen, crest_error_t *thaw_err
           if (pfd[i] < 0 || syscall(SYS_pidfd_send_signal, pfd[i], SIGKILL, NULL, 0) < 0)
             kill(c->p[i].pid, SIGKILL);
         }
+      else if (c->p[i].nth && c->p[i].th[0].tid)
+        raise_dumpable(&c->p[i]);
       for (size_t t = 0; t < c->p[i].nth; t++)
         if (c->p[i].th[t].tid)
           pt_detach(c->p[i].th[t].tid);
