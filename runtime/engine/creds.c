@@ -240,6 +240,31 @@ creds_setid_ops(const struct rproc *p, struct oplist *l)
   OP(l, SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0, 0);
 }
 
+/* ON: the task's effective IDs for a moment (a SysV segment of mode 0600
+   of its user attached: shmat checks the effective IDs, not the file-system
+   ones); else back to the restorer's, which the real UID, still the
+   restorer's, allows, and which gives back the effective capabilities
+   (from the permitted set). True when there was something to do. */
+bool
+creds_euid_ops(const struct rproc *p, struct oplist *l, bool on)
+{
+  if (!creds_change(p))
+    return false;
+  if (on)
+    {
+      OP(l, SYS_prctl, PR_SET_KEEPCAPS, 1, 0, 0, 0, 0);
+      OP(l, SYS_setresgid, -1, p->gids[1], -1, 0, 0, 0);
+      OP(l, SYS_setresuid, -1, p->uids[1], -1, 0, 0, 0);
+    }
+  else
+    {
+      OP(l, SYS_setresuid, -1, geteuid(), -1, 0, 0, 0);
+      OP(l, SYS_setresgid, -1, getegid(), -1, 0, 0, 0);
+      OP(l, SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0, 0);
+    }
+  return true;
+}
+
 void
 creds_keepcaps_op(const struct rproc *p, struct oplist *l)
 {

@@ -125,6 +125,14 @@ struct idmap
   size_t n;
 };
 
+/* broker.c: opens denied to crest, made by a child in the user namespace
+   of task TASK (the tree's), which crest owns. DIR -1: AT_FDCWD. */
+struct open_how;
+int
+broker_openat2(pid_t task, int dir, const char *path, const struct open_how *how);
+void
+broker_stop(void);
+
 struct dctx
 {
   const struct crest_dump_opts *o;
@@ -323,6 +331,9 @@ ipc_sysv_map(pid_t pid, uint64_t start, uint64_t end, const char *name, uint64_t
 int
 ipc_check_ns(struct dctx *c, struct dproc *root, shm_inject_fn inject, void *ctx, uint64_t scratch,
              size_t room, crest_error_t *err);
+int
+ipc_pending(struct dctx *c, struct dproc *p, shm_inject_fn inject, void *ctx, uint64_t scratch,
+            size_t room, crest_error_t *err);
 /* A mapping of a SysV segment of the tree's own namespace: its "shmid"
    and "shmflg" (the whole segment only). */
 struct vma;

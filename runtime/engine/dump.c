@@ -236,6 +236,29 @@ raise_dumpable(struct dproc *p)
   p->dumpable_lowered = false;
 }
 
+/* A dumpable task's /proc files (fd, mem, pagemap...) belong to its
+   effective UID, here one of the container's subordinate IDs, mode 0500 or
+   0600: closed to crest, which holds no capability in the initial user
+   namespace. Not dumpable, they are the root's of the user namespace its
+   memory was made in, the container's: crest's. Its record keeps 1, and
+   the task is made dumpable again before it is let go (raise_dumpable). */
+static int
+lower_dumpable(struct dproc *p, crest_error_t *err)
+{
+  long a[6] = { PR_SET_DUMPABLE, 0, 0, 0, 0, 0 }, ret;
+  if (p->pr.dumpable != 1 || proc_is_ours(p->pid))
+    return 0;
+  if (pt_inject_nostep(p->th[0].tid, &p->th[0].regs, p->th[0].sigmask, p->gadget, SYS_prctl, a,
+                       &ret, err)
+      < 0)
+    return -1;
+  if (ret != 0)
+    return crest_error_make(err, (int)-ret, "task %d: injected PR_SET_DUMPABLE", p->pid);
+  p->dumpable_lowered = true;
+  crest_debug("checkpoint: task %d: not dumpable while it is checkpointed", p->pid);
+  return 0;
+}
+
 static int
 inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
 {
@@ -318,19 +341,8 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
                          err)
       < 0)
     goto out;
-  if (p->pr.dumpable == 1 && !proc_is_ours(p->pid))
-    {
-      /* A dumpable task's /proc files (fd, mem, pagemap...) belong to its
-         effective UID, here one of the container's subordinate IDs, mode
-         0500 or 0600: closed to crest, which holds no capability in the
-         initial user namespace. Not dumpable, they are the root's of the
-         user namespace its memory was made in, the container's: crest's.
-         Its record keeps 1, and the task is made dumpable again before it
-         is let go (release_tree). */
-      INJ(m, SYS_prctl, PR_SET_DUMPABLE, 0);
-      p->dumpable_lowered = true;
-      crest_debug("checkpoint: task %d: not dumpable while it is checkpointed", p->pid);
-    }
+  if (lower_dumpable(p, err) < 0)
+    goto out;
   for (size_t t = 0; t < p->nth; t++)
     {
       struct dthread *th = &p->th[t];
@@ -374,6 +386,9 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
       goto out;
     /* The objects of the tree's own IPC namespace, counted by its root. */
     if (p == &c->p[0] && ipc_check_ns(c, p, inject_cb, &ic, scratch, SCRATCH_LEN, err) < 0)
+      goto out;
+    /* Segments of a container user the root may not read: by this task? */
+    if (p != &c->p[0] && ipc_pending(c, p, inject_cb, &ic, scratch, SCRATCH_LEN, err) < 0)
       goto out;
   }
   rc = 0;
@@ -954,6 +969,8 @@ dump_objects(struct dctx *c, crest_error_t *err)
       if (dump_fds(c, p, err) < 0)
         return -1;
     }
+  if (ipc_pending(c, NULL, NULL, NULL, 0, 0, err) < 0)
+    return -1;
   if (dump_fault("files", err) < 0 || dump_pipes(c, err) < 0 || files_resolve(c, err) < 0)
     return -1;
   /* Memory objects are shared across the tree: every mapping of each is
@@ -1210,6 +1227,7 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
             c.np, c.pages_bytes, c.readv_calls);
   rc = 0;
 out:
+  broker_stop();
   if (rc < 0)
     exit_reason(&c, err);
   if (frozen && !(rc == 0 && !o->leave_running && !o->pre_dump))

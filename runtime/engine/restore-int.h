@@ -314,6 +314,8 @@ void
 creds_setid_ops(const struct rproc *p, struct oplist *l);
 void
 creds_keepcaps_op(const struct rproc *p, struct oplist *l);
+bool
+creds_euid_ops(const struct rproc *p, struct oplist *l, bool on);
 
 /* mem-cow.c: pages a child shares with its parent ("parent_pages"). */
 int

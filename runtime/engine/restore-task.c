@@ -471,6 +471,7 @@ mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, ui
           }
   }
   /* 4. the target mappings, writable until filled. */
+  bool as_task = false; /* SysV segments attached with the task's IDs */
   for (size_t i = 0; i < p->nvmas; i++)
     {
       struct rvma *m = &p->vmas[i];
@@ -481,6 +482,8 @@ mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, ui
       if (strcmp(m->kind, "sysv") == 0)
         {
           /* The segment, made by the restorer with its ID (ipc.c). */
+          if (!as_task)
+            as_task = creds_euid_ops(p, l, true);
           OPEQ(l, SYS_shmat, (int64_t)m->start, m->shmid, m->start, m->shmflg, 0, 0, 0);
           continue;
         }
@@ -493,6 +496,8 @@ mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, ui
       OPEQ(l, SYS_mmap, (int64_t)m->start, m->start, m->end - m->start, prot, flags,
            m->path ? (uint64_t)m->svc : (uint64_t)-1, m->path ? m->pgoff * PAGE : 0);
     }
+  if (as_task)
+    creds_euid_ops(p, l, false);
   cow_page_ops(p, l);
   for (size_t i = 0; i < p->nvmas; i++)
     {
