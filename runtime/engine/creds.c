@@ -37,6 +37,45 @@ parse_ids(const char *s, long out[4])
   return s && sscanf(s, "%ld %ld %ld %ld", &out[0], &out[1], &out[2], &out[3]) == 4 ? 0 : -1;
 }
 
+/* Does a task of STATUS have IDs other than the container root's, or
+   supplementary groups? (Its restore then changes them.) */
+static bool
+setid_needed(struct dctx *c, const char *status)
+{
+  long ids[4];
+  const char *s;
+  for (int k = 0; k < 2; k++)
+    {
+      if (parse_ids(status_field(status, k ? "Gid" : "Uid"), ids) < 0)
+        return false;
+      for (int i = 0; i < 4; i++)
+        if (inner_id(c, k ? &c->gidmap : &c->uidmap, ids[i]) != 0)
+          return true;
+    }
+  /* The groups the container's init got from the runtime (in a rootless
+     container with one ID mapped, the caller's, which it may not drop) are
+     the restorer's too: only others need a change. */
+  {
+    static char root_groups[1024];
+    static pid_t of;
+    const char *r;
+    size_t n;
+    if (of != c->root)
+      {
+        cleanup_free char *st = NULL;
+        crest_error_t e = NULL;
+        root_groups[0] = 0;
+        if (read_proc(c->root, "status", &st, &e) == 0 && (r = status_field(st, "Groups")))
+          snprintf(root_groups, sizeof root_groups, "%.*s", (int)strcspn(r, "\n"), r);
+        crest_error_release(&e);
+        of = c->root;
+      }
+    s = status_field(status, "Groups");
+    n = s ? strcspn(s, "\n") : 0;
+    return n != strlen(root_groups) || (n && memcmp(s, root_groups, n) != 0);
+  }
+}
+
 /* The "creds" record of process P: IDs as the tree sees them, groups,
    capabilities, securebits, no_new_privs; STATUS is its /proc status. */
 int
@@ -86,6 +125,11 @@ creds_put(struct dctx *c, struct dproc *p, const char *status, yajl_gen g, crest
         jput_u64(g, keys[i], strtoull(s, NULL, 16));
       }
   }
+  if (c->o->no_setid_cap && setid_needed(c, status))
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: runs as another user or group than the container's root, "
+                            "or has supplementary groups: %s",
+                            p->pid, c->o->no_setid_cap);
   jput_int(g, "securebits", p->securebits);
   s = status_field(status, "NoNewPrivs");
   jput_bool(g, "no_new_privs", s && atoi(s));
