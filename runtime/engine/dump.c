@@ -1227,7 +1227,6 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
             c.np, c.pages_bytes, c.readv_calls);
   rc = 0;
 out:
-  broker_stop();
   if (rc < 0)
     exit_reason(&c, err);
   if (frozen && !(rc == 0 && !o->leave_running && !o->pre_dump))
@@ -1267,6 +1266,7 @@ out:
   free_ctx(&c);
   if (c.progress)
     crest_progress("checkpoint of %d: %s", root, rc == 0 ? "done" : "failed");
+  broker_stop();
   if (rc < 0)
     say_held_signal(&hold, err);
   sigprocmask(SIG_SETMASK, &old_mask, NULL);
