@@ -294,9 +294,10 @@ creds_euid_ops(const struct rproc *p, struct oplist *l, bool on)
 {
   if (!creds_change(p))
     return false;
+  /* The real UID stays the restorer's: the permitted set is kept (only a
+     change that leaves no root UID clears it). */
   if (on)
     {
-      OP(l, SYS_prctl, PR_SET_KEEPCAPS, 1, 0, 0, 0, 0);
       OP(l, SYS_setresgid, -1, p->gids[1], -1, 0, 0, 0);
       OP(l, SYS_setresuid, -1, p->uids[1], -1, 0, 0, 0);
     }
