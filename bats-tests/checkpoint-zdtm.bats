@@ -63,6 +63,17 @@ zdtm_cycle() {
 	zdtm_cycle chroot
 }
 
+@test "zdtm-nonroot in a container (tasks under UID 1000 of the container: its config gives CAP_SETUID and CAP_SETGID and maps subordinate IDs)" {
+	local sub
+	sub=$(awk -F: -v u="$(id -un)" '$1 == u { print $2; exit }' /etc/subuid)
+	[ -n "$sub" ] || fail "no subordinate UIDs for $(id -un) in /etc/subuid"
+	update_config '.process.capabilities |= with_entries(if .key == "bounding" or .key == "permitted" or .key == "effective" then .value += ["CAP_SETUID", "CAP_SETGID"] else . end)
+		| .linux.uidMappings = [{containerID: 0, hostID: '"$(id -u)"', size: 1}, {containerID: 1, hostID: '"$sub"', size: 65535}]
+		| .linux.gidMappings = [{containerID: 0, hostID: '"$(id -g)"', size: 1}, {containerID: 1, hostID: '"$sub"', size: 65535}]'
+	chmod 1777 "$BUNDLE/rootfs/tmp"
+	zdtm_cycle nonroot
+}
+
 # Memory with no path to open again (runtime/engine/shmem.c): on the stock
 # kernel crest reads it without map_files, on the patched one through it;
 # the result must be the same.

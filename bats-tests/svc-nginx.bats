@@ -22,12 +22,14 @@ PORT=8080
 setup() {
 	requires vm non-root
 	svc_setup
-	# The master and its workers run as the container's root (user root:
-	# nginx's default, nobody, is a container UID other than the test
-	# user's, whose /proc/PID/fd crest cannot list: see the report of
-	# issue 12); the workers' initgroups needs CAP_SETGID, the temp
-	# directories' chown CAP_CHOWN (a rootless container's defaults have
-	# neither).
+	SUB=$(awk -F: -v u="$(id -un)" '$1 == u { print $2; exit }' /etc/subuid)
+	# The master runs as the container's root, its workers as nginx's
+	# default user, nobody (UID and GID 65534 of the container, a
+	# subordinate ID on the host; NGX_USER="root root" runs them as root):
+	# they set themselves dumpable after setuid, so their /proc files are
+	# that UID's. setuid, setgid and initgroups need CAP_SETUID and
+	# CAP_SETGID, the temp directories' chown CAP_CHOWN (a rootless
+	# container's defaults have none).
 	local caps='["CAP_AUDIT_WRITE","CAP_KILL","CAP_NET_BIND_SERVICE","CAP_CHOWN","CAP_SETUID","CAP_SETGID"]'
 	update_config ".process.capabilities.bounding = $caps | .process.capabilities.effective = $caps | .process.capabilities.permitted = $caps"
 	mkdir -p "$SVC/www"
@@ -41,7 +43,7 @@ setup() {
 	# Everything nginx writes is under /tmp: pid file, logs, temp paths.
 	cat >"$SVC/nginx.conf" <<-EOF
 		daemon off;
-		user root root;
+		user ${NGX_USER:-nobody nogroup};
 		master_process on;
 		worker_processes 4;
 		pid /tmp/nginx.pid;
@@ -106,6 +108,20 @@ ng_procs() {
 	done | sort -n
 }
 
+# ng_uids ID: "ROLE UID GID GROUPS" (host IDs: real, effective, saved and
+# file-system alike, else all four) of each nginx process of container ID.
+ng_uids() {
+	local p init
+	init=$(cr_init "$1") || return 0
+	for p in $(pgrep --ns "$init" --nslist pid -x nginx); do
+		awk -v role="$(tr '\0' ' ' <"/proc/$p/cmdline" | cut -d' ' -f2)" '
+			/^Uid:/ { u = ($2 == $3 && $3 == $4 && $4 == $5) ? $2 : $2 "," $3 "," $4 "," $5 }
+			/^Gid:/ { g = ($2 == $3 && $3 == $4 && $4 == $5) ? $2 : $2 "," $3 "," $4 "," $5 }
+			/^Groups:/ { $1 = ""; gr = $0 }
+			END { print role " process " u " " g gr }' "/proc/$p/status"
+	done | sort
+}
+
 # ng_get ID FILE: the digest of /FILE fetched by curl inside container ID
 # (crest exec, a new connection), or "failed: ...".
 ng_get() {
@@ -151,11 +167,16 @@ ng_body() {
 }
 
 @test "nginx: checkpoint and restore, the master and 4 workers with the same PIDs serve the file; the figures" {
-	local procs pids size last pss0 pss1 got
+	local procs pids size last pss0 pss1 got uids
 	ng_start ng
 	[ "$(ng_get ng a.txt)" = "$WANT_A" ] || fail "nginx does not serve the file before the checkpoint: $(ng_get ng a.txt)"
 	procs=$(ng_procs ng)
 	pids=$(cr_ns_pids ng | cut -d' ' -f1)
+	uids=$(ng_uids ng)
+	if [ "${NGX_USER:-nobody nogroup}" = "nobody nogroup" ]; then
+		[[ $uids == *"worker process $((SUB + 65533)) $((SUB + 65533))"* ]] \
+			|| fail "the workers do not run as the container's nobody (host UID $((SUB + 65533))): $uids"
+	fi
 	pss0=$(ng_pss ng)
 	last=$(svc_ms)
 	svc_cycle ng
@@ -165,6 +186,7 @@ ng_body() {
 	[ "$got" = "$WANT_A" ] || fail "after restore nginx gives $got, not the file ($WANT_A)"
 	[ "$(ng_procs ng)" = "$procs" ] || fail "the nginx processes differ: before '$procs', after '$(ng_procs ng)'"
 	[ "$(cr_ns_pids ng | cut -d' ' -f1)" = "$pids" ] || fail "the tree's PIDs differ: before '$pids', after '$(cr_ns_pids ng)'"
+	[ "$(ng_uids ng)" = "$uids" ] || fail "the nginx processes' UIDs and groups differ: before '$uids', after '$(ng_uids ng)'"
 	[ "$(ng_get ng b.txt)" = "$WANT_B" ] || fail "after restore nginx does not serve a second file"
 	pss1=$(ng_pss ng)
 	echo "# nginx (master + 4 workers): checkpoint $SVC_CKPT_MS ms, restore $SVC_REST_MS ms, image ${size} KiB, unavailable $down ms (from the last answer before the checkpoint to the first after the restore, curl through crest exec)" >&3

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <sys/fsuid.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
@@ -25,6 +26,7 @@
 #include "dump-int.h"
 #include "image-check.h"
 #include "restore-int.h"
+#include "blob/blob-abi.h"
 #include "image.h"
 #include "log.h"
 #include "util.h"
@@ -33,6 +35,45 @@ static int
 parse_ids(const char *s, long out[4])
 {
   return s && sscanf(s, "%ld %ld %ld %ld", &out[0], &out[1], &out[2], &out[3]) == 4 ? 0 : -1;
+}
+
+/* Does a task of STATUS have IDs other than the container root's, or
+   supplementary groups? (Its restore then changes them.) */
+static bool
+setid_needed(struct dctx *c, const char *status)
+{
+  long ids[4];
+  const char *s;
+  for (int k = 0; k < 2; k++)
+    {
+      if (parse_ids(status_field(status, k ? "Gid" : "Uid"), ids) < 0)
+        return false;
+      for (int i = 0; i < 4; i++)
+        if (inner_id(c, k ? &c->gidmap : &c->uidmap, ids[i]) != 0)
+          return true;
+    }
+  /* The groups the container's init got from the runtime (in a rootless
+     container with one ID mapped, the caller's, which it may not drop) are
+     the restorer's too: only others need a change. */
+  {
+    static char root_groups[1024];
+    static pid_t of;
+    const char *r;
+    size_t n;
+    if (of != c->root)
+      {
+        cleanup_free char *st = NULL;
+        crest_error_t e = NULL;
+        root_groups[0] = 0;
+        if (read_proc(c->root, "status", &st, &e) == 0 && (r = status_field(st, "Groups")))
+          snprintf(root_groups, sizeof root_groups, "%.*s", (int)strcspn(r, "\n"), r);
+        crest_error_release(&e);
+        of = c->root;
+      }
+    s = status_field(status, "Groups");
+    n = s ? strcspn(s, "\n") : 0;
+    return n != strlen(root_groups) || (n && memcmp(s, root_groups, n) != 0);
+  }
 }
 
 /* The "creds" record of process P: IDs as the tree sees them, groups,
@@ -84,6 +125,11 @@ creds_put(struct dctx *c, struct dproc *p, const char *status, yajl_gen g, crest
         jput_u64(g, keys[i], strtoull(s, NULL, 16));
       }
   }
+  if (c->o->no_setid_cap && setid_needed(c, status))
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: runs as another user or group than the container's root, "
+                            "or has supplementary groups: %s",
+                            p->pid, c->o->no_setid_cap);
   jput_int(g, "securebits", p->securebits);
   s = status_field(status, "NoNewPrivs");
   jput_bool(g, "no_new_privs", s && atoi(s));
@@ -135,53 +181,177 @@ creds_parse(yajl_val cr, struct rproc *p, crest_error_t *err)
   CHECK(p->securebits >= 0 && p->securebits <= 0xff, "process %d: securebits out of range", p->pid);
   return 0;
 }
+/* Do P's user or group IDs (real, effective, saved) differ from the
+   caller's, the restorer's? Then the blob changes them (creds_setid_ops). */
+bool
+creds_change(const struct rproc *p)
+{
+  uid_t u[3];
+  gid_t g[3];
+  getresuid(&u[0], &u[1], &u[2]);
+  getresgid(&g[0], &g[1], &g[2]);
+  for (int i = 0; i < 3; i++)
+    if (p->uids[i] != (int64_t)u[i] || p->gids[i] != (int64_t)g[i])
+      return true;
+  return false;
+}
+
 /* In the new task: credentials that are the same for the whole process
    (the blob sets each thread's own). The tree may not hold more
-   capabilities than the restorer does. */
+   capabilities than the restorer does.
+
+   The user and group IDs change in the blob, last of all but the
+   capabilities (creds_setid_ops): a change from root to another user
+   clears the permitted and effective capabilities everything before needs
+   (files, chroot, PR_SET_MM, clone3 with set_tid), resets the dumpable
+   flag and the parent-death signal, and a task of other IDs than the
+   restorer's can no longer be seized by it without CAP_SYS_PTRACE, which a
+   container's restorer does not hold. Here only the supplementary groups
+   and the file-system IDs are set (creds_fs): what the task does by path
+   from now on (its cwd, its root) is done as the task would. */
 void
 creds_restore(struct rctx *c, int idx, const struct rproc *p)
 {
-  {
-    uid_t ru, eu, su;
-    gid_t rg, eg, sg;
-    getresuid(&ru, &eu, &su);
-    getresgid(&rg, &eg, &sg);
-    if ((rg != (gid_t)p->gids[0] || eg != (gid_t)p->gids[1] || sg != (gid_t)p->gids[2])
-        && setresgid(p->gids[0], p->gids[1], p->gids[2]) < 0)
-      task_fail(c, idx, "process %d: setresgid: %s", p->pid, strerror(errno));
-    {
-      gid_t cur[256];
-      int n = getgroups(256, cur);
-      bool same = n >= 0 && (size_t)n == p->ngroups;
-      for (int i = 0; same && i < n; i++)
-        same = cur[i] == p->groups[i];
-      if (!same && setgroups(p->ngroups, p->groups) < 0)
-        task_fail(c, idx, "process %d: set %zu supplementary groups: %s", p->pid, p->ngroups,
-                  strerror(errno));
-    }
-    if ((ru != (uid_t)p->uids[0] || eu != (uid_t)p->uids[1] || su != (uid_t)p->uids[2])
-        && setresuid(p->uids[0], p->uids[1], p->uids[2]) < 0)
-      task_fail(c, idx, "process %d: setresuid: %s", p->pid, strerror(errno));
-  }
-  {
-    /* The tree may not hold more than the restorer does. */
-    struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-    struct __user_cap_data_struct d[2];
-    uint64_t prm, want = p->caps[1] | p->caps[0];
-    if (syscall(SYS_capget, &h, d) < 0)
-      task_fail(c, idx, "process %d: capget: %s", p->pid, strerror(errno));
-    prm = d[0].permitted | (uint64_t)d[1].permitted << 32;
-    if ((p->caps[1] & ~prm) != 0)
-      task_fail(c, idx,
-                "process %d: held capabilities %#" PRIx64
-                " at checkpoint, the restorer holds only %#" PRIx64,
-                p->pid, p->caps[1], prm);
-    (void)want;
-    if (p->securebits != prctl(PR_GET_SECUREBITS) && prctl(PR_SET_SECUREBITS, p->securebits) < 0)
-      task_fail(c, idx, "process %d: set securebits %#llx: %s", p->pid, (long long)p->securebits,
-                strerror(errno));
-  }
+  /* The tree may not hold more than the restorer does. */
+  struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+  struct __user_cap_data_struct d[2];
+  uint64_t prm;
+  if (syscall(SYS_capget, &h, d) < 0)
+    task_fail(c, idx, "process %d: capget: %s", p->pid, strerror(errno));
+  prm = d[0].permitted | (uint64_t)d[1].permitted << 32;
+  if ((p->caps[1] & ~prm) != 0)
+    task_fail(c, idx,
+              "process %d: held capabilities %#" PRIx64
+              " at checkpoint, the restorer holds only %#" PRIx64,
+              p->pid, p->caps[1], prm);
+  if (p->securebits != prctl(PR_GET_SECUREBITS) && prctl(PR_SET_SECUREBITS, p->securebits) < 0)
+    task_fail(c, idx, "process %d: set securebits %#llx: %s", p->pid, (long long)p->securebits,
+              strerror(errno));
 }
+
+/* The supplementary groups and file-system IDs, before the task's work by
+   path (cwd, root). A change of file-system IDs resets the dumpable flag
+   (crest must still seize the task: set again; the blob's end and
+   finish_process give the image's) and the parent-death signal. */
+void
+creds_fs(struct rctx *c, int idx, const struct rproc *p)
+{
+  gid_t cur[256];
+  int n = getgroups(256, cur);
+  bool same = n >= 0 && (size_t)n == p->ngroups;
+  for (int i = 0; same && i < n; i++)
+    same = cur[i] == p->groups[i];
+  if (!same && setgroups(p->ngroups, p->groups) < 0)
+    task_fail(c, idx, "process %d: set %zu supplementary groups: %s%s", p->pid, p->ngroups,
+              strerror(errno), errno == EPERM ? " (it needs CAP_SETGID)" : "");
+  if ((int64_t)setfsgid(-1) == p->gids[3] && (int64_t)setfsuid(-1) == p->uids[3])
+    return;
+  setfsgid(p->gids[3]);
+  setfsuid(p->uids[3]);
+  if ((int64_t)setfsgid(-1) != p->gids[3] || (int64_t)setfsuid(-1) != p->uids[3])
+    task_fail(c, idx,
+              "process %d: its file-system IDs %" PRId64 ":%" PRId64
+              " cannot be given (it needs CAP_SETUID and CAP_SETGID)",
+              p->pid, p->uids[3], p->gids[3]);
+  prctl(PR_SET_DUMPABLE, 1);
+  if (!(c->o->as_ns_init && idx == 0))
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+/* In the blob, each thread: its user and group IDs, before its
+   capabilities are set (thread_tail_ops). SECBIT_KEEP_CAPS keeps the
+   permitted set across the change from root (the effective set is cleared
+   all the same, and the capset after raises it to the image's); it is put
+   back as the image has it by creds_keepcaps_op, after the capset. */
+void
+creds_setid_ops(const struct rproc *p, struct oplist *l)
+{
+  const long locked = 1 << 5; /* SECBIT_KEEP_CAPS_LOCKED */
+  if (!creds_change(p))
+    return;
+  if (!(p->securebits & locked))
+    OP(l, SYS_prctl, PR_SET_KEEPCAPS, 1, 0, 0, 0, 0);
+  OP(l, SYS_setresgid, p->gids[0], p->gids[1], p->gids[2], 0, 0, 0);
+  OP(l, SYS_setresuid, p->uids[0], p->uids[1], p->uids[2], 0, 0, 0);
+  op(l, SYS_setfsgid, BLOB_CHECK_NONE, 0, p->gids[3], 0, 0, 0, 0, 0);
+  op(l, SYS_setfsuid, BLOB_CHECK_NONE, 0, p->uids[3], 0, 0, 0, 0, 0);
+  OPEQ(l, SYS_setfsgid, p->gids[3], (uint64_t)-1, 0, 0, 0, 0, 0);
+  OPEQ(l, SYS_setfsuid, p->uids[3], (uint64_t)-1, 0, 0, 0, 0, 0);
+  /* The change made the task not dumpable, and crest, its tracer, could
+     no longer read its memory (PTRACE_PEEKDATA checks that flag) without
+     CAP_SYS_PTRACE: dumpable until finish_process gives the image's. Every
+     thread sets it after its own change, so the last word is this one. */
+  OP(l, SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0, 0);
+}
+
+/* ON: the task's effective IDs for a moment (a SysV segment of mode 0600
+   of its user attached: shmat checks the effective IDs, not the file-system
+   ones); else back to the restorer's, which the real UID, still the
+   restorer's, allows, and which gives back the effective capabilities
+   (from the permitted set). True when there was something to do. */
+bool
+creds_euid_ops(const struct rproc *p, struct oplist *l, bool on)
+{
+  if (!creds_change(p))
+    return false;
+  /* The real UID stays the restorer's: the permitted set is kept (only a
+     change that leaves no root UID clears it). */
+  if (on)
+    {
+      OP(l, SYS_setresgid, -1, p->gids[1], -1, 0, 0, 0);
+      OP(l, SYS_setresuid, -1, p->uids[1], -1, 0, 0, 0);
+    }
+  else
+    {
+      OP(l, SYS_setresuid, -1, geteuid(), -1, 0, 0, 0);
+      OP(l, SYS_setresgid, -1, getegid(), -1, 0, 0, 0);
+      OP(l, SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0, 0);
+    }
+  return true;
+}
+
+void
+creds_keepcaps_op(const struct rproc *p, struct oplist *l)
+{
+  const long keep = 1 << 4, locked = 1 << 5; /* SECBIT_KEEP_CAPS, _LOCKED */
+  if (creds_change(p) && !(p->securebits & (keep | locked)))
+    OP(l, SYS_prctl, PR_SET_KEEPCAPS, 0, 0, 0, 0, 0);
+}
+
+/* The restorer's opens by path that are denied to it are tried again with
+   the file-system identity of each process of the image (image-check.c),
+   while ON: its files are opened before any task exists. */
+void
+creds_open_as_tasks(struct rctx *c, bool on)
+{
+  static struct img_fsid *ids;
+  size_t n = 0;
+  img_set_fsids(NULL, 0);
+  free(ids);
+  ids = NULL;
+  if (!on)
+    return;
+  ids = xzalloc((c->np + 1) * sizeof *ids);
+  for (size_t i = 0; i < c->np; i++)
+    {
+      const struct rproc *p = &c->p[i];
+      bool seen = p->zombie
+                  || (p->uids[3] == (int64_t)setfsuid(-1) && p->gids[3] == (int64_t)setfsgid(-1));
+      for (size_t k = 0; k < n && !seen; k++)
+        seen = ids[k].uid == (uid_t)p->uids[3] && ids[k].gid == (gid_t)p->gids[3]
+               && ids[k].ngroups == p->ngroups
+               && memcmp(ids[k].groups, p->groups, p->ngroups * sizeof *p->groups) == 0;
+      if (seen)
+        continue;
+      ids[n].uid = p->uids[3];
+      ids[n].gid = p->gids[3];
+      ids[n].groups = p->groups;
+      ids[n].ngroups = p->ngroups;
+      n++;
+    }
+  img_set_fsids(ids, n);
+}
+
 /* /proc/PID/status shows IDs as crest's user namespace sees them; the
    restore sets them from inside the tree's own one (a rootless container
    maps its root to the user who runs crest). */

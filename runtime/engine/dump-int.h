@@ -69,6 +69,10 @@ struct dproc
   bool stop_reported;
   char *root_dir; /* its root directory when it is not the tree's top (a
                      chroot), as a path from the top; NULL: the top */
+  /* Dumpable, under a UID of the container that is not crest's: made not
+     dumpable for the dump (its /proc files are then the container root's,
+     crest's), dumpable again before it is let go (dump.c). */
+  bool dumpable_lowered;
 };
 
 struct dfile
@@ -126,6 +130,14 @@ struct idmap
   uint32_t in[64], out[64], len[64];
   size_t n;
 };
+
+/* broker.c: opens denied to crest, made by a child in the user namespace
+   of task TASK (the tree's), which crest owns. DIR -1: AT_FDCWD. */
+struct open_how;
+int
+broker_openat2(pid_t task, int dir, const char *path, const struct open_how *how);
+void
+broker_stop(void);
 
 struct dctx
 {
@@ -325,6 +337,9 @@ ipc_sysv_map(pid_t pid, uint64_t start, uint64_t end, const char *name, uint64_t
 int
 ipc_check_ns(struct dctx *c, struct dproc *root, shm_inject_fn inject, void *ctx, uint64_t scratch,
              size_t room, crest_error_t *err);
+int
+ipc_pending(struct dctx *c, struct dproc *p, shm_inject_fn inject, void *ctx, uint64_t scratch,
+            size_t room, crest_error_t *err);
 /* A mapping of a SysV segment of the tree's own namespace: its "shmid"
    and "shmflg" (the whole segment only). */
 struct vma;

@@ -56,6 +56,10 @@ open_in_root(const struct dctx *c, const struct dproc *p, const char *path, int 
               | (flags & O_PATH ? 0 : O_NOCTTY); /* openat2 takes nothing else with O_PATH */
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
   fd = syscall(SYS_openat2, root, path, &how, sizeof how);
+  /* A file of a container user closed to crest: asked of the broker, in
+     the tree's user namespace (broker.c). */
+  if (fd < 0 && errno == EACCES && c->foreign_userns)
+    fd = broker_openat2(c->root, root, path, &how);
   if (fd < 0)
     return crest_error_errno(err, "open inside the task's root directory");
   return fd;

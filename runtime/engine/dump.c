@@ -247,6 +247,62 @@ mlockall_probe(struct dproc *p, int (*inject)(void *, long, const long[6], long 
 
 /* Syscalls only the task can answer, injected at a syscall instruction of
    its vDSO, with a scratch area for their answers (scratch_get). */
+/* Do PID's files in /proc belong to crest's user? */
+static bool
+proc_is_ours(pid_t pid)
+{
+  char path[32];
+  struct stat st;
+  snprintf(path, sizeof path, "/proc/%d", pid);
+  return stat(path, &st) == 0 && st.st_uid == geteuid();
+}
+
+/* The dumpable flag a task had (inject_state lowered it), before it is let
+   go. No way home here: a crest killed in this one call leaves the task
+   not dumpable, nothing else (docs/engine.md). */
+static void
+raise_dumpable(struct dproc *p)
+{
+  long a[6] = { PR_SET_DUMPABLE, 1, 0, 0, 0, 0 }, ret;
+  crest_error_t e2 = NULL;
+  if (!p->dumpable_lowered)
+    return;
+  if (pt_inject_nostep(p->th[0].tid, &p->th[0].regs, p->th[0].sigmask, p->gadget, SYS_prctl, a,
+                       &ret, &e2)
+          < 0
+      || ret != 0)
+    {
+      cleanup_free char *why = e2 ? crest_error_text(e2) : NULL;
+      crest_warn("task %d: could not make it dumpable again: %s", p->pid,
+                 why ? why : strerror((int)-ret));
+    }
+  crest_error_release(&e2);
+  p->dumpable_lowered = false;
+}
+
+/* A dumpable task's /proc files (fd, mem, pagemap...) belong to its
+   effective UID, here one of the container's subordinate IDs, mode 0500 or
+   0600: closed to crest, which holds no capability in the initial user
+   namespace. Not dumpable, they are the root's of the user namespace its
+   memory was made in, the container's: crest's. Its record keeps 1, and
+   the task is made dumpable again before it is let go (raise_dumpable). */
+static int
+lower_dumpable(struct dproc *p, crest_error_t *err)
+{
+  long a[6] = { PR_SET_DUMPABLE, 0, 0, 0, 0, 0 }, ret;
+  if (p->pr.dumpable != 1 || proc_is_ours(p->pid))
+    return 0;
+  if (pt_inject_nostep(p->th[0].tid, &p->th[0].regs, p->th[0].sigmask, p->gadget, SYS_prctl, a,
+                       &ret, err)
+      < 0)
+    return -1;
+  if (ret != 0)
+    return crest_error_make(err, (int)-ret, "task %d: injected PR_SET_DUMPABLE", p->pid);
+  p->dumpable_lowered = true;
+  crest_debug("checkpoint: task %d: not dumpable while it is checkpointed", p->pid);
+  return 0;
+}
+
 static int
 inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
 {
@@ -336,6 +392,8 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
                          err)
       < 0)
     goto out;
+  if (lower_dumpable(p, err) < 0)
+    goto out;
   for (size_t t = 0; t < p->nth; t++)
     {
       struct dthread *th = &p->th[t];
@@ -379,6 +437,9 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
       goto out;
     /* The objects of the tree's own IPC namespace, counted by its root. */
     if (p == &c->p[0] && ipc_check_ns(c, p, inject_cb, &ic, scratch, SCRATCH_LEN, err) < 0)
+      goto out;
+    /* Segments of a container user the root may not read: by this task? */
+    if (p != &c->p[0] && ipc_pending(c, p, inject_cb, &ic, scratch, SCRATCH_LEN, err) < 0)
       goto out;
   }
   rc = 0;
@@ -877,6 +938,8 @@ release_tree(struct dctx *c, bool kill_it, bool *frozen, crest_error_t *thaw_err
           if (pfd[i] < 0 || syscall(SYS_pidfd_send_signal, pfd[i], SIGKILL, NULL, 0) < 0)
             kill(c->p[i].pid, SIGKILL);
         }
+      else if (c->p[i].nth && c->p[i].th[0].tid)
+        raise_dumpable(&c->p[i]);
       for (size_t t = 0; t < c->p[i].nth; t++)
         if (c->p[i].th[t].tid)
           pt_detach(c->p[i].th[t].tid);
@@ -961,6 +1024,8 @@ dump_objects(struct dctx *c, crest_error_t *err)
       if (dump_fds(c, p, err) < 0)
         return -1;
     }
+  if (ipc_pending(c, NULL, NULL, NULL, 0, 0, err) < 0)
+    return -1;
   if (dump_fault("files", err) < 0 || dump_pipes(c, err) < 0 || files_resolve(c, err) < 0)
     return -1;
   /* Memory objects are shared across the tree: every mapping of each is
@@ -1256,6 +1321,7 @@ out:
   free_ctx(&c);
   if (c.progress)
     crest_progress("checkpoint of %d: %s", root, rc == 0 ? "done" : "failed");
+  broker_stop();
   if (rc < 0)
     say_held_signal(&hold, err);
   sigprocmask(SIG_SETMASK, &old_mask, NULL);

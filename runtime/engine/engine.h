@@ -127,6 +127,10 @@ struct crest_dump_opts
      this reason. NULL: not known here (process mode); the restore checks
      its own capabilities before it creates anything. */
   const char *no_chroot_cap;
+  /* Optional (container mode), likewise: set when the restore will not
+     hold CAP_SETUID and CAP_SETGID, which giving a task other user or group
+     IDs than the container's root, or supplementary groups, needs. */
+  const char *no_setid_cap;
   /* Established TCP connections (enum crest_tcp_mode). */
   enum crest_tcp_mode tcp_mode;
   /* --pre-dump: only the memory is saved, copied while the tree runs on

@@ -5,10 +5,77 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include "image-check.h"
+#include "log.h"
+
+static const struct img_fsid *fsids;
+static size_t nfsids;
+
+void
+img_set_fsids(const struct img_fsid *ids, size_t n)
+{
+  fsids = ids;
+  nfsids = n;
+}
+
+/* open(PATH, FLAGS) as ID: its file-system UID and GID and its groups, on
+   this thread only (raw setgroups), put back afterwards. A change of the
+   file-system IDs makes the kernel reset the dumpable flag and the
+   parent-death signal, which the tasks forked later inherit or need: both
+   are put back too. -1 with errno EACCES when the restorer cannot take
+   that identity (no CAP_SETUID or CAP_SETGID). */
+static int
+open_as(const struct img_fsid *id, const char *path, int flags)
+{
+  gid_t old_groups[256];
+  int nold = getgroups(256, old_groups), dumpable = prctl(PR_GET_DUMPABLE), pdeath = 0, fd = -1, e;
+  uid_t ou = setfsuid(-1);
+  gid_t og = setfsgid(-1);
+  prctl(PR_GET_PDEATHSIG, &pdeath);
+  if (nold < 0 || syscall(SYS_setgroups, id->ngroups, id->groups) < 0)
+    {
+      errno = EACCES;
+      return -1;
+    }
+  setfsgid(id->gid);
+  setfsuid(id->uid);
+  if ((uid_t)setfsuid(-1) == id->uid && (gid_t)setfsgid(-1) == id->gid)
+    fd = open(path, flags);
+  else
+    errno = EACCES;
+  e = errno;
+  setfsuid(ou);
+  setfsgid(og);
+  if (syscall(SYS_setgroups, nold, old_groups) < 0)
+    crest_debug("restore: put back the restorer's groups: %s", strerror(errno));
+  prctl(PR_SET_DUMPABLE, dumpable);
+  if (pdeath)
+    prctl(PR_SET_PDEATHSIG, pdeath);
+  errno = e;
+  return fd;
+}
+
+/* open(PATH, FLAGS); denied, again as each identity of the image. */
+static int
+open_fsids(const char *path, int flags)
+{
+  int fd = open(path, flags), e = errno;
+  for (size_t i = 0; fd < 0 && (e == EACCES || e == EPERM) && i < nfsids; i++)
+    {
+      fd = open_as(&fsids[i], path, flags);
+      if (fd >= 0)
+        crest_debug("restore: %s opened as %u:%u", path, fsids[i].uid, fsids[i].gid);
+    }
+  if (fd < 0)
+    errno = e;
+  return fd;
+}
 
 bool
 img_path_ok(const char *path)
@@ -78,7 +145,7 @@ img_open_typed(const char *path, int flags, mode_t type, const char *what, crest
                             path ? path : "");
   /* The check opens what the real open will: the link itself when that
      one does not follow it (an O_PATH|O_NOFOLLOW descriptor). */
-  pfd = open(path, O_PATH | O_CLOEXEC | (flags & O_NOFOLLOW));
+  pfd = open_fsids(path, O_PATH | O_CLOEXEC | (flags & O_NOFOLLOW));
   if (pfd < 0)
     return crest_error_errno(err, "restore: %s %s", what, path);
   if (fstat(pfd, &st) < 0)
@@ -94,7 +161,7 @@ img_open_typed(const char *path, int flags, mode_t type, const char *what, crest
   if (type == S_IFCHR && (major(st.st_rdev) != 1 || (int)minor(st.st_rdev) != dev_minor(path)))
     return crest_error_make(err, EINVAL, "restore: %s %s is device %u:%u, not that memory device",
                             what, path, major(st.st_rdev), minor(st.st_rdev));
-  fd = open(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  fd = open_fsids(path, flags | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0)
     return crest_error_errno(err, "restore: %s %s", what, path);
   if (fstat(fd, &st2) < 0 || st2.st_dev != st.st_dev || st2.st_ino != st.st_ino)

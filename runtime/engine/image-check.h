@@ -30,6 +30,22 @@ img_dev_ok(const char *path);
 int
 img_open_typed(const char *path, int flags, mode_t type, const char *what, crest_error_t *err);
 
+/* The file-system identities of the image's processes (file-system UID
+   and GID, supplementary groups): an open of img_open_typed that the
+   restorer's own is denied (EACCES: a file of mode 0600 of a container
+   user, a directory of mode 0700 on its path) is tried again with each,
+   as the processes that hold it opened it. Needs CAP_SETUID and
+   CAP_SETGID, which a restorer that must give its tasks those IDs holds. */
+struct img_fsid
+{
+  uid_t uid;
+  gid_t gid;
+  const gid_t *groups;
+  size_t ngroups;
+};
+void
+img_set_fsids(const struct img_fsid *ids, size_t n);
+
 /* IDS[0..N) (the TIDs of a tree, PIDs of zombies): 0 when all differ;
    else -1 and *dup the first value seen twice. Sorts IDS. */
 int

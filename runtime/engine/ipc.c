@@ -36,6 +36,7 @@
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/msg.h>
+#include <sys/prctl.h>
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
@@ -192,6 +193,9 @@ struct ipc_obj
   uint64_t qbytes; /* message queue */
   struct ipc_msg *m;
   size_t nm;
+  /* segment: its pages are still to be read by a task that may attach it
+     (ipc_pending); SWAPPED: read all of them. */
+  bool pending, swapped;
 };
 
 /* An object's ID and permissions in tree.json, in this order. */
@@ -457,6 +461,16 @@ dump_shm(struct dctx *c, const struct inj *j, long idx, size_t room, bool swappe
   /* Attached read-only by the root for the moment of the read. */
   if (inj_call(j, SYS_shmat, id, 0, SHM_RDONLY, 0, 0, &addr, err) < 0)
     return -1;
+  if ((addr == -EACCES || addr == -EPERM) && o.uid != 0)
+    {
+      /* A segment of a container user, mode 0600 (PostgreSQL's): read by
+         a task that may attach it, later (ipc_pending). */
+      o.pending = true;
+      o.swapped = swapped;
+      s->o = xrealloc(s->o, (s->n + 1) * sizeof *s->o);
+      s->o[s->n++] = o;
+      return 0;
+    }
   if (addr < 0 && addr > -4096)
     return ipc_refuse(j, &o, "the tree's root may not read it (shmat)", addr, err);
   rc = save_pages(c, j, &o, (uint64_t)addr, room, swapped, err);
@@ -541,6 +555,42 @@ ipc_check_ns(struct dctx *c, struct dproc *root, shm_inject_fn inject, void *ctx
                           "task %d: its IPC namespace holds %s, which crest does not restore yet: "
                           "cannot checkpoint it",
                           root->pid, held);
+}
+
+/* The segments the root may not attach (dump_shm), attached read-only by
+   task P instead, if it may (its UID's, or its group's), and read. With P
+   NULL: the first segment no task could read is refused. */
+int
+ipc_pending(struct dctx *c, struct dproc *p, shm_inject_fn inject, void *ctx, uint64_t scratch,
+            size_t room, crest_error_t *err)
+{
+  const struct inj j = { p ? p->pid : c->root, inject, ctx, scratch };
+  for (size_t i = 0; c->ipc && i < c->ipc->n; i++)
+    {
+      struct ipc_obj *o = &c->ipc->o[i];
+      long addr, ret;
+      int rc;
+      if (!o->pending)
+        continue;
+      if (!p)
+        return ipc_refuse(&j, o, "no task of the tree may read it (shmat)", -EACCES, err);
+      if (inj_call(&j, SYS_shmat, o->id, 0, SHM_RDONLY, 0, 0, &addr, err) < 0)
+        return -1;
+      if (addr == -EACCES || addr == -EPERM)
+        continue;
+      if (addr < 0 && addr > -4096)
+        return ipc_refuse(&j, o, "shmat", addr, err);
+      rc = save_pages(c, &j, o, (uint64_t)addr, room, o->swapped, err);
+      if (inj_call(&j, SYS_shmdt, addr, 0, 0, 0, 0, &ret, err) < 0)
+        return -1;
+      if (rc < 0)
+        return -1;
+      if (ret != 0)
+        return crest_error_make(err, (int)-ret, "task %d: injected shmdt", p->pid);
+      o->pending = false;
+      crest_debug("checkpoint: SysV segment %d read by task %d", o->id, p->pid);
+    }
+  return 0;
 }
 
 /* Does smaps show VM_MAYWRITE ("mw") for the mapping at START of PID? */
@@ -836,7 +886,62 @@ kind_name(int k)
 /* Make object O (of kind K, the ID handed out next) or a throwaway one (O
    NULL): its ID, or -errno. */
 static long
+ipc_make_as(int k, const struct ipc_obj *o);
+
+/* The restorer as O's creator (ON), or back as itself: the kernel records
+   the caller's effective IDs as an object's creator, and a 0600 object of
+   a container user is closed to the restorer as itself. Needs CAP_SETUID
+   and CAP_SETGID (which made the tree's own change of IDs). A change of
+   effective IDs resets the dumpable flag and the parent-death signal, which
+   the tasks forked later need: put back. */
+static int
+as_creator(const struct ipc_obj *o, bool on)
+{
+  static uid_t ru;
+  static gid_t rg;
+  int dumpable = prctl(PR_GET_DUMPABLE), pdeath = 0, rc;
+  prctl(PR_GET_PDEATHSIG, &pdeath);
+  if (on)
+    {
+      ru = geteuid(), rg = getegid();
+      rc = setresgid(-1, o->cgid, -1) == 0 && setresuid(-1, o->cuid, -1) == 0 ? 0 : -1;
+      if (rc < 0)
+        {
+          int e = errno;
+          if (setresgid(-1, rg, -1) < 0)
+            abort(); /* its own group a moment ago */
+          errno = e;
+        }
+    }
+  else
+    rc = setresuid(-1, ru, -1) == 0 && setresgid(-1, rg, -1) == 0 ? 0 : -1;
+  prctl(PR_SET_DUMPABLE, dumpable);
+  if (pdeath)
+    prctl(PR_SET_PDEATHSIG, pdeath);
+  return rc;
+}
+
+static bool
+other_creator(const struct ipc_obj *o)
+{
+  return o && (o->cuid != geteuid() || o->cgid != getegid());
+}
+
+static long
 ipc_make(int k, const struct ipc_obj *o)
+{
+  bool sw = other_creator(o);
+  long id;
+  if (sw && as_creator(o, true) < 0)
+    return -errno;
+  id = ipc_make_as(k, o);
+  if (sw && as_creator(o, false) < 0)
+    abort(); /* back to what it was a moment ago: cannot fail */
+  return id;
+}
+
+static long
+ipc_make_as(int k, const struct ipc_obj *o)
 {
   key_t key = o ? o->key : IPC_PRIVATE;
   int fl = IPC_CREAT | IPC_EXCL | 0600;
@@ -1136,8 +1241,23 @@ ipc_restore(struct rctx *c, crest_error_t *err)
     if (make_with_id(&y[kind_of(&c->ipc->o[i])], &c->ipc->o[i], err) < 0)
       return -1;
   for (i = 0; i < c->ipc->n; i++)
-    if (fill_obj(c, &c->ipc->o[i], err) < 0)
-      return -1;
+    {
+      const struct ipc_obj *o = &c->ipc->o[i];
+      /* As its creator: the kernel checks that (fill_obj), and its mode
+         may close it to the restorer as itself. */
+      bool sw = other_creator(o);
+      int rc;
+      if (sw && as_creator(o, true) < 0)
+        return crest_error_errno(err,
+                                 "restore: SysV object %d: created by %u:%u, which this restore "
+                                 "(%u:%u) cannot act as (it needs CAP_SETUID and CAP_SETGID)",
+                                 o->id, o->cuid, o->cgid, geteuid(), getegid());
+      rc = fill_obj(c, o, err);
+      if (sw && as_creator(o, false) < 0)
+        abort();
+      if (rc < 0)
+        return -1;
+    }
   crest_debug("restore: %zu SysV objects made again with their IDs", c->ipc->n);
   return 0;
 }

@@ -18,6 +18,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/shmem.c runtime/engine/shmem.h \
 	runtime/engine/dump.c runtime/engine/dump-int.h \
 	runtime/engine/dump-util.c \
+	runtime/engine/broker.c \
 	runtime/engine/mem.c \
 	runtime/engine/mem-cow.c \
 	runtime/engine/chain.c \

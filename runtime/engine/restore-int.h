@@ -271,6 +271,12 @@ void __attribute__((noreturn)) task_fail(struct rctx *c, int idx, const char *fm
 void
 creds_restore(struct rctx *c, int idx, const struct rproc *p);
 void
+creds_fs(struct rctx *c, int idx, const struct rproc *p);
+bool
+creds_change(const struct rproc *p);
+void
+creds_open_as_tasks(struct rctx *c, bool on);
+void
 files_install(struct rctx *c, int idx, const struct rproc *p);
 /* creds.c: the bounding set dropped in the new task; the capabilities a
    restore may give (caps_bound) and the image's checked against them. */
@@ -318,6 +324,13 @@ op(struct oplist *l, long nr, int check, int64_t expect, uint64_t a0, uint64_t a
     }                                                                                              \
   while (0)
 #define OPEQ(l, nr, ex, ...) op((l), (nr), BLOB_CHECK_EQ, (ex), __VA_ARGS__)
+/* creds.c: the user and group IDs, in the blob (restore-task.c). */
+void
+creds_setid_ops(const struct rproc *p, struct oplist *l);
+void
+creds_keepcaps_op(const struct rproc *p, struct oplist *l);
+bool
+creds_euid_ops(const struct rproc *p, struct oplist *l, bool on);
 
 /* mem-cow.c: pages a child shares with its parent ("parent_pages"). */
 int

@@ -213,8 +213,6 @@ thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplis
      a write of 0 would mean "the default"). */
   if (t->pr.slack > 0)
     OP(l, SYS_prctl, PR_SET_TIMERSLACK, t->pr.slack, 0, 0, 0, 0);
-  if (t->pr.pdeathsig)
-    OP(l, SYS_prctl, PR_SET_PDEATHSIG, t->pr.pdeathsig, 0, 0, 0, 0);
   memset(zero_attr, 0, sizeof zero_attr);
   bool uclamp = t->umin != 0 || (t->umax != 0 && t->umax != 1024); /* 0: kernel without uclamp */
   if (t->policy != 0 || t->nice != 0 || uclamp)
@@ -262,8 +260,9 @@ thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplis
       uint64_t trap = 1ULL << (SIGTRAP - 1);
       OP(l, SYS_rt_sigprocmask, SIG_UNBLOCK, bld_alloc(b, sizeof trap, 8, &trap), 0, 8, 0, 0);
     }
-  /* Capabilities last: after them the thread may hold less than it needs
-     for anything above (set_tid, exe link). */
+  /* User and group IDs, then capabilities, last: after them the thread
+     may hold less than it needs for anything above (set_tid, exe link). */
+  creds_setid_ops(p, l);
   {
     struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
     struct __user_cap_data_struct d[2];
@@ -278,6 +277,10 @@ thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplis
     if (p->nnp)
       OP(l, SYS_prctl, PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0, 0);
   }
+  creds_keepcaps_op(p, l);
+  /* After the change of IDs, which clears it. */
+  if (t->pr.pdeathsig)
+    OP(l, SYS_prctl, PR_SET_PDEATHSIG, t->pr.pdeathsig, 0, 0, 0, 0);
 }
 
 /* A zombie of the image: exit the way it did, so that its parent's wait()
@@ -413,8 +416,6 @@ task_attrs(struct rctx *c, int idx, const struct rproc *p)
   if (personality(p->personality) < 0)
     task_fail(c, idx, "process %d: personality %#" PRIx64 ": %s", p->pid, p->personality,
               strerror(errno));
-  if (chdir(p->cwd) < 0)
-    task_fail(c, idx, "process %d: chdir %s: %s", p->pid, p->cwd, strerror(errno));
   {
     FILE *f = fopen("/proc/self/oom_score_adj", "we");
     if (f)
@@ -425,6 +426,10 @@ task_attrs(struct rctx *c, int idx, const struct rproc *p)
                     strerror(errno));
       }
   }
+  /* /proc/self is done: from here on by path as the task. */
+  creds_fs(c, idx, p);
+  if (chdir(p->cwd) < 0)
+    task_fail(c, idx, "process %d: chdir %s: %s", p->pid, p->cwd, strerror(errno));
 }
 
 /* Its vDSO and vvar match this kernel's (SP, NSP: this process's). */
@@ -482,6 +487,7 @@ mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, ui
           }
   }
   /* 4. the target mappings, writable until filled. */
+  bool as_task = false; /* SysV segments attached with the task's IDs */
   for (size_t i = 0; i < p->nvmas; i++)
     {
       struct rvma *m = &p->vmas[i];
@@ -492,6 +498,8 @@ mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, ui
       if (strcmp(m->kind, "sysv") == 0)
         {
           /* The segment, made by the restorer with its ID (ipc.c). */
+          if (!as_task)
+            as_task = creds_euid_ops(p, l, true);
           OPEQ(l, SYS_shmat, (int64_t)m->start, m->shmid, m->start, m->shmflg, 0, 0, 0);
           continue;
         }
@@ -504,6 +512,8 @@ mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, ui
       OPEQ(l, SYS_mmap, (int64_t)m->start, m->start, m->end - m->start, prot, flags,
            m->path ? (uint64_t)m->svc : (uint64_t)-1, m->path ? m->pgoff * PAGE : 0);
     }
+  if (as_task)
+    creds_euid_ops(p, l, false);
   cow_page_ops(p, l);
   for (size_t i = 0; i < p->nvmas; i++)
     {
@@ -713,7 +723,10 @@ task_go(struct rctx *c, int idx, uint64_t base, uint64_t size, uint64_t args_add
       if (c->o->as_ns_init && idx == 0)
         {
           /* The helper failed: its message is in the shared page. */
-          dprintf(2, "crest: %s\n", (char *)(c->go + c->np));
+          /* Without a sync pipe (started by hand); else the helper has
+             written it there. */
+          if (c->o->done_fd <= 0)
+            dprintf(2, "crest: %s\n", (char *)(c->go + c->np));
           __atomic_store_n(&c->go[idx], 3, __ATOMIC_RELEASE);
           syscall(SYS_futex, &c->go[idx], FUTEX_WAKE, 1, NULL, NULL, 0);
         }

@@ -557,6 +557,9 @@ open_files(struct rctx *c, crest_error_t *err)
       int d = fcntl(src, F_DUPFD_CLOEXEC, 0);
       c->stdio_svc[i] = d < 0 ? -1 : svc_place(c, d, err);
     }
+  /* Files of a container user (mode 0600, or under a directory of mode
+     0700) are opened as that user (creds.c). */
+  creds_open_as_tasks(c, true);
   if (tty_open(c, err) < 0 || pipes_open(c, err) < 0 || files_open(c, err) < 0)
     return -1;
   for (size_t i = 0; i < c->np && rc == 0; i++)
@@ -840,14 +843,37 @@ op_name(long nr)
     }
 }
 
+/* Read N bytes at ADDR of the stopped tracee TID. Once the blob has given
+   a task other IDs than crest's, process_vm_readv needs CAP_SYS_PTRACE
+   over it, which a container's restorer lacks; ptrace's own requests
+   serve its tracer whatever the IDs. */
+static ssize_t
+tracee_read(pid_t tid, void *buf, size_t n, uint64_t addr)
+{
+  struct iovec l = { buf, n }, r = { (void *)addr, n };
+  ssize_t got = process_vm_readv(tid, &l, 1, &r, 1, 0);
+  if (got >= 0 || errno != EPERM)
+    return got;
+  for (size_t off = 0; off < n; off += sizeof(long))
+    {
+      long w;
+      size_t k = n - off < sizeof w ? n - off : sizeof w;
+      errno = 0;
+      w = ptrace(PTRACE_PEEKDATA, tid, (void *)(addr + off), NULL);
+      if (errno)
+        return -1;
+      memcpy((uint8_t *)buf + off, &w, k);
+    }
+  return (ssize_t)n;
+}
+
 static int
 check_blob_status(struct rctx *c, struct rproc *p, crest_error_t *err)
 {
   uint64_t args = p->base + ((crest_restorer_blob_size + PAGE - 1) & ~(PAGE - 1));
   size_t n = sizeof(struct blob_args) + (p->nth - 1) * sizeof(struct blob_ops);
   cleanup_free uint8_t *buf = xmalloc(n);
-  struct iovec l = { buf, n }, r = { (void *)args, n };
-  if (process_vm_readv(p->pid, &l, 1, &r, 1, 0) != (ssize_t)n)
+  if (tracee_read(p->pid, buf, n, args) != (ssize_t)n)
     return crest_error_errno(err, "restore: process %d: read the restorer's status", p->pid);
   for (size_t t = 0; t < p->nth; t++)
     {
@@ -856,10 +882,8 @@ check_blob_status(struct rctx *c, struct rproc *p, crest_error_t *err)
       if (o->status != 0)
         {
           struct blob_op bop;
-          struct iovec l2 = { &bop, sizeof bop },
-                       r2 = { (void *)(o->ops + (o->status > 0 ? o->status - 1 : 0) * sizeof bop),
-                              sizeof bop };
-          if (o->status < 0 || process_vm_readv(p->pid, &l2, 1, &r2, 1, 0) != sizeof bop)
+          uint64_t at = o->ops + (o->status > 0 ? o->status - 1 : 0) * sizeof bop;
+          if (o->status < 0 || tracee_read(p->pid, &bop, sizeof bop, at) != sizeof bop)
             return crest_error_make(err, EIO, "restore: thread %d: the restorer did not finish",
                                     p->th[t].tid);
           return crest_error_make(
@@ -887,10 +911,11 @@ finish_process(struct rctx *c, struct rproc *p, crest_error_t *err)
         {
           struct user_regs_struct u = r;
           int st;
-          /* Not dumpable: last, once crest has read all it reads. */
-          if (p->pr.dumpable == 0)
+          /* Not dumpable: last, once crest has read all it reads. Or
+             dumpable, after the blob changed its IDs, which cleared it. */
+          if (p->pr.dumpable == 0 || creds_change(p))
             {
-              long a[6] = { PR_SET_DUMPABLE, 0, 0, 0, 0, 0 }, ret;
+              long a[6] = { PR_SET_DUMPABLE, p->pr.dumpable, 0, 0, 0, 0 }, ret;
               if (pt_inject(th->tid, &u, p->base + BLOB_OFF_SYSCALL, SYS_prctl, a, &ret, err) < 0)
                 return -1;
               if (ret != 0)
@@ -1395,6 +1420,11 @@ restore_as_init(struct rctx *c, sigset_t *all, sigset_t *old, crest_error_t *err
           cleanup_free char *text = crest_error_text(e);
           struct timespec ack = { 2, 0 };
           snprintf((char *)(c->go + c->np), PAGE - 1, "%s", text ? text : "restore failed");
+          /* To crest, through the sync pipe, by this process: the init
+             may be stopped at its blob's int3, traced by this process,
+             and would never say it (it dies with this process). */
+          if (c->o->done_fd > 0)
+            dprintf(c->o->done_fd, "%s\n", (char *)(c->go + c->np));
           /* Tasks that are not traced yet go by hand; the traced ones by
              PTRACE_O_EXITKILL when we exit. The init says why, once:
              wait until it has (it sets 3), or it failed on its own and
@@ -1516,8 +1546,11 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
     goto out;
   fault_kill("checked");
   c.ms_planned = ms_since(&c.t0);
-  if (open_files(&c, err) < 0)
+  rc = open_files(&c, err);
+  creds_open_as_tasks(&c, false);
+  if (rc < 0)
     goto out;
+  rc = -1;
   c.ms_files = ms_since(&c.t0);
   fault_kill("files");
   if (open_report(&c, err) < 0 || ipc_restore(&c, err) < 0)

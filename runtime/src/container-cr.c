@@ -439,6 +439,46 @@ no_chroot_cap(const char *config_text)
   return why;
 }
 
+/* The config's process user (process.user.uid), 0 when it names none.
+   crun starts the restorer as that user too, and a restorer of another
+   UID than the container's root (the user who runs crest) cannot read the
+   image, which is that user's, mode 0700. */
+static long
+process_uid(const char *config_text)
+{
+  const char *uid_path[] = { "process", "user", "uid", NULL };
+  yajl_val cfg = NULL, uid;
+  crest_error_t e = NULL;
+  long r = 0;
+  if (crest_config_parse(config_text, &cfg, &e) == 0
+      && (uid = yajl_tree_get(cfg, uid_path, yajl_t_number)) && YAJL_IS_INTEGER(uid))
+    r = YAJL_GET_INTEGER(uid);
+  crest_error_release(&e);
+  if (cfg)
+    yajl_tree_free(cfg);
+  return r;
+}
+
+/* The restorer gives a task of other IDs than the container's root its
+   own in the blob (setresuid, setresgid, setgroups): the config must give
+   CAP_SETUID and CAP_SETGID. */
+static const char *
+no_setid_cap(const char *config_text)
+{
+  yajl_val cfg = NULL;
+  crest_error_t e = NULL;
+  const char *why = NULL;
+  if (crest_config_parse(config_text, &cfg, &e) == 0
+      && (crest_config_process_holds_cap(cfg, "CAP_SETUID") == 0
+          || crest_config_process_holds_cap(cfg, "CAP_SETGID") == 0))
+    why = "restoring it needs CAP_SETUID and CAP_SETGID, which the container's config does not "
+          "give its processes";
+  crest_error_release(&e);
+  if (cfg)
+    yajl_tree_free(cfg);
+  return why;
+}
+
 /* The PID as the task's own PID namespace shows it (NSpid's last field). */
 static long
 ns_pid_of(int pid)
@@ -590,6 +630,16 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
       goto fail_state;
     }
   sha256_hex_of(config_text, config_len, digest);
+  if (process_uid(config_text) != 0)
+    {
+      crest_error_make(err, ENOTSUP,
+                       "container `%s`: checkpoint: its process runs as UID %ld of the container "
+                       "(process.user in its config); the restore would start crest's restorer "
+                       "as that user, which cannot read the image: not supported yet (run the "
+                       "container as its root, and let its program change user)",
+                       id, process_uid(config_text));
+      goto fail_state;
+    }
 
   memset(&d, 0, sizeof d);
   /* Part of the image like the engine's files, written before the commit:
@@ -607,6 +657,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
   d.root_is_ns_init = true;
   d.config_digest = digest;
   d.no_chroot_cap = no_chroot_cap(config_text);
+  d.no_setid_cap = no_setid_cap(config_text);
   if (freezer_setup(init, &fz))
     {
       d.freeze = cg_freeze;
