@@ -220,6 +220,14 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
     return -1;
   if (prctl_parse_process(v, c->img->format, &p->pr, err) < 0)
     return crest_error_wrap(err, "process %d", p->pid);
+  if (has_key(v, "seccomp_filters"))
+    {
+      int64_t nf;
+      if (jget_i64(v, "seccomp_filters", &nf, err) < 0)
+        return -1;
+      CHECK(nf >= 0 && nf <= 64, "process %d: seccomp_filters %lld", p->pid, (long long)nf);
+      p->seccomp_filters = (int)nf;
+    }
   if (has_key(v, "stop_signal"))
     {
       int64_t sg;
@@ -1204,6 +1212,9 @@ plan_restore(struct rctx *c, bool check_kernel, crest_error_t *err)
     return crest_error_make(err, EINVAL,
                             "image %s: its root is PID %d, not the init of a PID namespace",
                             o->image_dir, c->p[0].pid);
+  /* Every task inherits the filters the restore runs under. */
+  if (seccomp_restore_check(c, err) < 0)
+    return -1;
   /* Every task starts with the restorer's capabilities: a chroot'd one
      needs CAP_SYS_CHROOT among them. Known now, before anything exists. */
   for (size_t i = 0; i < c->np; i++)

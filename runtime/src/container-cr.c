@@ -439,6 +439,34 @@ no_chroot_cap(const char *config_text)
   return why;
 }
 
+/* The seccomp filters the container's config installs in every task: crun
+   compiles linux.seccomp into one filter, and a restore through crun
+   installs the same one again in the restorer, whose tasks inherit it
+   (docs/restore.md, "Seccomp"). A profile with a listener (SCMP_ACT_NOTIFY
+   answered by an agent outside) is refused: the agent's side is not
+   crest's to carry over. */
+static int
+seccomp_filters_of(const char *id, const char *config_text, int *n, crest_error_t *err)
+{
+  const char *sp[] = { "linux", "seccomp", NULL };
+  const char *lp[] = { "linux", "seccomp", "listenerPath", NULL };
+  yajl_val cfg = NULL;
+  int rc = 0;
+  *n = 0;
+  if (crest_config_parse(config_text, &cfg, err) < 0)
+    return crest_error_wrap(err, "container `%s`: checkpoint: its config", id);
+  if (yajl_tree_get(cfg, sp, yajl_t_object))
+    *n = 1;
+  if (crest_config_get_string(cfg, lp))
+    rc = crest_error_make(
+        err, ENOTSUP,
+        "container `%s`: checkpoint: its linux.seccomp has a listenerPath (seccomp "
+        "notifications answered outside the container): not restorable",
+        id);
+  yajl_tree_free(cfg);
+  return rc;
+}
+
 /* The PID as the task's own PID namespace shows it (NSpid's last field). */
 static long
 ns_pid_of(int pid)
@@ -592,6 +620,8 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
   sha256_hex_of(config_text, config_len, digest);
 
   memset(&d, 0, sizeof d);
+  if (seccomp_filters_of(id, config_text, &d.seccomp_filters, err) < 0)
+    goto fail_state;
   /* Part of the image like the engine's files, written before the commit:
      a failure to write it fails the dump, with the tree untouched. */
   struct crest_image_file cfg_file = { IMAGE_CONFIG, config_text, config_len };
@@ -928,15 +958,16 @@ static int
 check_restore_config(const char *id, yajl_val config,
                      const struct crest_container_restore_opts *opts, crest_error_t *err)
 {
-  const char *sp[] = { "linux", "seccomp", NULL }, *tp[] = { "process", "terminal", NULL };
+  const char *lp[] = { "linux", "seccomp", "listenerPath", NULL };
+  const char *tp[] = { "process", "terminal", NULL };
   yajl_val t = yajl_tree_get(config, tp, yajl_t_any);
 
-  if (yajl_tree_get(config, sp, yajl_t_any))
-    return crest_error_make(
-        err, ENOTSUP,
-        "container `%s`: restore: the checkpointed config has linux.seccomp, which crest "
-        "cannot restore yet (see docs/restore.md)",
-        id);
+  if (crest_config_get_string(config, lp))
+    return crest_error_make(err, ENOTSUP,
+                            "container `%s`: restore: the config's linux.seccomp has a "
+                            "listenerPath (seccomp notifications answered outside the "
+                            "container): not restorable",
+                            id);
   if (t && YAJL_IS_TRUE(t) && opts->detach && !opts->console_socket)
     return crest_error_make(err, EINVAL,
                             "container `%s`: restore: the checkpointed config has "
