@@ -236,6 +236,11 @@ ipc_parse_vma(struct rctx *c, yajl_val v, pid_t pid, struct rvma *m, crest_error
 void
 ipc_free(struct ipc_set *s);
 
+/* chain.c: the blocks of the parent images' page files that the tree's
+   page runs read, each against its digest in the image's sums file. */
+int
+chain_check_reads(const struct rctx *c, crest_error_t *err);
+
 /* seccomp.c: every process had as many seccomp filters as the restore
    runs under (each task inherits them). */
 int
