@@ -1,16 +1,20 @@
 /* zdtm-seccomp: the seccomp filters a task runs under, kept by checkpoint
  * and restore: the mode and filter count /proc shows for each of its two
- * threads, and what keyctl(KEYCTL_GET_KEYRING_ID) returns in each (a call a
- * container's profile may deny).
+ * threads, and what a probe call returns in each (a call a container's
+ * profile may deny): keyctl(KEYCTL_GET_KEYRING_ID), or with
+ * ZDTM_SECCOMP_PROBE=userfaultfd a user-mode userfaultfd (which podman's
+ * default profile denies).
  *
- * ZDTM_SECCOMP_EXPECT=E: the profile the test gives denies keyctl with errno
- * E; the setup checks it does (else ERROR), the verdict that it still does.
+ * ZDTM_SECCOMP_EXPECT=E: the profile the test gives denies the probe with
+ * errno E; the setup checks it does (else ERROR), the verdict that it still
+ * does.
  * ZDTM_SECCOMP_OWN=main|thread: that thread installs a filter of its own
  * (allowing everything, with no_new_privs), which a checkpoint must refuse. */
 #define _GNU_SOURCE
 #include "zdtm.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <pthread.h>
@@ -23,8 +27,27 @@
 
 struct view
 {
-  int mode, filters, keyctl; /* keyctl: 0 or the errno it failed with */
+  int mode, filters, probe; /* probe: 0 or the errno it failed with */
 };
+
+static bool probe_uffd;
+
+static int
+probe(void)
+{
+  long r;
+  if (probe_uffd)
+    {
+      /* UFFD_USER_MODE_ONLY (1): allowed without privilege since 5.11. */
+      r = syscall(SYS_userfaultfd, 1 | O_CLOEXEC);
+      if (r >= 0)
+        close((int)r);
+    }
+  else
+    /* KEYCTL_GET_KEYRING_ID (0) of the session keyring (-3), not created. */
+    r = syscall(SYS_keyctl, 0, -3, 0);
+  return r < 0 ? errno : 0;
+}
 
 static void
 look(struct view *v)
@@ -44,8 +67,7 @@ look(struct view *v)
         }
       fclose(f);
     }
-  /* KEYCTL_GET_KEYRING_ID (0) of the session keyring (-3), not created. */
-  v->keyctl = syscall(SYS_keyctl, 0, -3, 0) < 0 ? errno : 0;
+  v->probe = probe();
 }
 
 static void
@@ -77,18 +99,24 @@ thread_main(void *arg)
   return NULL;
 }
 
+static const char *
+name(void)
+{
+  return probe_uffd ? "userfaultfd" : "keyctl";
+}
+
 static void
 compare(int t, const char *expect)
 {
   const struct view *b = &before[t], *a = &after[t];
   if (a->mode != b->mode || a->filters != b->filters)
-    zdtm_fail("thread %d: seccomp mode/filters (expected %d/%d, got %d/%d)", t, b->mode,
-              b->filters, a->mode, a->filters);
-  if (a->keyctl != b->keyctl)
-    zdtm_fail("thread %d: keyctl (expected errno %d, got %d)", t, b->keyctl, a->keyctl);
-  if (expect && a->keyctl != atoi(expect))
-    zdtm_fail("thread %d: keyctl not denied by the profile (expected errno %s, got %d)", t, expect,
-              a->keyctl);
+    zdtm_fail("thread %d: seccomp mode/filters (expected %d/%d, got %d/%d)", t, b->mode, b->filters,
+              a->mode, a->filters);
+  if (a->probe != b->probe)
+    zdtm_fail("thread %d: %s (expected errno %d, got %d)", t, name(), b->probe, a->probe);
+  if (expect && a->probe != atoi(expect))
+    zdtm_fail("thread %d: %s not denied by the profile (expected errno %s, got %d)", t, name(),
+              expect, a->probe);
 }
 
 int
@@ -99,13 +127,15 @@ main(int argc, char **argv)
 
   zdtm_init(argc, argv);
   own = getenv("ZDTM_SECCOMP_OWN");
+  probe_uffd
+      = getenv("ZDTM_SECCOMP_PROBE") && strcmp(getenv("ZDTM_SECCOMP_PROBE"), "userfaultfd") == 0;
   if (own && strcmp(own, "main") == 0)
     own_filter();
   look(&before[0]);
-  if (expect && before[0].keyctl != atoi(expect))
-    zdtm_error("keyctl is not denied with errno %s before the checkpoint (got %d): the profile "
+  if (expect && before[0].probe != atoi(expect))
+    zdtm_error("%s is not denied with errno %s before the checkpoint (got %d): the profile "
                "does not apply",
-               expect, before[0].keyctl);
+               name(), expect, before[0].probe);
   if (pthread_create(&th, NULL, thread_main, NULL) != 0)
     zdtm_error("pthread_create");
   while (__atomic_load_n(&thread_state, __ATOMIC_SEQ_CST) != 1)
@@ -119,7 +149,7 @@ main(int argc, char **argv)
   pthread_join(th, NULL);
   compare(0, expect);
   compare(1, expect);
-  zdtm_note("seccomp mode %d, %d filters, keyctl errno %d", after[0].mode, after[0].filters,
-            after[0].keyctl);
+  zdtm_note("seccomp mode %d, %d filters, %s errno %d", after[0].mode, after[0].filters, name(),
+            after[0].probe);
   zdtm_finish();
 }
