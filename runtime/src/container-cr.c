@@ -439,6 +439,50 @@ no_chroot_cap(const char *config_text)
   return why;
 }
 
+static yajl_val
+obj_get(yajl_val obj, const char *key);
+
+static bool
+action_allows(yajl_val a)
+{
+  return a && YAJL_IS_STRING(a)
+         && (strcmp(a->u.string, "SCMP_ACT_ALLOW") == 0
+             || strcmp(a->u.string, "SCMP_ACT_LOG") == 0);
+}
+
+static bool
+rule_names(yajl_val rule, const char *name)
+{
+  yajl_val names = obj_get(rule, "names"), one = obj_get(rule, "name");
+  if (one && YAJL_IS_STRING(one) && strcmp(one->u.string, name) == 0)
+    return true;
+  for (size_t i = 0; names && YAJL_IS_ARRAY(names) && i < names->u.array.len; i++)
+    if (YAJL_IS_STRING(names->u.array.values[i])
+        && strcmp(names->u.array.values[i]->u.string, name) == 0)
+      return true;
+  return false;
+}
+
+/* Does profile SECCOMP (an OCI linux.seccomp) let any call of NAME through?
+   A rule without argument conditions decides; else the default action. */
+static bool
+profile_allows(yajl_val seccomp, const char *name)
+{
+  yajl_val rules = obj_get(seccomp, "syscalls");
+  bool denied = false;
+  for (size_t i = 0; rules && YAJL_IS_ARRAY(rules) && i < rules->u.array.len; i++)
+    {
+      yajl_val r = rules->u.array.values[i], args = obj_get(r, "args");
+      bool plain = !args || YAJL_IS_NULL(args) || (YAJL_IS_ARRAY(args) && !args->u.array.len);
+      if (!plain || !rule_names(r, name))
+        continue;
+      if (action_allows(obj_get(r, "action")))
+        return true;
+      denied = true;
+    }
+  return !denied && action_allows(obj_get(seccomp, "defaultAction"));
+}
+
 /* The seccomp filters the container's config installs in every task: crun
    compiles linux.seccomp into one filter, and a restore through crun
    installs the same one again in the restorer, whose tasks inherit it
@@ -455,9 +499,19 @@ seccomp_filters_of(const char *id, const char *config_text, int *n, crest_error_
   *n = 0;
   if (crest_config_parse(config_text, &cfg, err) < 0)
     return crest_error_wrap(err, "container `%s`: checkpoint: its config", id);
-  if (yajl_tree_get(cfg, sp, yajl_t_object))
+  yajl_val sc = yajl_tree_get(cfg, sp, yajl_t_object);
+  /* The restore runs under the profile: its tracer and its checks of the
+     tasks need these. */
+  static const char *const needed[] = { "ptrace", "process_vm_readv", "process_vm_writev" };
+  if (sc)
     *n = 1;
-  if (crest_config_get_string(cfg, lp))
+  for (size_t i = 0; sc && i < ARRAY_SIZE(needed) && rc == 0; i++)
+    if (!profile_allows(sc, needed[i]))
+      rc = crest_error_make(err, ENOTSUP,
+                            "container `%s`: checkpoint: its seccomp profile (linux.seccomp) "
+                            "denies %s, which a restore running under that profile needs",
+                            id, needed[i]);
+  if (rc == 0 && crest_config_get_string(cfg, lp))
     rc = crest_error_make(
         err, ENOTSUP,
         "container `%s`: checkpoint: its linux.seccomp has a listenerPath (seccomp "
