@@ -163,7 +163,7 @@ chain_path(const char *dir, const char *parent)
    or NULL): each must be a pre-dump, each is checked as a restore checks
    an image (its page files by a thread when LATE). */
 int
-chain_open(const char *dir, const char *sha, bool late, struct img_reader **r, int *n,
+chain_open(const char *dir, const char *sha, int late, struct img_reader **r, int *n,
            crest_error_t *err)
 {
   return chain_open_at(dir, sha, late, NULL, 0, r, n, err);
@@ -299,8 +299,10 @@ chain_load(struct dctx *c, crest_error_t *err)
 
   c->chain = ch;
   ch->path = chain_path(c->o->image_dir, c->o->parent_path);
-  /* Hashed now, before the tree is stopped: not in its downtime. */
-  if (chain_open(ch->path, NULL, false, ch->r, &ch->n, err) < 0)
+  /* The checkpoint reads no page of its parents, only their records:
+     their page files are checked where a restore reads them (their
+     sums); the rest is hashed now, before the tree is stopped. */
+  if (chain_open(ch->path, NULL, IMG_LATE_BLOCKS, ch->r, &ch->n, err) < 0)
     return -1;
   if (img_reader_json(ch->r[0], "tree.json", &tree, err) < 0)
     return crest_error_wrap(err, "parent image %s", ch->path);

@@ -321,7 +321,7 @@ chain_path(const char *dir, const char *parent);
    (NULL: any), each next one with the digest its child names. R[0..*N)
    are the caller's to free, also after a failure. */
 int
-chain_open(const char *dir, const char *sha, bool late, struct img_reader **r, int *n,
+chain_open(const char *dir, const char *sha, int late, struct img_reader **r, int *n,
            crest_error_t *err);
 /* The same, DIRS[0..NDIRS) the images' directories instead of the paths
    their children's manifests give (NDIRS 0: those paths). */
