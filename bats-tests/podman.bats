@@ -284,7 +284,8 @@ ns_pids() {
 	[ "$status" = 0 ] || fail "crest checkpoint: $output"
 	# podman's cleanup unmounted the storage when the container ended: the
 	# restore mounts it again (podman mount) in podman's mount namespace.
-	detached podman unshare sh -c '"$@" mount "$0" >/dev/null && env -u XDG_RUNTIME_DIR crest restore -d --image-path "$1" --bundle "$2" "$0"' \
+	detached podman unshare sh -c 'img=$1 b=$2; shift 2; "$@" mount "$0" >/dev/null &&
+		env -u XDG_RUNTIME_DIR crest restore -d --image-path "$img" --bundle "$b" "$0"' \
 		"$cid" "$img" "$b" "${P[@]}" || true
 	[ "$status" = 0 ] || { "${P[@]}" rm -f -t 0 ov >/dev/null 2>&1; fail "restore on overlay: $output"; }
 	init=$(crest state "$cid" | jq -r .pid)
