@@ -4,23 +4,36 @@
 # rootless counter container checkpointed as the kubelet's checkpoint API
 # does it (--leave-running, one archive named
 # checkpoint-<pod>_<namespace>-<container>-<timestamp>.tar) into the
-# directory the nodes share; the original goes on counting while node B
-# (migrate-node-b.bats) restores the archive, and after.
+# directory the nodes share. While node B (migrate-node-b.bats) restores the
+# archive, node A makes a live migration of a second counter: two pre-dumps
+# while it runs and the final checkpoint with --parent-path, into the share,
+# for node B to restore next. Last, the first counter must still run and
+# count, node B's restore done.
 
 load helpers
 load checkpoint-helpers
 load migrate-helpers
 
-@test "node A: a counter container is checkpointed into one archive with --leave-running, and goes on counting while node B restores it" {
-	local out=$BATS_TEST_TMPDIR/counter.out arch pre init
-	CONTAINERS+=(counter)
-	"$CREST" --log "$CR_LOG" run -d --bundle "$BUNDLE" counter </dev/null >"$out" 2>&1 \
-		|| fail "crest run: $(tail -3 "$CR_LOG")"
-	mig_passes "$out" 20 || fail "the counter does not count: $(tail -3 "$out")"
+# The first counter lives across the tests (its own bundle and output under
+# the file's directory, which teardown leaves alone); teardown_file ends it.
+COUNTER_B=$BATS_FILE_TMPDIR/counter-bundle
+COUNTER_OUT=$BATS_FILE_TMPDIR/counter.out
+
+teardown_file() {
+	"$CREST" delete --force counter >/dev/null 2>&1 || true
+}
+
+@test "node A: a counter container is checkpointed into one archive with --leave-running, and goes on counting" {
+	local arch pre init
+	cp -a "$BUNDLE" "$COUNTER_B"
+	"$CREST" --log "$CR_LOG" run -d --bundle "$COUNTER_B" counter </dev/null >"$COUNTER_OUT" 2>&1 \
+		|| { echo "crest run failed" >"$MIG/archive-failed"; fail "crest run: $(tail -3 "$CR_LOG")"; }
+	mig_passes "$COUNTER_OUT" 20 || fail "the counter does not count: $(tail -3 "$COUNTER_OUT")"
 	init=$(cr_init counter)
+	echo "$init" >"$BATS_FILE_TMPDIR/counter-init"
 	# The shell (the count ticks in short-lived children, not compared).
 	cr_ns_pids counter | grep " sh$" >"$MIG/a-pids"
-	pre=$(mig_count "$out")
+	pre=$(mig_count "$COUNTER_OUT")
 	echo "$pre" >"$MIG/a-count"
 	arch=checkpoint-counter_default-counter-$(date -u +%Y-%m-%dT%H:%M:%SZ).tar
 	# Written under another name first: node B waits for the final name.
@@ -29,9 +42,51 @@ load migrate-helpers
 	cp "$BATS_TEST_TMPDIR/$arch" "$MIG/.$arch" && mv "$MIG/.$arch" "$MIG/$arch" || fail "copy to the share"
 	echo "$arch" >"$MIG/archive"
 	[ "$(cr_init counter)" = "$init" ] || fail "the container is not the same one after the checkpoint"
-	mig_passes "$out" "$(mig_count "$out")" || fail "the counter stopped after the checkpoint"
+	mig_passes "$COUNTER_OUT" "$(mig_count "$COUNTER_OUT")" || fail "the counter stopped after the checkpoint"
+}
+
+@test "node A: live migration: two pre-dumps while the counter runs, then the final checkpoint with --parent-path, into the share" {
+	local out=$BATS_TEST_TMPDIR/live.out out0=$BATS_TEST_TMPDIR/live0.out init t0 t1
+	CONTAINERS+=(live live0)
+	"$CREST" --log "$CR_LOG" run -d --bundle "$BUNDLE" live </dev/null >"$out" 2>&1 \
+		|| { echo "crest run failed" >"$MIG/live-done"; fail "crest run: $(tail -3 "$CR_LOG")"; }
+	# The same counter migrated without pre-dumps, for the downtime figure.
+	cp -a "$BUNDLE" "$BATS_TEST_TMPDIR/bundle0"
+	"$CREST" --log "$CR_LOG" run -d --bundle "$BATS_TEST_TMPDIR/bundle0" live0 </dev/null >"$out0" 2>&1 \
+		|| { echo "crest run failed" >"$MIG/live-done"; fail "crest run: $(tail -3 "$CR_LOG")"; }
+	mig_passes "$out0" 20 || fail "the second counter does not count: $(tail -3 "$out0")"
+	mkdir -p "$MIG/live"
+	t0=$(date +%s%N)
+	run "$CREST" checkpoint --image-path "$MIG/live/nopre" live0
+	t1=$(date +%s%N)
+	[ "$status" = 0 ] || { echo "checkpoint without pre-dumps: $output" >"$MIG/live-done"; fail "checkpoint without pre-dumps: $output"; }
+	echo "$(((t1 - t0) / 1000000))" >"$MIG/live-nopre-ms"
+	mig_count "$out0" >"$MIG/live-nopre-count"
+	mig_passes "$out" 20 || fail "the counter does not count: $(tail -3 "$out")"
+	init=$(cr_init live)
+	run "$CREST" checkpoint --pre-dump --image-path "$MIG/live/pre1" live
+	[ "$status" = 0 ] || { echo "pre-dump 1: $output" >"$MIG/live-done"; fail "pre-dump 1: $output"; }
+	[ "$(cr_init live)" = "$init" ] && mig_passes "$out" "$(mig_count "$out")" || fail "the counter stopped after pre-dump 1"
+	run "$CREST" checkpoint --pre-dump --image-path "$MIG/live/pre2" --parent-path ../pre1 live
+	[ "$status" = 0 ] || { echo "pre-dump 2: $output" >"$MIG/live-done"; fail "pre-dump 2: $output"; }
+	mig_passes "$out" "$(mig_count "$out")" || fail "the counter stopped after pre-dump 2"
+	cr_ns_pids live | grep " sh$" >"$MIG/live-pids"
+	t0=$(date +%s%N)
+	run "$CREST" checkpoint --image-path "$MIG/live/final" --parent-path ../pre2 live
+	t1=$(date +%s%N)
+	[ "$status" = 0 ] || { echo "final checkpoint: $output" >"$MIG/live-done"; fail "final checkpoint: $output"; }
+	echo "$(((t1 - t0) / 1000000))" >"$MIG/live-final-ms"
+	mig_count "$out" >"$MIG/live-count"
+	grep -q '"from"' "$MIG/live/final/tree.json" || fail "the final image takes no page from the pre-dumps"
+	echo "# final checkpoint: $(cat "$MIG/live-nopre-ms") ms without pre-dumps ($(du -sk "$MIG/live/nopre" | cut -f1) KiB), $(cat "$MIG/live-final-ms") ms after two ($(du -sk "$MIG/live/pre1" | cut -f1) + $(du -sk "$MIG/live/pre2" | cut -f1) + $(du -sk "$MIG/live/final" | cut -f1) KiB)" >&3
+	echo ok >"$MIG/live-done"
+}
+
+@test "node A: the first counter runs on and counts, node B's restore of its archive done" {
+	local init
+	init=$(cat "$BATS_FILE_TMPDIR/counter-init" 2>/dev/null) || skip "the first counter did not start (test 1 failed)"
 	mig_wait b-done 900 || fail "node B never said it was done"
 	[ "$(cat "$MIG/b-done")" = ok ] || fail "node B: $(cat "$MIG/b-done")"
 	[ "$(cr_init counter)" = "$init" ] || fail "the original container is gone after node B's restore"
-	mig_passes "$out" "$(mig_count "$out")" || fail "the original stopped counting while node B restored"
+	mig_passes "$COUNTER_OUT" "$(mig_count "$COUNTER_OUT")" || fail "the original stopped counting while node B restored"
 }

@@ -4,7 +4,8 @@
 # node A's archive in the shared directory, restores it with --import under a
 # new ID from a new bundle path; the count goes on from where it was, in the
 # same PIDs. Then a corrupted copy of the archive is refused, creating
-# nothing.
+# nothing. Then node A's live migration (two pre-dumps, the final
+# checkpoint with --parent-path, all in the share) restores from the share.
 
 load helpers
 load checkpoint-helpers
@@ -12,7 +13,7 @@ load migrate-helpers
 
 @test "node B: node A's archive restores under a new ID and bundle, the count goes on, the same PIDs" {
 	local out=$BATS_TEST_TMPDIR/counter-b.out arch first status_b=
-	mig_wait archive 900 || { echo "no archive from node A" >"$MIG/b-done"; fail "node A wrote no archive in 900 s"; }
+	mig_wait archive 900 || { echo "no archive from node A" >"$MIG/b-done"; fail "node A wrote no archive"; }
 	arch=$(cat "$MIG/archive")
 	cp "$MIG/$arch" "$BATS_TEST_TMPDIR/" || fail "copy from the share"
 	CONTAINERS+=(counter-b)
@@ -47,4 +48,32 @@ load migrate-helpers
 	[ "$status" != 0 ] || { CONTAINERS+=(counter-bad); fail "a corrupted archive was restored"; }
 	[ "${#lines[@]}" = 1 ] || fail "not one line: $output"
 	cr_gone counter-bad
+}
+
+@test "node B: node A's live migration (two pre-dumps and a final checkpoint in the share) restores under a new ID, the count goes on, the same PIDs" {
+	local out=$BATS_TEST_TMPDIR/live-b.out out0=$BATS_TEST_TMPDIR/live0-b.out first t0 t1 t2
+	mig_wait live-done 900 || fail "node A's live migration never finished"
+	[ "$(cat "$MIG/live-done")" = ok ] || fail "node A: $(cat "$MIG/live-done")"
+	CONTAINERS+=(live-b live0-b)
+	: >"$CR_LOG"
+	cp -a "$BUNDLE" "$BATS_TEST_TMPDIR/bundle0"
+	t0=$(date +%s%N)
+	"$CREST" --log "$CR_LOG" restore --image-path "$MIG/live/nopre" --bundle "$BATS_TEST_TMPDIR/bundle0" -d live0-b \
+		</dev/null >"$out0" 2>"$BATS_TEST_TMPDIR/err" \
+		|| fail "restore without pre-dumps: $(cat "$BATS_TEST_TMPDIR/err" "$CR_LOG")"
+	t1=$(date +%s%N)
+	"$CREST" --log "$CR_LOG" restore --image-path "$MIG/live/final" --bundle "$BUNDLE" -d live-b \
+		</dev/null >"$out" 2>"$BATS_TEST_TMPDIR/err" \
+		|| fail "restore through the pre-dumps: $(cat "$BATS_TEST_TMPDIR/err" "$CR_LOG")"
+	t2=$(date +%s%N)
+	# Downtime without the wait between the nodes: A's final checkpoint and
+	# B's restore (each node's own clock).
+	echo "# downtime (A's final checkpoint + B's restore): 0 pre-dumps $(cat "$MIG/live-nopre-ms") + $(((t1 - t0) / 1000000)) ms, 2 pre-dumps $(cat "$MIG/live-final-ms") + $(((t2 - t1) / 1000000)) ms" >&3
+	mig_passes "$out0" 0 || fail "the counter restored without pre-dumps does not count"
+	[ "$(head -1 "$out0")" -gt "$(cat "$MIG/live-nopre-count")" ] || fail "B's first count $(head -1 "$out0") (no pre-dumps) is not past A's $(cat "$MIG/live-nopre-count")"
+	mig_passes "$out" 0 || fail "the restored counter does not count"
+	first=$(head -1 "$out")
+	[ "$first" -gt "$(cat "$MIG/live-count")" ] || fail "B's first count $first is not past A's $(cat "$MIG/live-count") at the final checkpoint"
+	[ "$(cr_ns_pids live-b | grep " sh$")" = "$(cat "$MIG/live-pids")" ] \
+		|| fail "the shell's PID differs: A [$(cat "$MIG/live-pids")] B [$(cr_ns_pids live-b)]"
 }

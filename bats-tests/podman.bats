@@ -8,6 +8,11 @@
 # podman's storage is the vfs driver under the test user's home (its
 # directories stay after podman's cleanup, which a restore needs), no
 # network (--network none), no cgroups (no systemd user session in the VM).
+# One test uses overlay storage instead (the kernel's own overlay in
+# podman's user namespace; the image has no fuse-overlayfs): podman mounts
+# it in its own mount namespace and unmounts it when the container ends, so
+# the restore runs in that namespace (podman unshare) after `podman mount`.
+# The containers run under podman's default seccomp profile.
 #
 # What podman shows: after crest's checkpoint podman's conmon sees its
 # container end: `Exited (137)`; after crest's restore the container runs
@@ -42,7 +47,11 @@ setup_file() {
 		hooks_dir = ["/usr/local/share/containers/oci/hooks.d"]
 	EOF
 	printf '[storage]\ndriver = "vfs"\n' >"$HOME/.config/containers/storage.conf"
-	tar -C "$CREST_TESTS/rootfs" -cf "$BATS_FILE_TMPDIR/rootfs.tar" .
+	# The busybox root file system and zdtm-seccomp (static) as /progs/.
+	mkdir -p "$BATS_FILE_TMPDIR/extra/progs"
+	cp "$PROGS/zdtm-seccomp" "$BATS_FILE_TMPDIR/extra/progs/"
+	tar -C "$CREST_TESTS/rootfs" -cf "$BATS_FILE_TMPDIR/rootfs.tar" . &&
+		tar -C "$BATS_FILE_TMPDIR/extra" -rf "$BATS_FILE_TMPDIR/rootfs.tar" progs
 	podman import -q "$BATS_FILE_TMPDIR/rootfs.tar" "$IMG" >"$BATS_FILE_TMPDIR/import.log" 2>&1
 }
 
@@ -121,7 +130,7 @@ ns_pids() {
 
 @test "podman with crest's hook: the container is recorded with podman's bundle, podman's crun root and the grant" {
 	local cid st
-	pod_run hooked --security-opt seccomp=unconfined --annotation "$ANN"
+	pod_run hooked --annotation "$ANN"
 	cid=$(cid_of hooked)
 	st=$(record "$cid")
 	[ -f "$st" ] || fail "no record of $cid in $XDG_RUNTIME_DIR/crest"
@@ -144,14 +153,44 @@ ns_pids() {
 	assert_equal "$(pod_status plain)" "running 0"
 }
 
-@test "podman's default seccomp profile: the checkpoint refuses in one line, podman's container runs on" {
-	pod_run sec --annotation "$ANN"
-	refused_runs_on sec "seccomp filters are not supported"
+@test "podman's default seccomp profile: checkpoint and restore, the restored tasks under the one filter, a call the profile denies still denied" {
+	local cid b img=$HOME/img-$BATS_TEST_NUMBER init i st
+	PODS+=(sec)
+	# zdtm-seccomp (tests/progs/zdtm/seccomp.c): userfaultfd, which podman's
+	# profile denies with EPERM, must fail so before and after, in both threads.
+	run podman run -d --name sec --network none --cgroups disabled --annotation "$ANN" \
+		-e ZDTM_SECCOMP_PROBE=userfaultfd -e ZDTM_SECCOMP_EXPECT=1 "$IMG" \
+		/bin/sh -c 'exec </dev/null >/dev/null 2>&1; exec /progs/zdtm-seccomp /tmp/ready /tmp/result'
+	[ "$status" = 0 ] || fail "podman run: $output"
+	cid=$(cid_of sec)
+	ROOTFS=$(rootfs_of "$cid")
+	for ((i = 0; i < 200; i++)); do [ -s "$ROOTFS/tmp/ready" ] && break; sleep 0.05; done
+	[ -s "$ROOTFS/tmp/ready" ] || fail "zdtm-seccomp not ready: $(cat "$ROOTFS/tmp/result" 2>/dev/null)"
+	b=$(jq -r .bundle "$(record "$cid")")
+	jq -e .linux.seccomp "$b/config.json" >/dev/null || fail "podman's config has no linux.seccomp"
+	init=$(podman inspect -f '{{.State.Pid}}' sec)
+	assert_equal "$(awk '$1 == "Seccomp:" || $1 == "Seccomp_filters:" { printf "%s ", $2 }' "/proc/$init/status")" "2 1 "
+	run crest checkpoint --image-path "$img" "$cid"
+	[ "$status" = 0 ] || fail "crest checkpoint: $output"
+	grep -q '"seccomp_filters": 1' "$img/tree.json" || fail "the image records no filter"
+	detached crest restore -d --image-path "$img" --bundle "$b" "$cid"
+	[ "$status" = 0 ] || fail "crest restore: $output"
+	init=$(crest state "$cid" | jq -r .pid)
+	for st in /proc/"$init"/task/*/status; do
+		assert_equal "$(awk '$1 == "Seccomp:" || $1 == "Seccomp_filters:" { printf "%s ", $2 }' "$st")" "2 1 "
+	done
+	kill -TERM "$init"
+	for ((i = 0; i < 200; i++)); do [ -s "$ROOTFS/tmp/result" ] && break; sleep 0.05; done
+	sleep 0.2
+	run cat "$ROOTFS/tmp/result"
+	assert_output --partial "userfaultfd errno 1"
+	assert_line PASS
+	refute_output --partial FAIL
 }
 
 @test "checkpoint and restore of a podman container: the same PIDs, the count goes on; podman shows it exited" {
 	local cid img=$HOME/img-$BATS_TEST_NUMBER b pid pids last init i
-	pod_run ctr --security-opt seccomp=unconfined --annotation "$ANN"
+	pod_run ctr --annotation "$ANN"
 	cid=$(cid_of ctr)
 	b=$(jq -r .bundle "$(record "$cid")")
 	pid=$(podman inspect -f '{{.State.Pid}}' ctr)
@@ -188,7 +227,7 @@ ns_pids() {
 
 @test "as UID 0 of podman's user namespace (podman unshare), without XDG_RUNTIME_DIR: the same record, checkpoint and restore" {
 	local cid img=$HOME/img-$BATS_TEST_NUMBER b last init
-	pod_run userns --security-opt seccomp=unconfined --annotation "$ANN"
+	pod_run userns --annotation "$ANN"
 	cid=$(cid_of userns)
 	b=$(jq -r .bundle "$(record "$cid")")
 	run podman unshare env -u XDG_RUNTIME_DIR sh -c 'id -u; crest checkpoint --image-path "$1" "$2"' sh "$img" "$cid"
@@ -206,7 +245,7 @@ ns_pids() {
 
 @test "podman's checkpoint line with --leave-running: podman's container runs on, dump.log and stats-dump in --work-path" {
 	local cid img=$HOME/img-$BATS_TEST_NUMBER work=$BATS_TEST_TMPDIR/work pid before
-	pod_run leave --security-opt seccomp=unconfined --annotation "$ANN"
+	pod_run leave --annotation "$ANN"
 	cid=$(cid_of leave)
 	pid=$(podman inspect -f '{{.State.Pid}}' leave)
 	# libpod/oci_conmon_common.go, podman 4 (which repeats --leave-running).
@@ -220,6 +259,42 @@ ns_pids() {
 }
 
 @test "a process holding conmon's pipe on a descriptor other than 0-2: refused in one line, podman's container runs on" {
-	POD_CMD="exec 3>&1; $COUNTER" pod_run pipe3 --security-opt seccomp=unconfined --annotation "$ANN"
+	POD_CMD="exec 3>&1; $COUNTER" pod_run pipe3 --annotation "$ANN"
 	refused_runs_on pipe3 "its other end is open in a process outside the checkpointed tree"
+}
+
+@test "podman with overlay storage (the kernel's rootless overlay): checkpoint, the storage mounted again in podman's namespace, restore: the count goes on" {
+	local root=$HOME/ov-root runroot=$XDG_RUNTIME_DIR/ov-run cid b init last before img=$HOME/img-$BATS_TEST_NUMBER i merged
+	local -a P=(podman --root "$root" --runroot "$runroot" --storage-driver overlay)
+	"${P[@]}" import -q "$BATS_FILE_TMPDIR/rootfs.tar" "$IMG" >/dev/null 2>&1 || fail "podman import into overlay storage failed"
+	assert_equal "$("${P[@]}" info --format '{{.Store.GraphDriverName}}')" overlay
+	run "${P[@]}" run -d --name ov --network none --cgroups disabled --annotation "$ANN" "$IMG" /bin/sh -c "$COUNTER"
+	[ "$status" = 0 ] || fail "podman run on overlay: $output"
+	cid=$("${P[@]}" inspect -f '{{.Id}}' ov)
+	b=$(jq -r .bundle "$(record "$cid")")
+	merged=$(jq -r .root.path "$b/config.json")
+	[[ "$merged" == */overlay/*/merged ]] || fail "the root is not an overlay mount: $merged"
+	init=$("${P[@]}" inspect -f '{{.State.Pid}}' ov)
+	ocount() { cat "/proc/$1/root/tmp/count" 2>/dev/null || echo 0; }
+	for ((i = 0; i < 200; i++)); do [ "$(ocount "$init")" -gt 3 ] 2>/dev/null && break; sleep 0.05; done
+	awk '$5 == "/" && / - overlay / { found = 1 } END { exit !found }' "/proc/$init/mountinfo" \
+		|| fail "the container's root is not overlay: $(awk '$5 == "/"' "/proc/$init/mountinfo")"
+	before=$(ocount "$init")
+	run crest checkpoint --image-path "$img" "$cid"
+	[ "$status" = 0 ] || fail "crest checkpoint: $output"
+	# podman's cleanup unmounted the storage when the container ended: the
+	# restore mounts it again (podman mount) in podman's mount namespace.
+	detached podman unshare sh -c 'img=$1 b=$2; shift 2; "$@" mount "$0" >/dev/null &&
+		env -u XDG_RUNTIME_DIR crest restore -d --image-path "$img" --bundle "$b" "$0"' \
+		"$cid" "$img" "$b" "${P[@]}" || true
+	[ "$status" = 0 ] || { "${P[@]}" rm -f -t 0 ov >/dev/null 2>&1; fail "restore on overlay: $output"; }
+	init=$(crest state "$cid" | jq -r .pid)
+	last=$(ocount "$init")
+	# A fresh start would count from 1: the shell's count is in its memory.
+	[ "$last" -ge "$before" ] || fail "the restored count $last is behind $before (before the checkpoint)"
+	for ((i = 0; i < 200; i++)); do [ "$(ocount "$init")" -gt "$last" ] 2>/dev/null && break; sleep 0.05; done
+	[ "$(ocount "$init")" -gt "$last" ] || fail "the restored container does not count on from $last"
+	crest delete --force "$cid" >/dev/null 2>&1
+	"${P[@]}" rm -f -t 0 ov >/dev/null 2>&1
+	podman unshare rm -rf "$root" >/dev/null 2>&1 || true
 }

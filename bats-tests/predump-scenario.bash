@@ -18,8 +18,9 @@
 #   other-tree      a parent pre-dump of another tree: refused, one line
 #   not-predump     a parent that is a full checkpoint: refused, one line
 #   missing         a parent that does not exist: refused, one line
-#   corrupt         a byte of the parent's page file changed after the final
-#                   checkpoint: restore refuses in one line, nothing left
+#   corrupt         a byte of the parent's page file that the final image
+#                   reads changed after the final checkpoint: restore
+#                   refuses in one line, nothing left
 #   replaced        the parent directory replaced by another pre-dump of the
 #                   same tree: restore refuses in one line, nothing left
 #   restore-pre     a pre-dump restored by itself: refused, one line
@@ -133,8 +134,12 @@ corrupt | replaced)
     predumps "$pid" 1 && final "$pid" 1
     if [ "$scenario" = corrupt ]; then
         f=pre1/pages-$pid.img
+        # In a page the final image takes from pre1: a restore checks only
+        # the blocks of a parent it reads (chain.c, sums-PID.bin).
+        off=$(jq -r --argjson p "$pid" '[.processes[] | select(.pid == $p) | .pages[] | select(.from == 1)][0].off // empty' final/tree.json)
+        [ -n "$off" ] || failed "the final image takes no page from pre1"
         chmod u+w "$f"
-        printf '\x5a' | dd of="$f" bs=1 seek=$(($(stat -c %s "$f") / 2)) conv=notrunc status=none
+        printf '\x5a' | dd of="$f" bs=1 seek=$((${off:-0} + 100)) conv=notrunc status=none
         word=pages-
     else
         # Another pre-dump of the tree, made meanwhile, in its place: the

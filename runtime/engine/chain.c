@@ -21,8 +21,48 @@
 #include "engine-int.h"
 #include "image.h"
 #include "log.h"
+#include "restore-int.h"
+#include "sha256.h"
 #include "testhook.h"
 #include "util.h"
+
+/* A pre-dump's page file is hashed block by block as well (its sums file,
+   img_sums_name: the SHA-256 of each SUM_BLOCK bytes, the last block
+   shorter): a restore reads only some of a parent's pages, and checks
+   only the blocks it reads (chain_check_reads). */
+#define SUM_BLOCK (256u << 10)
+
+struct sums
+{
+  struct sha256 s;
+  uint8_t *out; /* 32 bytes a block */
+  size_t n;
+};
+
+static void
+sums_add(struct sums *b, const void *buf, uint64_t size_after)
+{
+  sha256_update(&b->s, buf, PAGE);
+  if (size_after % SUM_BLOCK == 0)
+    {
+      b->out = xrealloc(b->out, (b->n + 1) * 32);
+      sha256_final(&b->s, b->out + 32 * b->n++);
+      sha256_init(&b->s);
+    }
+}
+
+/* The last, short block, and the sums file beside page file NAME. */
+static int
+sums_write(struct dctx *c, struct sums *b, const char *name, uint64_t size, crest_error_t *err)
+{
+  cleanup_free char *sname = img_sums_name(name);
+  if (size % SUM_BLOCK)
+    {
+      b->out = xrealloc(b->out, (b->n + 1) * 32);
+      sha256_final(&b->s, b->out + 32 * b->n++);
+    }
+  return img_write_file(c->w, sname, b->out ? (const void *)b->out : "", b->n * 32, err);
+}
 
 struct chain_vma
 {
@@ -123,14 +163,14 @@ chain_path(const char *dir, const char *parent)
    or NULL): each must be a pre-dump, each is checked as a restore checks
    an image (its page files by a thread when LATE). */
 int
-chain_open(const char *dir, const char *sha, bool late, struct img_reader **r, int *n,
+chain_open(const char *dir, const char *sha, int late, struct img_reader **r, int *n,
            crest_error_t *err)
 {
   return chain_open_at(dir, sha, late, NULL, 0, r, n, err);
 }
 
 int
-chain_open_at(const char *dir, const char *sha, bool late, const char *const *dirs, int ndirs,
+chain_open_at(const char *dir, const char *sha, int late, const char *const *dirs, int ndirs,
               struct img_reader **r, int *n, crest_error_t *err)
 {
   cleanup_free char *path = xstrdup(ndirs ? dirs[0] : dir);
@@ -259,8 +299,10 @@ chain_load(struct dctx *c, crest_error_t *err)
 
   c->chain = ch;
   ch->path = chain_path(c->o->image_dir, c->o->parent_path);
-  /* Hashed now, before the tree is stopped: not in its downtime. */
-  if (chain_open(ch->path, NULL, false, ch->r, &ch->n, err) < 0)
+  /* The checkpoint reads no page of its parents, only their records:
+     their page files are checked where a restore reads them (their
+     sums); the rest is hashed now, before the tree is stopped. */
+  if (chain_open(ch->path, NULL, IMG_LATE_BLOCKS, ch->r, &ch->n, err) < 0)
     return -1;
   if (img_reader_json(ch->r[0], "tree.json", &tree, err) < 0)
     return crest_error_wrap(err, "parent image %s", ch->path);
@@ -474,7 +516,8 @@ copy_running(pid_t pid, int mem, uint64_t addr, uint64_t len, char *buf, bool no
 /* Process Q's own pages, copied now that the tree runs: the runs are
    rebuilt from what was read. */
 static int
-predump_copy(struct dctx *c, struct pre_proc *q, struct img_out *o, crest_error_t *err)
+predump_copy(struct dctx *c, struct pre_proc *q, struct img_out *o, struct sums *sums,
+             crest_error_t *err)
 {
   const uint64_t chunk = 1 << 20;
   cleanup_free char *buf = xmalloc(chunk);
@@ -507,6 +550,7 @@ predump_copy(struct dctx *c, struct pre_proc *q, struct img_out *o, crest_error_
                   free(out);
                   return -1;
                 }
+              sums_add(sums, buf + k * PAGE, o->size);
               c->pages_bytes += PAGE;
               if (l && !l->from && l->vaddr + l->len == a && l->off + l->len == o->size - PAGE)
                 l->len += PAGE;
@@ -566,14 +610,24 @@ predump_finish(struct dctx *c, crest_error_t *err)
       struct pre_proc *q = &pre->p[i];
       cleanup_free char *name = xasprintf("pages-%d.img", q->ipid);
       struct img_out o;
+      struct sums sums = { .n = 0 };
+      uint64_t size;
+      sha256_init(&sums.s);
       if (img_out_open(c->w, name, &o, err) < 0)
         goto out;
-      if (predump_copy(c, q, &o, err) < 0 || img_out_close(&o, err) < 0)
+      if (predump_copy(c, q, &o, &sums, err) < 0 || (size = o.size, img_out_close(&o, err)) < 0)
         {
           if (o.fd >= 0)
             close(o.fd), free(o.name);
+          free(sums.out);
           goto out;
         }
+      if (sums_write(c, &sums, name, size, err) < 0)
+        {
+          free(sums.out);
+          goto out;
+        }
+      free(sums.out);
       yajl_gen_map_open(g);
       jput_int(g, "pid", q->ipid);
       jput_u64(g, "starttime", q->start);
@@ -619,4 +673,75 @@ crest_engine_image_chain(const char *image_dir, char ***dirs, int *n, crest_erro
       free(path);
       path = xstrdup(next);
     }
+}
+
+/* The blocks of page file F (of image R, whose sums file it has) that
+   process P's runs from that image read: each hashed once (DONE), against
+   SUMS. */
+static int
+check_blocks(const struct img_reader *r, const struct img_file *f, const uint8_t *sums,
+             const struct rproc *p, int from, uint8_t *buf, bool *done, crest_error_t *err)
+{
+  for (size_t i = 0; i < p->nruns; i++)
+    {
+      const struct rrun *run = &p->runs[i];
+      if (run->from != from)
+        continue;
+      for (uint64_t b = run->off / SUM_BLOCK; b <= (run->off + run->len - 1) / SUM_BLOCK; b++)
+        {
+          uint64_t len = f->size - b * SUM_BLOCK < SUM_BLOCK ? f->size - b * SUM_BLOCK : SUM_BLOCK;
+          uint8_t d[32];
+          struct sha256 s;
+          if (done[b])
+            continue;
+          if (pread(f->fd, buf, len, (off_t)(b * SUM_BLOCK)) != (ssize_t)len)
+            return crest_error_errno(err, "image %s: file %s: read", r->dir, f->name);
+          sha256_init(&s);
+          sha256_update(&s, buf, len);
+          sha256_final(&s, d);
+          if (memcmp(d, sums + 32 * b, 32) != 0)
+            return crest_error_make(err, EINVAL,
+                                    "image %s: file %s: block %" PRIu64
+                                    ": checksum mismatch (corrupted image)",
+                                    r->dir, f->name, b);
+          done[b] = true;
+        }
+    }
+  return 0;
+}
+
+int
+chain_check_reads(const struct rctx *c, crest_error_t *err)
+{
+  cleanup_free uint8_t *buf = NULL;
+  for (int k = 1; k <= c->nchain; k++)
+    for (size_t i = 0; i < c->np; i++)
+      {
+        const struct rproc *p = &c->p[i];
+        struct img_reader *r = c->chain[k - 1];
+        cleanup_free char *name = NULL, *sname = NULL, *sums = NULL;
+        cleanup_free bool *done = NULL;
+        const struct img_file *f;
+        size_t nblocks, len = 0;
+        if (p->zombie || !p->chain_size[k])
+          continue;
+        name = xasprintf("pages-%d.img", p->pid);
+        f = img_reader_find(r, name);
+        if (!f || !f->blocks)
+          continue;
+        nblocks = (f->size + SUM_BLOCK - 1) / SUM_BLOCK;
+        sname = img_sums_name(name);
+        if (img_reader_read(r, sname, nblocks * 32, &sums, &len, err) < 0)
+          return crest_error_wrap(err, "parent image");
+        if (len != nblocks * 32)
+          return crest_error_make(err, EINVAL,
+                                  "image %s: file %s: %zu bytes, %zu blocks of %s need %zu", r->dir,
+                                  sname, len, nblocks, name, nblocks * 32);
+        if (!buf)
+          buf = xmalloc(SUM_BLOCK);
+        done = xzalloc(nblocks + 1);
+        if (check_blocks(r, f, (const uint8_t *)sums, p, k, buf, done, err) < 0)
+          return crest_error_wrap(err, "parent image");
+      }
+  return 0;
 }

@@ -222,6 +222,9 @@ read_proc(pid_t pid, const char *what, char **out, crest_error_t *err);
 /* The value of "KEY:" in a /proc status-like text, or NULL. */
 const char *
 status_field(const char *status, const char *key);
+/* seccomp.c: every thread of P has EXPECTED filters (*FILTERS: that). */
+int
+seccomp_dump_check(const struct dproc *p, int expected, int *filters, crest_error_t *err);
 /* PATH opened as task P would resolve it, inside its root. */
 int
 open_in_root(const struct dctx *c, const struct dproc *p, const char *path, int flags,

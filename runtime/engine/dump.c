@@ -727,6 +727,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   const char *s;
   char *q;
   bool cont_pending = false;
+  int filters;
 
   if (p->zombie)
     return dump_zombie(c, p, g, err);
@@ -742,9 +743,8 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
     for (t = strtok_r(q + 2, " ", &save); t && n < 64; t = strtok_r(NULL, " ", &save), n++)
       f[n] = n == 3 ? 0 : strtoull(t, NULL, 10);
   }
-  s = status_field(status, "Seccomp");
-  if (s && atoi(s) != 0)
-    return crest_error_make(err, ENOTSUP, "task %d: seccomp filters are not supported yet", p->pid);
+  if (seccomp_dump_check(p, c->o->seccomp_filters, &filters, err) < 0)
+    return -1;
   if (dump_exe_cwd(c, p, exe, cwd, err) < 0)
     return -1;
   if (read_proc(p->pid, "personality", &pers, err) < 0
@@ -768,6 +768,8 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   s = status_field(status, "Umask");
   jput_int(g, "umask", s ? strtol(s, NULL, 8) : 022);
   jput_u64(g, "personality", strtoull(pers, NULL, 16));
+  if (filters)
+    jput_int(g, "seccomp_filters", filters);
   jput_int(g, "oom_score_adj", atoi(oom));
   put_attrs(c, prctl_put_process(g, &p->pr));
   if (creds_put(c, p, status, g, err) < 0 || put_rlimits(p, g, err) < 0)

@@ -330,16 +330,17 @@ char *
 chain_path(const char *dir, const char *parent);
 /* Open the images from DIR on, following each one's parent (at most
    CHAIN_MAX): each a pre-dump, checked as a restore checks an image (page
-   files by a thread when LATE), the first with the manifest digest SHA
+   files by a thread when LATE; IMG_LATE_BLOCKS: where read, by
+   chain_check_reads), the first with the manifest digest SHA
    (NULL: any), each next one with the digest its child names. R[0..*N)
    are the caller's to free, also after a failure. */
 int
-chain_open(const char *dir, const char *sha, bool late, struct img_reader **r, int *n,
+chain_open(const char *dir, const char *sha, int late, struct img_reader **r, int *n,
            crest_error_t *err);
 /* The same, DIRS[0..NDIRS) the images' directories instead of the paths
    their children's manifests give (NDIRS 0: those paths). */
 int
-chain_open_at(const char *dir, const char *sha, bool late, const char *const *dirs, int ndirs,
+chain_open_at(const char *dir, const char *sha, int late, const char *const *dirs, int ndirs,
               struct img_reader **r, int *n, crest_error_t *err);
 
 #endif

@@ -142,6 +142,11 @@ struct crest_dump_opts
      the soft-dirty sense) are taken from it instead of copied. As given:
      relative to image_dir (as CRIU means it), or absolute. */
   const char *parent_path;
+  /* How many seccomp filters the tree's own configuration gives every
+     thread (a container's linux.seccomp: 1, the filter crun installs); a
+     thread with another count (a filter it installed itself) is refused,
+     and the count is recorded for the restore to check (seccomp.c). */
+  int seccomp_filters;
 };
 
 /* Checkpoint the tree rooted at ROOT (ROOT and all its descendants, every

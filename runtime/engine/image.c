@@ -661,7 +661,7 @@ hash_check(struct img_reader *r, const struct img_file *f, int e, const char *he
    wait for a writer. A page file with LATE is only opened here: the
    reader's thread hashes it (img_reader_verified). */
 static int
-verify_file(struct img_reader *r, struct img_file *f, bool verify, bool late, uint8_t *buf,
+verify_file(struct img_reader *r, struct img_file *f, bool verify, int late, uint8_t *buf,
             crest_error_t *err)
 {
   struct stat st;
@@ -677,7 +677,14 @@ verify_file(struct img_reader *r, struct img_file *f, bool verify, bool late, ui
                             r->dir, f->name, (long long)st.st_size, f->size);
   if (!verify)
     return 0;
-  if (late && strncmp(f->name, "pages-", 6) == 0)
+  if (late == IMG_LATE_BLOCKS)
+    {
+      cleanup_free char *sums = img_sums_name(f->name);
+      f->blocks = sums && img_reader_find(r, sums);
+      if (f->blocks)
+        return 0;
+    }
+  else if (late && strncmp(f->name, "pages-", 6) == 0)
     {
       f->late = true;
       return 0;
@@ -861,6 +868,15 @@ fail:
   return -1;
 }
 
+char *
+img_sums_name(const char *pages)
+{
+  size_t n = strlen(pages);
+  if (strncmp(pages, "pages-", 6) != 0 || n < 11 || strcmp(pages + n - 4, ".img") != 0)
+    return NULL;
+  return xasprintf("sums-%.*s.bin", (int)(n - 10), pages + 6);
+}
+
 int
 img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_reader **out,
                 crest_error_t *err)
@@ -869,7 +885,7 @@ img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_read
 }
 
 int
-img_reader_open_late(const char *dir, bool check_kernel, bool verify, bool late,
+img_reader_open_late(const char *dir, bool check_kernel, bool verify, int late,
                      struct img_reader **out, crest_error_t *err)
 {
   struct img_reader *r = xzalloc(sizeof *r);

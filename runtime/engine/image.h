@@ -22,6 +22,9 @@ struct img_file
   char sha[65];
   int fd;    /* reader: the descriptor it was checked through; -1 */
   bool late; /* reader: hashed by the reader's thread (img_reader_open_late) */
+  /* reader, IMG_LATE_BLOCKS: a page file whose block digests (its sums file)
+     are checked where it is read (chain.c: chain_check_reads), not whole */
+  bool blocks;
   /* An in-memory image's file (img_reader_open_mem): MEM_LEN bytes at MEM,
      zeros after them up to SIZE. */
   bool in_mem;
@@ -134,10 +137,18 @@ img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_read
    while the restore reads them into the tasks' memory, and
    img_reader_verified waits for its verdict, which must come before any
    restored task runs (restore.c: finish_tree). The thread allocates
-   nothing, so the process may fork meanwhile. */
+   nothing, so the process may fork meanwhile. LATE IMG_LATE_BLOCKS: a
+   page file with a sums file (a pre-dump's, img_sums_name) is left to
+   chain_check_reads, which checks the blocks a restore reads; one without
+   is hashed at once. */
+#define IMG_LATE_BLOCKS 2
 int
-img_reader_open_late(const char *dir, bool check_kernel, bool verify, bool late,
+img_reader_open_late(const char *dir, bool check_kernel, bool verify, int late,
                      struct img_reader **out, crest_error_t *err);
+/* The name of page file PAGES's block digests ("pages-N.img": "sums-N.bin"),
+   or NULL when PAGES is not a page file's name. */
+char *
+img_sums_name(const char *pages);
 /* The verdict of the late checksums: 0 when every one matched (or none was
    late), else the error a check at open would have given. */
 int

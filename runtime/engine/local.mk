@@ -22,6 +22,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/mem.c \
 	runtime/engine/mem-cow.c \
 	runtime/engine/chain.c \
+	runtime/engine/seccomp.c \
 	runtime/engine/sig.c \
 	runtime/engine/creds.c \
 	runtime/engine/pstree.c \

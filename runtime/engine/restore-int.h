@@ -92,6 +92,7 @@ struct rproc
   uint64_t caps[5]; /* inh prm eff bnd amb */
   int64_t securebits;
   bool nnp;
+  int seccomp_filters; /* at checkpoint (seccomp.c) */
   uint64_t rl[RLIM_NLIMITS][2];
   struct mm_map mm;
   uint8_t *auxv;
@@ -238,6 +239,16 @@ int
 ipc_parse_vma(struct rctx *c, yajl_val v, pid_t pid, struct rvma *m, crest_error_t *err);
 void
 ipc_free(struct ipc_set *s);
+
+/* chain.c: the blocks of the parent images' page files that the tree's
+   page runs read, each against its digest in the image's sums file. */
+int
+chain_check_reads(const struct rctx *c, crest_error_t *err);
+
+/* seccomp.c: every process had as many seccomp filters as the restore
+   runs under (each task inherits them). */
+int
+seccomp_restore_check(const struct rctx *c, crest_error_t *err);
 
 /* restore.c: helpers of the files that restore one kind of object. */
 bool

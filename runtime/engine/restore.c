@@ -232,6 +232,14 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
     }
   if (prctl_parse_process(v, c->img->format, &p->pr, err) < 0)
     return crest_error_wrap(err, "process %d", p->pid);
+  if (has_key(v, "seccomp_filters"))
+    {
+      int64_t nf;
+      if (jget_i64(v, "seccomp_filters", &nf, err) < 0)
+        return -1;
+      CHECK(nf >= 0 && nf <= 64, "process %d: seccomp_filters %lld", p->pid, (long long)nf);
+      p->seccomp_filters = (int)nf;
+    }
   if (has_key(v, "stop_signal"))
     {
       int64_t sg;
@@ -1240,9 +1248,11 @@ check_pid_file_dir(const char *path, crest_error_t *err)
 }
 
 /* A pre-dump is never restored; an image with a parent reads pages
-   through the chain of its parent images (chain.c), checked here. */
+   through the chain of its parent images (chain.c), checked here: their
+   page files only where the restore reads them (chain_check_reads, once
+   the tree is parsed). */
 static int
-open_chain(struct rctx *c, bool late, crest_error_t *err)
+open_chain(struct rctx *c, crest_error_t *err)
 {
   cleanup_free char *path = NULL;
   if (c->img->pre_dump)
@@ -1256,8 +1266,8 @@ open_chain(struct rctx *c, bool late, crest_error_t *err)
     return crest_error_make(err, EINVAL, "image %s: a parent image, in an image held in memory",
                             c->img->dir);
   path = chain_path(c->img->dir, c->img->parent_path);
-  return chain_open_at(path, c->img->parent_sha, late, c->o->chain_dirs, c->o->nchain_dirs,
-                       c->chain, &c->nchain, err);
+  return chain_open_at(path, c->img->parent_sha, IMG_LATE_BLOCKS, c->o->chain_dirs,
+                       c->o->nchain_dirs, c->chain, &c->nchain, err);
 }
 
 int
@@ -1273,9 +1283,11 @@ crest_engine_check_image_open(const char *image_dir, struct img_reader **out, cr
   c.term_svc = -1;
   if (img_reader_open(image_dir, false, true, &c.img, err) < 0)
     return -1;
-  rc = open_chain(&c, false, err);
+  rc = open_chain(&c, err);
   if (rc == 0)
     rc = parse_tree(&c, err);
+  if (rc == 0)
+    rc = chain_check_reads(&c, err);
   if (rc == 0 && out)
     {
       *out = c.img; /* handed over: free_ctx leaves it alone */
@@ -1304,12 +1316,15 @@ plan_restore(struct rctx *c, bool check_kernel, crest_error_t *err)
      finishes in a forked helper, which has no such thread. */
   if ((!c->img
        && img_reader_open_late(o->image_dir, check_kernel, true, !o->as_ns_init, &c->img, err) < 0)
-      || open_chain(c, !o->as_ns_init, err) < 0 || parse_tree(c, err) < 0)
+      || open_chain(c, err) < 0 || parse_tree(c, err) < 0 || chain_check_reads(c, err) < 0)
     return -1;
   if (o->as_ns_init && c->p[0].pid != 1)
     return crest_error_make(err, EINVAL,
                             "image %s: its root is PID %d, not the init of a PID namespace",
                             o->image_dir, c->p[0].pid);
+  /* Every task inherits the filters the restore runs under. */
+  if (seccomp_restore_check(c, err) < 0)
+    return -1;
   /* Every task starts with the restorer's capabilities: a chroot'd one
      needs CAP_SYS_CHROOT among them. Known now, before anything exists. */
   for (size_t i = 0; i < c->np; i++)

@@ -479,6 +479,88 @@ no_setid_cap(const char *config_text)
   return why;
 }
 
+static yajl_val
+obj_get(yajl_val obj, const char *key);
+
+static bool
+action_allows(yajl_val a)
+{
+  return a && YAJL_IS_STRING(a)
+         && (strcmp(a->u.string, "SCMP_ACT_ALLOW") == 0
+             || strcmp(a->u.string, "SCMP_ACT_LOG") == 0);
+}
+
+static bool
+rule_names(yajl_val rule, const char *name)
+{
+  yajl_val names = obj_get(rule, "names"), one = obj_get(rule, "name");
+  if (one && YAJL_IS_STRING(one) && strcmp(one->u.string, name) == 0)
+    return true;
+  for (size_t i = 0; names && YAJL_IS_ARRAY(names) && i < names->u.array.len; i++)
+    if (YAJL_IS_STRING(names->u.array.values[i])
+        && strcmp(names->u.array.values[i]->u.string, name) == 0)
+      return true;
+  return false;
+}
+
+/* Does profile SECCOMP (an OCI linux.seccomp) let any call of NAME through?
+   A rule without argument conditions decides; else the default action. */
+static bool
+profile_allows(yajl_val seccomp, const char *name)
+{
+  yajl_val rules = obj_get(seccomp, "syscalls");
+  bool denied = false;
+  for (size_t i = 0; rules && YAJL_IS_ARRAY(rules) && i < rules->u.array.len; i++)
+    {
+      yajl_val r = rules->u.array.values[i], args = obj_get(r, "args");
+      bool plain = !args || YAJL_IS_NULL(args) || (YAJL_IS_ARRAY(args) && !args->u.array.len);
+      if (!plain || !rule_names(r, name))
+        continue;
+      if (action_allows(obj_get(r, "action")))
+        return true;
+      denied = true;
+    }
+  return !denied && action_allows(obj_get(seccomp, "defaultAction"));
+}
+
+/* The seccomp filters the container's config installs in every task: crun
+   compiles linux.seccomp into one filter, and a restore through crun
+   installs the same one again in the restorer, whose tasks inherit it
+   (docs/restore.md, "Seccomp"). A profile with a listener (SCMP_ACT_NOTIFY
+   answered by an agent outside) is refused: the agent's side is not
+   crest's to carry over. */
+static int
+seccomp_filters_of(const char *id, const char *config_text, int *n, crest_error_t *err)
+{
+  const char *sp[] = { "linux", "seccomp", NULL };
+  const char *lp[] = { "linux", "seccomp", "listenerPath", NULL };
+  yajl_val cfg = NULL;
+  int rc = 0;
+  *n = 0;
+  if (crest_config_parse(config_text, &cfg, err) < 0)
+    return crest_error_wrap(err, "container `%s`: checkpoint: its config", id);
+  yajl_val sc = yajl_tree_get(cfg, sp, yajl_t_object);
+  /* The restore runs under the profile: its tracer and its checks of the
+     tasks need these. */
+  static const char *const needed[] = { "ptrace", "process_vm_readv", "process_vm_writev" };
+  if (sc)
+    *n = 1;
+  for (size_t i = 0; sc && i < ARRAY_SIZE(needed) && rc == 0; i++)
+    if (!profile_allows(sc, needed[i]))
+      rc = crest_error_make(err, ENOTSUP,
+                            "container `%s`: checkpoint: its seccomp profile (linux.seccomp) "
+                            "denies %s, which a restore running under that profile needs",
+                            id, needed[i]);
+  if (rc == 0 && crest_config_get_string(cfg, lp))
+    rc = crest_error_make(
+        err, ENOTSUP,
+        "container `%s`: checkpoint: its linux.seccomp has a listenerPath (seccomp "
+        "notifications answered outside the container): not restorable",
+        id);
+  yajl_tree_free(cfg);
+  return rc;
+}
+
 /* The PID as the task's own PID namespace shows it (NSpid's last field). */
 static long
 ns_pid_of(int pid)
@@ -642,6 +724,8 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
     }
 
   memset(&d, 0, sizeof d);
+  if (seccomp_filters_of(id, config_text, &d.seccomp_filters, err) < 0)
+    goto fail_state;
   /* Part of the image like the engine's files, written before the commit:
      a failure to write it fails the dump, with the tree untouched. */
   struct crest_image_file cfg_file = { IMAGE_CONFIG, config_text, config_len };
@@ -979,15 +1063,16 @@ static int
 check_restore_config(const char *id, yajl_val config,
                      const struct crest_container_restore_opts *opts, crest_error_t *err)
 {
-  const char *sp[] = { "linux", "seccomp", NULL }, *tp[] = { "process", "terminal", NULL };
+  const char *lp[] = { "linux", "seccomp", "listenerPath", NULL };
+  const char *tp[] = { "process", "terminal", NULL };
   yajl_val t = yajl_tree_get(config, tp, yajl_t_any);
 
-  if (yajl_tree_get(config, sp, yajl_t_any))
-    return crest_error_make(
-        err, ENOTSUP,
-        "container `%s`: restore: the checkpointed config has linux.seccomp, which crest "
-        "cannot restore yet (see docs/restore.md)",
-        id);
+  if (crest_config_get_string(config, lp))
+    return crest_error_make(err, ENOTSUP,
+                            "container `%s`: restore: the config's linux.seccomp has a "
+                            "listenerPath (seccomp notifications answered outside the "
+                            "container): not restorable",
+                            id);
   if (t && YAJL_IS_TRUE(t) && opts->detach && !opts->console_socket)
     return crest_error_make(err, EINVAL,
                             "container `%s`: restore: the checkpointed config has "

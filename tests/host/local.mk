@@ -43,6 +43,10 @@ check_PROGRAMS += tests/progs/flock-hold
 tests_progs_flock_hold_SOURCES = tests/progs/flock-hold.c
 tests_progs_flock_hold_LDFLAGS = -static
 TESTS += tests/host/migrate-archive.test
+# Seccomp filters: the container profile's through checkpoint and restore,
+# a task's own refused (zdtm-seccomp).
+TESTS += tests/host/seccomp.test
+EXTRA_DIST += tests/host/seccomp.test
 EXTRA_DIST += tests/host/migrate-archive.test
 # Two nodes (two user namespaces, two crest state roots, one shared
 # directory) moving a container as the kubelet's checkpoint API does.

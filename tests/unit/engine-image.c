@@ -342,6 +342,18 @@ hostile_files(void)
   crest_error_release(&err);
 }
 
+/* A pre-dump page file's block digests (chain.c): the name beside it. */
+static void
+test_sums_name(void)
+{
+  char *s = img_sums_name("pages-42.img");
+  tap_is_str(s, "sums-42.bin", "the sums file of pages-42.img");
+  free(s);
+  tap_ok(!img_sums_name("pages-.img") && !img_sums_name("file-1.img")
+             && !img_sums_name("pages-1.imgx"),
+         "no sums file name for what is not a page file");
+}
+
 int
 main(void)
 {
@@ -351,6 +363,7 @@ main(void)
   crest_error_t err = NULL;
   char *msg;
 
+  test_sums_name();
   /* SHA-256 against the FIPS 180-4 examples. */
   sha256_hex_of("", 0, hex);
   tap_is_str(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
