@@ -50,13 +50,7 @@
 
 /* ---------- the task side (runs in each new task, on crest's code) ---------- */
 
-struct bld
-{
-  uint8_t *buf;
-  uint64_t base, cap, used;
-};
-
-static uint64_t
+uint64_t
 bld_alloc(struct bld *b, uint64_t size, uint64_t align, const void *init)
 {
   uint64_t off = (b->used + align - 1) & ~(align - 1);
@@ -732,8 +726,9 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   check_specials(c, idx, p, sp, nsp);
   size = ((crest_restorer_blob_size + PAGE - 1) & ~(PAGE - 1)) + PAGE /* args */
          + (16 + 3 * p->nvmas + 2 * p->nruns + 80 + p->nth * 90 + p->nshared_pending
-            + cow_ops_bound(p))
+            + cow_ops_bound(p) + lazy_ops_bound(p))
                * sizeof(struct blob_op)
+         + p->nvmas * 16 + 512 /* lazy.c */
          + 65536 + p->auxv_len + p->nth * (4096 + 128 * 64) + p->nshared_pending * 128
          + (p->nth - 1) * THREAD_STACK + MAIN_STACK;
   for (size_t k = 0; k < nsp; k++)
@@ -758,6 +753,7 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   scratch = bld_alloc(&b, scratch, PAGE, NULL);
 
   mem_ops(p, sp, nsp, base, size, scratch, &main_ops);
+  lazy_task_ops(c, p, &main_ops, &b);
   mm_sig_ops(p, &main_ops, &b);
   tops = xzalloc(p->nth * sizeof *tops);
   thread_ops(c, p, args_addr, &main_ops, tops, &b);
