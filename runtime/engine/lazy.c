@@ -74,6 +74,8 @@ struct lproc
   uint64_t npages, left, cursor;
   struct seg *seg;
   size_t nseg;
+  bool unreg; /* every page in and the ranges unregistered (fill_all) */
+  bool done;  /* every page in, its descriptors closed */
 };
 
 struct ltask
@@ -96,6 +98,8 @@ struct lazy
   int root_status;
   bool root_exited;
   uint64_t filled_chunks;
+  uint64_t *retry; /* faults to answer again: (process index, address) pairs */
+  size_t nretry;
 };
 
 bool
@@ -131,6 +135,81 @@ vma_lazy(const struct rproc *p, size_t i)
       any = true;
     }
   return any;
+}
+
+/* Range K of thread T that the kernel touches on its own, where a fault
+   cannot wait (module comment of lazy-sys.c): its rseq area, clear_tid
+   word, robust list head, alternate signal stack and the stack just below
+   its stack pointer (signal frames). Those pages are read by the blob. */
+static bool
+eager_range(const struct rthread *t, int k, uint64_t *s, uint64_t *len)
+{
+  switch (k)
+    {
+    case 0:
+      *s = t->rseq, *len = t->rseq_size;
+      break;
+    case 1:
+      *s = t->clear_tid, *len = 4;
+      break;
+    case 2:
+      *s = t->robust, *len = t->robust_len ? t->robust_len : 24;
+      break;
+    case 3:
+      *s = t->alt_sp, *len = t->alt_size < 65536 ? t->alt_size : 65536;
+      if (t->alt_flags & SS_DISABLE)
+        *len = 0;
+      break;
+    default:
+      *s = t->regs.rsp > 32768 ? t->regs.rsp - 32768 : 0, *len = 32768 + 256;
+      break;
+    }
+  return *s && *len;
+}
+#define EAGER_RANGES 5
+
+static bool
+is_eager(const struct rproc *p, uint64_t page)
+{
+  for (size_t t = 0; t < p->nth; t++)
+    for (int k = 0; k < EAGER_RANGES; k++)
+      {
+        uint64_t s, len;
+        if (eager_range(&p->th[t], k, &s, &len) && page + PAGE > s && page < s + len)
+          return true;
+      }
+  return false;
+}
+
+static bool
+in_lazy_vma(const struct rproc *p, uint64_t a)
+{
+  for (size_t i = 0; i < p->nvmas; i++)
+    if (p->vmas[i].lazy && a >= p->vmas[i].start && a < p->vmas[i].end)
+      return true;
+  return false;
+}
+
+static bool run_at(const struct rproc *p, uint64_t a, uint64_t *off, uint64_t *end);
+
+/* The blob reads P's eager pages (is_eager) before it registers the rest. */
+static void
+eager_ops(const struct rproc *p, struct oplist *l)
+{
+  for (size_t t = 0; t < p->nth; t++)
+    for (int k = 0; k < EAGER_RANGES; k++)
+      {
+        uint64_t s, len, off, end;
+        if (!eager_range(&p->th[t], k, &s, &len))
+          continue;
+        for (uint64_t a = s & ~(PAGE - 1); a < s + len; a += PAGE)
+          if (!in_lazy_vma(p, a))
+            continue;
+          else if (run_at(p, a, &off, &end))
+            PAGES_OPS(l, p->pages_svc, a, PAGE, off);
+          else
+            op(l, SYS_madvise, BLOB_CHECK_NONE, 0, a, PAGE, MADV_POPULATE_WRITE, 0, 0, 0);
+      }
 }
 
 /* One line for what this kernel cannot do, or 0. */
@@ -200,7 +279,7 @@ lazy_plan(struct rctx *c, crest_error_t *err)
 size_t
 lazy_ops_bound(const struct rproc *p)
 {
-  return 2 * p->nvmas + 4;
+  return 2 * p->nvmas + 4 + p->nth * 2 * 32;
 }
 
 /* P's runs of pages outside its lazy mappings: read by the blob. */
@@ -283,6 +362,7 @@ lazy_task_ops(struct rctx *c, const struct rproc *p, struct oplist *l, struct bl
   free(ranges);
   u.msg = bld_alloc(b, sizeof mh, 8, &mh);
   u.fd_slot = ctl + ((uint8_t *)CMSG_DATA(cm) - (uint8_t *)cbuf);
+  eager_ops(p, l);
   OP(l, BLOB_OP_UFFD, (uint64_t)c->lazy->sock[1], bld_alloc(b, sizeof u, 8, &u), 0, 0, 0, 0);
 }
 
@@ -380,10 +460,13 @@ lproc_init(struct lproc *lp, struct rproc *p)
   for (size_t k = 0; k < lp->nv; k++)
     for (uint64_t a = lp->vstart[k]; a < lp->vend[k]; a += PAGE)
       {
-        uint64_t off, end;
-        if (run_at(p, a, &off, &end))
+        uint64_t off, end, idx = lp->vidx[k] + (a - lp->vstart[k]) / PAGE;
+        bool data = run_at(p, a, &off, &end);
+        if (is_eager(p, a))
+          lp->st[idx] = data ? PG_FILLED : PG_ZEROED;
+        else if (data)
           {
-            lp->st[lp->vidx[k] + (a - lp->vstart[k]) / PAGE] = PG_DATA;
+            lp->st[idx] = PG_DATA;
             lp->left++;
           }
       }
@@ -553,8 +636,7 @@ on_fault(struct lazy *L, struct lproc *lp, uint64_t addr, crest_error_t *err)
 /* Every message waiting on LP's descriptor. RETRY collects the faults to
    answer again once the layout stops changing. */
 static int
-read_events(struct lazy *L, struct lproc *lp, uint64_t **retry, size_t *nretry,
-            crest_error_t *err)
+read_events(struct lazy *L, struct lproc *lp, crest_error_t *err)
 {
   struct uffd_msg m[64];
   ssize_t got;
@@ -575,15 +657,157 @@ read_events(struct lazy *L, struct lproc *lp, uint64_t **retry, size_t *nretry,
           return -1;
         if (r == 1)
           {
-            *retry = xrealloc(*retry, (*nretry + 1) * 2 * sizeof **retry);
-            (*retry)[2 * *nretry] = (uint64_t)(lp - L->lp);
-            (*retry)[2 * *nretry + 1] = m[i].arg.pagefault.address;
-            (*nretry)++;
+            L->retry = xrealloc(L->retry, (L->nretry + 1) * 2 * sizeof *L->retry);
+            L->retry[2 * L->nretry] = (uint64_t)(lp - L->lp);
+            L->retry[2 * L->nretry + 1] = m[i].arg.pagefault.address;
+            L->nretry++;
           }
       }
   if (got < 0 && errno != EAGAIN)
     return crest_error_errno(err, "lazy restore: process %d: read its userfaultfd", lp->p->pid);
   return 0;
+}
+
+/* The events of LP until a copy stops saying "try again". */
+static int
+settle(struct lazy *L, struct lproc *lp, crest_error_t *err);
+
+/* Before the kernel touches [A, A + LEN) for LP's task: every page of it
+   that is lazy is made present (the image's bytes, or a zero page). */
+static int
+prefill(struct lazy *L, struct lproc *lp, uint64_t a, uint64_t len, crest_error_t *err)
+{
+  if (lp->uffd < 0 || lp->unreg || !len || a + len < a)
+    return 0;
+  for (uint64_t cur = a & ~(PAGE - 1); cur < a + len; cur += PAGE)
+    {
+      struct seg *g = seg_at(lp, cur, true);
+      uint64_t idx;
+      if (!g)
+        continue;
+      idx = idx_of(lp, g->orig + (cur - g->cur));
+      if (lp->st[idx] == PG_DATA)
+        {
+          int r;
+          for (int tries = 0; (r = copy_pages(L, lp, idx, (a + len - cur + PAGE - 1) / PAGE, err)) == 1 && tries < 1000; tries++)
+            if (settle(L, lp, err) < 0)
+              return -1;
+          if (r < 0)
+            return -1;
+        }
+      else
+        {
+          if (lp->st[idx] == PG_NODATA)
+            lp->st[idx] = PG_ZEROED;
+          zero_page(lp, cur);
+        }
+    }
+  return 0;
+}
+
+/* A call whose memory is not known: every page of LP first, then its
+   ranges unregistered, so that nothing of it can fault to crest again. */
+static int
+fill_all(struct lazy *L, struct lproc *lp, crest_error_t *err)
+{
+  if (lp->uffd < 0 || lp->unreg)
+    return 0;
+  for (uint64_t i = 0; i < lp->npages && lp->uffd >= 0 && lp->left; i++)
+    while (lp->st[i] == PG_DATA && lp->left)
+      {
+        int r = copy_pages(L, lp, i, CHUNK_PAGES, err);
+        if (r < 0 || (r == 1 && settle(L, lp, err) < 0))
+          return -1;
+      }
+  for (size_t k = 0; lp->uffd >= 0 && k < lp->nseg; k++)
+    if (lp->seg[k].len)
+      {
+        struct uffdio_range r = { lp->seg[k].cur, lp->seg[k].len };
+        if (ioctl(lp->uffd, UFFDIO_UNREGISTER, &r) < 0 && errno != ESRCH && errno != ENOENT
+            && errno != EINVAL)
+          return crest_error_errno(err, "lazy restore: process %d: unregister %#" PRIx64,
+                                   lp->p->pid, lp->seg[k].cur);
+      }
+  lp->unreg = true;
+  lp->left = 0;
+  return 0;
+}
+
+static int
+settle(struct lazy *L, struct lproc *lp, crest_error_t *err)
+{
+  struct pollfd w = { lp->uffd, POLLIN, 0 };
+  /* A layout change of another thread waits for crest to read its event. */
+  if (poll(&w, 1, 10) < 0 && errno != EINTR)
+    return crest_error_errno(err, "lazy restore: poll");
+  return read_events(L, lp, err);
+}
+
+/* A system call's entry in LP's task TID: its memory made present first. */
+static int
+on_syscall(struct lazy *L, struct lproc *lp, pid_t tid, crest_error_t *err)
+{
+  struct __ptrace_syscall_info si;
+  uint64_t r[4][2], iov[2 * 64], m[7];
+  int n;
+  if (lp->uffd < 0 || lp->unreg || ptrace(PTRACE_GET_SYSCALL_INFO, tid, sizeof si, &si) <= 0
+      || si.op != PTRACE_SYSCALL_INFO_ENTRY)
+    return 0;
+  n = lazy_sys_ranges((long)si.entry.nr, si.entry.args, r);
+  if (n == LAZY_SYS_ALL)
+    return fill_all(L, lp, err);
+  if (n == LAZY_SYS_MSG)
+    {
+      /* struct msghdr: name, namelen, iov, iovlen, control, controllen. */
+      struct iovec l = { m, 56 }, rm = { (void *)si.entry.args[1], 56 };
+      if (prefill(L, lp, si.entry.args[1], 56, err) < 0)
+        return -1;
+      if (process_vm_readv(tid, &l, 1, &rm, 1, 0) != 56)
+        return 0;
+      if (prefill(L, lp, m[0], m[1] & 0xffffffff, err) < 0
+          || prefill(L, lp, m[4], m[5], err) < 0)
+        return -1;
+      si.entry.args[1] = m[2], si.entry.args[2] = m[3];
+      n = LAZY_SYS_IOV;
+    }
+  if (n == LAZY_SYS_IOV)
+    {
+      uint64_t cnt = si.entry.args[2];
+      struct iovec l = { iov, 0 }, rm = { (void *)si.entry.args[1], 0 };
+      if (cnt > 64)
+        return fill_all(L, lp, err);
+      l.iov_len = rm.iov_len = cnt * 16;
+      if (prefill(L, lp, si.entry.args[1], cnt * 16, err) < 0)
+        return -1;
+      if (cnt && process_vm_readv(tid, &l, 1, &rm, 1, 0) != (ssize_t)(cnt * 16))
+        return 0;
+      for (uint64_t i = 0; i < cnt; i++)
+        if (prefill(L, lp, iov[2 * i], iov[2 * i + 1], err) < 0)
+          return -1;
+      return 0;
+    }
+  for (int i = 0; i < n; i++)
+    if (prefill(L, lp, r[i][0], r[i][1], err) < 0)
+      return -1;
+  return 0;
+}
+
+/* A signal about to be delivered to TID: its frame goes below the stack
+   pointer (an alternate stack was read by the blob). */
+static int
+on_signal(struct lazy *L, struct lproc *lp, pid_t tid, crest_error_t *err)
+{
+  struct user_regs_struct regs;
+  if (lp->uffd < 0 || lp->unreg || ptrace(PTRACE_GETREGS, tid, 0, &regs) < 0)
+    return 0;
+  return prefill(L, lp, regs.rsp > 24576 ? regs.rsp - 24576 : 0, 24576, err);
+}
+
+/* Does LP's task stop at every system call (its memory still lazy)? */
+static bool
+tracing(const struct ltask *t)
+{
+  return t && t->tid && t->lp->uffd >= 0 && !t->lp->unreg && !t->lp->done;
 }
 
 /* A process forked while pages were missing: its copy of the lazy
@@ -670,7 +894,7 @@ on_new(struct lazy *L, struct ltask *t, pid_t nw, crest_error_t *err)
     {
       track(L, nw, lp);
       if (take_early(nw))
-        ptrace(PTRACE_CONT, nw, 0, 0);
+        ptrace(tracing(&L->t[L->nt - 1]) ? PTRACE_SYSCALL : PTRACE_CONT, nw, 0, 0);
       return 0;
     }
   if (!take_early(nw))
@@ -731,8 +955,18 @@ on_wait(struct rctx *c, struct lazy *L, pid_t w, int st, int *sig, crest_error_t
       else
         *sig = 0;
     }
+  else if (WSTOPSIG(st) == (SIGTRAP | 0x80))
+    {
+      if (on_syscall(L, t->lp, w, err) < 0)
+        return -1;
+      *sig = 0;
+    }
   else
-    *sig = WSTOPSIG(st) == (SIGTRAP | 0x80) ? 0 : WSTOPSIG(st);
+    {
+      if (on_signal(L, t->lp, w, err) < 0)
+        return -1;
+      *sig = WSTOPSIG(st);
+    }
   return 0;
 }
 
@@ -748,7 +982,7 @@ reap(struct rctx *c, struct lazy *L, crest_error_t *err)
       if (sig == -2)
         ptrace(PTRACE_LISTEN, w, 0, 0);
       else if (sig >= 0)
-        ptrace(PTRACE_CONT, w, 0, sig);
+        ptrace(tracing(task_of(L, w)) ? PTRACE_SYSCALL : PTRACE_CONT, w, 0, sig);
     }
   return 0;
 }
@@ -783,7 +1017,7 @@ detach_all(struct rctx *c, struct lazy *L, crest_error_t *err)
             || (st >> 16) == PTRACE_EVENT_CLONE)
           {
             /* The interrupt is still due: it stops again. */
-            ptrace(PTRACE_CONT, tid, 0, 0);
+            ptrace(tracing(&L->t[i]) ? PTRACE_SYSCALL : PTRACE_CONT, tid, 0, 0);
             continue;
           }
         ptrace(PTRACE_DETACH, tid, 0, sig > 0 ? sig : 0);
@@ -963,8 +1197,7 @@ static int
 fill_loop(struct rctx *c, struct lazy *L, int sfd, crest_error_t *err)
 {
   struct pollfd *pfd = xzalloc((L->nlp + 2) * sizeof *pfd);
-  uint64_t *retry = NULL;
-  size_t nretry = 0, rr = 0;
+  size_t rr = 0;
   const char *pace = crest_test_knob("CREST_LAZY_PACE_MS");
   int rc = -1, wait_ms = pace ? atoi(pace) : 0;
   for (;;)
@@ -990,26 +1223,26 @@ fill_loop(struct rctx *c, struct lazy *L, int sfd, crest_error_t *err)
           goto out;
         }
       for (size_t i = 0; i < L->nlp; i++)
-        if (pfd[i].revents && read_events(L, &L->lp[i], &retry, &nretry, err) < 0)
+        if (pfd[i].revents && read_events(L, &L->lp[i], err) < 0)
           goto out;
       while (read(sfd, &si, sizeof si) == sizeof si)
         ;
       if (reap(c, L, err) < 0)
         goto out;
       {
-        size_t n = nretry;
-        nretry = 0;
+        size_t n = L->nretry;
+        L->nretry = 0;
         for (size_t k = 0; k < n; k++)
           {
-            struct lproc *lp = &L->lp[retry[2 * k]];
-            uint64_t a = retry[2 * k + 1];
+            struct lproc *lp = &L->lp[L->retry[2 * k]];
+            uint64_t a = L->retry[2 * k + 1];
             int r = lp->uffd >= 0 ? on_fault(L, lp, a, err) : 0;
             if (r < 0)
               goto out;
             if (r == 1)
               {
-                retry[2 * nretry] = retry[2 * k], retry[2 * nretry + 1] = a;
-                nretry++;
+                L->retry[2 * L->nretry] = L->retry[2 * k], L->retry[2 * L->nretry + 1] = a;
+                L->nretry++;
               }
           }
       }
@@ -1020,7 +1253,6 @@ fill_loop(struct rctx *c, struct lazy *L, int sfd, crest_error_t *err)
   rc = 0;
 out:
   free(pfd);
-  free(retry);
   return rc;
 }
 
@@ -1057,7 +1289,7 @@ start_tasks(struct rctx *c, struct lazy *L, crest_error_t *err)
         track(L, tid, &L->lp[i]);
       }
   for (size_t i = 0; i < L->nt; i++)
-    if (pt_release(L->t[i].tid, PTRACE_CONT) < 0)
+    if (pt_release(L->t[i].tid, PTRACE_SYSCALL) < 0)
       return crest_error_errno(err, "lazy restore: thread %d: let it run", L->t[i].tid);
   return 0;
 }
@@ -1128,6 +1360,18 @@ lazy_run(struct rctx *c, crest_error_t *err)
     {
       crest_error_errno(err, "lazy restore: tell the guard");
       goto out;
+    }
+  /* The guard's descriptors close with it; then crest's: the kernel drops
+     the registrations, and the tasks stop at system calls no more. */
+  while (waitpid(L->guard, NULL, __WALL) < 0 && errno == EINTR)
+    ;
+  L->guard = 0;
+  for (size_t i = 0; i < L->nlp; i++)
+    {
+      if (L->lp[i].uffd >= 0)
+        close(L->lp[i].uffd);
+      L->lp[i].uffd = -1;
+      L->lp[i].done = true;
     }
   if (detach_all(c, L, err) < 0)
     goto out;

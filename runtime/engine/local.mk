@@ -20,7 +20,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/dump-util.c \
 	runtime/engine/mem.c \
 	runtime/engine/mem-cow.c \
-	runtime/engine/lazy.c \
+	runtime/engine/lazy.c runtime/engine/lazy-sys.c \
 	runtime/engine/chain.c \
 	runtime/engine/sig.c \
 	runtime/engine/creds.c \

@@ -365,5 +365,11 @@ int
 lazy_detached(const struct crest_restore_opts *o, pid_t *root_out, crest_error_t *err);
 bool
 lazy_is_child(void);
+/* lazy-sys.c: the memory a system call may touch. */
+#define LAZY_SYS_ALL (-1)
+#define LAZY_SYS_IOV (-2)
+#define LAZY_SYS_MSG (-3)
+int
+lazy_sys_ranges(long nr, const uint64_t *a, uint64_t r[4][2]);
 
 #endif
