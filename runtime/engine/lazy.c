@@ -98,6 +98,7 @@ struct lazy
   int root_status;
   bool root_exited;
   uint64_t filled_chunks;
+  uint64_t n_faults, n_syscalls, n_fill_all, n_forks; /* CREST_STATS */
   uint64_t *retry; /* faults to answer again: (process index, address) pairs */
   size_t nretry;
 };
@@ -625,6 +626,7 @@ on_fault(struct lazy *L, struct lproc *lp, uint64_t addr, crest_error_t *err)
       return 0;
     }
   idx = idx_of(lp, g->orig + (cur - g->cur));
+  L->n_faults++;
   if (lp->st[idx] == PG_DATA)
     return copy_pages(L, lp, idx, FAULT_PAGES, err);
   if (lp->st[idx] == PG_NODATA)
@@ -753,7 +755,16 @@ on_syscall(struct lazy *L, struct lproc *lp, pid_t tid, crest_error_t *err)
   if (lp->uffd < 0 || lp->unreg || ptrace(PTRACE_GET_SYSCALL_INFO, tid, sizeof si, &si) <= 0
       || si.op != PTRACE_SYSCALL_INFO_ENTRY)
     return 0;
+  L->n_syscalls++;
+  if (si.entry.nr == SYS_rt_sigreturn)
+    return prefill(L, lp, si.stack_pointer, 16384, err); /* the frame it reads back */
   n = lazy_sys_ranges((long)si.entry.nr, si.entry.args, r);
+  if (n == LAZY_SYS_ALL)
+    {
+      L->n_fill_all++;
+      crest_debug("lazy restore: process %d: system call %llu: every page first", lp->p->pid,
+                  (unsigned long long)si.entry.nr);
+    }
   if (n == LAZY_SYS_ALL)
     return fill_all(L, lp, err);
   if (n == LAZY_SYS_MSG)
@@ -901,6 +912,7 @@ on_new(struct lazy *L, struct ltask *t, pid_t nw, crest_error_t *err)
     while (waitpid(nw, &st, __WALL) < 0)
       if (errno != EINTR)
         return 0;
+  L->n_forks++;
   if (lp->uffd >= 0 && lp->left && fill_child(L, lp, nw, err) < 0)
     return -1;
   ptrace(PTRACE_DETACH, nw, 0, 0);
@@ -1378,8 +1390,10 @@ lazy_run(struct rctx *c, crest_error_t *err)
   if (crest_test_knob("CREST_STATS"))
     fprintf(stderr,
             "crest: lazy restore stats: %zu processes, %" PRIu64 " pages, running %.1f ms, every "
-            "page in %.1f ms\n",
-            L->nlp, pages, ms_running, ms_since_t0(c));
+            "page in %.1f ms; faults %" PRIu64 ", system calls %" PRIu64 " (%" PRIu64
+            " filled the process first), forks %" PRIu64 ", background copies %" PRIu64 "\n",
+            L->nlp, pages, ms_running, ms_since_t0(c), L->n_faults, L->n_syscalls, L->n_fill_all,
+            L->n_forks, L->filled_chunks);
   rc = 0;
 out:
   if (sfd >= 0)
