@@ -41,10 +41,11 @@
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY 1
 #endif
-#define LAZY_FEATURES (UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP)
+#define LAZY_FEATURES                                                                              \
+  (UFFD_FEATURE_EVENT_REMAP | UFFD_FEATURE_EVENT_REMOVE | UFFD_FEATURE_EVENT_UNMAP)
 #define CHUNK_PAGES 256 /* a background copy: 1 MiB */
 #define MAX_LAZY 128
-#define FAULT_PAGES 16  /* a fault's copy: the page and up to 15 after it */
+#define FAULT_PAGES 16 /* a fault's copy: the page and up to 15 after it */
 
 /* A page's state: the image has no data for it (it reads zero), data to
    copy in, copied in, answered with a zero page (removed by the program, or
@@ -67,7 +68,7 @@ struct seg
 struct lproc
 {
   struct rproc *p;
-  int uffd;                      /* crest's; -1: none, or its memory is gone */
+  int uffd;                       /* crest's; -1: none, or its memory is gone */
   uint64_t *vstart, *vend, *vidx; /* its lazy mappings, and their first page's index */
   size_t nv;
   uint8_t *st; /* per page */
@@ -191,7 +192,8 @@ in_lazy_vma(const struct rproc *p, uint64_t a)
   return false;
 }
 
-static bool run_at(const struct rproc *p, uint64_t a, uint64_t *off, uint64_t *end);
+static bool
+run_at(const struct rproc *p, uint64_t a, uint64_t *off, uint64_t *end);
 
 /* The blob reads P's eager pages (is_eager) before it registers the rest. */
 static void
@@ -226,8 +228,8 @@ check_kernel(crest_error_t *err)
           err, ENOTSUP, "restore --lazy-pages: %s",
           e == ENOSYS   ? "this kernel has no userfaultfd (CONFIG_USERFAULTFD)"
           : e == EINVAL ? "this kernel has no UFFD_USER_MODE_ONLY (Linux 5.11)"
-          : e == EPERM  ? "userfaultfd is not permitted here (a seccomp filter or an LSM refuses it)"
-                        : strerror(e));
+          : e == EPERM ? "userfaultfd is not permitted here (a seccomp filter or an LSM refuses it)"
+                       : strerror(e));
     }
   if (ioctl(fd, UFFDIO_API, &api) < 0)
     {
@@ -412,7 +414,7 @@ notify(char kind, const char *text)
 }
 
 /* Page file offset of the image's page at A of P, the end of its run in
-   *END; false: the image has no page there. */
+ *END; false: the image has no page there. */
 static bool
 run_at(const struct rproc *p, uint64_t a, uint64_t *off, uint64_t *end)
 {
@@ -451,7 +453,8 @@ lproc_init(struct lproc *lp, struct rproc *p)
     if (p->vmas[i].lazy)
       {
         lp->vstart[k] = p->vmas[i].start, lp->vend[k] = p->vmas[i].end, lp->vidx[k] = n;
-        lp->seg[k] = (struct seg){ p->vmas[i].start, p->vmas[i].start, p->vmas[i].end - p->vmas[i].start };
+        lp->seg[k]
+            = (struct seg){ p->vmas[i].start, p->vmas[i].start, p->vmas[i].end - p->vmas[i].start };
         n += (p->vmas[i].end - p->vmas[i].start) / PAGE;
         k++;
       }
@@ -691,7 +694,10 @@ prefill(struct lazy *L, struct lproc *lp, uint64_t a, uint64_t len, crest_error_
       if (lp->st[idx] == PG_DATA)
         {
           int r;
-          for (int tries = 0; (r = copy_pages(L, lp, idx, (a + len - cur + PAGE - 1) / PAGE, err)) == 1 && tries < 1000; tries++)
+          for (int tries = 0;
+               (r = copy_pages(L, lp, idx, (a + len - cur + PAGE - 1) / PAGE, err)) == 1
+               && tries < 1000;
+               tries++)
             if (settle(L, lp, err) < 0)
               return -1;
           if (r < 0)
@@ -775,8 +781,7 @@ on_syscall(struct lazy *L, struct lproc *lp, pid_t tid, crest_error_t *err)
         return -1;
       if (process_vm_readv(tid, &l, 1, &rm, 1, 0) != 56)
         return 0;
-      if (prefill(L, lp, m[0], m[1] & 0xffffffff, err) < 0
-          || prefill(L, lp, m[4], m[5], err) < 0)
+      if (prefill(L, lp, m[0], m[1] & 0xffffffff, err) < 0 || prefill(L, lp, m[4], m[5], err) < 0)
         return -1;
       si.entry.args[1] = m[2], si.entry.args[2] = m[3];
       n = LAZY_SYS_IOV;
@@ -1067,7 +1072,8 @@ close_except(const int *keep, size_t n)
 static void __attribute__((noreturn))
 guard_main(struct rctx *c, struct lazy *L, int rd, int crest_fd)
 {
-  int *pfd = xzalloc((c->np + 1) * sizeof *pfd), *keep = xzalloc((c->np + L->nlp + 4) * sizeof *keep);
+  int *pfd = xzalloc((c->np + 1) * sizeof *pfd),
+      *keep = xzalloc((c->np + L->nlp + 4) * sizeof *keep);
   size_t nk = 0;
   char b = 0;
   struct pollfd w[2] = { { rd, POLLIN, 0 }, { crest_fd, POLLIN, 0 } };
@@ -1085,6 +1091,8 @@ guard_main(struct rctx *c, struct lazy *L, int rd, int crest_fd)
     ;
   if ((w[0].revents & POLLIN) && read(rd, &b, 1) == 1 && b == 'D')
     _exit(0);
+  dprintf(2, "crest: lazy restore: the process filling the memory of the restored tree died "
+             "before every page was in: the tree is killed\n");
   for (size_t i = 0; i < c->np; i++)
     if (pfd[i] >= 0)
       syscall(SYS_pidfd_send_signal, pfd[i], SIGKILL, NULL, 0);
@@ -1166,7 +1174,8 @@ static void
 fault_point(struct lazy *L)
 {
   const char *f = crest_test_knob("CREST_FAULT"), *a = crest_test_knob("CREST_FAULT_AFTER");
-  if (!f || strncmp(f, "lazy-kill-", 10) != 0 || L->filled_chunks != (a ? strtoull(a, NULL, 10) : 0))
+  if (!f || strncmp(f, "lazy-kill-", 10) != 0
+      || L->filled_chunks != (a ? strtoull(a, NULL, 10) : 0))
     return;
   if (strcmp(f + 10, "filler") == 0)
     raise(SIGKILL);
@@ -1290,8 +1299,8 @@ close_service(struct rctx *c, struct lazy *L)
 static int
 start_tasks(struct rctx *c, struct lazy *L, crest_error_t *err)
 {
-  long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK
-              | PTRACE_O_TRACEEXEC | PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL;
+  long opts = PTRACE_O_TRACECLONE | PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACEEXEC
+              | PTRACE_O_TRACESYSGOOD | PTRACE_O_EXITKILL;
   for (size_t i = 0; i < L->nlp; i++)
     for (size_t t = 0; t < L->lp[i].p->nth; t++)
       {
@@ -1321,7 +1330,8 @@ lazy_run(struct rctx *c, crest_error_t *err)
   if (collect(c, L, err) < 0)
     return -1;
   close_service(c, L);
-  L->buf = mmap(NULL, CHUNK_PAGES * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  L->buf
+      = mmap(NULL, CHUNK_PAGES * PAGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (L->buf == MAP_FAILED)
     {
       L->buf = NULL;

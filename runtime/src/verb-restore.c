@@ -161,7 +161,8 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv, crest_error_t 
   };
   const char *image = "checkpoint", *work = NULL, *bundle = NULL, *pid_file = NULL, *console = NULL;
   const char *import = NULL, *import_limit = NULL, *lsm_profile = NULL, *lsm_mount = NULL;
-  bool detach = false, ns_init = false, lazy = false, no_pivot = false, no_keyring = false, image_given = false;
+  bool detach = false, ns_init = false, lazy = false, no_pivot = false, no_keyring = false,
+       image_given = false;
   int c;
 
   optind = 1;
