@@ -9,22 +9,19 @@
  * here takes every page of the process first (lazy.c, fill_all). A range that
  * is wrong (an argument that is no pointer) only copies some pages early. */
 #include <config.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/syscall.h>
 #include "restore-int.h"
 
 #define R(i, p, l) (r[i][0] = (p), r[i][1] = (l))
 
-/* The ranges [r][0], length [r][1] that call NR with arguments A may touch:
-   their number, LAZY_SYS_NONE (0) for none, LAZY_SYS_IOV when A[1] is an
-   iovec array of A[2] entries (the buffers too), LAZY_SYS_MSG when A[1] is a
-   msghdr, LAZY_SYS_ALL when unknown (every page first). */
-int
-lazy_sys_ranges(long nr, const uint64_t *a, uint64_t r[4][2])
+/* Calls that touch no memory of the caller. */
+static bool
+no_memory(long nr)
 {
   switch (nr)
     {
-    /* no memory of the caller */
     case SYS_close:
     case SYS_dup:
     case SYS_dup2:
@@ -79,7 +76,23 @@ lazy_sys_ranges(long nr, const uint64_t *a, uint64_t r[4][2])
     case SYS_inotify_rm_watch:
     case SYS_membarrier:
     case SYS_restart_syscall:
-      return 0;
+      return true;
+    default:
+      return false;
+    }
+}
+
+/* The ranges [r][0], length [r][1] that call NR with arguments A may touch:
+   their number, LAZY_SYS_NONE (0) for none, LAZY_SYS_IOV when A[1] is an
+   iovec array of A[2] entries (the buffers too), LAZY_SYS_MSG when A[1] is a
+   msghdr, LAZY_SYS_ALL when unknown (every page first). */
+int
+lazy_sys_ranges(long nr, const uint64_t *a, uint64_t r[4][2])
+{
+  if (no_memory(nr))
+    return 0;
+  switch (nr)
+    {
     case SYS_read:
     case SYS_write:
     case SYS_pread64:
