@@ -225,7 +225,7 @@ check_kernel(crest_error_t *err)
     {
       e = errno;
       return crest_error_make(
-          err, ENOTSUP, "restore --lazy-pages: %s",
+          err, 0, "restore --lazy-pages: %s",
           e == ENOSYS   ? "this kernel has no userfaultfd (CONFIG_USERFAULTFD)"
           : e == EINVAL ? "this kernel has no UFFD_USER_MODE_ONLY (Linux 5.11)"
           : e == EPERM ? "userfaultfd is not permitted here (a seccomp filter or an LSM refuses it)"
@@ -235,14 +235,14 @@ check_kernel(crest_error_t *err)
     {
       e = errno;
       close(fd);
-      return crest_error_make(err, ENOTSUP,
+      return crest_error_make(err, 0,
                               "restore --lazy-pages: userfaultfd without the remap, remove and "
                               "unmap events (UFFDIO_API: %s)",
                               strerror(e));
     }
   close(fd);
   if (syscall(SYS_kcmp, getpid(), getpid(), KCMP_VM, 0, 0) != 0)
-    return crest_error_make(err, ENOTSUP,
+    return crest_error_make(err, 0,
                             "restore --lazy-pages: this kernel has no kcmp (CONFIG_KCMP), which "
                             "tells a fork from a thread while the pages come in");
   return 0;
@@ -256,7 +256,7 @@ lazy_plan(struct rctx *c, crest_error_t *err)
   if (!c->o->lazy_pages)
     return 0;
   if (c->o->as_ns_init)
-    return crest_error_make(err, ENOTSUP,
+    return crest_error_make(err, 0,
                             "restore --lazy-pages: only in process mode (not for a container yet)");
   if (check_kernel(err) < 0)
     return -1;
@@ -1077,7 +1077,7 @@ guard_main(struct rctx *c, struct lazy *L, int rd, int crest_fd)
   size_t nk = 0;
   char b = 0;
   struct pollfd w[2] = { { rd, POLLIN, 0 }, { crest_fd, POLLIN, 0 } };
-  prctl(PR_SET_NAME, "crest-lazy-guard", 0, 0, 0);
+  prctl(PR_SET_NAME, "crest-lazyguard", 0, 0, 0);
   keep[nk++] = rd, keep[nk++] = crest_fd;
   for (size_t i = 0; i < L->nlp; i++)
     keep[nk++] = L->lp[i].uffd;

@@ -233,7 +233,7 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv, crest_error_t 
       if (optind + 1 != argc)
         return crest_error_make(err, 0, "restore: expected at most one container ID");
       if (lazy)
-        return crest_error_make(err, ENOTSUP,
+        return crest_error_make(err, 0,
                                 "restore --lazy-pages: only in process mode (not for a container "
                                 "yet)");
       if (import && image_given)
