@@ -171,19 +171,6 @@ eager_range(const struct rthread *t, int k, uint64_t *s, uint64_t *len)
 #define EAGER_RANGES 5
 
 static bool
-is_eager(const struct rproc *p, uint64_t page)
-{
-  for (size_t t = 0; t < p->nth; t++)
-    for (int k = 0; k < EAGER_RANGES; k++)
-      {
-        uint64_t s, len;
-        if (eager_range(&p->th[t], k, &s, &len) && page + PAGE > s && page < s + len)
-          return true;
-      }
-  return false;
-}
-
-static bool
 in_lazy_vma(const struct rproc *p, uint64_t a)
 {
   for (size_t i = 0; i < p->nvmas; i++)
@@ -195,7 +182,7 @@ in_lazy_vma(const struct rproc *p, uint64_t a)
 static bool
 run_at(const struct rproc *p, uint64_t a, uint64_t *off, uint64_t *end);
 
-/* The blob reads P's eager pages (is_eager) before it registers the rest. */
+/* The blob reads P's eager pages (eager_range) before it registers the rest. */
 static void
 eager_ops(const struct rproc *p, struct oplist *l)
 {
@@ -437,6 +424,9 @@ run_at(const struct rproc *p, uint64_t a, uint64_t *off, uint64_t *end)
   return false;
 }
 
+static uint64_t
+idx_of(const struct lproc *lp, uint64_t orig);
+
 static void
 lproc_init(struct lproc *lp, struct rproc *p)
 {
@@ -461,17 +451,35 @@ lproc_init(struct lproc *lp, struct rproc *p)
   lp->nseg = lp->nv;
   lp->npages = n;
   lp->st = xzalloc(n + 1);
-  for (size_t k = 0; k < lp->nv; k++)
-    for (uint64_t a = lp->vstart[k]; a < lp->vend[k]; a += PAGE)
+  /* By runs, then the eager pages: not page by page over every run. */
+  for (size_t k = 0, r = 0; k < lp->nv; k++)
+    {
+      while (r < p->nruns && p->runs[r].vaddr + p->runs[r].len <= lp->vstart[k])
+        r++;
+      for (size_t q = r; q < p->nruns && p->runs[q].vaddr < lp->vend[k]; q++)
+        {
+          uint64_t s0 = p->runs[q].vaddr > lp->vstart[k] ? p->runs[q].vaddr : lp->vstart[k];
+          uint64_t e0 = p->runs[q].vaddr + p->runs[q].len < lp->vend[k]
+                            ? p->runs[q].vaddr + p->runs[q].len
+                            : lp->vend[k];
+          memset(lp->st + lp->vidx[k] + (s0 - lp->vstart[k]) / PAGE, PG_DATA, (e0 - s0) / PAGE);
+          lp->left += (e0 - s0) / PAGE;
+        }
+    }
+  for (size_t t = 0; t < p->nth; t++)
+    for (int k = 0; k < EAGER_RANGES; k++)
       {
-        uint64_t off, end, idx = lp->vidx[k] + (a - lp->vstart[k]) / PAGE;
-        bool data = run_at(p, a, &off, &end);
-        if (is_eager(p, a))
-          lp->st[idx] = data ? PG_FILLED : PG_ZEROED;
-        else if (data)
+        uint64_t s0, len;
+        if (!eager_range(&p->th[t], k, &s0, &len))
+          continue;
+        for (uint64_t a = s0 & ~(PAGE - 1); a < s0 + len; a += PAGE)
           {
-            lp->st[idx] = PG_DATA;
-            lp->left++;
+            uint64_t idx = idx_of(lp, a);
+            if (idx == UINT64_MAX || lp->st[idx] == PG_FILLED || lp->st[idx] == PG_ZEROED)
+              continue;
+            if (lp->st[idx] == PG_DATA)
+              lp->left--;
+            lp->st[idx] = lp->st[idx] == PG_DATA ? PG_FILLED : PG_ZEROED;
           }
       }
 }
