@@ -1248,7 +1248,7 @@ fill_loop(struct rctx *c, struct lazy *L, int sfd, crest_error_t *err)
         }
       if (pfd[L->nlp + 1].revents)
         {
-          crest_error_make(err, ECHILD, "lazy restore: its guard process died");
+          crest_error_make(err, 0, "lazy restore: its guard process died: the tree is killed");
           goto out;
         }
       for (size_t i = 0; i < L->nlp; i++)
