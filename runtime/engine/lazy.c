@@ -844,6 +844,7 @@ static int
 fill_child(struct lazy *L, struct lproc *lp, pid_t child, crest_error_t *err)
 {
   char path[64];
+  uint64_t pm_ent[CHUNK_PAGES];
   cleanup_close int pm = -1, mem = -1;
   snprintf(path, sizeof path, "/proc/%d/pagemap", (int)child);
   pm = open(path, O_RDONLY | O_CLOEXEC);
@@ -855,20 +856,37 @@ fill_child(struct lazy *L, struct lproc *lp, pid_t child, crest_error_t *err)
   for (size_t i = 0; i < lp->nseg; i++)
     {
       struct seg *g = &lp->seg[i];
-      for (uint64_t a = 0; a < g->len; a += PAGE)
+      for (uint64_t a0 = 0; a0 < g->len; a0 += CHUNK_PAGES * PAGE)
         {
-          uint64_t idx = idx_of(lp, g->orig + a), e = 0, off, rend;
-          int s = lp->st[idx];
-          if ((s != PG_DATA && s != PG_FILLED) || !run_at(lp->p, g->orig + a, &off, &rend))
-            continue;
-          if (pread(pm, &e, 8, (g->cur + a) / PAGE * 8) != 8)
+          uint64_t n = (g->len - a0) / PAGE < CHUNK_PAGES ? (g->len - a0) / PAGE : CHUNK_PAGES;
+          if (pread(pm, pm_ent, n * 8, (g->cur + a0) / PAGE * 8) != (ssize_t)(n * 8))
             return crest_error_errno(err, "lazy restore: process %d: read pagemap", child);
-          if ((e >> 63) & 1 || (e >> 62) & 1)
-            continue;
-          if (pread(lp->p->pages_svc, L->buf, PAGE, off) != (ssize_t)PAGE
-              || pwrite(mem, L->buf, PAGE, g->cur + a) != (ssize_t)PAGE)
-            return crest_error_errno(err, "lazy restore: process %d forked by %d: write %#" PRIx64,
-                                     child, lp->p->pid, g->cur + a);
+          /* Runs of pages to write: contiguous in the child and in the page file. */
+          for (uint64_t k = 0; k < n;)
+            {
+              uint64_t orig = g->orig + a0 + k * PAGE, off, rend, m = 0, o2, e2;
+              int s = lp->st[idx_of(lp, orig)];
+              if ((s != PG_DATA && s != PG_FILLED) || (pm_ent[k] >> 62) & 3
+                  || !run_at(lp->p, orig, &off, &rend))
+                {
+                  k++;
+                  continue;
+                }
+              while (k + m < n && orig + m * PAGE < rend && !((pm_ent[k + m] >> 62) & 3))
+                {
+                  int s2 = lp->st[idx_of(lp, orig + m * PAGE)];
+                  if ((s2 != PG_DATA && s2 != PG_FILLED)
+                      || !run_at(lp->p, orig + m * PAGE, &o2, &e2) || o2 != off + m * PAGE)
+                    break;
+                  m++;
+                }
+              if (pread(lp->p->pages_svc, L->buf, m * PAGE, off) != (ssize_t)(m * PAGE)
+                  || pwrite(mem, L->buf, m * PAGE, g->cur + a0 + k * PAGE) != (ssize_t)(m * PAGE))
+                return crest_error_errno(err,
+                                         "lazy restore: process %d forked by %d: write %#" PRIx64,
+                                         child, lp->p->pid, g->cur + a0 + k * PAGE);
+              k += m;
+            }
         }
     }
   return 0;
