@@ -1104,6 +1104,10 @@ guard_main(struct rctx *c, struct lazy *L, int rd, int crest_fd)
   char b = 0;
   struct pollfd w[2] = { { rd, POLLIN, 0 }, { crest_fd, POLLIN, 0 } };
   prctl(PR_SET_NAME, "crest-lazyguard", 0, 0, 0);
+  /* Out of crest's process group: a kill of that group (SIGKILL too) does
+     not take both holders at once. Every signal but SIGKILL stays blocked,
+     as crest had them. */
+  setpgid(0, 0);
   keep[nk++] = rd, keep[nk++] = crest_fd;
   for (size_t i = 0; i < L->nlp; i++)
     keep[nk++] = L->lp[i].uffd;
