@@ -75,8 +75,10 @@ struct lproc
   uint64_t npages, left, cursor;
   struct seg *seg;
   size_t nseg;
-  bool unreg; /* every page in and the ranges unregistered (fill_all) */
-  bool done;  /* every page in, its descriptors closed */
+  bool unreg;   /* every page in and the ranges unregistered (fill_all) */
+  bool done;    /* every page in, its descriptors closed */
+  uint8_t *src; /* its page file, mapped read-only, or NULL */
+  uint64_t src_len;
 };
 
 struct ltask
@@ -574,13 +576,16 @@ copy_pages(struct lazy *L, struct lproc *lp, uint64_t idx, uint64_t max, crest_e
   while (n < max && orig + n * PAGE < rend && orig + n * PAGE < g->orig + g->len
          && idx + n < lp->npages && lp->st[idx + n] == PG_DATA)
     n++;
-  if (pread(lp->p->pages_svc, L->buf, n * PAGE, off) != (ssize_t)(n * PAGE))
+  /* From the page file's mapping (the kernel copies once; crest never
+     reads it itself: a file shortened meanwhile fails the copy, EFAULT),
+     else through a buffer. */
+  if (!lp->src && pread(lp->p->pages_svc, L->buf, n * PAGE, off) != (ssize_t)(n * PAGE))
     return crest_error_errno(err, "lazy restore: process %d: read its page file", lp->p->pid);
   while (done < n)
     {
       memset(&cp, 0, sizeof cp);
       cp.dst = g->cur + (orig - g->orig) + done * PAGE;
-      cp.src = (uint64_t)L->buf + done * PAGE;
+      cp.src = (lp->src ? (uint64_t)lp->src + off : (uint64_t)L->buf) + done * PAGE;
       cp.len = (n - done) * PAGE;
       if (ioctl(lp->uffd, UFFDIO_COPY, &cp) == 0)
         cp.copy = cp.len;
@@ -1368,7 +1373,18 @@ lazy_run(struct rctx *c, crest_error_t *err)
       return crest_error_errno(err, "lazy restore: buffer");
     }
   for (size_t i = 0; i < L->nlp; i++)
-    pages += L->lp[i].left;
+    {
+      struct lproc *lp = &L->lp[i];
+      const struct img_file *f = img_reader_find(c->img, lp->p->pages_file);
+      pages += lp->left;
+      lp->src_len = f ? f->size : 0;
+      if (lp->src_len)
+        {
+          lp->src = mmap(NULL, lp->src_len, PROT_READ, MAP_SHARED, lp->p->pages_svc, 0);
+          if (lp->src == MAP_FAILED)
+            lp->src = NULL;
+        }
+    }
   /* Put the default SIGCHLD back while this runs (blocked, read through a
      signalfd), as the restore's own wait does. */
   memset(&dfl, 0, sizeof dfl);
@@ -1461,6 +1477,8 @@ lazy_free(struct rctx *c)
       if (lp->uffd >= 0)
         close(lp->uffd);
       free(lp->vstart), free(lp->vend), free(lp->vidx), free(lp->st), free(lp->seg);
+      if (lp->src)
+        munmap(lp->src, lp->src_len);
     }
   if (L->done_w >= 0)
     close(L->done_w);
