@@ -172,11 +172,15 @@ eager_range(const struct rthread *t, int k, uint64_t *s, uint64_t *len)
 }
 #define EAGER_RANGES 5
 
+/* Is A in a lazy mapping the blob may still write (eager pages: the
+   protections are final by then; a read-only page is only read by the
+   kernel, in a system call whose memory is made present first). */
 static bool
 in_lazy_vma(const struct rproc *p, uint64_t a)
 {
   for (size_t i = 0; i < p->nvmas; i++)
-    if (p->vmas[i].lazy && a >= p->vmas[i].start && a < p->vmas[i].end)
+    if (p->vmas[i].lazy && (p->vmas[i].prot & PROT_WRITE) && a >= p->vmas[i].start
+        && a < p->vmas[i].end)
       return true;
   return false;
 }
@@ -477,7 +481,8 @@ lproc_init(struct lproc *lp, struct rproc *p)
         for (uint64_t a = s0 & ~(PAGE - 1); a < s0 + len; a += PAGE)
           {
             uint64_t idx = idx_of(lp, a);
-            if (idx == UINT64_MAX || lp->st[idx] == PG_FILLED || lp->st[idx] == PG_ZEROED)
+            if (idx == UINT64_MAX || !in_lazy_vma(p, a) || lp->st[idx] == PG_FILLED
+                || lp->st[idx] == PG_ZEROED)
               continue;
             if (lp->st[idx] == PG_DATA)
               lp->left--;
