@@ -578,6 +578,8 @@ copy_pages(struct lazy *L, struct lproc *lp, uint64_t idx, uint64_t max, crest_e
       set_state(lp, idx, PG_FILLED);
       return 0;
     }
+  if (max > CHUNK_PAGES)
+    max = CHUNK_PAGES; /* the buffer's size */
   while (n < max && orig + n * PAGE < rend && orig + n * PAGE < g->orig + g->len
          && idx + n < lp->npages && lp->st[idx + n] == PG_DATA)
     n++;
@@ -721,8 +723,10 @@ prefill(struct lazy *L, struct lproc *lp, uint64_t a, uint64_t len, crest_error_
           if (r < 0)
             return -1;
         }
-      else
+      else if (lp->st[idx] != PG_FILLED)
         {
+          /* No data, or dropped by the program: a zero page. (A filled
+             page is present: only MADV_FREE's reclaim could take it.) */
           if (lp->st[idx] == PG_NODATA)
             lp->st[idx] = PG_ZEROED;
           zero_page(lp, cur);
