@@ -97,7 +97,6 @@ struct lazy
   uint8_t *buf;
   pid_t guard;
   int guard_fd, done_w;
-  pid_t root_exit_pid;
   int root_status;
   bool root_exited;
   uint64_t filled_chunks;
