@@ -20,6 +20,9 @@
 #               drops half of another, has the kernel read and write its
 #               memory, all while its pages come in; the stats show faults
 #               and the fork; every byte; crest exits once all is in
+#   tree        a shell and two zdtm-anon-mem children, all three lazy: the
+#               shell's wait gets both statuses, both programs check every
+#               byte
 #   wait        restore --lazy-pages without -d: crest waits for the root,
 #               its exit status is the root's
 #   kill-filler the filling process SIGKILLed after 3 background copies:
@@ -108,6 +111,24 @@ while)
     [ "${faults:-0}" -gt 0 ] && [ "${forks:-0}" = 1 ] \
         || { echo "FAIL: the pages did not come by fault, or the fork was not seen: '$st' $(cat rest.err)"; exit 1; }
     echo "NOTE: $st"
+    ;;
+tree)
+    rm -rf img r1 r2 res1 res2
+    ZDTM_ANON_MIB=$MIB setsid sh -c "'$PROGS/zdtm-anon-mem' '$PWD/r1' '$PWD/res1' & '$PROGS/zdtm-anon-mem' '$PWD/r2' '$PWD/res2' & wait; echo done >'$PWD/sh.done'" </dev/null >out 2>&1 &
+    disown $!
+    wait_for r1 60 && wait_for r2 60 || { echo "FAIL: the programs never became ready: $(cat out)"; exit 1; }
+    sleep 0.3
+    k1=$(cat r1) k2=$(cat r2)
+    root=$(ps -o ppid= -p "$k1" | tr -d ' ')
+    "$CREST" checkpoint --pid "$root" --image-path img 2>ckpt.err || { echo "FAIL: checkpoint: $(cat ckpt.err)"; exit 1; }
+    for ((i = 0; i < 100; i++)); do alive "$root" || break; sleep 0.05; done
+    CREST_STATS=1 "$CREST" restore --image-path img -d --lazy-pages 2>rest.err || { echo "FAIL: restore: $(cat rest.err)"; exit 1; }
+    kill -TERM "$k1" "$k2"
+    for ((i = 0; i < 1200; i++)); do [ -e sh.done ] && break; sleep 0.05; done
+    grep -q '^PASS' res1 && grep -q '^PASS' res2 && [ -e sh.done ] \
+        || { echo "FAIL: verdicts '$(cat res1 2>/dev/null)' '$(cat res2 2>/dev/null)', shell done: $(cat sh.done 2>/dev/null)"; exit 1; }
+    $hooks && { grep -q 'lazy restore stats: 3 processes' rest.err || { echo "FAIL: not 3 lazy processes: $(cat rest.err)"; exit 1; }; }
+    echo "NOTE: $(grep 'lazy restore stats' rest.err)"
     ;;
 wait)
     start zdtm-anon-mem
