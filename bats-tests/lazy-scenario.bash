@@ -148,7 +148,7 @@ kill-filler | kill-guard)
     # fault: the tree must die, without any verdict of its own.
     kill -TERM "$pid" 2>/dev/null
     nothing_left
-    sleep 0.3
+    crest_gone
     [ "$rc" = 0 ] || { echo "FAIL: restore exited $rc before the fault: $(cat rest.err)"; exit 1; }
     [ ! -s result ] || { echo "FAIL: the program ran to a verdict: $(cat result)"; exit 1; }
     echo "NOTE: $(grep -v 'restore stats' rest.err | head -2 | tr '\n' ' ')"

@@ -781,6 +781,10 @@ create_task(struct rctx *c, int idx)
 
   memset(&ca, 0, sizeof ca);
   ca.exit_signal = SIGCHLD;
+  /* restore --lazy-pages --detach: the root is the caller's child, as with
+     an eager restore -d, not the child's that fills its pages (lazy.c). */
+  if (idx == 0 && lazy_is_child())
+    ca.flags |= CLONE_PARENT, ca.exit_signal = 0; /* the caller's own is used */
   if (!c->use_nslp)
     {
       ca.set_tid = (uint64_t)&tid;
