@@ -29,6 +29,9 @@
 #               the tree is killed, no check of the program ran to a
 #               verdict (no page was answered with zeros), nothing left
 #   kill-guard  the guard SIGKILLed: crest kills the tree, nothing left
+#   old-kernel  a kernel without UFFD_USER_MODE_ONLY (CREST_FAULT=
+#               lazy-old-kernel): refused in one line, nothing created, the
+#               image unchanged and restored eagerly afterwards
 #   container   --lazy-pages with a container ID: refused in one line
 for fd in /proc/$$/fd/*; do
     fd=${fd##*/}
@@ -152,6 +155,20 @@ kill-filler | kill-guard)
     [ "$rc" = 0 ] || { echo "FAIL: restore exited $rc before the fault: $(cat rest.err)"; exit 1; }
     [ ! -s result ] || { echo "FAIL: the program ran to a verdict: $(cat result)"; exit 1; }
     echo "NOTE: $(grep -v 'restore stats' rest.err | head -2 | tr '\n' ' ')"
+    ;;
+old-kernel)
+    need_hooks CREST_FAULT
+    start zdtm-anon-mem
+    sum=$(find img -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum)
+    CREST_FAULT=lazy-old-kernel "$CREST" restore --image-path img -d --lazy-pages 2>rest.err && { echo "FAIL: accepted"; exit 1; }
+    [ "$(wc -l <rest.err)" = 1 ] && grep -q 'lazy-pages: .*UFFD_USER_MODE_ONLY (Linux 5.11)' rest.err \
+        || { echo "FAIL: not one line naming the kernel's lack: $(cat rest.err)"; exit 1; }
+    ! alive "$pid" || { echo "FAIL: process $pid exists after the refusal"; exit 1; }
+    [ "$(find img -type f -print0 | sort -z | xargs -0 sha256sum | sha256sum)" = "$sum" ] || { echo "FAIL: the image changed"; exit 1; }
+    # The same image restores eagerly afterwards.
+    "$CREST" restore --image-path img -d 2>rest2.err || { echo "FAIL: eager restore after the refusal: $(cat rest2.err)"; exit 1; }
+    verdict
+    echo "NOTE: $(cat rest.err)"
     ;;
 container)
     "$CREST" restore --image-path img --lazy-pages some-container 2>rest.err && { echo "FAIL: accepted"; exit 1; }

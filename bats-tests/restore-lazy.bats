@@ -32,4 +32,5 @@ scenario() {
 @test "lazy restore without -d: crest waits for the root and exits with its status" { scenario wait; }
 @test "lazy restore: the filling process SIGKILLed mid-way kills the tree, no page answered with zeros" { scenario kill-filler; }
 @test "lazy restore: the guard SIGKILLed mid-way: crest kills the tree" { scenario kill-guard; }
+@test "lazy restore: refused in one line on a kernel without UFFD_USER_MODE_ONLY (simulated), image unchanged" { scenario old-kernel; }
 @test "lazy restore: refused in one line for a container" { scenario container; }
