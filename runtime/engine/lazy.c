@@ -101,6 +101,7 @@ struct lazy
   bool root_exited;
   uint64_t filled_chunks;
   uint64_t n_faults, n_syscalls, n_fill_all, n_forks; /* CREST_STATS */
+  int caller_fd;   /* --detach: a pidfd of the caller, until it has returned */
   uint64_t *retry; /* faults to answer again: (process index, address) pairs */
   size_t nretry;
 };
@@ -261,7 +262,7 @@ lazy_plan(struct rctx *c, crest_error_t *err)
   if (check_kernel(err) < 0)
     return -1;
   L = c->lazy = xzalloc(sizeof *L);
-  L->sock[0] = L->sock[1] = L->guard_fd = L->done_w = -1;
+  L->sock[0] = L->sock[1] = L->guard_fd = L->done_w = L->caller_fd = -1;
   /* At most MAX_LAZY processes: their blobs' messages wait in the socket
      until crest takes them, after the last one parked. */
   for (size_t i = 0, n = 0; i < c->np; i++)
@@ -1268,7 +1269,10 @@ background(struct lazy *L, size_t *rr, crest_error_t *err)
 static int
 fill_loop(struct rctx *c, struct lazy *L, int sfd, crest_error_t *err)
 {
-  struct pollfd *pfd = xzalloc((L->nlp + 2) * sizeof *pfd);
+  struct pollfd *pfd = xzalloc((L->nlp + 3) * sizeof *pfd);
+  long hold = 0;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   size_t rr = 0;
   const char *pace = crest_test_knob("CREST_LAZY_PACE_MS");
   int rc = -1, wait_ms = pace ? atoi(pace) : 0;
@@ -1284,10 +1288,30 @@ fill_loop(struct rctx *c, struct lazy *L, int sfd, crest_error_t *err)
         pfd[i] = (struct pollfd){ L->lp[i].uffd, POLLIN, 0 };
       pfd[L->nlp] = (struct pollfd){ sfd, POLLIN, 0 };
       pfd[L->nlp + 1] = (struct pollfd){ L->guard_fd, POLLIN, 0 };
-      if (poll(pfd, L->nlp + 2, wait_ms) < 0 && errno != EINTR)
+      pfd[L->nlp + 2] = (struct pollfd){ L->caller_fd, POLLIN, 0 };
+      /* --detach: no background copy until the caller has returned (at
+         most 100 ms), so that it does not wait for a CPU behind them;
+         faults are answered meanwhile. */
+      if (L->caller_fd >= 0)
+        {
+          struct timespec now;
+          clock_gettime(CLOCK_MONOTONIC, &now);
+          hold = 100 - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+          if (hold <= 0)
+            {
+              close(L->caller_fd);
+              L->caller_fd = -1;
+            }
+        }
+      if (poll(pfd, L->nlp + 3, L->caller_fd >= 0 ? (int)hold : wait_ms) < 0 && errno != EINTR)
         {
           crest_error_errno(err, "lazy restore: poll");
           goto out;
+        }
+      if (L->caller_fd >= 0 && pfd[L->nlp + 2].revents)
+        {
+          close(L->caller_fd);
+          L->caller_fd = -1;
         }
       if (pfd[L->nlp + 1].revents)
         {
@@ -1319,7 +1343,7 @@ fill_loop(struct rctx *c, struct lazy *L, int sfd, crest_error_t *err)
           }
       }
       fault_point(L);
-      if (background(L, &rr, err) < 0)
+      if (L->caller_fd < 0 && background(L, &rr, err) < 0)
         goto out;
     }
   rc = 0;
@@ -1423,6 +1447,8 @@ lazy_run(struct rctx *c, crest_error_t *err)
       if (write_file_atomic(c->o->pid_file, num, n, 0644, err) < 0)
         goto out;
     }
+  if (in_child)
+    L->caller_fd = (int)syscall(SYS_pidfd_open, getppid(), 0);
   {
     char num[24];
     snprintf(num, sizeof num, "%d", c->p[0].pid);
@@ -1502,6 +1528,8 @@ lazy_free(struct rctx *c)
     waitpid(L->guard, NULL, 0);
   if (L->guard_fd >= 0)
     close(L->guard_fd);
+  if (L->caller_fd >= 0)
+    close(L->caller_fd);
   if (L->sock[0] >= 0)
     close(L->sock[0]);
   if (L->buf)
