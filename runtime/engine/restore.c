@@ -1382,9 +1382,8 @@ restore_done(struct rctx *c, pid_t *root_out, crest_error_t *err)
   if (!c->o->detach)
     {
       int st = 0;
-      if (c->lazy && lazy_root_status(c, &st))
-        ;
-      else
+      /* --lazy-pages: the root may have exited while crest traced it. */
+      if (!lazy_root_status(c, &st))
         while (waitpid(c->p[0].pid, &st, 0) < 0 && errno == EINTR)
           ;
       if (c->o->root_status)
