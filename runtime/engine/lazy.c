@@ -77,6 +77,7 @@ struct lproc
   size_t nseg;
   bool unreg;   /* every page in and the ranges unregistered (fill_all) */
   bool done;    /* every page in, its descriptors closed */
+  bool moved;   /* a lazy mapping was moved (mremap): it may have grown */
   uint8_t *src; /* its page file, mapped read-only, or NULL */
   uint64_t src_len;
 };
@@ -683,7 +684,7 @@ read_events(struct lazy *L, struct lproc *lp, crest_error_t *err)
           segs_change(lp, m[i].arg.remove.start, m[i].arg.remove.end, 0, 0);
         else if (m[i].event == UFFD_EVENT_UNMAP)
           segs_change(lp, m[i].arg.remove.start, m[i].arg.remove.end, 1, 0);
-        else if (m[i].event == UFFD_EVENT_REMAP)
+        else if (m[i].event == UFFD_EVENT_REMAP && (lp->moved = true))
           segs_change(lp, m[i].arg.remap.from, m[i].arg.remap.from + m[i].arg.remap.len, 2,
                       (int64_t)(m[i].arg.remap.to - m[i].arg.remap.from));
         if (r < 0)
@@ -717,7 +718,14 @@ prefill(struct lazy *L, struct lproc *lp, uint64_t a, uint64_t len, crest_error_
       struct seg *g = seg_at(lp, cur, true);
       uint64_t idx;
       if (!g)
-        continue;
+        {
+          /* A part mremap added to a lazy mapping is registered too, and
+             holds no page of the image: a zero page (elsewhere the call
+             fails, ENOENT: nothing registered there). */
+          if (lp->moved)
+            zero_page(lp, cur);
+          continue;
+        }
       idx = idx_of(lp, g->orig + (cur - g->cur));
       if (lp->st[idx] == PG_DATA)
         {
@@ -1270,9 +1278,10 @@ static int
 fill_loop(struct rctx *c, struct lazy *L, int sfd, crest_error_t *err)
 {
   struct pollfd *pfd = xzalloc((L->nlp + 3) * sizeof *pfd);
-  long hold = 0;
-  struct timespec t0;
+  long hold = 0, pace_left = 0;
+  struct timespec t0, last;
   clock_gettime(CLOCK_MONOTONIC, &t0);
+  last = t0;
   size_t rr = 0;
   const char *pace = crest_test_knob("CREST_LAZY_PACE_MS");
   int rc = -1, wait_ms = pace ? atoi(pace) : 0;
@@ -1303,7 +1312,18 @@ fill_loop(struct rctx *c, struct lazy *L, int sfd, crest_error_t *err)
               L->caller_fd = -1;
             }
         }
-      if (poll(pfd, L->nlp + 3, L->caller_fd >= 0 ? (int)hold : wait_ms) < 0 && errno != EINTR)
+      /* CREST_LAZY_PACE_MS: at most one background copy per WAIT_MS,
+         whatever else wakes the loop. */
+      if (wait_ms > 0 && L->caller_fd < 0)
+        {
+          struct timespec now;
+          long since;
+          clock_gettime(CLOCK_MONOTONIC, &now);
+          since = (now.tv_sec - last.tv_sec) * 1000 + (now.tv_nsec - last.tv_nsec) / 1000000;
+          pace_left = since < wait_ms ? wait_ms - since : 0;
+        }
+      if (poll(pfd, L->nlp + 3, L->caller_fd >= 0 ? (int)hold : (int)pace_left) < 0
+          && errno != EINTR)
         {
           crest_error_errno(err, "lazy restore: poll");
           goto out;
@@ -1343,6 +1363,9 @@ fill_loop(struct rctx *c, struct lazy *L, int sfd, crest_error_t *err)
           }
       }
       fault_point(L);
+      if (wait_ms > 0 && pace_left > 0)
+        continue; /* not yet: the pace's wait was cut short by an event */
+      clock_gettime(CLOCK_MONOTONIC, &last);
       if (L->caller_fd < 0 && background(L, &rr, err) < 0)
         goto out;
     }

@@ -8,7 +8,8 @@
  * - it drops half of another with MADV_DONTNEED (must read zero) and checks
  *   the other half;
  * - the kernel reads and writes its lazy memory: write() from a region into
- *   a pipe and read() from the pipe into another region, both checked;
+ *   a pipe and read() from the pipe into another region, both checked; a
+ *   region grown by mremap, read() into its new part;
  * - it checks the large region (64 MiB, ZDTM_ANON_MIB to change) byte for
  *   byte, with a second thread checking its second half at the same time.
  */
@@ -26,7 +27,7 @@
 
 #define MIB (1UL << 20)
 
-static uint8_t *big, *mov, *half, *src, *dst;
+static uint8_t *big, *mov, *half, *src, *dst, *grow;
 static size_t big_len;
 
 static void *
@@ -76,6 +77,8 @@ main(int argc, char **argv)
   zdtm_fill(src, MIB, 7, 0);
   dst = map(1 * MIB);
   zdtm_fill(dst, MIB, 8, 0);
+  grow = map(1 * MIB);
+  zdtm_fill(grow, MIB, 9, 0);
   target = map(8 * MIB); /* room for the move, kept reserved */
   munmap(target, 8 * MIB);
   if (pipe(pp) < 0)
@@ -125,6 +128,26 @@ main(int argc, char **argv)
       check("destination region, read from the pipe", dst + 512 * 1024, 65536, 7, 256 * 1024);
       check("destination region after", dst + 576 * 1024, MIB - 576 * 1024, 8, 576 * 1024);
     }
+
+  /* A region grown by mremap: the kernel writes into the new part. */
+  {
+    uint8_t *g = mremap(grow, MIB, 2 * MIB, MREMAP_MAYMOVE);
+    if (g == MAP_FAILED)
+      zdtm_fail("mremap (grow): %s", strerror(errno));
+    else if (write(pp[1], src, 8192) != 8192 || read(pp[0], g + MIB + 4096, 8192) != 8192)
+      zdtm_fail("read into the grown part of a region: %s", strerror(errno));
+    else
+      {
+        check("grown region, old part", g, MIB, 9, 0);
+        check("grown region, read from the pipe", g + MIB + 4096, 8192, 7, 0);
+        for (size_t i = 0; i < 4096; i++)
+          if (g[MIB + i])
+            {
+              zdtm_fail("grown region, new page: byte %zu: expected 0, got 0x%02x", i, g[MIB + i]);
+              break;
+            }
+      }
+  }
 
   if (pthread_create(&th, NULL, check_second_half, NULL) != 0)
     zdtm_fail("pthread_create failed");
