@@ -48,6 +48,8 @@ pt_drop_stop_signals(bool on);
 /* Detach, handing back a deferred signal if any. */
 int
 pt_detach(pid_t tid);
+int
+pt_release(pid_t tid, int req);
 /* Seize a thread and wait for it to stop; *STOPSIG is the signal of that
    stop: SIGTRAP, or the stop signal when its process is in a group stop. */
 int

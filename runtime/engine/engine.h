@@ -201,6 +201,12 @@ struct crest_restore_opts
   /* Force the ns_last_pid fallback instead of clone3() + set_tid (tests).
      In a test build (testhook.h), CREST_FORCE_NS_LAST_PID=1 does the same. */
   bool force_ns_last_pid;
+  /* --lazy-pages (process mode): the tree runs before its private
+     anonymous memory is in; crest fills it on first touch (userfaultfd)
+     and in the background (docs/engine.md, "Lazy restore"). With detach,
+     crest_engine_restore returns once the tree runs, a child of the
+     caller going on with the filling. */
+  bool lazy_pages;
   /* Out, may be NULL: with detach false, the wait status of the root task. */
   int *root_status;
   /* Container mode (crest-restorer): the restorer holds the container

@@ -21,6 +21,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/broker.c \
 	runtime/engine/mem.c \
 	runtime/engine/mem-cow.c \
+	runtime/engine/lazy.c runtime/engine/lazy-sys.c \
 	runtime/engine/chain.c \
 	runtime/engine/seccomp.c \
 	runtime/engine/sig.c \

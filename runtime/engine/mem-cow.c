@@ -586,7 +586,7 @@ cow_page_ops(const struct rproc *p, struct oplist *l)
       const struct rrun *r = &p->runs[i];
       if (!p->cow)
         {
-          PAGES_OPS(l, RUN_SVC(p, r), r->vaddr, r->len, r->off);
+          lazy_pages_ops(p, r, l); /* lazy.c: all of it without --lazy-pages */
           continue;
         }
       for (uint64_t a = r->vaddr; a < r->vaddr + r->len;)

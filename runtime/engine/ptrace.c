@@ -39,6 +39,13 @@ pt_defer_signal(pid_t tid, int sig)
 int
 pt_detach(pid_t tid)
 {
+  return pt_release(tid, PTRACE_DETACH);
+}
+
+/* PTRACE_DETACH or PTRACE_CONT (REQ) with the signal deferred for TID. */
+int
+pt_release(pid_t tid, int req)
+{
   int sig = 0;
   for (size_t i = 0; i < ARRAY_SIZE(deferred); i++)
     if (deferred[i].tid == tid)
@@ -46,7 +53,7 @@ pt_detach(pid_t tid)
         sig = deferred[i].sig;
         deferred[i].tid = 0;
       }
-  return ptrace(PTRACE_DETACH, tid, 0, sig);
+  return ptrace(req, tid, 0, sig);
 }
 
 int

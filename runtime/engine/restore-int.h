@@ -62,6 +62,7 @@ struct rvma
   int svc;           /* file mappings: the descriptor the blob maps */
   uint32_t madv;     /* VMF_* bits (vmflags.c) */
   int shmid, shmflg; /* sysv: the segment and how shmat attaches it */
+  bool lazy;         /* --lazy-pages: its pages come on first touch (lazy.c) */
 };
 
 struct rrun
@@ -207,6 +208,7 @@ struct rctx
   sigjmp_buf *init_fail;
   char init_msg[240];
   struct ipc_set *ipc; /* SysV objects to make again (ipc.c) */
+  struct lazy *lazy;   /* --lazy-pages (lazy.c), NULL without */
 };
 
 struct report
@@ -379,5 +381,38 @@ size_t
 timers_ops_bound(const struct rproc *p);
 void
 timers_ops(const struct rproc *p, struct oplist *l, struct bld *b);
+/* lazy.c: --lazy-pages (docs/engine.md, "Lazy restore"). lazy_plan picks
+   the lazy mappings and opens the socket the blobs send their
+   userfaultfds on; lazy_task_ops adds the blob's operation; lazy_pages_ops
+   the reads of a run's pages that are not lazy; lazy_run fills the rest
+   while the tree runs, then lets it go. */
+int
+lazy_plan(struct rctx *c, crest_error_t *err);
+size_t
+lazy_ops_bound(const struct rproc *p);
+void
+lazy_task_ops(struct rctx *c, const struct rproc *p, struct oplist *l, struct bld *b);
+void
+lazy_pages_ops(const struct rproc *p, const struct rrun *r, struct oplist *l);
+bool
+lazy_proc(const struct rctx *c, const struct rproc *p);
+int
+lazy_run(struct rctx *c, crest_error_t *err);
+void
+lazy_free(struct rctx *c);
+/* The root's wait status when it exited while the pages came in. */
+bool
+lazy_root_status(struct rctx *c, int *st);
+/* --detach: fork, return once the tree runs; in that child, true. */
+int
+lazy_detached(const struct crest_restore_opts *o, pid_t *root_out, crest_error_t *err);
+bool
+lazy_is_child(void);
+/* lazy-sys.c: the memory a system call may touch. */
+#define LAZY_SYS_ALL (-1)
+#define LAZY_SYS_IOV (-2)
+#define LAZY_SYS_MSG (-3)
+int
+lazy_sys_ranges(long nr, const uint64_t *a, uint64_t r[4][2]);
 
 #endif

@@ -802,8 +802,10 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   check_specials(c, idx, p, sp, nsp);
   size = ((crest_restorer_blob_size + PAGE - 1) & ~(PAGE - 1)) + PAGE /* args */
          + (16 + 3 * p->nvmas + 2 * p->nruns + 80 + p->nth * 90 + p->nshared_pending
-            + cow_ops_bound(p) + timers_ops_bound(p) + p->nfds + p->nvmas)
+            + cow_ops_bound(p) + timers_ops_bound(p) + p->nfds + p->nvmas
+            + lazy_ops_bound(p))
                * sizeof(struct blob_op)
+         + p->nvmas * 16 + 512 /* lazy.c */
          + 65536 + p->auxv_len + p->nth * (4096 + 128 * 64) + p->nshared_pending * 128
          + p->ntimers * 128 + (p->nth - 1) * THREAD_STACK + MAIN_STACK;
   for (size_t k = 0; k < nsp; k++)
@@ -822,6 +824,7 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   scratch = bld_alloc(&b, scratch, PAGE, NULL);
 
   mem_ops(p, sp, nsp, base, size, scratch, &main_ops);
+  lazy_task_ops(c, p, &main_ops, &b);
   mm_sig_ops(p, &main_ops, &b);
   tops = xzalloc(p->nth * sizeof *tops);
   thread_ops(c, p, args_addr, &main_ops, tops, &b);
@@ -849,6 +852,10 @@ create_task(struct rctx *c, int idx)
 
   memset(&ca, 0, sizeof ca);
   ca.exit_signal = SIGCHLD;
+  /* restore --lazy-pages --detach: the root is the caller's child, as with
+     an eager restore -d, not the child's that fills its pages (lazy.c). */
+  if (idx == 0 && lazy_is_child())
+    ca.flags |= CLONE_PARENT, ca.exit_signal = 0; /* the caller's own is used */
   if (!c->use_nslp)
     {
       ca.set_tid = (uint64_t)&tid;

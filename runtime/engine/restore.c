@@ -832,6 +832,8 @@ op_name(long nr)
       return "read pages";
     case BLOB_OP_CLONE_THREAD:
       return "clone3 (thread)";
+    case BLOB_OP_UFFD:
+      return "userfaultfd (--lazy-pages)";
     case SYS_prctl:
       return "prctl";
     case SYS_rt_sigaction:
@@ -1141,9 +1143,10 @@ finish_tree(struct rctx *c, crest_error_t *err)
   if (wait_parked(c, err) < 0)
     return -1;
   c->ms_parked = ms_since(&c->t0);
-  if (img_reader_verified(c->img, err) < 0)
+  /* --lazy-pages: the verdict is awaited once every page is in (lazy.c). */
+  if (!c->lazy && img_reader_verified(c->img, err) < 0)
     return -1;
-  for (int i = 0; i < c->nchain; i++)
+  for (int i = 0; !c->lazy && i < c->nchain; i++)
     if (img_reader_verified(c->chain[i], err) < 0)
       return crest_error_wrap(err, "parent image");
   c->ms_verified = ms_since(&c->t0);
@@ -1176,7 +1179,7 @@ finish_tree(struct rctx *c, crest_error_t *err)
     }
   c->ms_finished = ms_since(&c->t0);
   for (size_t i = 0; i < c->np; i++)
-    for (size_t t = 0; t < c->p[i].nth; t++)
+    for (size_t t = 0; t < c->p[i].nth && !lazy_proc(c, &c->p[i]); t++)
       pt_detach(c->p[i].th[t].tid);
   return 0;
 }
@@ -1215,6 +1218,7 @@ helper_fork(struct rctx *c)
 static void
 free_ctx(struct rctx *c)
 {
+  lazy_free(c);
   for (size_t i = 0; i < c->np; i++)
     {
       struct rproc *p = &c->p[i];
@@ -1507,9 +1511,11 @@ restore_done(struct rctx *c, pid_t *root_out, crest_error_t *err)
     }
   if (!c->o->detach)
     {
-      int st;
-      while (waitpid(c->p[0].pid, &st, 0) < 0 && errno == EINTR)
-        ;
+      int st = 0;
+      /* --lazy-pages: the root may have exited while crest traced it. */
+      if (!lazy_root_status(c, &st))
+        while (waitpid(c->p[0].pid, &st, 0) < 0 && errno == EINTR)
+          ;
       if (c->o->root_status)
         *c->o->root_status = st;
     }
@@ -1530,6 +1536,8 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
   c.nslp_fd = -1;
   c.term_svc = -1;
   clock_gettime(CLOCK_MONOTONIC, &c.t0);
+  if (o->lazy_pages && o->detach && !o->as_ns_init && !lazy_is_child())
+    return lazy_detached(o, root_out, err);
   if (o->as_ns_init && getpid() != 1)
     return crest_error_make(err, EINVAL,
                             "restore: as the init of a new PID namespace, but this is PID %d",
@@ -1567,6 +1575,8 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
     goto out;
   rc = -1;
   c.ms_files = ms_since(&c.t0);
+  if (lazy_plan(&c, err) < 0)
+    goto out;
   fault_kill("files");
   if (open_report(&c, err) < 0 || ipc_restore(&c, err) < 0)
     goto out;
@@ -1589,6 +1599,8 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
   c.report[1] = -1;
   fault_kill("created");
   if (finish_tree(&c, err) < 0)
+    goto fail;
+  if (lazy_run(&c, err) < 0)
     goto fail;
   fault_kill("running");
   sigprocmask(SIG_SETMASK, &old, NULL);

@@ -40,6 +40,10 @@ static const char *const knobs[] = {
      memory before forking its children, who copy the pages they share in
      full (the fallback of mem-cow.c). */
   "CREST_COW",
+  /* N: restore --lazy-pages waits up to N ms between two background
+     copies (faults are answered meanwhile), so that a test sees pages
+     come in by fault. */
+  "CREST_LAZY_PACE_MS",
   /* 1: checkpoint --pre-dump acts as on a kernel without soft-dirty
      tracking (CONFIG_MEM_SOFT_DIRTY), and refuses. */
   "CREST_NO_SOFT_DIRTY",

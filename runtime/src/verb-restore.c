@@ -32,6 +32,7 @@ enum
   OPT_LSM_MOUNT_CONTEXT,
   OPT_CGROUPS_MODE,
   OPT_NOOP,
+  OPT_LAZY_PAGES,
 };
 
 static void
@@ -55,6 +56,12 @@ usage(FILE *f)
              "                            checkpointed config's (crun applies that)\n"
              "      --file-locks, --tcp-established, --tcp-close, --ext-unix-sk, --shell-job,\n"
              "      --manage-cgroups-mode=MODE   accepted (see crest(1))\n"
+             "      --lazy-pages          process mode: run the tree before its private\n"
+             "                            anonymous memory is in; crest fills each page on\n"
+             "                            first touch (userfaultfd) and the rest in the\n"
+             "                            background, and stays the tree's tracer until\n"
+             "                            then (with -d, a child of crest does); if crest\n"
+             "                            dies meanwhile the tree is killed (Linux 5.11)\n"
              "      --ns-init             process mode, as PID 1 of a new PID namespace: become\n"
              "                            the image's init (an image made with --ns-init)\n"
              "  -h, --help                show this help\n"
@@ -138,6 +145,7 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv, crest_error_t 
     { "pid-file", required_argument, NULL, OPT_PID_FILE },
     { "console-socket", required_argument, NULL, OPT_CONSOLE_SOCKET },
     { "ns-init", no_argument, NULL, OPT_NS_INIT },
+    { "lazy-pages", no_argument, NULL, OPT_LAZY_PAGES },
     { "import", required_argument, NULL, OPT_IMPORT },
     { "import-limit", required_argument, NULL, OPT_IMPORT_LIMIT },
     { "no-pivot", no_argument, NULL, OPT_NO_PIVOT },
@@ -153,7 +161,8 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv, crest_error_t 
   };
   const char *image = "checkpoint", *work = NULL, *bundle = NULL, *pid_file = NULL, *console = NULL;
   const char *import = NULL, *import_limit = NULL, *lsm_profile = NULL, *lsm_mount = NULL;
-  bool detach = false, ns_init = false, no_pivot = false, no_keyring = false, image_given = false;
+  bool detach = false, ns_init = false, lazy = false, no_pivot = false, no_keyring = false,
+       image_given = false;
   int c;
 
   optind = 1;
@@ -205,6 +214,9 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv, crest_error_t 
       case OPT_NS_INIT:
         ns_init = true;
         break;
+      case OPT_LAZY_PAGES:
+        lazy = true;
+        break;
       case OPT_NOOP:
         break;
       case 'h':
@@ -220,6 +232,10 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv, crest_error_t 
       struct crest_container_restore_opts co;
       if (optind + 1 != argc)
         return crest_error_make(err, 0, "restore: expected at most one container ID");
+      if (lazy)
+        return crest_error_make(err, 0,
+                                "restore --lazy-pages: only in process mode (not for a container "
+                                "yet)");
       if (import && image_given)
         return crest_error_make(err, EINVAL, "restore: give --import or --image-path, not both");
       memset(&co, 0, sizeof co);
@@ -251,6 +267,7 @@ crest_verb_restore(struct crest_global *g, int argc, char **argv, crest_error_t 
     o.work_dir = work;
     o.detach = detach;
     o.as_ns_init = ns_init;
+    o.lazy_pages = lazy;
     o.pid_file = pid_file;
     o.stdio_fds[0] = o.stdio_fds[1] = o.stdio_fds[2] = -1;
     o.root_status = &status;

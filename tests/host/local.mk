@@ -60,3 +60,8 @@ EXTRA_DIST += tests/host/restore-container-faults.test
 
 TESTS += tests/host/predump.test
 EXTRA_DIST += tests/host/predump.test
+
+# restore --lazy-pages: every byte, the filler's death kills the tree
+# (the scenarios of bats-tests/lazy-scenario.bash).
+TESTS += tests/host/lazy-restore.test
+EXTRA_DIST += tests/host/lazy-restore.test

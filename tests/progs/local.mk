@@ -47,6 +47,7 @@ tests_progs_map_files_fcap_LDFLAGS = -static
 # (zdtm.c); the protocol is in tests/README.md.
 ZDTM_PROGS =
 ZDTM_PROGS += tests/progs/zdtm-anon-mem
+ZDTM_PROGS += tests/progs/zdtm-lazy
 ZDTM_PROGS += tests/progs/zdtm-heap
 ZDTM_PROGS += tests/progs/zdtm-file-private
 ZDTM_PROGS += tests/progs/zdtm-threads
@@ -103,6 +104,8 @@ check_PROGRAMS += $(ZDTM_PROGS)
 ZDTM_COMMON = tests/progs/zdtm/zdtm.c tests/progs/zdtm/zdtm.h
 tests_progs_zdtm_anon_mem_SOURCES = tests/progs/zdtm/anon-mem.c $(ZDTM_COMMON)
 tests_progs_zdtm_anon_mem_LDFLAGS = -static -pthread
+tests_progs_zdtm_lazy_SOURCES = tests/progs/zdtm/lazy.c $(ZDTM_COMMON)
+tests_progs_zdtm_lazy_LDFLAGS = -static -pthread
 tests_progs_zdtm_heap_SOURCES = tests/progs/zdtm/heap.c $(ZDTM_COMMON)
 tests_progs_zdtm_heap_LDFLAGS = -static -pthread
 tests_progs_zdtm_file_private_SOURCES = tests/progs/zdtm/file-private.c $(ZDTM_COMMON)

@@ -21,6 +21,9 @@
   (-1001)                    /* a0 = fd, a1 = addr, a2 = len, a3 = off:                            \
                                 loops over short reads              */
 #define BLOB_OP_TRAP (-1002) /* int3 (debugging) */
+#define BLOB_OP_UFFD                                                                               \
+  (-1003) /* a0 = unix socket, a1 = struct blob_uffd *: a userfaultfd over                         \
+             the lazy ranges, sent to crest (lazy.c)  */
 #define BLOB_OP_PIDFD                                                                              \
   (-1004) /* a0 = pid, a1 = pidfd_open flags, a2 = the descriptor it must                          \
              be, a3 = close-on-exec: returns a2 */
@@ -46,6 +49,17 @@ struct blob_ops
   uint64_t ops;   /* struct blob_op * */
   int64_t status; /* -1 running, 0 done, else index + 1 of the failed op */
   int64_t result; /* its result (negative errno) */
+};
+
+/* BLOB_OP_UFFD: userfaultfd(flags), UFFDIO_API (api_nr, features),
+   UFFDIO_REGISTER (reg_nr, missing mode) of each range, then sendmsg of the
+   prepared message with the descriptor written at fd_slot, and close. */
+struct blob_uffd
+{
+  uint64_t flags, api_nr, reg_nr, features;
+  uint64_t n, ranges; /* n of { start, len } */
+  uint64_t msg;       /* struct msghdr *, SCM_RIGHTS of one descriptor */
+  uint64_t fd_slot;   /* int * inside its control buffer */
 };
 
 struct blob_args

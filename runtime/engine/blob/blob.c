@@ -65,6 +65,31 @@ pidfd_at(long pid, long flags, long fd, long cloexec)
   return d;
 }
 
+/* BLOB_OP_UFFD: the descriptor is made by the task itself (userfaultfd
+   works on the caller's memory), over its final layout, and leaves it. */
+static long
+make_uffd(long sock, const struct blob_uffd *u)
+{
+  uint64_t api[3] = { 0xAA /* UFFD_API */, u->features, 0 };
+  const uint64_t *r = (const uint64_t *)u->ranges;
+  long fd = sys6(323 /* userfaultfd */, (long)u->flags, 0, 0, 0, 0, 0), e;
+  if (fd < 0)
+    return fd;
+  e = sys6(16 /* ioctl */, fd, (long)u->api_nr, (long)api, 0, 0, 0);
+  for (uint64_t i = 0; e >= 0 && i < u->n; i++)
+    {
+      uint64_t reg[4] = { r[2 * i], r[2 * i + 1], 1 /* UFFDIO_REGISTER_MODE_MISSING */, 0 };
+      e = sys6(16, fd, (long)u->reg_nr, (long)reg, 0, 0, 0);
+    }
+  if (e >= 0)
+    {
+      *(int32_t *)u->fd_slot = (int32_t)fd;
+      e = sys6(46 /* sendmsg */, sock, (long)u->msg, 0, 0, 0, 0);
+    }
+  sys6(3 /* close */, fd, 0, 0, 0, 0, 0);
+  return e < 0 ? e : 0;
+}
+
 void
 blob_run_ops(struct blob_ops *o)
 {
@@ -82,6 +107,8 @@ blob_run_ops(struct blob_ops *o)
         r = pread_full((long)op->a[0], op->a[1], op->a[2], op->a[3]);
       else if (op->nr == BLOB_OP_PIDFD)
         r = pidfd_at((long)op->a[0], (long)op->a[1], (long)op->a[2], (long)op->a[3]);
+      else if (op->nr == BLOB_OP_UFFD)
+        r = make_uffd((long)op->a[0], (const struct blob_uffd *)op->a[1]);
       else if (op->nr == BLOB_OP_TRAP)
         {
           __asm__ volatile("int3");
