@@ -118,16 +118,20 @@ lazy_proc(const struct rctx *c, const struct rproc *p)
   return false;
 }
 
-/* Is mapping I of P lazy: private anonymous memory with pages in this
-   image's own page file (runs of a parent image are read by the blob), in
-   a process that shares no pages copy-on-write (mem-cow.c) and is not
-   stopped. */
+/* Is mapping I of P lazy: private anonymous memory, not locked, with
+   pages in this image's own page file (runs of a parent image are read by
+   the blob), in a process that shares no pages copy-on-write (mem-cow.c)
+   and is not stopped. */
 static bool
 vma_lazy(const struct rproc *p, size_t i)
 {
   const struct rvma *m = &p->vmas[i];
   bool any = false;
+  /* A locked mapping is made present by the blob's mlock2, a fault the
+     kernel takes itself, which a user-mode-only userfaultfd fails. So is
+     every mapping of a process under mlockall(MCL_FUTURE). */
   if (p->zombie || p->cow || p->stop_sig || m->shared || !(m->prot & PROT_READ)
+      || (m->madv & VMF_LOCKS) || p->mcl
       || (strcmp(m->kind, "anon") != 0 && strcmp(m->kind, "heap") != 0))
     return false;
   for (size_t k = 0; k < p->nruns; k++)
