@@ -802,8 +802,7 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   check_specials(c, idx, p, sp, nsp);
   size = ((crest_restorer_blob_size + PAGE - 1) & ~(PAGE - 1)) + PAGE /* args */
          + (16 + 3 * p->nvmas + 2 * p->nruns + 80 + p->nth * 90 + p->nshared_pending
-            + cow_ops_bound(p) + timers_ops_bound(p) + p->nfds + p->nvmas
-            + lazy_ops_bound(p))
+            + cow_ops_bound(p) + timers_ops_bound(p) + p->nfds + p->nvmas + lazy_ops_bound(p))
                * sizeof(struct blob_op)
          + p->nvmas * 16 + 512 /* lazy.c */
          + 65536 + p->auxv_len + p->nth * (4096 + 128 * 64) + p->nshared_pending * 128
