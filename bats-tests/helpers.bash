@@ -228,7 +228,7 @@ wait_for_container() {
 teardown_bundle() {
 	local id
 	for id in ${CONTAINERS[@]+"${CONTAINERS[@]}"}; do
-		"$CREST" delete --force "$id" >/dev/null 2>&1 || true
+		timeout 120 "$CREST" delete --force "$id" >/dev/null 2>&1 || true
 	done
 	CONTAINERS=()
 	# Each test's bundle is a copy of the rootfs with every test program,

@@ -30,8 +30,10 @@ setup() {
 teardown() {
 	# PostgreSQL's files are UID 1000's of the container (a subordinate ID),
 	# its data directory mode 0700: removed as that user, inside.
-	if [ -n "${ID:-}" ] && "$CREST" state "$ID" >/dev/null 2>&1; then
-		"$CREST" exec "$ID" setpriv --reuid=1000 --regid=1000 --clear-groups \
+	# Bounded: bats' per-test limit does not cover teardown (two CI boots
+	# once stood still in this suite past it).
+	if [ -n "${ID:-}" ] && timeout 60 "$CREST" state "$ID" >/dev/null 2>&1; then
+		timeout 120 "$CREST" exec "$ID" setpriv --reuid=1000 --regid=1000 --clear-groups \
 			rm -rf /tmp/pgdata >/dev/null 2>&1 || true
 	fi
 	teardown_bundle
