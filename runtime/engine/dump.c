@@ -245,6 +245,17 @@ mlockall_probe(struct dproc *p, int (*inject)(void *, long, const long[6], long 
   return rc;
 }
 
+/* POSIX timers (answers in SCRATCH) and mlockall's flags, asked of the
+   task through its main thread M. */
+static int
+timers_locks(struct dproc *p, struct dthread *m, uint64_t scratch, crest_error_t *err)
+{
+  struct inj_ctx ic = { m->tid, &m->regs, m->sigmask, p->gadget };
+  if (timers_query(p, inject_cb, &ic, scratch, err) < 0)
+    return -1;
+  return mlockall_probe(p, inject_cb, m, err);
+}
+
 /* Syscalls only the task can answer, injected at a syscall instruction of
    its vDSO, with a scratch area for their answers (scratch_get). */
 /* Do PID's files in /proc belong to crest's user? */
@@ -377,12 +388,7 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
   for (int w = 0; w < 3; w++)
     if (!p->itimer[w][2] && !p->itimer[w][3] && (p->itimer[w][0] || p->itimer[w][1]))
       p->itimer[w][2] = p->itimer[w][0], p->itimer[w][3] = p->itimer[w][1];
-  {
-    struct inj_ctx ic = { m->tid, &m->regs, m->sigmask, p->gadget };
-    if (timers_query(p, inject_cb, &ic, scratch + 4096, err) < 0)
-      goto out;
-  }
-  if (mlockall_probe(p, inject_cb, m, err) < 0)
+  if (timers_locks(p, m, scratch + 4096, err) < 0)
     goto out;
   INJ(m, SYS_brk, 0);
   p->brk = ret;
@@ -1002,6 +1008,7 @@ free_ctx(struct dctx *c)
   shm_free(&c->shm);
   ipc_free(c->ipc);
   free(c->fds);
+  broker_stop();
 }
 
 /* What the kernel shows of every task, from outside and through injected
@@ -1320,10 +1327,9 @@ out:
     rc = -1;
   img_writer_free(c.w);
   chain_free(&c);
-  free_ctx(&c);
+  free_ctx(&c); /* stops the broker too */
   if (c.progress)
     crest_progress("checkpoint of %d: %s", root, rc == 0 ? "done" : "failed");
-  broker_stop();
   if (rc < 0)
     say_held_signal(&hold, err);
   sigprocmask(SIG_SETMASK, &old_mask, NULL);
