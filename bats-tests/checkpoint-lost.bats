@@ -33,7 +33,7 @@ lost_case() {
 	# Asked first, on the VM itself (the same kernel): a case this kernel
 	# cannot set up (no THP, no guard regions in 6.1...) would stop the
 	# container before crun reports it running.
-	(cd "$BATS_TEST_TMPDIR" && ZDTM_CASE=$c "$PROGS/zdtm-lost" --probe >/dev/null 2>&1) || rc=$?
+	(cd "$BATS_TEST_TMPDIR" && ZDTM_CASE=$c "$PROGS/zdtm-lost" --probe >/dev/null 2>&1 3>&-) || rc=$?
 	[ "$rc" != 77 ] || skip "zdtm-lost $c: this kernel cannot set the case up (zdtm-lost --probe)"
 	result=$(in_rootfs /tmp/result)
 	rm -f "$(in_rootfs /tmp/ready)" "$result"

@@ -50,6 +50,8 @@ static bool probing;
 static char path[64] = "zdtm-lost.XXXXXX";
 static int fd = -1, fd2 = -1, pfd[2] = { -1, -1 };
 static pid_t child = -1;
+/* A second child a case forks besides child (killed with it by --probe). */
+static pid_t child2 = -1;
 static char *mem;
 static timer_t tid;
 
@@ -971,6 +973,7 @@ set_pidfd_shared(void)
       for (;;)
         pause();
     }
+  child2 = c;
   fd = syscall(SYS_pidfd_open, c, 0);
   if (fd < 0)
     unsupported("pidfd_open");
@@ -1852,6 +1855,8 @@ main(int argc, char **argv)
           cases[i].set();
           if (child > 0)
             kill(child, SIGKILL);
+          if (child2 > 0)
+            kill(child2, SIGKILL);
         }
       return 0; /* the probe's directory is left in /tmp: a few bytes */
     }
