@@ -52,6 +52,8 @@ static int fd = -1, fd2 = -1, pfd[2] = { -1, -1 };
 static pid_t child = -1;
 /* A second child a case forks besides child (killed with it by --probe). */
 static pid_t child2 = -1;
+/* The case started a server outside the tree that waits for "bye" on fd. */
+static bool ext_server;
 static char *mem;
 static timer_t tid;
 
@@ -1362,6 +1364,7 @@ set_unix_ext(void)
            && connect(fd, (struct sockaddr *)&sa, sl) == 0,
        "client socket");
   need(ext_ping("one"), "the server's first answer");
+  ext_server = true;
 }
 
 static void
@@ -1857,6 +1860,8 @@ main(int argc, char **argv)
             kill(child, SIGKILL);
           if (child2 > 0)
             kill(child2, SIGKILL);
+          if (ext_server)
+            send(fd, "bye", 3, 0);
         }
       return 0; /* the probe's directory is left in /tmp: a few bytes */
     }
