@@ -412,4 +412,12 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err);
 void
 raise_dumpable(struct dproc *p);
 
+/* dump-release.c: the tree let go (or killed with KILL_IT, and waited
+   for), and a frozen tree's freezer put back as it was. */
+int
+release_tree(struct dctx *c, bool kill_it, bool *frozen, crest_error_t *thaw_err,
+             crest_error_t *err);
+void
+put_back_freezer(struct dctx *c, bool *frozen, int *rc, crest_error_t *err);
+
 #endif
