@@ -420,4 +420,11 @@ release_tree(struct dctx *c, bool kill_it, bool *frozen, crest_error_t *thaw_err
 void
 put_back_freezer(struct dctx *c, bool *frozen, int *rc, crest_error_t *err);
 
+/* dump-proc.c: each task's root directory (a chroot), checked and kept in
+   its p->root_dir; a process's record in tree.json. */
+int
+dump_roots(struct dctx *c, crest_error_t *err);
+int
+dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err);
+
 #endif

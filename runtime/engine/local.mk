@@ -17,7 +17,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/inject-home.c \
 	runtime/engine/shmem.c runtime/engine/shmem.h \
 	runtime/engine/dump.c runtime/engine/dump-int.h \
-	runtime/engine/dump-inject.c runtime/engine/dump-release.c \
+	runtime/engine/dump-inject.c runtime/engine/dump-release.c runtime/engine/dump-proc.c \
 	runtime/engine/dump-util.c \
 	runtime/engine/broker.c \
 	runtime/engine/mem.c \
