@@ -252,9 +252,13 @@ chain_check_reads(const struct rctx *c, crest_error_t *err);
 int
 seccomp_restore_check(const struct rctx *c, crest_error_t *err);
 
-/* restore.c: helpers of the files that restore one kind of object. */
+/* restore-parse.c: tree.json read and checked into C's processes, files,
+   pipes, terminal and IPC objects; has_key serves the object files. */
+int
+parse_tree(struct rctx *c, crest_error_t *err);
 bool
 has_key(yajl_val v, const char *key);
+/* restore.c: helpers of the files that restore one kind of object. */
 /* Move FD to the service range, above every descriptor of the tree. */
 int
 svc_place(struct rctx *c, int fd, crest_error_t *err);
