@@ -258,7 +258,10 @@ int
 parse_tree(struct rctx *c, crest_error_t *err);
 bool
 has_key(yajl_val v, const char *key);
-/* restore.c: helpers of the files that restore one kind of object. */
+/* restore-svc.c: the service descriptors, opened before any task exists;
+   svc_place serves the object files. */
+int
+open_files(struct rctx *c, crest_error_t *err);
 /* Move FD to the service range, above every descriptor of the tree. */
 int
 svc_place(struct rctx *c, int fd, crest_error_t *err);
