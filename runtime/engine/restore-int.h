@@ -369,6 +369,14 @@ cow_unmap_ops(const struct rproc *p, uint64_t base, uint64_t size, struct oplist
 void
 cow_page_ops(const struct rproc *p, struct oplist *l);
 
+/* restore-seize.c: every task seized as it reports, until every thread
+   is parked in its blob; the thread TID of the image (and its process in
+   *PP unless NULL), or NULL. */
+int
+wait_parked(struct rctx *c, crest_error_t *err);
+struct rthread *
+find_thread(struct rctx *c, pid_t tid, struct rproc **pp);
+
 /* restore-task.c: fork task IDX of the image with its PID (its own
    children are forked by it), and what it runs. */
 pid_t
