@@ -31,6 +31,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/dump-guard.c \
 	runtime/engine/restore.c runtime/engine/restore-int.h \
 	runtime/engine/restore-parse.c runtime/engine/restore-svc.c runtime/engine/restore-seize.c \
+	runtime/engine/restore-finish.c \
 	runtime/engine/restore-task.c \
 	runtime/engine/files-check.c \
 	runtime/engine/fown.c \

@@ -265,6 +265,12 @@ open_files(struct rctx *c, crest_error_t *err);
 /* Move FD to the service range, above every descriptor of the tree. */
 int
 svc_place(struct rctx *c, int fd, crest_error_t *err);
+/* restore.c: milliseconds since T0; the test hook
+   CREST_FAULT=restore-kill:PHASE. */
+double
+ms_since(const struct timespec *t0);
+void
+fault_kill(const char *phase);
 
 /* The restore's readers of one kind of object's records. */
 int
@@ -368,6 +374,11 @@ void
 cow_unmap_ops(const struct rproc *p, uint64_t base, uint64_t size, struct oplist *l);
 void
 cow_page_ops(const struct rproc *p, struct oplist *l);
+
+/* restore-finish.c: every thread parked, checked and set going again
+   (its registers, masks, stops), the blobs unmapped, the tree detached. */
+int
+finish_tree(struct rctx *c, crest_error_t *err);
 
 /* restore-seize.c: every task seized as it reports, until every thread
    is parked in its blob; the thread TID of the image (and its process in
