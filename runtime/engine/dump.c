@@ -1,38 +1,22 @@
 /* crest: the dump. Seize the tree, read what the kernel shows from outside,
  * inject a few syscalls for what only the task knows, copy memory in bulk,
  * write the image, then let the tree go or kill it. Any failure leaves the
- * tree running exactly as it was and no image behind. */
+ * tree running exactly as it was and no image behind. This file drives; the
+ * injected calls are in dump-inject.c, each process's record in
+ * dump-proc.c, the tree let go or killed in dump-release.c. */
 #include <config.h>
-#include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
-#include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/ptrace.h>
-#include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
-#include <sys/ioctl.h>
-#include <sys/syscall.h>
-#include <sys/sysmacros.h>
-#include <sys/uio.h>
-#include <sys/wait.h>
-#include <termios.h>
 #include <unistd.h>
-#include <linux/openat2.h>
 #include "engine.h"
 #include "engine-int.h"
 #include "image.h"
-#include "kernel-abi.h"
 #include "log.h"
 #include "testhook.h"
 #include "shmem.h"

@@ -1,49 +1,34 @@
 /* crest: the restore. Read and check the image, recreate every task with its
  * PID (clone3 + set_tid, or ns_last_pid), let each one rebuild its address
  * space through the restorer blob, then set every thread's registers with
- * ptrace, unmap the blob and let the tree go. All or nothing. */
+ * ptrace, unmap the blob and let the tree go. All or nothing. This file
+ * drives; tree.json is read in restore-parse.c, the files the tasks need
+ * opened in restore-svc.c, each task forked and run in restore-task.c,
+ * seized in restore-seize.c and finished in restore-finish.c. */
 #include <config.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
-#include <inttypes.h>
-#include <limits.h>
 #include <linux/capability.h>
 #include <linux/futex.h>
 #include <linux/sched.h>
-#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/auxv.h>
-#include <sys/file.h>
-#include <sys/xattr.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/personality.h>
 #include <sys/prctl.h>
-#include <sys/ptrace.h>
-#include <sys/resource.h>
-#include <sys/signalfd.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <sys/wait.h>
-#include <asm/prctl.h>
-#include <termios.h>
 #include <unistd.h>
 #include "engine.h"
 #include "engine-int.h"
 #include "image.h"
-#include "image-check.h"
 #include "kernel-abi.h"
 #include "log.h"
 #include "testhook.h"
 #include "util.h"
-#include "blob/blob-abi.h"
 
 #include "restore-int.h"
 
