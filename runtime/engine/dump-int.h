@@ -71,7 +71,7 @@ struct dproc
                      chroot), as a path from the top; NULL: the top */
   /* Dumpable, under a UID of the container that is not crest's: made not
      dumpable for the dump (its /proc files are then the container root's,
-     crest's), dumpable again before it is let go (dump.c). */
+     crest's), dumpable again before it is let go (dump-inject.c). */
   bool dumpable_lowered;
 };
 
@@ -403,5 +403,28 @@ timers_query(struct dproc *p, timers_inject_fn inject, void *ctx, uint64_t scrat
              crest_error_t *err);
 void
 timers_put(const struct dproc *p, yajl_gen g);
+
+/* dump-inject.c: what only task P can answer, asked through injected
+   calls (its dumpable flag lowered when its /proc files are closed to
+   crest); raise_dumpable puts that flag back before P is let go. */
+int
+inject_state(struct dctx *c, struct dproc *p, crest_error_t *err);
+void
+raise_dumpable(struct dproc *p);
+
+/* dump-release.c: the tree let go (or killed with KILL_IT, and waited
+   for), and a frozen tree's freezer put back as it was. */
+int
+release_tree(struct dctx *c, bool kill_it, bool *frozen, crest_error_t *thaw_err,
+             crest_error_t *err);
+void
+put_back_freezer(struct dctx *c, bool *frozen, int *rc, crest_error_t *err);
+
+/* dump-proc.c: each task's root directory (a chroot), checked and kept in
+   its p->root_dir; a process's record in tree.json. */
+int
+dump_roots(struct dctx *c, crest_error_t *err);
+int
+dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err);
 
 #endif

@@ -186,7 +186,7 @@ int
 pipe_reopen(int svc, bool read_end, int flags, crest_error_t *err);
 
 /* prctl.c: prctl state and membarrier registrations. dumpable is set last
-   of all (restore.c, finish_process): a task that is not dumpable can no
+   of all (restore-finish.c, finish_process): a task that is not dumpable can no
    longer be read with process_vm_readv by a tracer without CAP_SYS_PTRACE. */
 struct prctl_proc
 {

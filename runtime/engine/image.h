@@ -136,7 +136,7 @@ img_reader_open(const char *dir, bool check_kernel, bool verify, struct img_read
    opened and sized: a thread of this process hashes them
    while the restore reads them into the tasks' memory, and
    img_reader_verified waits for its verdict, which must come before any
-   restored task runs (restore.c: finish_tree). The thread allocates
+   restored task runs (restore-finish.c: finish_tree). The thread allocates
    nothing, so the process may fork meanwhile. LATE IMG_LATE_BLOCKS: a
    page file with a sums file (a pre-dump's, img_sums_name) is left to
    chain_check_reads, which checks the blocks a restore reads; one without

@@ -17,6 +17,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/inject-home.c \
 	runtime/engine/shmem.c runtime/engine/shmem.h \
 	runtime/engine/dump.c runtime/engine/dump-int.h \
+	runtime/engine/dump-inject.c runtime/engine/dump-release.c runtime/engine/dump-proc.c \
 	runtime/engine/dump-util.c \
 	runtime/engine/broker.c \
 	runtime/engine/mem.c \
@@ -29,6 +30,8 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/pstree.c \
 	runtime/engine/dump-guard.c \
 	runtime/engine/restore.c runtime/engine/restore-int.h \
+	runtime/engine/restore-parse.c runtime/engine/restore-svc.c runtime/engine/restore-seize.c \
+	runtime/engine/restore-finish.c \
 	runtime/engine/restore-task.c \
 	runtime/engine/files-check.c \
 	runtime/engine/fown.c \

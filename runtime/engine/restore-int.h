@@ -252,12 +252,25 @@ chain_check_reads(const struct rctx *c, crest_error_t *err);
 int
 seccomp_restore_check(const struct rctx *c, crest_error_t *err);
 
-/* restore.c: helpers of the files that restore one kind of object. */
+/* restore-parse.c: tree.json read and checked into C's processes, files,
+   pipes, terminal and IPC objects; has_key serves the object files. */
+int
+parse_tree(struct rctx *c, crest_error_t *err);
 bool
 has_key(yajl_val v, const char *key);
+/* restore-svc.c: the service descriptors, opened before any task exists;
+   svc_place serves the object files. */
+int
+open_files(struct rctx *c, crest_error_t *err);
 /* Move FD to the service range, above every descriptor of the tree. */
 int
 svc_place(struct rctx *c, int fd, crest_error_t *err);
+/* restore.c: milliseconds since T0; the test hook
+   CREST_FAULT=restore-kill:PHASE. */
+double
+ms_since(const struct timespec *t0);
+void
+fault_kill(const char *phase);
 
 /* The restore's readers of one kind of object's records. */
 int
@@ -361,6 +374,19 @@ void
 cow_unmap_ops(const struct rproc *p, uint64_t base, uint64_t size, struct oplist *l);
 void
 cow_page_ops(const struct rproc *p, struct oplist *l);
+
+/* restore-finish.c: every thread parked, checked and set going again
+   (its registers, masks, stops), the blobs unmapped, the tree detached. */
+int
+finish_tree(struct rctx *c, crest_error_t *err);
+
+/* restore-seize.c: every task seized as it reports, until every thread
+   is parked in its blob; the thread TID of the image (and its process in
+   *PP unless NULL), or NULL. */
+int
+wait_parked(struct rctx *c, crest_error_t *err);
+struct rthread *
+find_thread(struct rctx *c, pid_t tid, struct rproc **pp);
 
 /* restore-task.c: fork task IDX of the image with its PID (its own
    children are forked by it), and what it runs. */

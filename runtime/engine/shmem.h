@@ -53,7 +53,7 @@ struct shm_table
   int map_files; /* does the kernel open map_files to crest: 0 not tried yet, 1 yes, -1 no */
 };
 
-/* Run one syscall NR with arguments A in the seized task (dump.c's
+/* Run one syscall NR with arguments A in the seized task (dump-inject.c's
    injection); *RET is its result. */
 typedef int (*shm_inject_fn)(void *ctx, long nr, const long a[6], long *ret, crest_error_t *err);
 

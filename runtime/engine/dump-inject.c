@@ -1,0 +1,415 @@
+/* crest: the dump's injected calls. What only a task can answer (signal
+ * dispositions, itimers, POSIX timers, mlockall, brk, securebits, prctl
+ * state, TID addresses, alternate stacks, its view of its children's
+ * stops, its shared memory pages, its IPC namespace's objects) is asked of
+ * it through system calls injected at a syscall instruction of its vDSO,
+ * with a scratch area for their answers. */
+#include <config.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "engine.h"
+#include "engine-int.h"
+#include "log.h"
+#include "shmem.h"
+#include "util.h"
+
+#include "dump-int.h"
+
+/* shmem.c's probe runs its syscalls through this, without single-step as
+   every injected call of the dump. */
+struct inj_ctx
+{
+  pid_t tid;
+  const struct user_regs_struct *regs;
+  uint64_t mask;
+  uint64_t gadget;
+};
+
+static int
+inject_cb(void *ctx, long nr, const long a[6], long *ret, crest_error_t *err)
+{
+  const struct inj_ctx *ic = ctx;
+  return pt_inject_nostep(ic->tid, ic->regs, ic->mask, ic->gadget, nr, a, ret, err);
+}
+
+#define SCRATCH_LEN (2 * PAGE)
+
+/* Where the injected calls write their answers (SCRATCH_LEN bytes). When
+   the main thread's stack pointer is in the process's [stack] mapping, the
+   area is taken from that stack, pages below the stack pointer and its red
+   zone: memory that exists already and that the ABI leaves dead (every
+   signal delivered there overwrites it). Its bytes are saved here and
+   written back; if crest dies meanwhile, what is left is dead bytes below
+   a stack pointer, and no mapping. Otherwise (a main thread on an
+   alternate or a user-made stack) a private mapping is made and removed
+   again by injected calls, before the memory layout is read. */
+struct scratch
+{
+  uint64_t addr;
+  bool mapped;
+  uint8_t *saved;
+};
+
+static int
+scratch_get(struct dproc *p, const struct vma *vv, size_t nv, struct scratch *s, crest_error_t *err)
+{
+  struct dthread *m = &p->th[0];
+  uint64_t sp = m->regs.rsp;
+  long a[6] = { 0, SCRATCH_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0 };
+  long ret;
+
+  memset(s, 0, sizeof *s);
+  for (size_t i = 0; i < nv; i++)
+    if (strcmp(vv[i].kind, "stack") == 0 && sp > vv[i].start && sp <= vv[i].end)
+      {
+        uint64_t at = (sp - 128 - 2 * PAGE - SCRATCH_LEN) & ~(PAGE - 1);
+        if (at < vv[i].start + PAGE || at > sp)
+          break;
+        s->saved = xmalloc(SCRATCH_LEN);
+        if (vm_read(p->pid, at, s->saved, SCRATCH_LEN, err) < 0)
+          {
+            free(s->saved);
+            s->saved = NULL;
+            return -1;
+          }
+        s->addr = at;
+        return 0;
+      }
+  if (pt_inject_nostep(m->tid, &m->regs, m->sigmask, p->gadget, SYS_mmap, a, &ret, err) < 0)
+    return -1;
+  if (ret < 0 && ret > -4096)
+    return crest_error_make(err, -ret, "task %d: injected mmap", p->pid);
+  s->addr = ret;
+  s->mapped = true;
+  return 0;
+}
+
+/* Give the scratch area back; on a failure ERR keeps the first reason. */
+static int
+scratch_put(struct dproc *p, struct scratch *s, crest_error_t *err)
+{
+  struct dthread *m = &p->th[0];
+  crest_error_t e2 = NULL;
+  long a[6] = { (long)s->addr, SCRATCH_LEN }, ret = 0;
+  int rc = 0;
+
+  if (s->saved)
+    {
+      struct iovec l = { s->saved, SCRATCH_LEN }, r = { (void *)s->addr, SCRATCH_LEN };
+      if (process_vm_writev(p->pid, &l, 1, &r, 1, 0) != (ssize_t)SCRATCH_LEN)
+        rc = crest_error_errno(&e2, "task %d: write back its stack at %#" PRIx64, p->pid, s->addr);
+      free(s->saved);
+      s->saved = NULL;
+    }
+  else if (s->mapped)
+    {
+      if (pt_inject_nostep(m->tid, &m->regs, m->sigmask, p->gadget, SYS_munmap, a, &ret, &e2) < 0)
+        rc = -1;
+      else if (ret != 0)
+        rc = crest_error_make(&e2, -ret, "task %d: injected munmap", p->pid);
+      s->mapped = false;
+    }
+  if (rc < 0 && !*err)
+    *err = e2, e2 = NULL;
+  crest_error_release(&e2);
+  return rc;
+}
+
+/* P's gadget: a syscall instruction of its vDSO with a way home after it
+   (inject-home.c: *POPS pops before its ret), or else any (*POPS -1). */
+static int
+vdso_gadget(struct dproc *p, const struct vma *vv, size_t nv, int *pops, crest_error_t *err)
+{
+  uint64_t vdso = 0, vdso_end = 0;
+  cleanup_free uint8_t *buf = NULL;
+
+  *pops = -1;
+  for (size_t i = 0; i < nv; i++)
+    if (strcmp(vv[i].kind, "vdso") == 0)
+      vdso = vv[i].start, vdso_end = vv[i].end;
+  if (!vdso)
+    return crest_error_make(err, ENOTSUP, "task %d: no vDSO mapping", p->pid);
+  buf = xmalloc(vdso_end - vdso);
+  if (vm_read(p->pid, vdso, buf, vdso_end - vdso, err) < 0)
+    return -1;
+  if (home_find_gadget(buf, vdso_end - vdso, vdso, &p->gadget, pops) < 0)
+    for (uint64_t i = 0; i + 1 < vdso_end - vdso && !p->gadget; i++)
+      if (buf[i] == 0x0f && buf[i + 1] == 0x05)
+        p->gadget = vdso + i;
+  if (!p->gadget)
+    return crest_error_make(err, ENOTSUP, "task %d: no syscall instruction in the vDSO", p->pid);
+  return 0;
+}
+
+/* mlockall(MCL_FUTURE) leaves no trace /proc shows but in the mappings made
+   after it: with memory locked (status VmLck), one page is mapped by the
+   task itself and its VmFlags read, then unmapped. */
+static int
+mlockall_probe(struct dproc *p, int (*inject)(void *, long, const long[6], long *, crest_error_t *),
+               struct dthread *m, crest_error_t *err)
+{
+  cleanup_free char *status = NULL;
+  cleanup_free struct vmflags_ent *vf = NULL;
+  struct inj_ctx ic = { m->tid, &m->regs, m->sigmask, p->gadget };
+  long a[6] = { 0, PAGE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0 }, addr, ret;
+  size_t nvf = 0;
+  const char *lck;
+  int rc;
+
+  p->mcl = 0;
+  if (read_proc(p->pid, "status", &status, err) < 0)
+    return -1;
+  lck = status_field(status, "VmLck");
+  if (!lck || strtoul(lck, NULL, 10) == 0)
+    return 0;
+  if (inject(&ic, SYS_mmap, a, &addr, err) < 0)
+    return -1;
+  if (addr < 0 && addr > -4096)
+    return crest_error_make(err, (int)-addr, "task %d: map a page to probe mlockall", p->pid);
+  rc = vmflags_load(p->pid, &vf, &nvf, err);
+  if (rc == 0 && vmflags_at_has(vf, nvf, (uint64_t)addr, "lo"))
+    p->mcl = MCL_FUTURE | (vmflags_at_has(vf, nvf, (uint64_t)addr, "lf") ? MCL_ONFAULT : 0);
+  /* A kernel that names no "lf" (6.1 shows two question marks) cannot say
+     whether MCL_ONFAULT is in force. */
+  if (rc == 0 && p->mcl && vmflags_at_has(vf, nvf, (uint64_t)addr, "??"))
+    rc = crest_error_make(
+        err, ENOTSUP,
+        "task %d: mlockall(MCL_FUTURE) with a flag this kernel's smaps does not "
+        "name (\"?\?\": MCL_ONFAULT), which crest cannot restore: cannot checkpoint it",
+        p->pid);
+  a[0] = addr, a[1] = PAGE;
+  if (inject(&ic, SYS_munmap, a, &ret, err) < 0)
+    return -1;
+  if (ret != 0)
+    return crest_error_make(err, (int)-ret, "task %d: unmap the mlockall probe", p->pid);
+  return rc;
+}
+
+/* POSIX timers (answers in SCRATCH) and mlockall's flags, asked of the
+   task through its main thread M. */
+static int
+timers_locks(struct dproc *p, struct dthread *m, uint64_t scratch, crest_error_t *err)
+{
+  struct inj_ctx ic = { m->tid, &m->regs, m->sigmask, p->gadget };
+  if (timers_query(p, inject_cb, &ic, scratch, err) < 0)
+    return -1;
+  return mlockall_probe(p, inject_cb, m, err);
+}
+
+/* Do PID's files in /proc belong to crest's user? */
+static bool
+proc_is_ours(pid_t pid)
+{
+  char path[32];
+  struct stat st;
+  snprintf(path, sizeof path, "/proc/%d", pid);
+  return stat(path, &st) == 0 && st.st_uid == geteuid();
+}
+
+/* The dumpable flag a task had (inject_state lowered it), before it is let
+   go. No way home here: a crest killed in this one call leaves the task
+   not dumpable, nothing else (docs/engine.md). */
+void
+raise_dumpable(struct dproc *p)
+{
+  long a[6] = { PR_SET_DUMPABLE, 1, 0, 0, 0, 0 }, ret;
+  crest_error_t e2 = NULL;
+  if (!p->dumpable_lowered)
+    return;
+  if (pt_inject_nostep(p->th[0].tid, &p->th[0].regs, p->th[0].sigmask, p->gadget, SYS_prctl, a,
+                       &ret, &e2)
+          < 0
+      || ret != 0)
+    {
+      cleanup_free char *why = e2 ? crest_error_text(e2) : NULL;
+      crest_warn("task %d: could not make it dumpable again: %s", p->pid,
+                 why ? why : strerror((int)-ret));
+    }
+  crest_error_release(&e2);
+  p->dumpable_lowered = false;
+}
+
+/* A dumpable task's /proc files (fd, mem, pagemap...) belong to its
+   effective UID, here one of the container's subordinate IDs, mode 0500 or
+   0600: closed to crest, which holds no capability in the initial user
+   namespace. Not dumpable, they are the root's of the user namespace its
+   memory was made in, the container's: crest's. Its record keeps 1, and
+   the task is made dumpable again before it is let go (raise_dumpable). */
+static int
+lower_dumpable(struct dproc *p, crest_error_t *err)
+{
+  long a[6] = { PR_SET_DUMPABLE, 0, 0, 0, 0, 0 }, ret;
+  if (p->pr.dumpable != 1 || proc_is_ours(p->pid))
+    return 0;
+  if (pt_inject_nostep(p->th[0].tid, &p->th[0].regs, p->th[0].sigmask, p->gadget, SYS_prctl, a,
+                       &ret, err)
+      < 0)
+    return -1;
+  if (ret != 0)
+    return crest_error_make(err, (int)-ret, "task %d: injected PR_SET_DUMPABLE", p->pid);
+  p->dumpable_lowered = true;
+  crest_debug("checkpoint: task %d: not dumpable while it is checkpointed", p->pid);
+  return 0;
+}
+
+/* Syscalls only the task can answer, injected at a syscall instruction of
+   its vDSO, with a scratch area for their answers (scratch_get). */
+int
+inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
+{
+  struct dthread *m = &p->th[0];
+  long ret, scratch;
+  struct scratch sc;
+  cleanup_free struct vma *vv = NULL;
+  size_t nv = 0;
+  cleanup_free struct home *hm = NULL;
+  int rc = -1, pops = -1;
+
+  if (parse_maps(p->pid, &vv, &nv, err) < 0)
+    return -1;
+  if (vdso_gadget(p, vv, nv, &pops, err) < 0)
+    goto done;
+
+  /* Each injected call blocks every signal while it runs and puts the
+     thread's own mask back (pt_inject_nostep): a signal arriving meanwhile
+     stays pending, and goes into the image with the others. */
+  for (size_t t = 0; t < p->nth; t++)
+    if (pt_get_sigmask(p->th[t].tid, &p->th[t].sigmask, err) < 0)
+      return -1;
+  pt_drop_stop_signals(p->stop_sig != 0);
+  if (scratch_get(p, vv, nv, &sc, err) < 0)
+    goto done;
+  scratch = (long)sc.addr;
+  {
+    uint64_t sigret = pops < 0 ? 0 : home_find_sigreturn(p->pid, vv, nv);
+    hm = xmalloc(p->nth * sizeof *hm);
+    memset(hm, 0, p->nth * sizeof *hm);
+    for (size_t t = 0; t < p->nth; t++)
+      if (home_build(p->pid, &p->th[t], vv, nv, pops, sigret, sc.addr, SCRATCH_LEN, &hm[t], err)
+          < 0)
+        goto out;
+    crest_debug("checkpoint: task %d: injected calls %s (gadget %#" PRIx64 " with %d pops, "
+                "rt_sigreturn at %#" PRIx64 ")",
+                p->pid, hm[0].sp ? "have a way home" : "have no way home", p->gadget, pops, sigret);
+  }
+
+#define INJ(th_, nr_, ...)                                                                         \
+  do                                                                                               \
+    {                                                                                              \
+      long aa[6] = { __VA_ARGS__ };                                                                \
+      if (pt_inject_nostep((th_)->tid, &(th_)->regs, (th_)->sigmask, p->gadget, (nr_), aa, &ret,   \
+                           err)                                                                    \
+          < 0)                                                                                     \
+        goto out;                                                                                  \
+      if (ret < 0 && ret > -4096)                                                                  \
+        {                                                                                          \
+          crest_error_make(err, -ret, "task %d: injected syscall %d", (th_)->tid, (int)(nr_));     \
+          goto out;                                                                                \
+        }                                                                                          \
+    }                                                                                              \
+  while (0)
+
+  for (int s = 1; s <= 64; s++)
+    {
+      if (s == SIGKILL || s == SIGSTOP)
+        continue;
+      INJ(m, SYS_rt_sigaction, s, 0, scratch + s * 32, 8);
+    }
+  if (vm_read(p->pid, scratch, p->sa, sizeof p->sa, err) < 0 || dump_fault("inject", err) < 0)
+    goto out;
+  for (int w = 0; w < 3; w++)
+    INJ(m, SYS_getitimer, w, scratch + 4096 + w * 32);
+  if (vm_read(p->pid, scratch + 4096, p->itimer, sizeof p->itimer, err) < 0)
+    goto out;
+  /* A periodic ITIMER_REAL that fired while its SIGALRM is still pending
+     (blocked, or the task held here) shows no time left: the kernel re-arms
+     it only when the signal is taken off the queue. It is recorded as due
+     in one interval, which is what it will be once the signal is taken. */
+  for (int w = 0; w < 3; w++)
+    if (!p->itimer[w][2] && !p->itimer[w][3] && (p->itimer[w][0] || p->itimer[w][1]))
+      p->itimer[w][2] = p->itimer[w][0], p->itimer[w][3] = p->itimer[w][1];
+  if (timers_locks(p, m, scratch + 4096, err) < 0)
+    goto out;
+  INJ(m, SYS_brk, 0);
+  p->brk = ret;
+  INJ(m, SYS_prctl, PR_GET_SECUREBITS);
+  p->securebits = ret;
+  if (prctl_dump_process(m->tid, &m->regs, m->sigmask, p->gadget, scratch + 4096 + 1024, &p->pr,
+                         err)
+      < 0)
+    goto out;
+  if (lower_dumpable(p, err) < 0)
+    goto out;
+  for (size_t t = 0; t < p->nth; t++)
+    {
+      struct dthread *th = &p->th[t];
+      uint64_t v[3];
+      /* The root's parent is outside the tree, except for a container's
+         init, whose parent is the runtime's, as the restored one's is. */
+      if (prctl_dump_thread(p->pid, th->tid, &th->regs, th->sigmask, p->gadget,
+                            scratch + 4096 + 1024, p == &c->p[0] && !c->o->root_is_ns_init, &th->pr,
+                            err)
+          < 0)
+        goto out;
+      INJ(th, SYS_prctl, 40 /* PR_GET_TID_ADDRESS */, scratch + 4096 + 128);
+      INJ(th, SYS_sigaltstack, 0, scratch + 4096 + 256);
+      if (vm_read(p->pid, scratch + 4096 + 128, &th->clear_tid, 8, err) < 0
+          || vm_read(p->pid, scratch + 4096 + 256, v, 24, err) < 0)
+        goto out;
+      th->alt_sp = v[0], th->alt_flags = (int32_t)v[1], th->alt_size = v[2];
+    }
+  /* A child of this process in a group stop: has this process collected
+     that stop with waitpid(WUNTRACED) already, or is it still to be
+     reported? Asked with WNOWAIT, which leaves it as it is. */
+  for (size_t k = 1; k < c->np; k++)
+    {
+      struct dproc *ch = &c->p[k];
+      int32_t si[8];
+      if (ch->zombie || !ch->stop_sig || ch->ppid != p->pid)
+        continue;
+      INJ(m, SYS_waitid, P_PID, ch->ipid, scratch + 4096 + 512, WSTOPPED | WNOHANG | WNOWAIT, 0);
+      if (vm_read(p->pid, scratch + 4096 + 512, si, sizeof si, err) < 0)
+        goto out;
+      ch->stop_reported = si[4] == 0; /* si_pid: 0 when there was nothing to report */
+      crest_debug("checkpoint: task %d stopped by signal %d, its stop %s by its parent %d", ch->pid,
+                  ch->stop_sig, ch->stop_reported ? "already collected" : "not yet collected",
+                  p->pid);
+    }
+  {
+    /* Which pages of its shared memory objects are in memory (shmem.c);
+       the first scratch page is free again. */
+    struct inj_ctx ic = { m->tid, &m->regs, m->sigmask, p->gadget };
+    if (shm_probe(&c->shm, p->pid, inject_cb, &ic, scratch, PAGE, err) < 0)
+      goto out;
+    /* The objects of the tree's own IPC namespace, counted by its root. */
+    if (p == &c->p[0] && ipc_check_ns(c, p, inject_cb, &ic, scratch, SCRATCH_LEN, err) < 0)
+      goto out;
+    /* Segments of a container user the root may not read: by this task? */
+    if (p != &c->p[0] && ipc_pending(c, p, inject_cb, &ic, scratch, SCRATCH_LEN, err) < 0)
+      goto out;
+  }
+  rc = 0;
+out:
+  if (scratch_put(p, &sc, err) < 0)
+    rc = -1;
+  for (size_t t = 0; hm && t < p->nth; t++)
+    if (home_put(p->pid, p->th[t].tid, &hm[t], err) < 0)
+      rc = -1;
+done:
+  for (size_t i = 0; i < nv; i++)
+    free(vv[i].path);
+  pt_drop_stop_signals(false);
+  (void)c;
+  return rc;
+}

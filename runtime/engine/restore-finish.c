@@ -1,0 +1,376 @@
+/* crest: the restore finishes its tree. Once every thread is parked, the
+ * blobs' verdicts are read, the terminal's foreground group and the owners
+ * of signal-driven I/O set, each parent's view of its children's stops put
+ * back, every thread's registers, FPU state and mask set, the blob
+ * unmapped, a stopped process stopped again, and the tree let go. */
+#include <config.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <termios.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "engine.h"
+#include "engine-int.h"
+#include "image.h"
+#include "log.h"
+#include "util.h"
+#include "blob/blob-abi.h"
+
+#include "restore-int.h"
+
+static const char *
+op_name(long nr)
+{
+  switch (nr)
+    {
+    case SYS_mmap:
+      return "mmap";
+    case SYS_munmap:
+      return "munmap";
+    case SYS_mremap:
+      return "mremap (vDSO)";
+    case SYS_mprotect:
+      return "mprotect";
+    case BLOB_OP_PREAD_FULL:
+      return "read pages";
+    case BLOB_OP_CLONE_THREAD:
+      return "clone3 (thread)";
+    case BLOB_OP_UFFD:
+      return "userfaultfd (--lazy-pages)";
+    case SYS_prctl:
+      return "prctl";
+    case SYS_rt_sigaction:
+      return "rt_sigaction";
+    case SYS_capset:
+      return "capset";
+    case SYS_sched_setattr:
+      return "sched_setattr";
+    case SYS_prlimit64:
+      return "prlimit";
+    case SYS_sigaltstack:
+      return "sigaltstack";
+    case 334:
+      return "rseq";
+    default:
+      return "syscall";
+    }
+}
+
+/* Read N bytes at ADDR of the stopped tracee TID. Once the blob has given
+   a task other IDs than crest's, process_vm_readv needs CAP_SYS_PTRACE
+   over it, which a container's restorer lacks; ptrace's own requests
+   serve its tracer whatever the IDs. */
+static ssize_t
+tracee_read(pid_t tid, void *buf, size_t n, uint64_t addr)
+{
+  struct iovec l = { buf, n }, r = { (void *)addr, n };
+  ssize_t got = process_vm_readv(tid, &l, 1, &r, 1, 0);
+  if (got >= 0 || errno != EPERM)
+    return got;
+  for (size_t off = 0; off < n; off += sizeof(long))
+    {
+      long w;
+      size_t k = n - off < sizeof w ? n - off : sizeof w;
+      errno = 0;
+      w = ptrace(PTRACE_PEEKDATA, tid, (void *)(addr + off), NULL);
+      if (errno)
+        return -1;
+      memcpy((uint8_t *)buf + off, &w, k);
+    }
+  return (ssize_t)n;
+}
+
+static int
+check_blob_status(struct rctx *c, struct rproc *p, crest_error_t *err)
+{
+  uint64_t args = p->base + ((crest_restorer_blob_size + PAGE - 1) & ~(PAGE - 1));
+  size_t n = sizeof(struct blob_args) + (p->nth - 1) * sizeof(struct blob_ops);
+  cleanup_free uint8_t *buf = xmalloc(n);
+  if (tracee_read(p->pid, buf, n, args) != (ssize_t)n)
+    return crest_error_errno(err, "restore: process %d: read the restorer's status", p->pid);
+  for (size_t t = 0; t < p->nth; t++)
+    {
+      struct blob_ops *o = t == 0 ? &((struct blob_args *)buf)->main
+                                  : (struct blob_ops *)(buf + sizeof(struct blob_args)) + (t - 1);
+      if (o->status != 0)
+        {
+          struct blob_op bop;
+          uint64_t at = o->ops + (o->status > 0 ? o->status - 1 : 0) * sizeof bop;
+          if (o->status < 0 || tracee_read(p->pid, &bop, sizeof bop, at) != sizeof bop)
+            return crest_error_make(err, EIO, "restore: thread %d: the restorer did not finish",
+                                    p->th[t].tid);
+          return crest_error_make(
+              err, o->result < 0 && o->result > -4096 ? (int)-o->result : 0,
+              "restore: thread %d: restorer step %lld (%s %#llx) failed with %lld", p->th[t].tid,
+              (long long)o->status, op_name(bop.nr), (unsigned long long)bop.a[0],
+              (long long)o->result);
+        }
+    }
+  (void)c;
+  return 0;
+}
+
+/* Registers back, the blob unmapped by the main thread itself (stopped at
+   the syscall's exit, before it would return into the vanished blob). */
+static int
+finish_process(struct rctx *c, struct rproc *p, crest_error_t *err)
+{
+  for (size_t t = 0; t < p->nth; t++)
+    {
+      struct rthread *th = &p->th[t];
+      struct user_regs_struct r = th->regs;
+      pt_normalize_restart(&r);
+      if (t == 0)
+        {
+          struct user_regs_struct u = r;
+          int st;
+          /* Not dumpable: last, once crest has read all it reads. Or
+             dumpable, after the blob changed its IDs, which cleared it. */
+          if (p->pr.dumpable == 0 || creds_change(p))
+            {
+              long a[6] = { PR_SET_DUMPABLE, p->pr.dumpable, 0, 0, 0, 0 }, ret;
+              if (pt_inject(th->tid, &u, p->base + BLOB_OFF_SYSCALL, SYS_prctl, a, &ret, err) < 0)
+                return -1;
+              if (ret != 0)
+                return crest_error_make(err, (int)-ret, "restore: task %d: PR_SET_DUMPABLE",
+                                        th->tid);
+            }
+          u.rip = p->base + BLOB_OFF_SYSCALL;
+          u.rax = SYS_munmap;
+          u.orig_rax = (unsigned long)-1;
+          u.rdi = p->base;
+          u.rsi = p->size;
+          if (pt_setregs(th->tid, &u, err) < 0)
+            return -1;
+          for (int stop = 0; stop < 2; stop++)
+            {
+              if (ptrace(PTRACE_SYSCALL, th->tid, 0, 0) < 0)
+                return crest_error_errno(err, "restore: task %d: ptrace syscall", th->tid);
+              if (pt_wait_stop(th->tid, &st, err) < 0)
+                return -1;
+              if (!WIFSTOPPED(st) || WSTOPSIG(st) != (SIGTRAP | 0x80))
+                return crest_error_make(
+                    err, EPROTO, "restore: task %d: unexpected stop %#x unmapping the restorer",
+                    th->tid, st);
+            }
+          if (pt_getregs(th->tid, &u, err) < 0)
+            return -1;
+          if (u.rax != 0)
+            return crest_error_make(err, (int)-u.rax, "restore: task %d: unmap the restorer",
+                                    th->tid);
+        }
+      if (pt_setregs(th->tid, &r, err) < 0 || pt_setxstate(th->tid, th->xstate, th->xlen, err) < 0)
+        return -1;
+      if (ptrace(PTRACE_SETSIGMASK, th->tid, sizeof th->sigmask, &th->sigmask) < 0)
+        return crest_error_errno(err, "restore: task %d: set signal mask", th->tid);
+    }
+  (void)c;
+  return 0;
+}
+
+/* P, still parked in the blob, after every child of it that was in a group
+   stop has been stopped again (stop_process): that stop was reported to P
+   anew, as a SIGCHLD (unless P ignores it or set SA_NOCLDSTOP) and as a
+   stop its waitpid(WUNTRACED) would collect. P had seen the original one:
+   the collection is repeated where P had made it (stop_reported), and the
+   SIGCHLD is taken back unless one was pending at checkpoint, so that P
+   sees neither twice. P makes the calls itself, from the blob's syscall
+   instruction, with a scratch area far below its stack pointer on the
+   blob's own stack. */
+static int
+fixup_parent(struct rctx *c, struct rproc *p, crest_error_t *err)
+{
+  struct rthread *m = &p->th[0];
+  struct user_regs_struct r;
+  uint64_t gadget = p->base + BLOB_OFF_SYSCALL, scratch;
+  bool any = false;
+  long ret;
+
+  for (size_t k = 0; k < p->nkids; k++)
+    any |= c->p[c->kids[p->kid0 + k]].stop_sig && !c->p[c->kids[p->kid0 + k]].zombie;
+  if (!any)
+    return 0;
+  if (pt_getregs(m->tid, &r, err) < 0)
+    return -1;
+  scratch = (r.rsp - 4096) & ~63UL; /* the blob's stack is MAIN_STACK deep */
+  for (size_t k = 1; k < c->np; k++)
+    {
+      struct rproc *ch = &c->p[k];
+      int32_t si[8] = { 0 };
+      long a[6] = { P_PID, ch->pid, (long)scratch, WSTOPPED | WNOHANG, 0, 0 };
+      struct iovec l = { si, sizeof si }, rv = { (void *)scratch, sizeof si };
+      if (ch->ppid != p->pid || !ch->stop_sig || ch->zombie || !ch->stop_reported)
+        continue;
+      if (pt_inject(m->tid, &r, gadget, SYS_waitid, a, &ret, err) < 0)
+        return crest_error_wrap(err, "restore: process %d: collect the stop of %d", p->pid,
+                                ch->pid);
+      if (ret < 0)
+        return crest_error_make(err, (int)-ret, "restore: process %d: collect the stop of %d",
+                                p->pid, ch->pid);
+      if (process_vm_readv(p->pid, &l, 1, &rv, 1, 0) != sizeof si)
+        return crest_error_errno(err, "restore: process %d: read waitid's answer", p->pid);
+      if (si[4] != ch->pid)
+        return crest_error_make(err, EPROTO,
+                                "restore: process %d: no stop of %d to collect (waitid found %d)",
+                                p->pid, ch->pid, si[4]);
+    }
+  if (!sig_in(p->shared_pending, p->nshared_pending, SIGCHLD)
+      && !sig_in(m->pending, m->npending, SIGCHLD))
+    {
+      uint64_t set = 1ULL << (SIGCHLD - 1), zero[2] = { 0, 0 };
+      struct iovec l[2] = { { &set, 8 }, { zero, 16 } }, rv = { (void *)scratch, 24 };
+      long a[6] = { (long)scratch, 0, (long)scratch + 8, 8, 0, 0 };
+      if (process_vm_writev(p->pid, l, 2, &rv, 1, 0) != 24)
+        return crest_error_errno(err, "restore: process %d: write its scratch area", p->pid);
+      if (pt_inject(m->tid, &r, gadget, SYS_rt_sigtimedwait, a, &ret, err) < 0)
+        return crest_error_wrap(err, "restore: process %d: take back SIGCHLD", p->pid);
+      if (ret != SIGCHLD && ret != -EAGAIN)
+        return crest_error_make(err, ret < 0 ? (int)-ret : EPROTO,
+                                "restore: process %d: take back SIGCHLD (got %ld)", p->pid, ret);
+    }
+  return 0;
+}
+
+/* A process that was in a group stop at checkpoint goes back into one
+   before it runs a single instruction of its own: finished (registers,
+   masks), every thread still held, it is sent its stop signal; the main
+   thread, resumed with every other signal blocked, takes it off the queue
+   and is held in its delivery stop; it is let go with an interrupt asked
+   first, so that whatever the kernel does with the signal the next stop
+   comes before the task's own code: a group stop (PTRACE_EVENT_STOP with
+   the stop signal) or, when the kernel discarded a SIGTSTP, SIGTTIN or
+   SIGTTOU (a process group with no parent outside it in the session),
+   a plain interrupt, and SIGSTOP is sent instead. The other threads join
+   the group stop; every one is then held in it until the detach, which
+   leaves the process stopped (the kernel stops a detached task again when
+   its group stop is in effect). The parent sees the stop reported: see
+   fixup_parent. */
+static int
+stop_process(struct rctx *c, struct rproc *p, crest_error_t *err)
+{
+  struct rthread *m = &p->th[0];
+  struct user_regs_struct want, now;
+  uint64_t all = ~0ULL;
+  int sig = p->stop_sig, st;
+
+  if (pt_getregs(m->tid, &want, err) < 0)
+    return -1;
+  for (int attempt = 0;; attempt++)
+    {
+      uint64_t mask = ~(1ULL << (sig - 1));
+      if (ptrace(PTRACE_SETSIGMASK, m->tid, sizeof mask, &mask) < 0)
+        return crest_error_errno(err, "restore: task %d: set signal mask", m->tid);
+      if (kill(p->pid, sig) < 0)
+        return crest_error_errno(err, "restore: process %d: send signal %d", p->pid, sig);
+      if (ptrace(PTRACE_CONT, m->tid, 0, 0) < 0)
+        return crest_error_errno(err, "restore: task %d: ptrace cont", m->tid);
+      if (pt_wait_stop(m->tid, &st, err) < 0)
+        return -1;
+      if (!WIFSTOPPED(st) || (st >> 16) != 0 || WSTOPSIG(st) != sig)
+        return crest_error_make(err, EPROTO,
+                                "restore: task %d: unexpected stop %#x waiting for signal %d to "
+                                "stop it",
+                                m->tid, st, sig);
+      if (ptrace(PTRACE_INTERRUPT, m->tid, 0, 0) < 0)
+        return crest_error_errno(err, "restore: task %d: ptrace interrupt", m->tid);
+      if (ptrace(PTRACE_CONT, m->tid, 0, sig) < 0)
+        return crest_error_errno(err, "restore: task %d: ptrace cont", m->tid);
+      if (pt_wait_stop(m->tid, &st, err) < 0)
+        return -1;
+      if (WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP && WSTOPSIG(st) == sig)
+        break;
+      if (WIFSTOPPED(st) && (st >> 16) == PTRACE_EVENT_STOP && WSTOPSIG(st) == SIGTRAP
+          && sig != SIGSTOP && attempt == 0)
+        {
+          crest_debug("restore: process %d: signal %d did not stop it (orphaned process group): "
+                      "stopped with SIGSTOP",
+                      p->pid, sig);
+          sig = SIGSTOP;
+          continue;
+        }
+      return crest_error_make(err, EPROTO,
+                              "restore: task %d: unexpected stop %#x stopping it with signal %d",
+                              m->tid, st, sig);
+    }
+  for (size_t t = 1; t < p->nth; t++)
+    {
+      pid_t tid = p->th[t].tid;
+      if (ptrace(PTRACE_SETSIGMASK, tid, sizeof all, &all) < 0)
+        return crest_error_errno(err, "restore: task %d: set signal mask", tid);
+      if (ptrace(PTRACE_INTERRUPT, tid, 0, 0) < 0 || ptrace(PTRACE_CONT, tid, 0, 0) < 0)
+        return crest_error_errno(err, "restore: task %d: ptrace interrupt and cont", tid);
+      if (pt_wait_stop(tid, &st, err) < 0)
+        return -1;
+      if (!WIFSTOPPED(st) || (st >> 16) != PTRACE_EVENT_STOP || WSTOPSIG(st) != sig)
+        return crest_error_make(
+            err, EPROTO, "restore: task %d: unexpected stop %#x joining the group stop", tid, st);
+    }
+  /* Nothing ran: the main thread is where it was set to resume. */
+  if (pt_getregs(m->tid, &now, err) < 0)
+    return -1;
+  if (now.rip != want.rip || now.rsp != want.rsp)
+    return crest_error_make(err, EPROTO,
+                            "restore: task %d: moved (rip %#llx, was %#llx) while "
+                            "being stopped",
+                            m->tid, (unsigned long long)now.rip, (unsigned long long)want.rip);
+  for (size_t t = 0; t < p->nth; t++)
+    if (ptrace(PTRACE_SETSIGMASK, p->th[t].tid, sizeof p->th[t].sigmask, &p->th[t].sigmask) < 0)
+      return crest_error_errno(err, "restore: task %d: set signal mask", p->th[t].tid);
+  (void)c;
+  return 0;
+}
+
+/* Seize every task as it reports, wait for every thread to park in the
+   blob, check the blob's verdicts, set the registers, unmap the blob, let go. */
+int
+finish_tree(struct rctx *c, crest_error_t *err)
+{
+  if (wait_parked(c, err) < 0)
+    return -1;
+  c->ms_parked = ms_since(&c->t0);
+  /* --lazy-pages: the verdict is awaited once every page is in (lazy.c). */
+  if (!c->lazy && img_reader_verified(c->img, err) < 0)
+    return -1;
+  for (int i = 0; !c->lazy && i < c->nchain; i++)
+    if (img_reader_verified(c->chain[i], err) < 0)
+      return crest_error_wrap(err, "parent image");
+  c->ms_verified = ms_since(&c->t0);
+  for (size_t i = 0; i < c->np; i++)
+    if (!c->p[i].zombie && check_blob_status(c, &c->p[i], err) < 0)
+      return -1;
+  /* Every process group exists now, and no task runs yet: the terminal's
+     foreground group goes back to the one the checkpoint saw. */
+  if (c->term_fg > 0 && c->term_svc >= 0 && c->o->as_ns_init
+      && tcsetpgrp(c->term_svc, c->term_fg) < 0)
+    return crest_error_errno(err, "restore: make process group %d the terminal's foreground group",
+                             (int)c->term_fg);
+  /* Every owner of signal-driven I/O exists now. */
+  if (files_fown(c, err) < 0)
+    return -1;
+  /* Children before their parents (the image lists parents first): a
+     stopped child is stopped again before its parent, still in the blob,
+     has its view of that stop put back. */
+  for (size_t i = c->np; i-- > 0;)
+    {
+      struct rproc *p = &c->p[i];
+      if (p->zombie)
+        continue;
+      if (fixup_parent(c, p, err) < 0 || finish_process(c, p, err) < 0)
+        return -1;
+      if (i == 1)
+        fault_kill("finishing");
+      if (p->stop_sig && stop_process(c, p, err) < 0)
+        return -1;
+    }
+  c->ms_finished = ms_since(&c->t0);
+  for (size_t i = 0; i < c->np; i++)
+    for (size_t t = 0; t < c->p[i].nth && !lazy_proc(c, &c->p[i]); t++)
+      pt_detach(c->p[i].th[t].tid);
+  return 0;
+}
