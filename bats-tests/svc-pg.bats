@@ -32,12 +32,15 @@ teardown() {
 	# its data directory mode 0700: removed as that user, inside.
 	# Bounded: bats' per-test limit does not cover teardown (two CI boots
 	# once stood still in this suite past it).
-	if [ -n "${ID:-}" ] && timeout 60 "$CREST" state "$ID" >/dev/null 2>&1; then
-		timeout 120 "$CREST" exec "$ID" setpriv --reuid=1000 --regid=1000 --clear-groups \
-			rm -rf /tmp/pgdata >/dev/null 2>&1 || true
-	fi
+	local id
+	for id in ${ID2:-} ${ID:-}; do
+		if timeout 60 "$CREST" state "$id" >/dev/null 2>&1; then
+			timeout 120 "$CREST" exec "$id" setpriv --reuid=1000 --regid=1000 --clear-groups \
+				rm -rf /tmp/pgdata >/dev/null 2>&1 || true
+		fi
+	done
 	teardown_bundle
-	rm -rf "$IMAGE" "$SVC" 2>/dev/null || true
+	rm -rf "$IMAGE" "$SVC" "$BATS_TEST_TMPDIR/svc2" 2>/dev/null || true
 }
 
 AS_PG="setpriv --reuid=1000 --regid=1000 --clear-groups"
@@ -177,4 +180,46 @@ pg_uids() {
 	[ "$REPLY" = 1001 ] || fail "the TCP session after restore: [$REPLY]"
 	pg_sess "commit;"
 	[ "$(pg_new "select count(*) from t")" = 1001 ] || fail "the commit of the TCP session is not seen"
+}
+
+# --leave-running (issue 12): the container's /tmp (the data directory,
+# owned by the container's user 1000 and of mode 0700: copied inside the
+# container's user namespace) is copied right after the checkpoint, before
+# the session does anything more (no cgroup in the VM, so no pause: what
+# PostgreSQL's background processes write meanwhile is what their memory in
+# the image already holds). The original keeps its session and commits; the
+# image restored under a new ID, with the copy as its /tmp, has the session
+# in its transaction and rolls it back, each apart from the other.
+@test "PostgreSQL: --leave-running: the original's session commits on; the image restored under a new ID has the open transaction apart and rolls it back" {
+	ID="pg-$$"
+	ID2="pg-copy-$$"
+	local svc1=$SVC svc2=$BATS_TEST_TMPDIR/svc2 want1000 want1001 init
+	pg_start "$ID"
+	pg_sess "begin; insert into t values (5001, 'uncommitted'); $SUM_SQL;"
+	want1001=$(want_sum 1001)
+	want1000=$(want_sum 1000)
+	[ "$REPLY" = "$want1001" ] || fail "in the transaction: expected [$want1001], got [$REPLY]"
+	init=$(cr_init "$ID")
+	cr_checkpoint "$ID" --leave-running
+	[ "$status" = 0 ] || fail "checkpoint --leave-running: $output"
+	nsenter -U -t "$init" cp -a "$svc1" "$svc2" || fail "copying /tmp inside the container's user namespace failed"
+	[ "$(cr_init "$ID")" = "$init" ] || fail "the original's init changed"
+	# The original: the same session, its row, then committed.
+	pg_sess "$SUM_SQL;"
+	[ "$REPLY" = "$want1001" ] || fail "the original's session after --leave-running: [$REPLY]"
+	pg_sess "commit; $SUM_SQL;"
+	[ "$(pg_new "$SUM_SQL")" = "$want1001" ] || fail "the original's commit is not seen: [$(pg_new "$SUM_SQL")]"
+	# The copy, under a new ID, with the copied files as its /tmp.
+	jq --arg svc "$svc2" '(.mounts[] | select(.destination == "/tmp")).source = $svc' \
+		"$BUNDLE/config.json" >"$BUNDLE/config.json.tmp" && mv "$BUNDLE/config.json.tmp" "$BUNDLE/config.json"
+	cr_restore "$ID2"
+	[ "$status" = 0 ] || fail "restore under $ID2: $output"
+	SVC=$svc2 ID=$ID2
+	pg_sess "$SUM_SQL;"
+	[ "$REPLY" = "$want1001" ] || fail "the copy's session: expected its open transaction [$want1001], got [$REPLY]"
+	[ "$(pg_new "$SUM_SQL")" = "$want1000" ] || fail "a new client of the copy sees the original's commit: [$(pg_new "$SUM_SQL")]"
+	pg_sess "rollback; insert into t values (7001, 'copy'); select count(*), max(id) from t;"
+	[ "$REPLY" = "1001|7001" ] || fail "the copy after rollback and insert: [$REPLY]"
+	SVC=$svc1 ID="pg-$$"
+	[ "$(pg_new "select count(*), max(id) from t")" = "1001|5001" ] || fail "the original sees the copy's writes: [$(pg_new "select count(*), max(id) from t")]"
 }
