@@ -6,10 +6,14 @@
 # same PIDs. Then a corrupted copy of the archive is refused, creating
 # nothing. Then node A's live migration (two pre-dumps, the final
 # checkpoint with --parent-path, all in the share) restores from the share.
+# Last, node A's redis archive, with its /tmp, restores under a new ID: the
+# keys, and the client's TCP connection (the same CLIENT ID).
 
 load helpers
 load checkpoint-helpers
 load migrate-helpers
+load svc-helpers
+load redis-helpers
 
 @test "node B: node A's archive restores under a new ID and bundle, the count goes on, the same PIDs" {
 	local out=$BATS_TEST_TMPDIR/counter-b.out arch first status_b=
@@ -76,4 +80,35 @@ load migrate-helpers
 	[ "$first" -gt "$(cat "$MIG/live-count")" ] || fail "B's first count $first is not past A's $(cat "$MIG/live-count") at the final checkpoint"
 	[ "$(cr_ns_pids live-b | grep " sh$")" = "$(cat "$MIG/live-pids")" ] \
 		|| fail "the shell's PID differs: A [$(cat "$MIG/live-pids")] B [$(cr_ns_pids live-b)]"
+}
+
+@test "node B: node A's redis archive restores under a new ID with its /tmp: the 10,000 keys, the client's connection goes on (the same CLIENT ID)" {
+	requires cmd:redis-server cmd:redis-cli
+	local arch t0 t1
+	mig_wait redis-archive 900 || fail "node A wrote no redis archive"
+	arch=$(cat "$MIG/redis-archive")
+	[ "$arch" != FAILED ] || fail "node A's redis checkpoint failed (see node A)"
+	rm -rf "$BATS_TEST_TMPDIR/bundle" # the counter's, from setup
+	svc_setup
+	tar -C "$SVC" -xf "$MIG/redis-tmp.tar" || fail "unpacking node A's /tmp"
+	# The same init as node A's (its bundle is made the same way but for the
+	# /tmp it binds): the kubelet gives node B the pod's spec.
+	update_config ".process.args = $(cat "$MIG/redis-args.json")"
+	CDIR=$SVC
+	SEED=$(cat "$MIG/redis-seed")
+	MARK=0
+	cp "$MIG/$arch" "$BATS_TEST_TMPDIR/" || fail "copy from the share"
+	CONTAINERS+=(redis-b)
+	: >"$CR_LOG"
+	t0=$(date +%s.%N)
+	"$CREST" --log "$CR_LOG" restore --import "$BATS_TEST_TMPDIR/$arch" --bundle "$BUNDLE" -d redis-b \
+		</dev/null >/dev/null 2>"$BATS_TEST_TMPDIR/err" \
+		|| fail "restore --import: $(cat "$BATS_TEST_TMPDIR/err" "$CR_LOG")"
+	t1=$(date +%s.%N)
+	rcmd PING
+	[ "$REPLY" = "+PONG" ] || fail "no PONG on the held connection: [$REPLY]"
+	echo "# redis restore --import on node B: $(secs "$t0" "$t1") s" >&3
+	[ "$(client_id)" = "$(cat "$MIG/redis-client")" ] || fail "CLIENT ID [$(client_id)], node A's [$(cat "$MIG/redis-client")]"
+	check_keys
+	[ "$(grep -c "^svc-conn ended" "$SVC/conn.log")" = 0 ] || fail "the client's connection ended: $(cat "$SVC/conn.log")"
 }
