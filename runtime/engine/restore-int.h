@@ -251,6 +251,13 @@ chain_check_reads(const struct rctx *c, crest_error_t *err);
    runs under (each task inherits them). */
 int
 seccomp_restore_check(const struct rctx *c, crest_error_t *err);
+/* seccomp.c: the thread's install of the container's profile
+   (c->o->seccomp_prog), when crest gave one: after its last step that the
+   profile could deny, before its IDs and capabilities change. */
+struct oplist;
+struct bld;
+void
+seccomp_install_op(const struct rctx *c, struct oplist *l, struct bld *b);
 
 /* restore.c: helpers of the files that restore one kind of object. */
 bool
