@@ -102,7 +102,9 @@ seccomp_restore_check(const struct rctx *c, crest_error_t *err)
    refused the profile otherwise. Each thread installs its own copy, as
    crun's install before the fork gave each thread one filter; what runs
    after it (setresuid, capset, prctl, the int3, the main thread's munmap of
-   the blob) is under the profile, as the task's own code is. A failure is
+   the blob) is under the profile, as the task's own code is. The program
+   lies once in the task's blob region, which is gone with the blob: the
+   kernel keeps its own copy. A failure is
    the blob's: the restore fails in one line and every task is killed. */
 void
 seccomp_install_op(const struct rctx *c, struct oplist *l, struct bld *b)
@@ -116,9 +118,13 @@ seccomp_install_op(const struct rctx *c, struct oplist *l, struct bld *b)
   const char *fault = crest_test_knob("CREST_FAULT");
   if (!c->o->seccomp_len)
     return;
+  /* One copy of the program in the task's blob region, for all its
+     threads (each task fills its own region, once). */
+  if (!b->seccomp_prog)
+    b->seccomp_prog = bld_alloc(b, c->o->seccomp_len, 8, c->o->seccomp_prog);
   memset(&fp, 0, sizeof fp);
   fp.len = (uint16_t)(c->o->seccomp_len / 8);
-  fp.filter = bld_alloc(b, c->o->seccomp_len, 8, c->o->seccomp_prog);
+  fp.filter = b->seccomp_prog;
   /* Test hook: a flag no kernel knows makes every install fail (EINVAL),
      to prove that a failed install fails the restore, nothing left. */
   OP(l, SYS_seccomp, SECCOMP_SET_MODE_FILTER,
