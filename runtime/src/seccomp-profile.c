@@ -159,7 +159,7 @@ add_rule(scmp_filter_ctx ctx, yajl_val rule, uint32_t def_act, uint32_t def_errn
       else
         r = seccomp_rule_add_array(ctx, act, nr, n, cmp);
       if (r < 0)
-        return crest_error_make(err, -r, "%s: libseccomp: %s", nm->u.string, strerror(-r));
+        return crest_error_make(err, -r, "%s: libseccomp refuses the rule", nm->u.string);
     }
   return 0;
 }
@@ -207,8 +207,8 @@ profile_head(scmp_filter_ctx ctx, yajl_val sc, unsigned *flags, crest_error_t *e
       arch = seccomp_arch_resolve_name(name);
       r = arch ? seccomp_arch_add(ctx, arch) : -EINVAL;
       if (r < 0 && r != -EEXIST)
-        return crest_error_make(err, -r, "architecture %s: libseccomp: %s", a->u.string,
-                                strerror(-r));
+        return crest_error_make(err, -r, "architecture %s: libseccomp does not know it",
+                                a->u.string);
     }
   return 0;
 }
