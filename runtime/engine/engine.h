@@ -228,6 +228,14 @@ struct crest_restore_opts
      checked against the digest its child names all the same. */
   const char *const *chain_dirs;
   int nchain_dirs;
+  /* Container mode, optional: a seccomp filter (struct sock_filter[],
+     SECCOMP_LEN bytes) each restored thread installs at the end of its
+     restore, with seccomp(2) flags SECCOMP_FLAGS: the container's profile,
+     which crun did not install in the restorer because the restore could
+     not run under it (docs/restore.md, "Seccomp"). */
+  const void *seccomp_prog;
+  size_t seccomp_len;
+  unsigned int seccomp_flags;
 };
 
 /* Recreate the tree stored in o->image_dir.

@@ -57,6 +57,8 @@ op_name(long nr)
       return "sigaltstack";
     case 334:
       return "rseq";
+    case SYS_seccomp:
+      return "seccomp (the container's profile)";
     default:
       return "syscall";
     }

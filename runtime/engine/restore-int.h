@@ -251,6 +251,13 @@ chain_check_reads(const struct rctx *c, crest_error_t *err);
    runs under (each task inherits them). */
 int
 seccomp_restore_check(const struct rctx *c, crest_error_t *err);
+/* seccomp.c: the thread's install of the container's profile
+   (c->o->seccomp_prog), when crest gave one: after its last step that the
+   profile could deny, before its IDs and capabilities change. */
+struct oplist;
+struct bld;
+void
+seccomp_install_op(const struct rctx *c, struct oplist *l, struct bld *b);
 
 /* restore-parse.c: tree.json read and checked into C's processes, files,
    pipes, terminal and IPC objects; has_key serves the object files. */
@@ -321,6 +328,7 @@ struct bld
 {
   uint8_t *buf;
   uint64_t base, cap, used;
+  uint64_t seccomp_prog; /* seccomp.c: the profile's program there, 0 before */
 };
 uint64_t
 bld_alloc(struct bld *b, uint64_t size, uint64_t align, const void *init);

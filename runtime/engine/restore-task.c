@@ -260,6 +260,7 @@ thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplis
       uint64_t trap = 1ULL << (SIGTRAP - 1);
       OP(l, SYS_rt_sigprocmask, SIG_UNBLOCK, bld_alloc(b, sizeof trap, 8, &trap), 0, 8, 0, 0);
     }
+  seccomp_install_op(c, l, b);
   /* User and group IDs, then capabilities, last: after them the thread
      may hold less than it needs for anything above (set_tid, exe link). */
   creds_setid_ops(p, l);
@@ -806,14 +807,15 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
                * sizeof(struct blob_op)
          + p->nvmas * 16 + 512 /* lazy.c */
          + 65536 + p->auxv_len + p->nth * (4096 + 128 * 64) + p->nshared_pending * 128
-         + p->ntimers * 128 + (p->nth - 1) * THREAD_STACK + MAIN_STACK;
+         + p->ntimers * 128 + (p->nth - 1) * THREAD_STACK + MAIN_STACK + c->o->seccomp_len
+         + p->nth * 64;
   for (size_t k = 0; k < nsp; k++)
     size += sp[k].end - sp[k].start;
   size = (size + PAGE - 1) & ~(PAGE - 1);
   region = map_region(c, idx, p, size);
   base = (uint64_t)region;
   memcpy(region, crest_restorer_blob, crest_restorer_blob_size);
-  b.buf = region, b.base = base, b.cap = size;
+  b.buf = region, b.base = base, b.cap = size, b.seccomp_prog = 0;
   b.used = (crest_restorer_blob_size + PAGE - 1) & ~(PAGE - 1);
   args_addr
       = bld_alloc(&b, sizeof(struct blob_args) + (p->nth - 1) * sizeof(struct blob_ops), 64, NULL);

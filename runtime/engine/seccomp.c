@@ -6,17 +6,24 @@
  * saves a filter: the caller says how many filters the tree's own
  * configuration installs (a container's linux.seccomp: crun installs one),
  * every thread must have exactly those, and the count goes into the image.
- * At restore the filters come from the same place (crun installs the same
- * profile in the restorer, and every task it forks inherits it): each
- * process must have had as many filters as the restore runs under. */
+ * At restore the filters come from the same place: crun installs the same
+ * profile in the restorer, and every task it forks inherits it; or, for a
+ * profile the restore could not run under (one denying ptrace or
+ * process_vm_*), crest compiles it and each restored thread installs it
+ * at the end of its blob operations (seccomp_install_op). Each process must
+ * have had as many filters as the restore gives it. */
 #include <config.h>
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <linux/seccomp.h>
 
 #include "dump-int.h"
 #include "restore-int.h"
+#include "testhook.h"
+#include "blob/blob-abi.h"
 #include "util.h"
 
 /* The seccomp mode and filter count STATUS (a /proc status) shows; -1 for
@@ -71,6 +78,8 @@ seccomp_restore_check(const struct rctx *c, crest_error_t *err)
   if (read_file("/proc/self/status", &status, NULL, 0, err) < 0)
     return crest_error_wrap(err, "restore: its own seccomp filters");
   seccomp_of(status, &mode, &own);
+  if (own >= 0 && c->o->seccomp_len)
+    own++; /* installed by each thread at its end */
   for (size_t i = 0; i < c->np; i++)
     if (!c->p[i].zombie && c->p[i].seccomp_filters != own)
       return crest_error_make(
@@ -80,4 +89,45 @@ seccomp_restore_check(const struct rctx *c, crest_error_t *err)
           own < 0 ? " (this kernel does not show how many)"
                   : " (the container's linux.seccomp must be the checkpointed one)");
   return 0;
+}
+
+/* The install goes in every thread's own list, just before its IDs and
+   capabilities change: its earlier steps (mappings, PR_SET_MM, clone3 of
+   the threads, timers, pidfds) are the restore's, not the task's, and must
+   not meet the profile; the tracer's ptrace and process_vm_* calls are its
+   own, under no filter. The thread still holds the restorer's capabilities
+   there (CAP_SYS_ADMIN of the container's user namespace, when the config
+   gives it) or no_new_privs (inherited from the restorer, where crun set it
+   as process.noNewPrivileges says), one of which seccomp(2) requires; crest
+   refused the profile otherwise. Each thread installs its own copy, as
+   crun's install before the fork gave each thread one filter; what runs
+   after it (setresuid, capset, prctl, the int3, the main thread's munmap of
+   the blob) is under the profile, as the task's own code is. The program
+   lies once in the task's blob region, which is gone with the blob: the
+   kernel keeps its own copy. A failure is
+   the blob's: the restore fails in one line and every task is killed. */
+void
+seccomp_install_op(const struct rctx *c, struct oplist *l, struct bld *b)
+{
+  struct
+  {
+    uint16_t len;
+    uint16_t pad[3];
+    uint64_t filter;
+  } fp;
+  const char *fault = crest_test_knob("CREST_FAULT");
+  if (!c->o->seccomp_len)
+    return;
+  /* One copy of the program in the task's blob region, for all its
+     threads (each task fills its own region, once). */
+  if (!b->seccomp_prog)
+    b->seccomp_prog = bld_alloc(b, c->o->seccomp_len, 8, c->o->seccomp_prog);
+  memset(&fp, 0, sizeof fp);
+  fp.len = (uint16_t)(c->o->seccomp_len / 8);
+  fp.filter = b->seccomp_prog;
+  /* Test hook: a flag no kernel knows makes every install fail (EINVAL),
+     to prove that a failed install fails the restore, nothing left. */
+  OP(l, SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+     c->o->seccomp_flags | (fault && strcmp(fault, "restore-seccomp") == 0 ? 1U << 30 : 0),
+     bld_alloc(b, sizeof fp, 8, &fp), 0, 0, 0);
 }

@@ -47,6 +47,39 @@ report(const char *text)
     fprintf(stderr, "crest-restorer: %s\n", text);
 }
 
+/* "FLAGS:HEX" (crest's seccomp-profile.c) into O's seccomp program. */
+static int
+seccomp_arg(const char *s, struct crest_restore_opts *o)
+{
+  char *end;
+  unsigned long flags = strtoul(s, &end, 10);
+  size_t n;
+  unsigned char *prog;
+  if (*end != ':')
+    return -1;
+  s = end + 1;
+  n = strlen(s) / 2;
+  if (strlen(s) % 2 || n == 0 || n % 8 || n > 4096 * 8)
+    return -1;
+  prog = malloc(n);
+  if (!prog)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    {
+      char h[3] = { s[2 * i], s[2 * i + 1], 0 };
+      prog[i] = (unsigned char)strtoul(h, &end, 16);
+      if (*end)
+        {
+          free(prog);
+          return -1;
+        }
+    }
+  o->seccomp_prog = prog;
+  o->seccomp_len = n;
+  o->seccomp_flags = (unsigned int)flags;
+  return 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -65,10 +98,10 @@ main(int argc, char **argv)
     if (fstat(SYNC_FD, &st) == 0 && S_ISFIFO(st.st_mode) && write(SYNC_FD, "R\n", 2) != 2)
       return 2;
   }
-  if (argc < 3 || argc > 3 + 16 || strncmp(argv[2], "cr-granted=", 11) != 0)
+  if (argc < 3 || argc > 4 + 16 || strncmp(argv[2], "cr-granted=", 11) != 0)
     {
-      report("usage: crest-restorer IMAGE_DIR cr-granted=0|1 [PARENT_DIR...] (started by `crest "
-             "restore`, not by hand)");
+      report("usage: crest-restorer IMAGE_DIR cr-granted=0|1 [seccomp=FLAGS:HEX] [PARENT_DIR...] "
+             "(started by `crest restore`, not by hand)");
       return 2;
     }
   if (getpid() != 1)
@@ -97,6 +130,17 @@ main(int argc, char **argv)
      that one itself. */
   o.caps_from_config = true;
   o.cr_granted = strcmp(argv[2], "cr-granted=1") == 0;
+  /* The container's seccomp profile, compiled by crest, when crun did not
+     install it here: every restored thread installs it at its end. */
+  if (argc > 3 && strncmp(argv[3], "seccomp=", 8) == 0)
+    {
+      if (seccomp_arg(argv[3] + 8, &o) < 0)
+        {
+          report("restore: the seccomp program crest passed is malformed");
+          return 2;
+        }
+      argv++, argc--;
+    }
   /* The image's parent images (pre-dumps), bind-mounted beside it. */
   o.chain_dirs = (const char *const *)argv + 3;
   o.nchain_dirs = argc - 3;

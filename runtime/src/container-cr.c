@@ -40,6 +40,7 @@
 #include "image.h"
 #include "log.h"
 #include "oci-config.h"
+#include "seccomp-profile.h"
 #include "sha256.h"
 #include "state.h"
 #include "testhook.h"
@@ -523,12 +524,55 @@ profile_allows(yajl_val seccomp, const char *name)
   return !denied && action_allows(obj_get(seccomp, "defaultAction"));
 }
 
+/* A profile denying what the restore needs (its tracer ptraces the tasks
+   and reads them with process_vm_*) cannot be the restorer's: crun then
+   starts the restorer without it, and the restorer installs it in every
+   restored task at the end of the restore (docs/restore.md, "Seccomp").
+   0: crun installs it in the restorer (it allows them all); 1: the
+   restorer does, *BPF (when not NULL) the compiled program; -1: refused,
+   ERR saying why (the caller names the container and the verb). */
+static int
+late_seccomp(yajl_val cfg, struct crest_seccomp_bpf *bpf, crest_error_t *err)
+{
+  const char *sp[] = { "linux", "seccomp", NULL };
+  const char *np[] = { "process", "noNewPrivileges", NULL };
+  static const char *const needed[] = { "ptrace", "process_vm_readv", "process_vm_writev" };
+  yajl_val sc = yajl_tree_get(cfg, sp, yajl_t_object), nnp = yajl_tree_get(cfg, np, yajl_t_any);
+  struct crest_seccomp_bpf b;
+  const char *denied = NULL;
+
+  for (size_t i = 0; sc && i < ARRAY_SIZE(needed) && !denied; i++)
+    if (!profile_allows(sc, needed[i]))
+      denied = needed[i];
+  if (!denied)
+    return 0;
+  if (crest_seccomp_compile(sc, &b, err) < 0)
+    return crest_error_wrap(err,
+                            "its linux.seccomp denies %s, so the restorer must install it "
+                            "itself, and crest cannot compile it",
+                            denied);
+  if (!(nnp && YAJL_IS_TRUE(nnp)) && crest_config_process_holds_cap(cfg, "CAP_SYS_ADMIN") != 1)
+    {
+      free(b.prog);
+      return crest_error_make(err, ENOTSUP,
+                              "its linux.seccomp denies %s, so the restorer must install it in "
+                              "each task, which needs process.noNewPrivileges or CAP_SYS_ADMIN",
+                              denied);
+    }
+  if (bpf)
+    *bpf = b;
+  else
+    free(b.prog);
+  return 1;
+}
+
 /* The seccomp filters the container's config installs in every task: crun
-   compiles linux.seccomp into one filter, and a restore through crun
-   installs the same one again in the restorer, whose tasks inherit it
-   (docs/restore.md, "Seccomp"). A profile with a listener (SCMP_ACT_NOTIFY
-   answered by an agent outside) is refused: the agent's side is not
-   crest's to carry over. */
+   compiles linux.seccomp into one filter, and a restore installs the same
+   one again, through crun in the restorer, whose tasks inherit it, or, for
+   a profile denying what the restore needs, in each task at its end
+   (late_seccomp). A profile with a listener (SCMP_ACT_NOTIFY answered by an
+   agent outside) is refused: the agent's side is not crest's to carry
+   over. */
 static int
 seccomp_filters_of(const char *id, const char *config_text, int *n, crest_error_t *err)
 {
@@ -539,24 +583,16 @@ seccomp_filters_of(const char *id, const char *config_text, int *n, crest_error_
   *n = 0;
   if (crest_config_parse(config_text, &cfg, err) < 0)
     return crest_error_wrap(err, "container `%s`: checkpoint: its config", id);
-  yajl_val sc = yajl_tree_get(cfg, sp, yajl_t_object);
-  /* The restore runs under the profile: its tracer and its checks of the
-     tasks need these. */
-  static const char *const needed[] = { "ptrace", "process_vm_readv", "process_vm_writev" };
-  if (sc)
+  if (yajl_tree_get(cfg, sp, yajl_t_object))
     *n = 1;
-  for (size_t i = 0; sc && i < ARRAY_SIZE(needed) && rc == 0; i++)
-    if (!profile_allows(sc, needed[i]))
-      rc = crest_error_make(err, ENOTSUP,
-                            "container `%s`: checkpoint: its seccomp profile (linux.seccomp) "
-                            "denies %s, which a restore running under that profile needs",
-                            id, needed[i]);
-  if (rc == 0 && crest_config_get_string(cfg, lp))
+  if (crest_config_get_string(cfg, lp))
     rc = crest_error_make(
         err, ENOTSUP,
         "container `%s`: checkpoint: its linux.seccomp has a listenerPath (seccomp "
         "notifications answered outside the container): not restorable",
         id);
+  else if (late_seccomp(cfg, NULL, err) < 0)
+    rc = crest_error_wrap(err, "container `%s`: checkpoint", id);
   yajl_tree_free(cfg);
   return rc;
 }
@@ -860,14 +896,26 @@ restore_config_with(yajl_val config, const char *restorer, const char *image, ch
                             : "cr-granted=0";
   /* The image's parent images (pre-dumps) are bind-mounted beside it, and
      named to the restorer after its other arguments. */
-  const char *args[3 + CREST_IMAGE_CHAIN_MAX + 1] = { in_restorer, in_image, granted, NULL };
+  const char *args[4 + CREST_IMAGE_CHAIN_MAX + 1] = { in_restorer, in_image, granted, NULL };
   struct crest_config_bind binds[2 + CREST_IMAGE_CHAIN_MAX]
       = { { restorer, in_restorer }, { image, in_image } };
   char in_chain[CREST_IMAGE_CHAIN_MAX][64];
+  /* A profile the restore cannot run under: crun starts the restorer
+     without it, and the restorer installs the program given here in every
+     task (late_seccomp). */
+  struct crest_seccomp_bpf bpf = { 0, NULL, 0 };
+  int late = late_seccomp(config, &bpf, err);
+  cleanup_free char *seccomp_arg = late > 0 ? crest_seccomp_arg(&bpf) : NULL;
+  int a0 = late > 0 ? 4 : 3;
+  free(bpf.prog);
+  if (late < 0)
+    return -1;
+  if (seccomp_arg)
+    args[3] = seccomp_arg;
   for (int k = 0; k < nchain && k < CREST_IMAGE_CHAIN_MAX; k++)
     {
       snprintf(in_chain[k], sizeof in_chain[k], "%s-parent-%d", in_image, k + 1);
-      args[3 + k] = in_chain[k];
+      args[a0 + k] = in_chain[k];
       binds[2 + k] = (struct crest_config_bind){ chain[k], in_chain[k] };
     }
   /* Test knobs for the restorer, passed on (one: the config edit adds one
@@ -882,7 +930,8 @@ restore_config_with(yajl_val config, const char *restorer, const char *image, ch
                                  .args = args,
                                  .env_add = knob,
                                  .binds = binds,
-                                 .nbinds = 2 + (size_t)nchain };
+                                 .nbinds = 2 + (size_t)nchain,
+                                 .drop_seccomp = late > 0 };
   yajl_val process = obj_get(config, "process");
 
   if (!process || !YAJL_IS_OBJECT(process))

@@ -145,6 +145,7 @@ enum ctx
   CTX_ROOT,
   CTX_PROCESS,
   CTX_CAPS,
+  CTX_LINUX,
 };
 
 struct gen_state
@@ -305,6 +306,8 @@ gen_object(struct gen_state *st, yajl_val v, enum ctx ctx)
       yajl_val child = v->u.object.values[i];
       enum ctx next = CTX_OTHER;
       int r;
+      if (ctx == CTX_LINUX && st->edit->drop_seccomp && strcmp(key, "seccomp") == 0)
+        continue;
       gen_str(st->g, key);
       saw_mounts |= ctx == CTX_ROOT && strcmp(key, "mounts") == 0;
       saw_env |= ctx == CTX_PROCESS && strcmp(key, "env") == 0;
@@ -315,6 +318,8 @@ gen_object(struct gen_state *st, yajl_val v, enum ctx ctx)
         continue;
       if (ctx == CTX_ROOT && strcmp(key, "process") == 0)
         next = CTX_PROCESS;
+      else if (ctx == CTX_ROOT && strcmp(key, "linux") == 0)
+        next = CTX_LINUX;
       else if (ctx == CTX_PROCESS && strcmp(key, "capabilities") == 0)
         {
           saw_caps = true;

@@ -3,6 +3,7 @@
 #ifndef CREST_OCI_CONFIG_H
 #define CREST_OCI_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <yajl/yajl_tree.h>
 #include "error.h"
@@ -62,6 +63,9 @@ struct crest_config_edit
   /* Appended to mounts. */
   const struct crest_config_bind *binds;
   size_t nbinds;
+  /* Leaves linux.seccomp out (the restorer installs the profile itself at
+     the end of the restore: docs/restore.md, "Seccomp"). */
+  bool drop_seccomp;
 };
 
 /* Serialise ROOT to JSON with EDIT applied on the way (every other value is

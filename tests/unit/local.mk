@@ -59,6 +59,15 @@ tests_unit_test_state_root_LDADD = $(CREST_UNIT_LIBS)
 # (a script: no build needed).
 EXTRA_DIST += tests/unit/func-length.test
 
+# linux.seccomp compiled by crest, installed in a child to see what it does.
+check_PROGRAMS += tests/unit/test-seccomp-profile
+tests_unit_test_seccomp_profile_SOURCES = tests/unit/test-seccomp-profile.c tests/unit/tap.h \
+	runtime/src/seccomp-profile.c runtime/src/oci-config.c
+tests_unit_test_seccomp_profile_CPPFLAGS = $(CREST_UNIT_CPPFLAGS)
+tests_unit_test_seccomp_profile_CFLAGS = $(CREST_UNIT_CFLAGS) $(SECCOMP_CFLAGS)
+tests_unit_test_seccomp_profile_LDFLAGS = $(SANITIZER_LDFLAGS)
+tests_unit_test_seccomp_profile_LDADD = $(CREST_UNIT_LIBS) $(SECCOMP_LIBS)
+
 # Restore into a new bundle: what of its config may differ from the image's.
 check_PROGRAMS += tests/unit/test-config-compat
 tests_unit_test_config_compat_SOURCES = tests/unit/test-config-compat.c tests/unit/tap.h tests/unit/config-tap.h \
@@ -68,7 +77,7 @@ tests_unit_test_config_compat_CFLAGS = $(CREST_UNIT_CFLAGS)
 tests_unit_test_config_compat_LDFLAGS = $(SANITIZER_LDFLAGS)
 tests_unit_test_config_compat_LDADD = $(CREST_UNIT_LIBS)
 
-UNIT_TESTS = tests/unit/test-config tests/unit/test-args tests/unit/engine-image tests/unit/engine-sockets tests/unit/engine-home tests/unit/test-state-root \
+UNIT_TESTS = tests/unit/test-config tests/unit/test-args tests/unit/test-seccomp-profile tests/unit/engine-image tests/unit/engine-sockets tests/unit/engine-home tests/unit/test-state-root \
 	tests/unit/test-config-compat tests/unit/func-length.test
 TESTS += $(UNIT_TESTS)
 

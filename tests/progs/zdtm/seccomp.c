@@ -5,9 +5,17 @@
  * ZDTM_SECCOMP_PROBE=userfaultfd a user-mode userfaultfd (which podman's
  * default profile denies).
  *
- * ZDTM_SECCOMP_EXPECT=E: the profile the test gives denies the probe with
- * errno E; the setup checks it does (else ERROR), the verdict that it still
- * does.
+ * ZDTM_SECCOMP_PROBE=ptrace: four probes, keyctl as above, ptrace
+ * (PTRACE_PEEKDATA of itself: ESRCH when allowed), process_vm_readv and
+ * process_vm_writev of its own memory (which succeed when allowed): a
+ * profile the restore itself could not run under.
+ * ZDTM_SECCOMP_CHILD=1: a child process does the same with two threads of
+ * its own, and its findings join the verdict (every thread of every
+ * process).
+ *
+ * ZDTM_SECCOMP_EXPECT=E: the profile the test gives denies every probe
+ * with errno E; the setup checks it does (else ERROR), the verdict that it
+ * still does.
  * ZDTM_SECCOMP_OWN=main|thread: that thread installs a filter of its own
  * (allowing everything, with no_new_privs), which a checkpoint must refuse. */
 #define _GNU_SOURCE
@@ -21,21 +29,46 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#define NPROBE 4
 
 struct view
 {
-  int mode, filters, probe; /* probe: 0 or the errno it failed with */
+  int mode, filters, probe[NPROBE]; /* probe: 0 or the errno it failed with */
 };
 
-static bool probe_uffd;
+static bool probe_uffd, probe_ptrace;
+static int nprobe = 1;
+static long word = 0x5eccc0;
 
+/* Probe K (0: keyctl or userfaultfd; 1-3: ptrace, process_vm_readv,
+   process_vm_writev). */
 static int
-probe(void)
+probe(int k)
 {
-  long r;
+  long r, copy = 0;
+  struct iovec local = { &copy, sizeof copy }, remote = { &word, sizeof word };
+  if (k == 1)
+    {
+      r = syscall(SYS_ptrace, PTRACE_PEEKDATA, getpid(), &word, &copy);
+      return r < 0 && errno != ESRCH ? errno : 0;
+    }
+  if (k == 2 || k == 3)
+    {
+      copy = word;
+      r = k == 2 ? process_vm_readv(getpid(), &local, 1, &remote, 1, 0)
+                 : process_vm_writev(getpid(), &local, 1, &remote, 1, 0);
+      if (r >= 0 && (r != sizeof word || copy != word))
+        zdtm_error("process_vm_%s of itself: %ld bytes, %lx", k == 2 ? "readv" : "writev", r, copy);
+      return r < 0 ? errno : 0;
+    }
   if (probe_uffd)
     {
       /* UFFD_USER_MODE_ONLY (1): allowed without privilege since 5.11. */
@@ -67,7 +100,8 @@ look(struct view *v)
         }
       fclose(f);
     }
-  v->probe = probe();
+  for (int k = 0; k < nprobe; k++)
+    v->probe[k] = probe(k);
 }
 
 static void
@@ -100,56 +134,126 @@ thread_main(void *arg)
 }
 
 static const char *
-name(void)
+name(int k)
 {
-  return probe_uffd ? "userfaultfd" : "keyctl";
+  static const char *const names[]
+      = { "keyctl", "ptrace", "process_vm_readv", "process_vm_writev" };
+  return k == 0 && probe_uffd ? "userfaultfd" : names[k];
 }
 
+/* Thread T's views differ from what they must be: appended to MSG. */
 static void
-compare(int t, const char *expect)
+compare(int t, const char *expect, char *msg, size_t cap)
 {
   const struct view *b = &before[t], *a = &after[t];
+  size_t n = strlen(msg);
   if (a->mode != b->mode || a->filters != b->filters)
-    zdtm_fail("thread %d: seccomp mode/filters (expected %d/%d, got %d/%d)", t, b->mode, b->filters,
-              a->mode, a->filters);
-  if (a->probe != b->probe)
-    zdtm_fail("thread %d: %s (expected errno %d, got %d)", t, name(), b->probe, a->probe);
-  if (expect && a->probe != atoi(expect))
-    zdtm_fail("thread %d: %s not denied by the profile (expected errno %s, got %d)", t, name(),
-              expect, a->probe);
+    n += (size_t)snprintf(msg + n, cap - n,
+                          "thread %d: seccomp mode/filters (expected %d/%d, got %d/%d); ", t,
+                          b->mode, b->filters, a->mode, a->filters);
+  for (int k = 0; k < nprobe && n < cap; k++)
+    if (a->probe[k] != b->probe[k] || (expect && a->probe[k] != atoi(expect)))
+      n += (size_t)snprintf(msg + n, cap - n, "thread %d: %s errno %d (expected %d%s); ", t,
+                            name(k), a->probe[k], expect ? atoi(expect) : b->probe[k],
+                            expect ? ", the profile's" : "");
+}
+
+/* Both threads look, wait for SIGTERM, look again: what differs in MSG. */
+static void
+look_twice(const char *expect, char *msg, size_t cap, int ready_fd)
+{
+  pthread_t th;
+  look(&before[0]);
+  for (int k = 0; k < nprobe; k++)
+    if (expect && before[0].probe[k] != atoi(expect))
+      zdtm_error("%s is not denied with errno %s before the checkpoint (got %d): the profile "
+                 "does not apply",
+                 name(k), expect, before[0].probe[k]);
+  if (pthread_create(&th, NULL, thread_main, NULL) != 0)
+    zdtm_error("pthread_create");
+  while (__atomic_load_n(&thread_state, __ATOMIC_SEQ_CST) != 1)
+    usleep(1000);
+  if (ready_fd >= 0 && (write(ready_fd, "r", 1) != 1 || close(ready_fd) < 0))
+    zdtm_error("tell the parent: %s", strerror(errno));
+  if (ready_fd < 0)
+    zdtm_ready();
+  zdtm_wait();
+  look(&after[0]);
+  __atomic_store_n(&thread_state, 2, __ATOMIC_SEQ_CST);
+  pthread_join(th, NULL);
+  msg[0] = '\0';
+  compare(0, expect, msg, cap);
+  compare(1, expect, msg, cap);
+}
+
+/* ZDTM_SECCOMP_CHILD: a child process doing the same; *REPORT its end of
+   the pipe its findings come back on. */
+static pid_t
+child(const char *expect, int *report)
+{
+  int ready[2], back[2];
+  char c, msg[1024];
+  pid_t pid;
+  if (pipe(ready) < 0 || pipe(back) < 0)
+    zdtm_error("pipe: %s", strerror(errno));
+  pid = fork();
+  if (pid < 0)
+    zdtm_error("fork: %s", strerror(errno));
+  if (pid == 0)
+    {
+      close(ready[0]);
+      close(back[0]);
+      look_twice(expect, msg, sizeof msg, ready[1]);
+      _exit(write(back[1], msg, strlen(msg)) == (ssize_t)strlen(msg) ? 0 : 1);
+    }
+  close(ready[1]);
+  close(back[1]);
+  if (read(ready[0], &c, 1) != 1)
+    zdtm_error("the child did not start");
+  close(ready[0]);
+  *report = back[0];
+  return pid;
 }
 
 int
 main(int argc, char **argv)
 {
   const char *expect = getenv("ZDTM_SECCOMP_EXPECT");
-  pthread_t th;
+  const char *pr = getenv("ZDTM_SECCOMP_PROBE");
+  char msg[1024], cmsg[1024];
+  int report = -1, st = 0;
+  pid_t kid = 0;
 
   zdtm_init(argc, argv);
   own = getenv("ZDTM_SECCOMP_OWN");
-  probe_uffd
-      = getenv("ZDTM_SECCOMP_PROBE") && strcmp(getenv("ZDTM_SECCOMP_PROBE"), "userfaultfd") == 0;
+  probe_uffd = pr && strcmp(pr, "userfaultfd") == 0;
+  probe_ptrace = pr && strcmp(pr, "ptrace") == 0;
+  nprobe = probe_ptrace ? NPROBE : 1;
   if (own && strcmp(own, "main") == 0)
     own_filter();
-  look(&before[0]);
-  if (expect && before[0].probe != atoi(expect))
-    zdtm_error("%s is not denied with errno %s before the checkpoint (got %d): the profile "
-               "does not apply",
-               name(), expect, before[0].probe);
-  if (pthread_create(&th, NULL, thread_main, NULL) != 0)
-    zdtm_error("pthread_create");
-  while (__atomic_load_n(&thread_state, __ATOMIC_SEQ_CST) != 1)
-    usleep(1000);
+  if (getenv("ZDTM_SECCOMP_CHILD"))
+    kid = child(expect, &report);
 
-  zdtm_ready();
-  zdtm_wait();
-
-  look(&after[0]);
-  __atomic_store_n(&thread_state, 2, __ATOMIC_SEQ_CST);
-  pthread_join(th, NULL);
-  compare(0, expect);
-  compare(1, expect);
-  zdtm_note("seccomp mode %d, %d filters, %s errno %d", after[0].mode, after[0].filters, name(),
-            after[0].probe);
+  look_twice(expect, msg, sizeof msg, -1);
+  if (msg[0])
+    zdtm_fail("%s", msg);
+  if (kid > 0)
+    {
+      ssize_t n;
+      kill(kid, SIGTERM);
+      n = read(report, cmsg, sizeof cmsg - 1);
+      cmsg[n > 0 ? n : 0] = '\0';
+      if (waitpid(kid, &st, 0) != kid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        zdtm_fail("the child process: exit status %#x", st);
+      if (cmsg[0])
+        zdtm_fail("the child process: %s", cmsg);
+    }
+  zdtm_note("seccomp mode %d, %d filters, %s errno %d", after[0].mode, after[0].filters, name(0),
+            after[0].probe[0]);
+  if (probe_ptrace)
+    zdtm_note("ptrace errno %d, process_vm_readv errno %d, process_vm_writev errno %d",
+              after[0].probe[1], after[0].probe[2], after[0].probe[3]);
+  if (kid > 0)
+    zdtm_note("child process: %s", cmsg[0] ? "differs" : "the same, its two threads checked");
   zdtm_finish();
 }
