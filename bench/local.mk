@@ -35,6 +35,7 @@ BENCH_VM_TIMEOUT = 5400
 BENCH_VM_FLAGS =
 BENCH_VM_ONLY =
 BENCH_VM_DIRTY_RATE = 50
+BENCH_VM_DOWN_PRE = 0 1 3
 # The lazy restore's sizes (MiB): the VM's 2G hold the image and the
 # restored process of 512 MiB at most.
 BENCH_VM_LAZY_MIBS = 64 256 512
@@ -49,5 +50,5 @@ bench-vm: $(BENCH_PROGS)
 	echo "bench-vm: host $$(uname -n), $$(nproc) CPUs,$$(uptime | sed 's/.*,  *load/ load/'); VM: $(BENCH_VM_FLAGS) BENCH_RUNS=$(BENCH_VM_RUNS) BENCH_ANON_MIB=$(BENCH_VM_ANON_MIB)"; \
 	abs_top_builddir='$(abs_top_builddir)' $(top_srcdir)/image/run-vm \
 		--as root --timeout $(BENCH_VM_TIMEOUT) $(BENCH_VM_FLAGS) --share "$$share" -- \
-		'BENCH_BINDIR=$$CREST_SHARE/bin BENCH_RUNS=$(BENCH_VM_RUNS) BENCH_ANON_MIB=$(BENCH_VM_ANON_MIB) BENCH_ONLY=$(BENCH_VM_ONLY) BENCH_DIRTY_RATE=$(BENCH_VM_DIRTY_RATE) BENCH_LAZY_MIBS="$(BENCH_VM_LAZY_MIBS)" bash $$CREST_SHARE/run-bench'
+		'BENCH_BINDIR=$$CREST_SHARE/bin BENCH_RUNS=$(BENCH_VM_RUNS) BENCH_ANON_MIB=$(BENCH_VM_ANON_MIB) BENCH_ONLY=$(BENCH_VM_ONLY) BENCH_DIRTY_RATE=$(BENCH_VM_DIRTY_RATE) BENCH_LAZY_MIBS="$(BENCH_VM_LAZY_MIBS)" BENCH_DOWN_PRE="$(BENCH_VM_DOWN_PRE)" bash $$CREST_SHARE/run-bench'
 .PHONY: bench bench-vm
