@@ -73,13 +73,16 @@ untraced() {
     exit 1
 }
 # crest_gone: the process that filled the pages has let the tree go and exited.
+# A bound on a hang, not a timing: the paced copies (CREST_LAZY_PACE_MS) of
+# what the program never touched go on after its verdict, and under TCG on a
+# loaded host they once took more than 20 s (CI, stock kernel).
 crest_gone() {
     local i
-    for ((i = 0; i < 400; i++)); do
-        pgrep -x crest >/dev/null || return 0
+    for ((i = 0; i < 1800; i++)); do
+        pgrep -x crest >/dev/null || { GONE_AFTER=$((i / 20)); return 0; }
         sleep 0.05
     done
-    echo "FAIL: crest still runs 20 s after the restored program's verdict: $(pgrep -a -x crest)"
+    echo "FAIL: crest still runs 90 s after the restored program's verdict: $(pgrep -a -x crest)"
     exit 1
 }
 # nothing_left: the tree is gone, and no crest process is left.
@@ -113,7 +116,7 @@ while)
     forks=$(sed -n 's/.*forks \([0-9]*\),.*/\1/p' <<<"$st")
     [ "${faults:-0}" -gt 0 ] && [ "${forks:-0}" = 1 ] \
         || { echo "FAIL: the pages did not come by fault, or the fork was not seen: '$st' $(cat rest.err)"; exit 1; }
-    echo "NOTE: $st"
+    echo "NOTE: $st; crest exited ${GONE_AFTER} s after the verdict"
     ;;
 tree)
     rm -rf img r1 r2 res1 res2
