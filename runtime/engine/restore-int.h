@@ -328,7 +328,7 @@ struct bld
 {
   uint8_t *buf;
   uint64_t base, cap, used;
-  uint64_t seccomp_prog; /* seccomp.c: the profile's program there, 0 before */
+  uint64_t seccomp_fprog; /* seccomp.c: the profile's sock_fprog there, 0 before */
 };
 uint64_t
 bld_alloc(struct bld *b, uint64_t size, uint64_t align, const void *init);

@@ -807,15 +807,14 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
                * sizeof(struct blob_op)
          + p->nvmas * 16 + 512 /* lazy.c */
          + 65536 + p->auxv_len + p->nth * (4096 + 128 * 64) + p->nshared_pending * 128
-         + p->ntimers * 128 + (p->nth - 1) * THREAD_STACK + MAIN_STACK + c->o->seccomp_len
-         + p->nth * 64;
+         + p->ntimers * 128 + (p->nth - 1) * THREAD_STACK + MAIN_STACK + c->o->seccomp_len + 64;
   for (size_t k = 0; k < nsp; k++)
     size += sp[k].end - sp[k].start;
   size = (size + PAGE - 1) & ~(PAGE - 1);
   region = map_region(c, idx, p, size);
   base = (uint64_t)region;
   memcpy(region, crest_restorer_blob, crest_restorer_blob_size);
-  b.buf = region, b.base = base, b.cap = size, b.seccomp_prog = 0;
+  b.buf = region, b.base = base, b.cap = size, b.seccomp_fprog = 0;
   b.used = (crest_restorer_blob_size + PAGE - 1) & ~(PAGE - 1);
   args_addr
       = bld_alloc(&b, sizeof(struct blob_args) + (p->nth - 1) * sizeof(struct blob_ops), 64, NULL);

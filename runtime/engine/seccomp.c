@@ -118,16 +118,18 @@ seccomp_install_op(const struct rctx *c, struct oplist *l, struct bld *b)
   const char *fault = crest_test_knob("CREST_FAULT");
   if (!c->o->seccomp_len)
     return;
-  /* One copy of the program in the task's blob region, for all its
-     threads (each task fills its own region, once). */
-  if (!b->seccomp_prog)
-    b->seccomp_prog = bld_alloc(b, c->o->seccomp_len, 8, c->o->seccomp_prog);
-  memset(&fp, 0, sizeof fp);
-  fp.len = (uint16_t)(c->o->seccomp_len / 8);
-  fp.filter = b->seccomp_prog;
+  /* One copy of the program and of its sock_fprog in the task's blob
+     region, for all its threads (each task fills its own region, once). */
+  if (!b->seccomp_fprog)
+    {
+      memset(&fp, 0, sizeof fp);
+      fp.len = (uint16_t)(c->o->seccomp_len / 8);
+      fp.filter = bld_alloc(b, c->o->seccomp_len, 8, c->o->seccomp_prog);
+      b->seccomp_fprog = bld_alloc(b, sizeof fp, 8, &fp);
+    }
   /* Test hook: a flag no kernel knows makes every install fail (EINVAL),
      to prove that a failed install fails the restore, nothing left. */
   OP(l, SYS_seccomp, SECCOMP_SET_MODE_FILTER,
      c->o->seccomp_flags | (fault && strcmp(fault, "restore-seccomp") == 0 ? 1U << 30 : 0),
-     bld_alloc(b, sizeof fp, 8, &fp), 0, 0, 0);
+     b->seccomp_fprog, 0, 0, 0);
 }

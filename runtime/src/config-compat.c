@@ -96,15 +96,6 @@ compare_at(struct walk *w, const char *key, const char *shape_key, yajl_val ck, 
   return r;
 }
 
-static yajl_val
-key_of(yajl_val obj, const char *key)
-{
-  for (size_t i = 0; i < obj->u.object.len; i++)
-    if (strcmp(obj->u.object.keys[i], key) == 0)
-      return obj->u.object.values[i];
-  return NULL;
-}
-
 /* May the member KEY of the current object be absent on one side? Not a
    namespace's path: with one the container joins a namespace that exists,
    without it gets a new one (a PID namespace of its own is where the
@@ -130,14 +121,15 @@ compare_objects(struct walk *w, yajl_val ck, yajl_val gv)
   for (size_t i = 0; i < ck->u.object.len; i++)
     {
       const char *k = ck->u.object.keys[i];
-      yajl_val g = key_of(gv, k);
+      yajl_val g = crest_config_member(gv, k);
       if (!g && !member_may_differ(w, k))
         return only_in(w, k, "checkpointed config");
       if (g && compare_at(w, k, k, ck->u.object.values[i], g))
         return 1;
     }
   for (size_t i = 0; i < gv->u.object.len; i++)
-    if (!key_of(ck, gv->u.object.keys[i]) && !member_may_differ(w, gv->u.object.keys[i]))
+    if (!crest_config_member(ck, gv->u.object.keys[i])
+        && !member_may_differ(w, gv->u.object.keys[i]))
       return only_in(w, gv->u.object.keys[i], "bundle's config");
   return 0;
 }
@@ -180,7 +172,7 @@ namespace_of(yajl_val a, const char *type)
   for (size_t i = 0; i < a->u.array.len; i++)
     {
       yajl_val ns = a->u.array.values[i], t;
-      if (YAJL_IS_OBJECT(ns) && (t = key_of(ns, "type")) && YAJL_IS_STRING(t)
+      if (YAJL_IS_OBJECT(ns) && (t = crest_config_member(ns, "type")) && YAJL_IS_STRING(t)
           && strcmp(t->u.string, type) == 0)
         return ns;
     }
@@ -197,7 +189,8 @@ compare_namespaces(struct walk *w, yajl_val ck, yajl_val gv)
       yajl_val from = side ? gv : ck, to = side ? ck : gv;
       for (size_t i = 0; i < from->u.array.len; i++)
         {
-          yajl_val ns = from->u.array.values[i], t = YAJL_IS_OBJECT(ns) ? key_of(ns, "type") : NULL;
+          yajl_val ns = from->u.array.values[i],
+                   t = YAJL_IS_OBJECT(ns) ? crest_config_member(ns, "type") : NULL;
           char key[80];
           if (!t || !YAJL_IS_STRING(t))
             return differs(w, ck, gv);

@@ -480,9 +480,6 @@ no_setid_cap(const char *config_text)
   return why;
 }
 
-static yajl_val
-obj_get(yajl_val obj, const char *key);
-
 static bool
 action_allows(yajl_val a)
 {
@@ -494,7 +491,7 @@ action_allows(yajl_val a)
 static bool
 rule_names(yajl_val rule, const char *name)
 {
-  yajl_val names = obj_get(rule, "names"), one = obj_get(rule, "name");
+  yajl_val names = crest_config_member(rule, "names"), one = crest_config_member(rule, "name");
   if (one && YAJL_IS_STRING(one) && strcmp(one->u.string, name) == 0)
     return true;
   for (size_t i = 0; names && YAJL_IS_ARRAY(names) && i < names->u.array.len; i++)
@@ -509,19 +506,19 @@ rule_names(yajl_val rule, const char *name)
 static bool
 profile_allows(yajl_val seccomp, const char *name)
 {
-  yajl_val rules = obj_get(seccomp, "syscalls");
+  yajl_val rules = crest_config_member(seccomp, "syscalls");
   bool denied = false;
   for (size_t i = 0; rules && YAJL_IS_ARRAY(rules) && i < rules->u.array.len; i++)
     {
-      yajl_val r = rules->u.array.values[i], args = obj_get(r, "args");
+      yajl_val r = rules->u.array.values[i], args = crest_config_member(r, "args");
       bool plain = !args || YAJL_IS_NULL(args) || (YAJL_IS_ARRAY(args) && !args->u.array.len);
       if (!plain || !rule_names(r, name))
         continue;
-      if (action_allows(obj_get(r, "action")))
+      if (action_allows(crest_config_member(r, "action")))
         return true;
       denied = true;
     }
-  return !denied && action_allows(obj_get(seccomp, "defaultAction"));
+  return !denied && action_allows(crest_config_member(seccomp, "defaultAction"));
 }
 
 /* A profile denying what the restore needs (its tracer ptraces the tasks
@@ -830,18 +827,6 @@ fail_state:
 
 /* ---- the restore config ---- */
 
-static yajl_val
-obj_get(yajl_val obj, const char *key)
-{
-  size_t i;
-  if (!obj || !YAJL_IS_OBJECT(obj))
-    return NULL;
-  for (i = 0; i < obj->u.object.len; i++)
-    if (strcmp(obj->u.object.keys[i], key) == 0)
-      return obj->u.object.values[i];
-  return NULL;
-}
-
 /* Does the config mount a tmpfs on /dev (crun's default)? */
 static bool
 has_dev_tmpfs(yajl_val mounts)
@@ -851,7 +836,8 @@ has_dev_tmpfs(yajl_val mounts)
     return false;
   for (i = 0; i < mounts->u.array.len; i++)
     {
-      yajl_val m = mounts->u.array.values[i], d = obj_get(m, "destination"), t = obj_get(m, "type");
+      yajl_val m = mounts->u.array.values[i], d = crest_config_member(m, "destination"),
+               t = crest_config_member(m, "type");
       if (d && t && YAJL_IS_STRING(d) && YAJL_IS_STRING(t) && strcmp((d)->u.string, "/dev") == 0
           && strcmp((t)->u.string, "tmpfs") == 0)
         return true;
@@ -886,7 +872,7 @@ static int
 restore_config_with(yajl_val config, const char *restorer, const char *image, char *const *chain,
                     int nchain, char **out, size_t *len, crest_error_t *err)
 {
-  bool in_dev = has_dev_tmpfs(obj_get(config, "mounts"));
+  bool in_dev = has_dev_tmpfs(crest_config_member(config, "mounts"));
   const char *in_restorer = in_dev ? IN_DEV_RESTORER : IN_ROOT_RESTORER;
   const char *in_image = in_dev ? IN_DEV_IMAGE : IN_ROOT_IMAGE;
   /* The restored tasks get CAP_CHECKPOINT_RESTORE only if the
@@ -932,7 +918,7 @@ restore_config_with(yajl_val config, const char *restorer, const char *image, ch
                                  .binds = binds,
                                  .nbinds = 2 + (size_t)nchain,
                                  .drop_seccomp = late > 0 };
-  yajl_val process = obj_get(config, "process");
+  yajl_val process = crest_config_member(config, "process");
 
   if (!process || !YAJL_IS_OBJECT(process))
     return crest_error_make(err, EINVAL, "the checkpointed config has no process object");

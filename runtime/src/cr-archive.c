@@ -246,21 +246,10 @@ gen_take(yajl_gen g, size_t *len)
   return out;
 }
 
-static yajl_val
-jget(yajl_val v, const char *key)
-{
-  if (!v || !YAJL_IS_OBJECT(v))
-    return NULL;
-  for (size_t i = 0; i < v->u.object.len; i++)
-    if (strcmp(v->u.object.keys[i], key) == 0)
-      return v->u.object.values[i];
-  return NULL;
-}
-
 static const char *
 jstr(yajl_val v, const char *key)
 {
-  yajl_val s = jget(v, key);
+  yajl_val s = crest_config_member(v, key);
   return s && YAJL_IS_STRING(s) ? s->u.string : NULL;
 }
 
@@ -303,14 +292,14 @@ xcr0(void)
 static char *
 host_path(yajl_val config, const char *rootfs, const char *path)
 {
-  yajl_val mounts = jget(config, "mounts");
+  yajl_val mounts = crest_config_member(config, "mounts");
   const char *best_src = NULL;
   size_t best = 0;
   bool best_bind = false;
 
   for (size_t i = 0; mounts && YAJL_IS_ARRAY(mounts) && i < mounts->u.array.len; i++)
     {
-      yajl_val m = mounts->u.array.values[i], o = jget(m, "options");
+      yajl_val m = mounts->u.array.values[i], o = crest_config_member(m, "options");
       const char *d = jstr(m, "destination"), *t = jstr(m, "type"), *src = jstr(m, "source");
       size_t n = d ? strlen(d) : 0;
       bool bind = t && strcmp(t, "bind") == 0;
@@ -334,7 +323,7 @@ host_path(yajl_val config, const char *rootfs, const char *path)
 static char *
 rootfs_of(yajl_val config, const char *bundle)
 {
-  yajl_val root = jget(config, "root");
+  yajl_val root = crest_config_member(config, "root");
   const char *p = jstr(root, "path");
   if (!p)
     return NULL;
@@ -372,11 +361,12 @@ pathset_free(struct pathset *s)
 static void
 tree_paths(yajl_val tree, struct pathset *s)
 {
-  yajl_val procs = jget(tree, "processes"), files = jget(tree, "files");
+  yajl_val procs = crest_config_member(tree, "processes"),
+           files = crest_config_member(tree, "files");
 
   for (size_t i = 0; procs && YAJL_IS_ARRAY(procs) && i < procs->u.array.len; i++)
     {
-      yajl_val p = procs->u.array.values[i], vmas = jget(p, "vmas");
+      yajl_val p = procs->u.array.values[i], vmas = crest_config_member(p, "vmas");
       pathset_add(s, jstr(p, "exe"));
       for (size_t k = 0; vmas && YAJL_IS_ARRAY(vmas) && k < vmas->u.array.len; k++)
         {
@@ -389,7 +379,7 @@ tree_paths(yajl_val tree, struct pathset *s)
     {
       yajl_val f = files->u.array.values[i];
       const char *type = jstr(f, "type");
-      if (type && strcmp(type, "reg") == 0 && !jget(f, "data"))
+      if (type && strcmp(type, "reg") == 0 && !crest_config_member(f, "data"))
         pathset_add(s, jstr(f, "path"));
     }
 }
@@ -477,10 +467,10 @@ xfeatures_used(const char *image_dir, uint64_t *out, crest_error_t *err)
       img_reader_free(rd);
       return -1;
     }
-  procs = jget(tree, "processes");
+  procs = crest_config_member(tree, "processes");
   for (size_t i = 0; procs && YAJL_IS_ARRAY(procs) && i < procs->u.array.len; i++)
     {
-      yajl_val th = jget(procs->u.array.values[i], "threads");
+      yajl_val th = crest_config_member(procs->u.array.values[i], "threads");
       for (size_t k = 0; th && YAJL_IS_ARRAY(th) && k < th->u.array.len; k++)
         {
           const char *x = jstr(th->u.array.values[k], "xstate");
@@ -928,7 +918,7 @@ static int
 check_members(const char *dir, yajl_val target, crest_error_t *err)
 {
   static const char *const names[] = { "spec.dump", "config.dump", "stats-dump" };
-  yajl_val m = jget(target, "members");
+  yajl_val m = crest_config_member(target, "members");
   for (size_t i = 0; i < ARRAY_SIZE(names); i++)
     {
       cleanup_free char *path = xasprintf("%s/%s", dir, names[i]), *text = NULL;
@@ -954,7 +944,7 @@ check_machine(yajl_val t, crest_error_t *err)
   struct img_kernel me;
   const char *rel = jstr(t, "kernel_release"), *mach = jstr(t, "machine");
   const char *vdso = jstr(t, "vdso_sha256"), *xf = jstr(t, "xfeatures");
-  yajl_val fmt = jget(t, "image_format");
+  yajl_val fmt = crest_config_member(t, "image_format");
   uint64_t need, have = xcr0();
 
   if (!fmt || !YAJL_IS_INTEGER(fmt) || !rel || !mach || !vdso || !xf)
@@ -990,14 +980,14 @@ check_machine(yajl_val t, crest_error_t *err)
 static int
 check_files(yajl_val target, yajl_val config, const char *bundle, crest_error_t *err)
 {
-  yajl_val files = jget(target, "files");
+  yajl_val files = crest_config_member(target, "files");
   cleanup_free char *rootfs = rootfs_of(config, bundle);
 
   if (!rootfs || !files || !YAJL_IS_ARRAY(files))
     return crest_error_make(err, 0, "the archive has no root.path or file list");
   for (size_t i = 0; i < files->u.array.len; i++)
     {
-      yajl_val f = files->u.array.values[i], sz = jget(f, "size");
+      yajl_val f = files->u.array.values[i], sz = crest_config_member(f, "size");
       const char *path = jstr(f, "path"), *mode = jstr(f, "mode"), *sha = jstr(f, "sha256");
       cleanup_free char *host = NULL;
       struct fileid id;

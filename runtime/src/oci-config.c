@@ -66,6 +66,17 @@ crest_config_parse(const char *text, yajl_val *out, crest_error_t *err)
   return 0;
 }
 
+yajl_val
+crest_config_member(yajl_val obj, const char *key)
+{
+  if (!obj || !YAJL_IS_OBJECT(obj))
+    return NULL;
+  for (size_t i = 0; i < obj->u.object.len; i++)
+    if (strcmp(obj->u.object.keys[i], key) == 0)
+      return obj->u.object.values[i];
+  return NULL;
+}
+
 const char *
 crest_config_get_string(yajl_val root, const char *const *path)
 {

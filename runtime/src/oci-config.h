@@ -27,6 +27,9 @@ crest_grant_name(enum crest_grant g);
 /* Parse a config.json text into a tree (freed with yajl_tree_free). */
 int
 crest_config_parse(const char *text, yajl_val *out, crest_error_t *err);
+/* The member KEY of OBJ, or NULL (OBJ NULL or not an object, or no KEY). */
+yajl_val
+crest_config_member(yajl_val obj, const char *key);
 /* The string value at a path of object keys (NULL-terminated), or NULL. */
 const char *
 crest_config_get_string(yajl_val root, const char *const *path);

@@ -14,20 +14,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "oci-config.h"
 #include "seccomp-profile.h"
 #include "util.h"
 
 #define BPF_INSN 8 /* sizeof(struct sock_filter) */
 #define BPF_MAX 4096
-
-static yajl_val
-key(yajl_val o, const char *k)
-{
-  for (size_t i = 0; o && YAJL_IS_OBJECT(o) && i < o->u.object.len; i++)
-    if (strcmp(o->u.object.keys[i], k) == 0)
-      return o->u.object.values[i];
-  return NULL;
-}
 
 static bool
 unsigned_of(yajl_val v, unsigned long long *out)
@@ -104,9 +96,11 @@ args_of(yajl_val args, struct scmp_arg_cmp *cmp, unsigned *n, bool *split, crest
     {
       yajl_val a = args->u.array.values[i];
       unsigned long long idx, v1 = 0, v2 = 0;
-      if (!unsigned_of(key(a, "index"), &idx) || idx > 5 || !unsigned_of(key(a, "value"), &v1)
-          || (key(a, "valueTwo") && !unsigned_of(key(a, "valueTwo"), &v2))
-          || !op_of(key(a, "op"), &cmp[i].op))
+      if (!unsigned_of(crest_config_member(a, "index"), &idx) || idx > 5
+          || !unsigned_of(crest_config_member(a, "value"), &v1)
+          || (crest_config_member(a, "valueTwo")
+              && !unsigned_of(crest_config_member(a, "valueTwo"), &v2))
+          || !op_of(crest_config_member(a, "op"), &cmp[i].op))
         return crest_error_make(err, EINVAL,
                                 "argument condition %zu: not an index 0-5, value, "
                                 "valueTwo and known op",
@@ -124,7 +118,7 @@ static int
 add_rule(scmp_filter_ctx ctx, yajl_val rule, uint32_t def_act, uint32_t def_errno,
          crest_error_t *err)
 {
-  yajl_val names = key(rule, "names"), er = key(rule, "errnoRet");
+  yajl_val names = crest_config_member(rule, "names"), er = crest_config_member(rule, "errnoRet");
   unsigned long long e = def_errno;
   struct scmp_arg_cmp cmp[6];
   unsigned n;
@@ -133,12 +127,13 @@ add_rule(scmp_filter_ctx ctx, yajl_val rule, uint32_t def_act, uint32_t def_errn
 
   if (er && (!unsigned_of(er, &e) || e > 4095))
     return crest_error_make(err, EINVAL, "errnoRet is not a number 0-4095");
-  if (!action_of(key(rule, "action"), (uint32_t)e, &act))
+  if (!action_of(crest_config_member(rule, "action"), (uint32_t)e, &act))
     return crest_error_make(err, ENOTSUP, "action %s is not one crest compiles",
-                            key(rule, "action") && YAJL_IS_STRING(key(rule, "action"))
-                                ? key(rule, "action")->u.string
+                            crest_config_member(rule, "action")
+                                    && YAJL_IS_STRING(crest_config_member(rule, "action"))
+                                ? crest_config_member(rule, "action")->u.string
                                 : "(none)");
-  if (args_of(key(rule, "args"), cmp, &n, &split, err) < 0)
+  if (args_of(crest_config_member(rule, "args"), cmp, &n, &split, err) < 0)
     return -1;
   if (!names || !YAJL_IS_ARRAY(names))
     return crest_error_make(err, EINVAL, "no names");
@@ -170,7 +165,7 @@ profile_head(scmp_filter_ctx ctx, yajl_val sc, unsigned *flags, crest_error_t *e
 {
   static const char *const known[]
       = { "defaultAction", "defaultErrnoRet", "architectures", "flags", "syscalls" };
-  yajl_val archs = key(sc, "architectures"), fl = key(sc, "flags");
+  yajl_val archs = crest_config_member(sc, "architectures"), fl = crest_config_member(sc, "flags");
   for (size_t i = 0; i < sc->u.object.len; i++)
     {
       size_t k = 0;
@@ -245,7 +240,8 @@ export_bpf(scmp_filter_ctx ctx, struct crest_seccomp_bpf *out, crest_error_t *er
 int
 crest_seccomp_compile(yajl_val sc, struct crest_seccomp_bpf *out, crest_error_t *err)
 {
-  yajl_val rules = key(sc, "syscalls"), de = key(sc, "defaultErrnoRet");
+  yajl_val rules = crest_config_member(sc, "syscalls"),
+           de = crest_config_member(sc, "defaultErrnoRet");
   unsigned long long def_errno = EPERM;
   uint32_t def_act;
   scmp_filter_ctx ctx;
@@ -256,7 +252,7 @@ crest_seccomp_compile(yajl_val sc, struct crest_seccomp_bpf *out, crest_error_t 
     return crest_error_make(err, EINVAL, "linux.seccomp is not an object");
   if (de && (!unsigned_of(de, &def_errno) || def_errno > 4095))
     return crest_error_make(err, EINVAL, "defaultErrnoRet is not a number 0-4095");
-  if (!action_of(key(sc, "defaultAction"), (uint32_t)def_errno, &def_act))
+  if (!action_of(crest_config_member(sc, "defaultAction"), (uint32_t)def_errno, &def_act))
     return crest_error_make(err, ENOTSUP, "its defaultAction is not one crest compiles");
   ctx = seccomp_init(def_act);
   if (!ctx)
