@@ -20,6 +20,10 @@
 #               drops half of another, has the kernel read and write its
 #               memory, all while its pages come in; the stats show faults
 #               and the fork; every byte; crest exits once all is in
+#   exit-early  zdtm-lazy, crest letting go of its tasks only once the
+#               program and its thread have exited (CREST_FAULT=
+#               lazy-late-detach, as on a slow machine): crest collects the
+#               thread (the leader's exit waits for it) and exits
 #   tree        a shell and two zdtm-anon-mem children, all three lazy: the
 #               shell's wait gets both statuses, both programs check every
 #               byte
@@ -83,7 +87,25 @@ crest_gone() {
         sleep 0.05
     done
     echo "FAIL: crest still runs 90 s after the restored program's verdict: $(pgrep -a -x crest)"
+    hang_report
     exit 1
+}
+# hang_report: what each process left in this PID namespace is doing.
+hang_report() {
+    local p t
+    for p in $(ls /proc | grep -E '^[0-9]+$'); do
+        [ "$p" = 1 ] || [ "$p" = $$ ] || [ "$p" = "$BASHPID" ] && continue
+        [ -r "/proc/$p/comm" ] || continue
+        for t in /proc/$p/task/*; do
+            echo "  task ${t##*/} of $p ($(cat /proc/$p/comm 2>/dev/null)):" \
+                "$(grep -E '^(State|TracerPid|SigPnd|ShdPnd|SigBlk)' "$t/status" 2>/dev/null | tr -s '\t\n' '  ')" \
+                "wchan $(cat "$t/wchan" 2>/dev/null) syscall $(cat "$t/syscall" 2>/dev/null)"
+        done
+        [ "$(cat /proc/$p/comm 2>/dev/null)" = crest ] || continue
+        echo "  fds of $p: $(ls -l /proc/$p/fd 2>/dev/null | awk 'NR > 1 { printf "%s->%s ", $9, $11 }')"
+        command -v strace >/dev/null && timeout 3 strace -tt -p "$p" 2>&1 | head -40 | sed 's/^/  strace: /'
+    done
+    echo "  stderr of the restore: $(tail -5 rest.err 2>/dev/null)"
 }
 # nothing_left: the tree is gone, and no crest process is left.
 nothing_left() {
@@ -117,6 +139,16 @@ while)
     [ "${faults:-0}" -gt 0 ] && [ "${forks:-0}" = 1 ] \
         || { echo "FAIL: the pages did not come by fault, or the fork was not seen: '$st' $(cat rest.err)"; exit 1; }
     echo "NOTE: $st; crest exited ${GONE_AFTER} s after the verdict"
+    ;;
+exit-early)
+    need_hooks "CREST_FAULT"
+    start zdtm-lazy
+    CREST_STATS=1 CREST_FAULT=lazy-late-detach "$CREST" restore --image-path img -d --lazy-pages 2>rest.err \
+        || { echo "FAIL: restore: $(cat rest.err)"; exit 1; }
+    verdict
+    crest_gone
+    grep -q 'lazy restore stats' rest.err || { echo "FAIL: no stats: $(cat rest.err)"; exit 1; }
+    echo "NOTE: $(grep 'lazy restore stats' rest.err); crest exited ${GONE_AFTER} s after the verdict"
     ;;
 tree)
     rm -rf img r1 r2 res1 res2

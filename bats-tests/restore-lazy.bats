@@ -28,6 +28,7 @@ scenario() {
 
 @test "lazy restore: every byte of zdtm-anon-mem, untouched pages not resident, no task traced once all is in" { scenario anon; }
 @test "lazy restore: fork, mremap, MADV_DONTNEED, the kernel reading and writing lazy memory while the pages come in" { scenario while; }
+@test "lazy restore: the program and its thread exit before crest lets go of them: crest collects both and exits" { scenario exit-early; }
 @test "lazy restore: a shell and two programs, all lazy: every byte, the shell's wait gets both" { scenario tree; }
 @test "lazy restore without -d: crest waits for the root and exits with its status" { scenario wait; }
 @test "lazy restore: the filling process SIGKILLed mid-way kills the tree, no page answered with zeros" { scenario kill-filler; }

@@ -80,6 +80,7 @@ struct lproc
   bool moved;   /* a lazy mapping was moved (mremap): it may have grown */
   uint8_t *src; /* its page file, mapped read-only, or NULL */
   uint64_t src_len;
+  int64_t unreg_since; /* ms: a copy found no registered range, no event read since; or 0 */
 };
 
 struct ltask
@@ -101,7 +102,7 @@ struct lazy
   int root_status;
   bool root_exited;
   uint64_t filled_chunks;
-  uint64_t n_faults, n_syscalls, n_fill_all, n_forks; /* CREST_STATS */
+  uint64_t n_faults, n_syscalls, n_fill_all, n_forks, n_unreg; /* CREST_STATS */
   int caller_fd;   /* --detach: a pidfd of the caller, until it has returned */
   uint64_t *retry; /* faults to answer again: (process index, address) pairs */
   size_t nretry;
@@ -577,6 +578,14 @@ segs_change(struct lproc *lp, uint64_t s, uint64_t e, int how, int64_t shift)
     }
 }
 
+static int64_t
+mono_ms(void)
+{
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
 /* Fill up to MAX pages to copy from page IDX on (its state PG_DATA), as
    far as they are contiguous in the image and where they are now. 0 done,
    1 to try again once the events are read (the layout is changing), -1. */
@@ -617,17 +626,34 @@ copy_pages(struct lazy *L, struct lproc *lp, uint64_t idx, uint64_t max, crest_e
         break;
       if (errno == EAGAIN)
         return 1;
+      if (errno == ENOENT)
+        {
+          /* Nothing registered there: an unmap, or a move (mremap: the
+             pages go with it, and are missing at the new place) whose
+             event comes next. Again once the events are read; an event
+             that never comes is a layout crest does not know, and no
+             page of it is answered with zeros. */
+          int64_t now = mono_ms();
+          L->n_unreg++;
+          if (!lp->unreg_since)
+            lp->unreg_since = now;
+          if (now - lp->unreg_since > 5000)
+            return crest_error_make(err, ENOENT,
+                                    "lazy restore: process %d: the page at %#" PRIx64
+                                    " is no longer registered, and no event says where it went",
+                                    lp->p->pid, (uint64_t)cp.dst);
+          return 1;
+        }
       if (errno == ESRCH)
         {
           /* Its memory is gone (it exited or replaced its program). */
           lp->left = 0;
           return 0;
         }
-      if (errno != EEXIST && errno != ENOENT)
+      if (errno != EEXIST)
         return crest_error_errno(err, "lazy restore: process %d: UFFDIO_COPY at %#" PRIx64,
                                  lp->p->pid, (uint64_t)cp.dst);
-      /* Present already, or no longer registered (an unmap whose event
-         comes next): nothing to copy there. */
+      /* Present already: nothing to copy there. */
       set_state(lp, idx + done, PG_FILLED);
       done++;
     }
@@ -682,6 +708,10 @@ read_events(struct lazy *L, struct lproc *lp, crest_error_t *err)
     for (size_t i = 0; i < (size_t)got / sizeof m[0]; i++)
       {
         int r = 0;
+        if (m[i].event != UFFD_EVENT_PAGEFAULT && !(lp->unreg_since = 0))
+          crest_debug("lazy restore: process %d: event %#x %#" PRIx64 " %#" PRIx64 " %#" PRIx64,
+                      lp->p->pid, m[i].event, (uint64_t)m[i].arg.remap.from,
+                      (uint64_t)m[i].arg.remap.to, (uint64_t)m[i].arg.remap.len);
         if (m[i].event == UFFD_EVENT_PAGEFAULT)
           r = on_fault(L, lp, m[i].arg.pagefault.address, err);
         else if (m[i].event == UFFD_EVENT_REMOVE)
@@ -1047,60 +1077,120 @@ on_wait(struct rctx *c, struct lazy *L, pid_t w, int st, int *sig, crest_error_t
   return 0;
 }
 
+/* One stop or exit of W, and W let go on as it should. */
+static int
+reap_one(struct rctx *c, struct lazy *L, pid_t w, int st, crest_error_t *err)
+{
+  int sig;
+  if (on_wait(c, L, w, st, &sig, err) < 0)
+    return -1;
+  if (sig == -2)
+    ptrace(PTRACE_LISTEN, w, 0, 0);
+  else if (sig >= 0)
+    ptrace(tracing(task_of(L, w)) ? PTRACE_SYSCALL : PTRACE_CONT, w, 0, sig);
+  return 0;
+}
+
 static int
 reap(struct rctx *c, struct lazy *L, crest_error_t *err)
 {
   pid_t w;
-  int st, sig;
+  int st;
   while ((w = waitpid(-1, &st, __WALL | WNOHANG)) > 0)
-    {
-      if (on_wait(c, L, w, st, &sig, err) < 0)
-        return -1;
-      if (sig == -2)
-        ptrace(PTRACE_LISTEN, w, 0, 0);
-      else if (sig >= 0)
-        ptrace(tracing(task_of(L, w)) ? PTRACE_SYSCALL : PTRACE_CONT, w, 0, sig);
-    }
+    if (reap_one(c, L, w, st, err) < 0)
+      return -1;
   return 0;
 }
 
+/* Test hook (CREST_FAULT=lazy-late-detach): once every page is in, the
+   tree's tasks run on until its root has exited before crest lets go of
+   them, as when crest is slow (a loaded machine checking the page files)
+   and the program ends at once: their stops are answered, their exits
+   left to collect (a leader that exited waits for its traced threads).
+   Looks every 10 ms, at most 60 s. */
+static void
+late_detach(struct rctx *c, struct lazy *L)
+{
+  const char *f = crest_test_knob("CREST_FAULT");
+  char path[64], buf[256], *p;
+  crest_error_t e = NULL;
+  if (!f || strcmp(f, "lazy-late-detach") != 0)
+    return;
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)c->p[0].pid);
+  for (int i = 0; i < 6000; i++)
+    {
+      cleanup_close int fd = open(path, O_RDONLY | O_CLOEXEC);
+      ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+      if (n <= 0)
+        break;
+      buf[n] = 0;
+      if ((p = strrchr(buf, ')')) && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
+        break;
+      for (size_t k = 0; k < L->nt; k++)
+        {
+          siginfo_t si;
+          pid_t tid = L->t[k].tid;
+          int st;
+          memset(&si, 0, sizeof si);
+          if (tid && waitid(P_PID, tid, &si, WSTOPPED | WNOHANG | WNOWAIT | __WALL) == 0
+              && si.si_pid == tid && waitpid(tid, &st, __WALL | WNOHANG) == tid)
+            {
+              reap_one(c, L, tid, st, &e);
+              crest_error_release(&e);
+            }
+        }
+      usleep(10000);
+    }
+}
+
 /* Every page is in: each traced task is stopped and let go (one in a group
-   stop stays stopped, a signal that was being delivered goes with it). */
+   stop stays stopped, a signal that was being delivered goes with it).
+   Waits are for any task, never one TID: a leader that exited waits for
+   its other threads, and a traced thread that exited is a zombie until its
+   tracer, this, collects it. */
 static int
 detach_all(struct rctx *c, struct lazy *L, crest_error_t *err)
 {
-  for (size_t i = 0; i < L->nt; i++)
-    if (L->t[i].tid)
-      ptrace(PTRACE_INTERRUPT, L->t[i].tid, 0, 0);
-  for (size_t i = 0; i < L->nt; i++)
-    while (L->t[i].tid)
-      {
-        pid_t tid = L->t[i].tid;
-        int st, sig;
-        /* Again for one followed meanwhile (harmless when due already). */
-        ptrace(PTRACE_INTERRUPT, tid, 0, 0);
-        if (waitpid(tid, &st, __WALL) < 0)
-          {
-            if (errno == EINTR)
-              continue;
+  size_t asked = 0;
+  for (;;)
+    {
+      bool any = false;
+      pid_t w;
+      int st, sig, ev;
+      struct ltask *t;
+      /* Stopped once each, followed ones included (an interrupt asked
+         twice is harmless: it is due once). */
+      for (; asked < L->nt; asked++)
+        if (L->t[asked].tid)
+          ptrace(PTRACE_INTERRUPT, L->t[asked].tid, 0, 0);
+      for (size_t i = 0; i < L->nt; i++)
+        any |= L->t[i].tid != 0;
+      if (!any)
+        return 0;
+      w = waitpid(-1, &st, __WALL);
+      if (w < 0 && errno == EINTR)
+        continue;
+      if (w < 0)
+        {
+          /* ECHILD: no task of crest's is left to wait for. */
+          for (size_t i = 0; i < L->nt; i++)
             L->t[i].tid = 0;
-            break;
-          }
-        if (on_wait(c, L, tid, st, &sig, err) < 0)
-          return -1;
-        if (!L->t[i].tid)
-          break;
-        if ((st >> 16) == PTRACE_EVENT_FORK || (st >> 16) == PTRACE_EVENT_VFORK
-            || (st >> 16) == PTRACE_EVENT_CLONE)
-          {
-            /* The interrupt is still due: it stops again. */
-            ptrace(tracing(&L->t[i]) ? PTRACE_SYSCALL : PTRACE_CONT, tid, 0, 0);
-            continue;
-          }
-        ptrace(PTRACE_DETACH, tid, 0, sig > 0 ? sig : 0);
-        L->t[i].tid = 0;
-      }
-  return 0;
+          return 0;
+        }
+      if (on_wait(c, L, w, st, &sig, err) < 0)
+        return -1;
+      if (!(t = task_of(L, w)))
+        continue; /* gone, a new program (let go), or not yet known */
+      ev = st >> 16;
+      if (ev == PTRACE_EVENT_FORK || ev == PTRACE_EVENT_VFORK || ev == PTRACE_EVENT_CLONE)
+        {
+          /* The interrupt is still due: it stops again. */
+          ptrace(tracing(t) ? PTRACE_SYSCALL : PTRACE_CONT, w, 0, 0);
+          continue;
+        }
+      ptrace(PTRACE_DETACH, w, 0, sig > 0 ? sig : 0);
+      t->tid = 0;
+    }
 }
 
 /* Close every descriptor from 3 on but the N in KEEP. */
@@ -1247,7 +1337,8 @@ fault_point(struct lazy *L)
     kill(L->guard, SIGKILL);
 }
 
-/* One background copy: the next pages still to copy, process after process. */
+/* One background copy: the next pages still to copy, process after
+   process. 0, 1 when the layout is changing (an event to read first), -1. */
 static int
 background(struct lazy *L, size_t *rr, crest_error_t *err)
 {
@@ -1271,7 +1362,7 @@ background(struct lazy *L, size_t *rr, crest_error_t *err)
         }
       *rr = (*rr + n) % L->nlp;
       L->filled_chunks++;
-      return copy_pages(L, lp, lp->cursor, CHUNK_PAGES, err) < 0 ? -1 : 0;
+      return copy_pages(L, lp, lp->cursor, CHUNK_PAGES, err);
     }
   return 0;
 }
@@ -1282,13 +1373,13 @@ static int
 fill_loop(struct rctx *c, struct lazy *L, int sfd, crest_error_t *err)
 {
   struct pollfd *pfd = xzalloc((L->nlp + 3) * sizeof *pfd);
-  long hold = 0, pace_left = 0;
+  long hold = 0, pace_left = 0, timeout;
   struct timespec t0, last;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   last = t0;
   size_t rr = 0;
   const char *pace = crest_test_knob("CREST_LAZY_PACE_MS");
-  int rc = -1, wait_ms = pace ? atoi(pace) : 0;
+  int rc = -1, wait_ms = pace ? atoi(pace) : 0, changing = 0;
   for (;;)
     {
       uint64_t left = 0;
@@ -1326,8 +1417,12 @@ fill_loop(struct rctx *c, struct lazy *L, int sfd, crest_error_t *err)
           since = (now.tv_sec - last.tv_sec) * 1000 + (now.tv_nsec - last.tv_nsec) / 1000000;
           pace_left = since < wait_ms ? wait_ms - since : 0;
         }
-      if (poll(pfd, L->nlp + 3, L->caller_fd >= 0 ? (int)hold : (int)pace_left) < 0
-          && errno != EINTR)
+      /* A copy found the layout changing: its event is due (at most
+         10 ms to wait for it before copying on). */
+      timeout = L->caller_fd >= 0 ? hold : pace_left;
+      if (changing && timeout < 10)
+        timeout = 10;
+      if (poll(pfd, L->nlp + 3, (int)timeout) < 0 && errno != EINTR)
         {
           crest_error_errno(err, "lazy restore: poll");
           goto out;
@@ -1370,7 +1465,7 @@ fill_loop(struct rctx *c, struct lazy *L, int sfd, crest_error_t *err)
       if (wait_ms > 0 && pace_left > 0)
         continue; /* not yet: the pace's wait was cut short by an event */
       clock_gettime(CLOCK_MONOTONIC, &last);
-      if (L->caller_fd < 0 && background(L, &rr, err) < 0)
+      if (L->caller_fd < 0 && (changing = background(L, &rr, err)) < 0)
         goto out;
     }
   rc = 0;
@@ -1510,15 +1605,17 @@ lazy_run(struct rctx *c, crest_error_t *err)
       L->lp[i].uffd = -1;
       L->lp[i].done = true;
     }
+  late_detach(c, L);
   if (detach_all(c, L, err) < 0)
     goto out;
   if (crest_test_knob("CREST_STATS"))
     fprintf(stderr,
             "crest: lazy restore stats: %zu processes, %" PRIu64 " pages, running %.1f ms, every "
             "page in %.1f ms; faults %" PRIu64 ", system calls %" PRIu64 " (%" PRIu64
-            " filled the process first), forks %" PRIu64 ", background copies %" PRIu64 "\n",
+            " filled the process first), forks %" PRIu64 ", background copies %" PRIu64
+            ", copies to wait for an unmap or move %" PRIu64 "\n",
             L->nlp, pages, ms_running, ms_since_t0(c), L->n_faults, L->n_syscalls, L->n_fill_all,
-            L->n_forks, L->filled_chunks);
+            L->n_forks, L->filled_chunks, L->n_unreg);
   rc = 0;
 out:
   if (sfd >= 0)

@@ -5,6 +5,8 @@
  * - it forks: the child (whose copy of the memory is not registered with
  *   crest's userfaultfd) checks every byte of every region;
  * - it moves one region with mremap and checks it at its new address;
+ * - it moves another back and forth 32 times (each move racing crest's
+ *   background copies of it) and checks it;
  * - it drops half of another with MADV_DONTNEED (must read zero) and checks
  *   the other half;
  * - the kernel reads and writes its lazy memory: write() from a region into
@@ -27,7 +29,7 @@
 
 #define MIB (1UL << 20)
 
-static uint8_t *big, *mov, *half, *src, *dst, *grow;
+static uint8_t *big, *mov, *half, *src, *dst, *grow, *pong, *slot;
 static size_t big_len;
 
 static void *
@@ -79,6 +81,11 @@ main(int argc, char **argv)
   zdtm_fill(dst, MIB, 8, 0);
   grow = map(1 * MIB);
   zdtm_fill(grow, MIB, 9, 0);
+  pong = map(8 * MIB);
+  zdtm_fill(pong, 8 * MIB, 10, 0);
+  slot = mmap(NULL, 8 * MIB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (slot == MAP_FAILED)
+    zdtm_error("mmap: %s", strerror(errno));
   target = map(8 * MIB); /* room for the move, kept reserved */
   munmap(target, 8 * MIB);
   if (pipe(pp) < 0)
@@ -105,6 +112,22 @@ main(int argc, char **argv)
     zdtm_fail("mremap: %s", strerror(errno));
   else
     check("moved region", moved, 4 * MIB, 5, 0);
+
+  for (int i = 0; i < 32; i++)
+    {
+      uint8_t *to = i % 2 ? pong : slot, *from = i % 2 ? slot : pong;
+      if (mremap(from, 8 * MIB, 8 * MIB, MREMAP_MAYMOVE | MREMAP_FIXED, to) != to)
+        {
+          zdtm_fail("mremap %d (back and forth): %s", i, strerror(errno));
+          break;
+        }
+      if (i % 2 == 0
+          && mmap(from, 8 * MIB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+                  -1, 0)
+                 != from)
+        zdtm_error("mmap (keep the place): %s", strerror(errno));
+    }
+  check("region moved back and forth", pong, 8 * MIB, 10, 0);
 
   if (madvise(half, 2 * MIB, MADV_DONTNEED) < 0)
     zdtm_fail("madvise: %s", strerror(errno));
