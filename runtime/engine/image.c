@@ -932,6 +932,7 @@ img_reader_open_late(const char *dir, bool check_kernel, bool verify, int late,
   for (size_t i = 0; i < r->nfiles; i++)
     if (r->files[i].late && !r->late_running)
       {
+        sigset_t all, old;
         int e;
         /* Only the thread uses it, and the restore forks every task
            while the thread fills it: kept out of the forks (a copy of
@@ -947,7 +948,16 @@ img_reader_open_late(const char *dir, bool check_kernel, bool verify, int late,
           }
         madvise(r->late_buf, 1 << 20, MADV_DONTFORK);
         r->late_bad = -1;
-        if ((e = pthread_create(&r->late_tid, NULL, late_thread, r)) != 0)
+        /* Every signal blocked in the thread: a SIGCHLD the restore reads
+           through a signalfd (its own thread blocks it) must not be taken
+           by this one instead, which would discard it, and leave the
+           restore's poll to its timeout (a 1 s stall in about a third of
+           the restores, before this). */
+        sigfillset(&all);
+        pthread_sigmask(SIG_BLOCK, &all, &old);
+        e = pthread_create(&r->late_tid, NULL, late_thread, r);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+        if (e != 0)
           {
             crest_error_make(err, e, "image %s: start the checksum thread", dir);
             goto fail;
