@@ -708,10 +708,13 @@ read_events(struct lazy *L, struct lproc *lp, crest_error_t *err)
     for (size_t i = 0; i < (size_t)got / sizeof m[0]; i++)
       {
         int r = 0;
-        if (m[i].event != UFFD_EVENT_PAGEFAULT && !(lp->unreg_since = 0))
-          crest_debug("lazy restore: process %d: event %#x %#" PRIx64 " %#" PRIx64 " %#" PRIx64,
-                      lp->p->pid, m[i].event, (uint64_t)m[i].arg.remap.from,
-                      (uint64_t)m[i].arg.remap.to, (uint64_t)m[i].arg.remap.len);
+        if (m[i].event != UFFD_EVENT_PAGEFAULT)
+          {
+            lp->unreg_since = 0; /* a layout change: a copy may find its place */
+            crest_debug("lazy restore: process %d: event %#x %#" PRIx64 " %#" PRIx64 " %#" PRIx64,
+                        lp->p->pid, m[i].event, (uint64_t)m[i].arg.remap.from,
+                        (uint64_t)m[i].arg.remap.to, (uint64_t)m[i].arg.remap.len);
+          }
         if (m[i].event == UFFD_EVENT_PAGEFAULT)
           r = on_fault(L, lp, m[i].arg.pagefault.address, err);
         else if (m[i].event == UFFD_EVENT_REMOVE)
