@@ -170,20 +170,32 @@ hasher_put(struct img_hasher *h, const void *buf, size_t len, bool stop)
   pthread_mutex_unlock(&h->mu);
 }
 
+/* A thread started with every signal blocked: signals stay with the
+   thread that waits for them (a dump's dump_interrupted, a restore's
+   signalfd of SIGCHLD, which a thread with SIGCHLD unblocked would take
+   and discard, leaving the restore's poll to its 1 s timeout). 0 or an
+   error number. */
+static int
+start_quiet_thread(pthread_t *tid, void *(*fn)(void *), void *arg)
+{
+  sigset_t all, old;
+  int e;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  e = pthread_create(tid, NULL, fn, arg);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return e;
+}
+
 int
 img_out_async(struct img_out *o, crest_error_t *err)
 {
   struct img_hasher *h = xzalloc(sizeof *h);
-  sigset_t all, old;
   int e;
   pthread_mutex_init(&h->mu, NULL);
   pthread_cond_init(&h->cv, NULL);
   h->sha = &o->sha;
-  /* Signals stay with the dumping thread (dump_interrupted). */
-  sigfillset(&all);
-  pthread_sigmask(SIG_BLOCK, &all, &old);
-  e = pthread_create(&h->tid, NULL, hasher_main, h);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  e = start_quiet_thread(&h->tid, hasher_main, h);
   if (e != 0)
     {
       free(h);
@@ -932,7 +944,6 @@ img_reader_open_late(const char *dir, bool check_kernel, bool verify, int late,
   for (size_t i = 0; i < r->nfiles; i++)
     if (r->files[i].late && !r->late_running)
       {
-        sigset_t all, old;
         int e;
         /* Only the thread uses it, and the restore forks every task
            while the thread fills it: kept out of the forks (a copy of
@@ -948,16 +959,7 @@ img_reader_open_late(const char *dir, bool check_kernel, bool verify, int late,
           }
         madvise(r->late_buf, 1 << 20, MADV_DONTFORK);
         r->late_bad = -1;
-        /* Every signal blocked in the thread: a SIGCHLD the restore reads
-           through a signalfd (its own thread blocks it) must not be taken
-           by this one instead, which would discard it, and leave the
-           restore's poll to its timeout (a 1 s stall in about a third of
-           the restores, before this). */
-        sigfillset(&all);
-        pthread_sigmask(SIG_BLOCK, &all, &old);
-        e = pthread_create(&r->late_tid, NULL, late_thread, r);
-        pthread_sigmask(SIG_SETMASK, &old, NULL);
-        if (e != 0)
+        if ((e = start_quiet_thread(&r->late_tid, late_thread, r)) != 0)
           {
             crest_error_make(err, e, "image %s: start the checksum thread", dir);
             goto fail;

@@ -80,7 +80,8 @@ struct lproc
   bool moved;   /* a lazy mapping was moved (mremap): it may have grown */
   uint8_t *src; /* its page file, mapped read-only, or NULL */
   uint64_t src_len;
-  int64_t unreg_since; /* ms: a copy found no registered range, no event read since; or 0 */
+  bool unreg_wait;             /* a copy found no registered range, no event read since */
+  struct timespec unreg_since; /* since when */
 };
 
 struct ltask
@@ -399,14 +400,6 @@ lazy_root_status(struct rctx *c, int *st)
   return true;
 }
 
-static double
-ms_since_t0(const struct rctx *c)
-{
-  struct timespec now;
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  return (now.tv_sec - c->t0.tv_sec) * 1e3 + (now.tv_nsec - c->t0.tv_nsec) / 1e6;
-}
-
 static void
 notify(char kind, const char *text)
 {
@@ -578,14 +571,6 @@ segs_change(struct lproc *lp, uint64_t s, uint64_t e, int how, int64_t shift)
     }
 }
 
-static int64_t
-mono_ms(void)
-{
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* Fill up to MAX pages to copy from page IDX on (its state PG_DATA), as
    far as they are contiguous in the image and where they are now. 0 done,
    1 to try again once the events are read (the layout is changing), -1. */
@@ -633,11 +618,11 @@ copy_pages(struct lazy *L, struct lproc *lp, uint64_t idx, uint64_t max, crest_e
              event comes next. Again once the events are read; an event
              that never comes is a layout crest does not know, and no
              page of it is answered with zeros. */
-          int64_t now = mono_ms();
           L->n_unreg++;
-          if (!lp->unreg_since)
-            lp->unreg_since = now;
-          if (now - lp->unreg_since > 5000)
+          if (!lp->unreg_wait)
+            clock_gettime(CLOCK_MONOTONIC, &lp->unreg_since);
+          lp->unreg_wait = true;
+          if (ms_since(&lp->unreg_since) > 5000)
             return crest_error_make(err, ENOENT,
                                     "lazy restore: process %d: the page at %#" PRIx64
                                     " is no longer registered, and no event says where it went",
@@ -710,7 +695,7 @@ read_events(struct lazy *L, struct lproc *lp, crest_error_t *err)
         int r = 0;
         if (m[i].event != UFFD_EVENT_PAGEFAULT)
           {
-            lp->unreg_since = 0; /* a layout change: a copy may find its place */
+            lp->unreg_wait = false; /* a layout change: a copy may find its place */
             crest_debug("lazy restore: process %d: event %#x %#" PRIx64 " %#" PRIx64 " %#" PRIx64,
                         lp->p->pid, m[i].event, (uint64_t)m[i].arg.remap.from,
                         (uint64_t)m[i].arg.remap.to, (uint64_t)m[i].arg.remap.len);
@@ -1401,9 +1386,7 @@ fill_loop(struct rctx *c, struct lazy *L, int sfd, crest_error_t *err)
          faults are answered meanwhile. */
       if (L->caller_fd >= 0)
         {
-          struct timespec now;
-          clock_gettime(CLOCK_MONOTONIC, &now);
-          hold = 100 - ((now.tv_sec - t0.tv_sec) * 1000 + (now.tv_nsec - t0.tv_nsec) / 1000000);
+          hold = 100 - (long)ms_since(&t0);
           if (hold <= 0)
             {
               close(L->caller_fd);
@@ -1414,10 +1397,7 @@ fill_loop(struct rctx *c, struct lazy *L, int sfd, crest_error_t *err)
          whatever else wakes the loop. */
       if (wait_ms > 0 && L->caller_fd < 0)
         {
-          struct timespec now;
-          long since;
-          clock_gettime(CLOCK_MONOTONIC, &now);
-          since = (now.tv_sec - last.tv_sec) * 1000 + (now.tv_nsec - last.tv_nsec) / 1000000;
+          long since = (long)ms_since(&last);
           pace_left = since < wait_ms ? wait_ms - since : 0;
         }
       /* A copy found the layout changing: its event is due (at most
@@ -1564,7 +1544,7 @@ lazy_run(struct rctx *c, crest_error_t *err)
     }
   if (start_guard(c, L, err) < 0 || start_tasks(c, L, err) < 0)
     goto out;
-  ms_running = ms_since_t0(c);
+  ms_running = ms_since(&c->t0);
   if (c->o->pid_file)
     {
       char num[24];
@@ -1617,7 +1597,7 @@ lazy_run(struct rctx *c, crest_error_t *err)
             "page in %.1f ms; faults %" PRIu64 ", system calls %" PRIu64 " (%" PRIu64
             " filled the process first), forks %" PRIu64 ", background copies %" PRIu64
             ", copies to wait for an unmap or move %" PRIu64 "\n",
-            L->nlp, pages, ms_running, ms_since_t0(c), L->n_faults, L->n_syscalls, L->n_fill_all,
+            L->nlp, pages, ms_running, ms_since(&c->t0), L->n_faults, L->n_syscalls, L->n_fill_all,
             L->n_forks, L->filled_chunks, L->n_unreg);
   rc = 0;
 out:
