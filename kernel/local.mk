@@ -6,8 +6,6 @@ EXTRA_DIST += \
 	kernel/README.md \
 	kernel/build-kernel \
 	kernel/config \
-	kernel/criu.config \
-	kernel/criu-check.bats \
 	kernel/patches \
 	kernel/selftests
 

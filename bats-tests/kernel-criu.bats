@@ -1,6 +1,4 @@
 #!/usr/bin/env bats
-# Not run yet: moves to bats-tests/kernel-criu.bats once kernel/criu.config
-# is in the build (kernel/README.md, "What CRIU needs").
 # vm-as: root
 # vm-kernel: patched
 # CRIU 3.17 (Debian's package in the image, root only) works on the patched
