@@ -22,32 +22,41 @@
 #include "image.h"
 #include "log.h"
 #include "restore-int.h"
-#include "sha256.h"
+#include "digest.h"
 #include "testhook.h"
 #include "util.h"
 
 /* A pre-dump's page file is hashed block by block as well (its sums file,
-   img_sums_name: the SHA-256 of each SUM_BLOCK bytes, the last block
-   shorter): a restore reads only some of a parent's pages, and checks
-   only the blocks it reads (chain_check_reads). */
+   img_sums_name: the digest of each SUM_BLOCK bytes, the last block
+   shorter, with the page file's algorithm: XXH3-128, 16 bytes a block, or
+   in an image of format 9 or older SHA-256, 32 bytes): a restore reads
+   only some of a parent's pages, and checks only the blocks it reads
+   (chain_check_reads). */
 #define SUM_BLOCK (256u << 10)
 
 struct sums
 {
-  struct sha256 s;
-  uint8_t *out; /* 32 bytes a block */
+  struct digest s;
+  uint8_t *out; /* digest_size bytes a block */
   size_t n;
 };
 
 static void
+sums_block(struct sums *b)
+{
+  size_t len = digest_size(b->s.alg);
+  b->out = xrealloc(b->out, (b->n + 1) * len);
+  digest_final(&b->s, b->out + len * b->n++);
+}
+
+static void
 sums_add(struct sums *b, const void *buf, uint64_t size_after)
 {
-  sha256_update(&b->s, buf, PAGE);
+  digest_update(&b->s, buf, PAGE);
   if (size_after % SUM_BLOCK == 0)
     {
-      b->out = xrealloc(b->out, (b->n + 1) * 32);
-      sha256_final(&b->s, b->out + 32 * b->n++);
-      sha256_init(&b->s);
+      sums_block(b);
+      digest_init(&b->s, b->s.alg);
     }
 }
 
@@ -57,11 +66,9 @@ sums_write(struct dctx *c, struct sums *b, const char *name, uint64_t size, cres
 {
   cleanup_free char *sname = img_sums_name(name);
   if (size % SUM_BLOCK)
-    {
-      b->out = xrealloc(b->out, (b->n + 1) * 32);
-      sha256_final(&b->s, b->out + 32 * b->n++);
-    }
-  return img_write_file(c->w, sname, b->out ? (const void *)b->out : "", b->n * 32, err);
+    sums_block(b);
+  return img_write_file(c->w, sname, b->out ? (const void *)b->out : "",
+                        b->n * digest_size(b->s.alg), err);
 }
 
 struct chain_vma
@@ -612,9 +619,9 @@ predump_finish(struct dctx *c, crest_error_t *err)
       struct img_out o;
       struct sums sums = { .n = 0 };
       uint64_t size;
-      sha256_init(&sums.s);
       if (img_out_open(c->w, name, &o, err) < 0)
         goto out;
+      digest_init(&sums.s, o.dg.alg);
       if (predump_copy(c, q, &o, &sums, err) < 0 || (size = o.size, img_out_close(&o, err)) < 0)
         {
           if (o.fd >= 0)
@@ -690,16 +697,14 @@ check_blocks(const struct img_reader *r, const struct img_file *f, const uint8_t
       for (uint64_t b = run->off / SUM_BLOCK; b <= (run->off + run->len - 1) / SUM_BLOCK; b++)
         {
           uint64_t len = f->size - b * SUM_BLOCK < SUM_BLOCK ? f->size - b * SUM_BLOCK : SUM_BLOCK;
+          size_t dlen = digest_size(f->alg);
           uint8_t d[32];
-          struct sha256 s;
           if (done[b])
             continue;
           if (pread(f->fd, buf, len, (off_t)(b * SUM_BLOCK)) != (ssize_t)len)
             return crest_error_errno(err, "image %s: file %s: read", r->dir, f->name);
-          sha256_init(&s);
-          sha256_update(&s, buf, len);
-          sha256_final(&s, d);
-          if (memcmp(d, sums + 32 * b, 32) != 0)
+          digest_of(f->alg, buf, len, d);
+          if (memcmp(d, sums + dlen * b, dlen) != 0)
             return crest_error_make(err, EINVAL,
                                     "image %s: file %s: block %" PRIu64
                                     ": checksum mismatch (corrupted image)",
@@ -722,7 +727,7 @@ chain_check_reads(const struct rctx *c, crest_error_t *err)
         cleanup_free char *name = NULL, *sname = NULL, *sums = NULL;
         cleanup_free bool *done = NULL;
         const struct img_file *f;
-        size_t nblocks, len = 0;
+        size_t nblocks, dlen, len = 0;
         if (p->zombie || !p->chain_size[k])
           continue;
         name = xasprintf("pages-%d.img", p->pid);
@@ -730,13 +735,14 @@ chain_check_reads(const struct rctx *c, crest_error_t *err)
         if (!f || !f->blocks)
           continue;
         nblocks = (f->size + SUM_BLOCK - 1) / SUM_BLOCK;
+        dlen = digest_size(f->alg);
         sname = img_sums_name(name);
-        if (img_reader_read(r, sname, nblocks * 32, &sums, &len, err) < 0)
+        if (img_reader_read(r, sname, nblocks * dlen, &sums, &len, err) < 0)
           return crest_error_wrap(err, "parent image");
-        if (len != nblocks * 32)
+        if (len != nblocks * dlen)
           return crest_error_make(err, EINVAL,
                                   "image %s: file %s: %zu bytes, %zu blocks of %s need %zu", r->dir,
-                                  sname, len, nblocks, name, nblocks * 32);
+                                  sname, len, nblocks, name, nblocks * dlen);
         if (!buf)
           buf = xmalloc(SUM_BLOCK);
         done = xzalloc(nblocks + 1);

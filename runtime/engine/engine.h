@@ -23,7 +23,7 @@
    root directory of its own ("root_dir"): a reader of version 1 would ignore
    the key and restore the process running, or without its chroot, so such
    an image must not look like version 1 to it. */
-#define CREST_IMAGE_FORMAT 9
+#define CREST_IMAGE_FORMAT 10
 #define CREST_IMAGE_FORMAT_STOP 2
 #define CREST_IMAGE_FORMAT_CHROOT 2
 /* Format 3: records of docs/engine.md's attribute tables (mapping advice
@@ -49,6 +49,10 @@
    (pidfd.c); see
    docs/image-format.md. */
 #define CREST_IMAGE_FORMAT_TIMERS 9
+/* Format 10: a file's digest may be "xxh3_128" instead of "sha256" (the
+   page files, and the block digests of their sums files); see
+   docs/image-format.md. */
+#define CREST_IMAGE_FORMAT_XXH 10
 
 /* Freeze callback, used by the container glue to set cgroup.freeze; NULL in
    process mode. Called with the tree's root PID and one of:

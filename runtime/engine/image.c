@@ -117,7 +117,7 @@ img_out_open(struct img_writer *w, const char *name, struct img_out *o, crest_er
     return crest_error_errno(err, "image %s: create %s", w->final_dir, name);
   o->w = w;
   o->name = xstrdup(name);
-  sha256_init(&o->sha);
+  digest_init(&o->dg, w->sha256_only ? DIGEST_SHA256 : img_digest_alg(name));
   return 0;
 }
 
@@ -131,7 +131,7 @@ struct img_hasher
   const void *buf;
   size_t len;
   bool stop;
-  struct sha256 *sha;
+  struct digest *dg;
 };
 
 static void *
@@ -146,7 +146,7 @@ hasher_main(void *arg)
       if (!h->buf)
         break;
       pthread_mutex_unlock(&h->mu);
-      sha256_update(h->sha, h->buf, h->len);
+      digest_update(h->dg, h->buf, h->len);
       pthread_mutex_lock(&h->mu);
       h->buf = NULL;
       pthread_cond_broadcast(&h->cv);
@@ -194,7 +194,7 @@ img_out_async(struct img_out *o, crest_error_t *err)
   int e;
   pthread_mutex_init(&h->mu, NULL);
   pthread_cond_init(&h->cv, NULL);
-  h->sha = &o->sha;
+  h->dg = &o->dg;
   e = start_quiet_thread(&h->tid, hasher_main, h);
   if (e != 0)
     {
@@ -245,7 +245,7 @@ img_out_write(struct img_out *o, const void *buf, size_t len, crest_error_t *err
   if (o->h)
     hasher_put(o->h, buf, len, false);
   else
-    sha256_update(&o->sha, buf, len);
+    digest_update(&o->dg, buf, len);
   o->size += len;
   return 0;
 }
@@ -255,7 +255,6 @@ img_out_close(struct img_out *o, crest_error_t *err)
 {
   struct img_writer *w = o->w;
   struct img_file *f;
-  uint8_t d[32];
   int ret = 0;
 
   hasher_end(o);
@@ -272,8 +271,8 @@ img_out_close(struct img_out *o, crest_error_t *err)
       f = &w->files[w->nfiles++];
       f->name = o->name;
       f->size = o->size;
-      sha256_final(&o->sha, d);
-      sha256_hex(d, f->sha);
+      f->alg = o->dg.alg;
+      digest_final_hex(&o->dg, f->sha);
       o->name = NULL;
     }
   free(o->name);
@@ -326,6 +325,9 @@ img_writer_commit(struct img_writer *w, const char *config_digest, int format, c
      for, or more if the writer was told of a field that needs it. */
   if ((w->pre_dump || w->parent_path) && format < CREST_IMAGE_FORMAT_CHAIN)
     format = CREST_IMAGE_FORMAT_CHAIN;
+  for (size_t i = 0; i < w->nfiles; i++)
+    if (w->files[i].alg != DIGEST_SHA256 && format < CREST_IMAGE_FORMAT_XXH)
+      format = CREST_IMAGE_FORMAT_XXH;
   jput_int(g, "format", w->format > format ? w->format : format);
   jput_str(g, "crest_version", PACKAGE_VERSION);
   jput_key(g, "kernel");
@@ -356,7 +358,7 @@ img_writer_commit(struct img_writer *w, const char *config_digest, int format, c
       yajl_gen_map_open(g);
       jput_str(g, "name", w->files[i].name);
       jput_int(g, "size", (long long)w->files[i].size);
-      jput_str(g, "sha256", w->files[i].sha);
+      jput_str(g, digest_key(w->files[i].alg), w->files[i].sha);
       yajl_gen_map_close(g);
     }
   yajl_gen_array_close(g);
@@ -629,15 +631,15 @@ img_reader_find(struct img_reader *r, const char *name)
   return NULL;
 }
 
-/* The SHA-256 of the SIZE bytes of FD, in HEX, read through BUF (1 MiB):
-   0, or an errno value (EIO: shorter than SIZE). Allocates nothing and
-   reports nothing, so that a thread may run it while its process forks. */
+/* The digest (ALG) of the SIZE bytes of FD, in HEX, read through BUF
+   (1 MiB): 0, or an errno value (EIO: shorter than SIZE). Allocates nothing
+   and reports nothing, so that a thread may run it while its process
+   forks. */
 static int
-hash_fd(int fd, uint64_t size, uint8_t *buf, char hex[65])
+hash_fd(int fd, uint64_t size, int alg, uint8_t *buf, char hex[65])
 {
-  struct sha256 s;
-  uint8_t d[32];
-  sha256_init(&s);
+  struct digest s;
+  digest_init(&s, alg);
   for (uint64_t done = 0; done < size;)
     {
       uint64_t left = size - done;
@@ -646,11 +648,10 @@ hash_fd(int fd, uint64_t size, uint8_t *buf, char hex[65])
         continue;
       if (n <= 0)
         return n < 0 ? errno : EIO;
-      sha256_update(&s, buf, n);
+      digest_update(&s, buf, n);
       done += n;
     }
-  sha256_final(&s, d);
-  sha256_hex(d, hex);
+  digest_final_hex(&s, hex);
   return 0;
 }
 
@@ -701,7 +702,7 @@ verify_file(struct img_reader *r, struct img_file *f, bool verify, int late, uin
       f->late = true;
       return 0;
     }
-  return hash_check(r, f, hash_fd(f->fd, f->size, buf, hex), hex, err);
+  return hash_check(r, f, hash_fd(f->fd, f->size, f->alg, buf, hex), hex, err);
 }
 
 /* The reader's thread: every page file left to hash, one after the other,
@@ -714,7 +715,7 @@ late_thread(void *arg)
   for (size_t i = 0; i < r->nfiles; i++)
     if (r->files[i].late)
       {
-        int e = hash_fd(r->files[i].fd, r->files[i].size, r->late_buf, hex);
+        int e = hash_fd(r->files[i].fd, r->files[i].size, r->files[i].alg, r->late_buf, hex);
         if (e || strcmp(hex, r->files[i].sha) != 0)
           {
             r->late_bad = (ssize_t)i;
@@ -858,17 +859,25 @@ manifest_parse(struct img_reader *r, const char *text, bool check_kernel, crest_
     {
       const char *name, *sha;
       int64_t size;
+      /* Each file has one digest: "sha256", or from format 10 on
+         "xxh3_128" (img_digest_alg: the page files). */
+      int alg = fmt >= CREST_IMAGE_FORMAT_XXH && jfind(items[i], "xxh3_128") ? DIGEST_XXH3_128
+                                                                              : DIGEST_SHA256;
       if (jget_str(items[i], "name", &name, err) < 0 || jget_i64(items[i], "size", &size, err) < 0
-          || jget_str(items[i], "sha256", &sha, err) < 0)
+          || jget_str(items[i], digest_key(alg), &sha, err) < 0)
         FAIL("%s", "");
-      if (!img_name_ok(name) || strcmp(name, IMG_MANIFEST) == 0 || size < 0 || strlen(sha) != 64)
+      if (!img_name_ok(name) || strcmp(name, IMG_MANIFEST) == 0 || size < 0
+          || strlen(sha) != 2 * digest_size(alg)
+          || strspn(sha, "0123456789abcdef") != 2 * digest_size(alg)
+          || (alg == DIGEST_XXH3_128 && jfind(items[i], "sha256")))
         FAIL("image %s: %s: bad entry %ld", dir, IMG_MANIFEST, i);
       if (img_reader_find(r, name))
         FAIL("image %s: %s: file %s listed twice", dir, IMG_MANIFEST, name);
       r->files[r->nfiles].fd = -1;
       r->files[r->nfiles].name = xstrdup(name);
       r->files[r->nfiles].size = size;
-      memcpy(r->files[r->nfiles].sha, sha, 65);
+      r->files[r->nfiles].alg = alg;
+      snprintf(r->files[r->nfiles].sha, sizeof r->files[r->nfiles].sha, "%s", sha);
       r->nfiles++;
     }
   yajl_tree_free(root);
@@ -1059,8 +1068,7 @@ img_reader_read(struct img_reader *r, const char *name, size_t max, char **out, 
                 crest_error_t *err)
 {
   uint64_t size;
-  struct sha256 s;
-  uint8_t d[32];
+  struct digest s;
   char hex[65];
   const struct img_file *f = img_reader_find(r, name);
   cleanup_close int fd = img_reader_open_file(r, name, &size, err);
@@ -1073,10 +1081,9 @@ img_reader_read(struct img_reader *r, const char *name, size_t max, char **out, 
   buf = xmalloc(size + 1);
   if (read_all(fd, buf, size) < 0)
     return crest_error_make(err, EIO, "image %s: file %s: short read", r->dir, name);
-  sha256_init(&s);
-  sha256_update(&s, buf, size);
-  sha256_final(&s, d);
-  sha256_hex(d, hex);
+  digest_init(&s, f->alg);
+  digest_update(&s, buf, size);
+  digest_final_hex(&s, hex);
   if (strcmp(hex, f->sha) != 0)
     return crest_error_make(err, EINVAL, "image %s: file %s: checksum mismatch (corrupted image)",
                             r->dir, name);

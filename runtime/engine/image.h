@@ -8,18 +8,29 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 #include "error.h"
+#include "digest.h"
 #include "sha256.h"
 
 #define IMG_MANIFEST "manifest.json"
+
+/* The digest a new image gives file NAME: XXH3-128 for the page files
+   (pages-*.img, most of the bytes), SHA-256 for the rest. */
+static inline int
+img_digest_alg(const char *name)
+{
+  return strncmp(name, "pages-", 6) == 0 ? DIGEST_XXH3_128 : DIGEST_SHA256;
+}
 
 struct img_file
 {
   char *name;
   uint64_t size;
-  char sha[65];
+  int alg;       /* its digest's algorithm (digest.h: img_digest_alg) */
+  char sha[65];  /* its digest, in hex */
   int fd;    /* reader: the descriptor it was checked through; -1 */
   bool late; /* reader: hashed by the reader's thread (img_reader_open_late) */
   /* reader, IMG_LATE_BLOCKS: a page file whose block digests (its sums file)
@@ -48,6 +59,10 @@ struct img_writer
   bool pre_dump;
   const char *parent_path;
   char parent_sha[65];
+  /* Every file's digest SHA-256, as crest wrote them before format 10
+     (the unit tests write such images: older crest's, and images of a
+     given older format). */
+  bool sha256_only;
 };
 
 struct img_out
@@ -56,7 +71,7 @@ struct img_out
   char *name;
   int fd;
   uint64_t size;
-  struct sha256 sha;
+  struct digest dg;
   struct img_hasher *h; /* img_out_async: the checksum in a thread */
 };
 

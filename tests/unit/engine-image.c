@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include "engine.h"
 #include "image.h"
+#include "digest.h"
 #include "sha256.h"
 #include "tap.h"
 #include "util.h"
@@ -92,7 +93,7 @@ check_tree(const char *name, const char *vmas, const char *pages, const char *fd
   char dir[512], rl[2048] = "", it[512] = "", regs[2 * 27 * 8 + 1];
   cleanup_free char *tree = NULL;
   cleanup_free char *zeros = xzalloc(page_bytes + 1);
-  struct img_writer *w;
+  struct img_writer *w = NULL;
   crest_error_t err = NULL;
   int rc;
 
@@ -150,8 +151,11 @@ check_tree(const char *name, const char *vmas, const char *pages, const char *fd
       tree = edited;
     }
   snprintf(dir, sizeof dir, "%s/%s", base, name);
-  if (img_writer_open(dir, &w, &err) < 0
-      || img_write_file(w, "tree.json", tree, strlen(tree), &err) < 0
+  if (img_writer_open(dir, &w, &err) == 0)
+    /* The format is the test's: a page file with XXH3-128 would raise it
+       to 10 (CREST_IMAGE_FORMAT_XXH). */
+    w->sha256_only = tree_format < CREST_IMAGE_FORMAT_XXH;
+  if (!w || img_write_file(w, "tree.json", tree, strlen(tree), &err) < 0
       || img_write_file(w, "pages-10.img", zeros, page_bytes, &err) < 0
       || img_writer_commit(w, NULL, tree_format, &err) < 0)
     {
@@ -275,6 +279,175 @@ open_bounded(const char *dir, const char *want)
   if (pid < 0 || waitpid(pid, &st, 0) < 0)
     return 3;
   return WIFEXITED(st) ? WEXITSTATUS(st) : 3;
+}
+
+/* XXH3-128 (the page files' checksum) against xxhsum -H2 of the same
+   bytes, and the same digest whether fed at once or in odd pieces. */
+static void
+digest_kat(void)
+{
+  struct digest d;
+  uint8_t raw[32];
+  char hex[65];
+  char *a = xmalloc(1000000);
+  digest_init(&d, DIGEST_XXH3_128);
+  digest_final_hex(&d, hex);
+  tap_is_str(hex, "99aa06d3014798d86001c324468d497f", "xxh3-128 of the empty string");
+  digest_init(&d, DIGEST_XXH3_128);
+  digest_update(&d, "abc", 3);
+  digest_final_hex(&d, hex);
+  tap_is_str(hex, "06b05ab6733a618578af5f94892f3950", "xxh3-128 of abc");
+  memset(a, 'a', 1000000);
+  digest_init(&d, DIGEST_XXH3_128);
+  for (size_t off = 0; off < 1000000; off += 997)
+    digest_update(&d, a + off, 1000000 - off < 997 ? 1000000 - off : 997);
+  digest_final_hex(&d, hex);
+  tap_is_str(hex, "a545df8e384a9579b1fd6fae5285c4eb",
+             "xxh3-128 of a million 'a', fed in 997-byte pieces");
+  digest_of(DIGEST_XXH3_128, a, 1000000, raw);
+  crest_hex(raw, 16, hex);
+  tap_is_str(hex, "a545df8e384a9579b1fd6fae5285c4eb", "xxh3-128 of a million 'a' at once");
+  tap_ok(digest_size(DIGEST_XXH3_128) == 16 && digest_size(DIGEST_SHA256) == 32
+             && strcmp(digest_key(DIGEST_XXH3_128), "xxh3_128") == 0
+             && strcmp(digest_key(DIGEST_SHA256), "sha256") == 0,
+         "digest sizes 16 and 32, manifest keys xxh3_128 and sha256");
+  free(a);
+}
+
+/* KEY's value for file NAME in DIR's manifest (a static buffer), or NULL. */
+static const char *
+manifest_digest(const char *dir, const char *name, const char *key, int64_t *format)
+{
+  static char out[80];
+  char path[700], ebuf[128];
+  cleanup_free char *text = NULL;
+  yajl_val root, *items;
+  const char *v = NULL, *n;
+  crest_error_t err = NULL;
+  long count;
+  snprintf(path, sizeof path, "%s/manifest.json", dir);
+  if (read_file(path, &text, NULL, 1 << 20, &err) < 0)
+    crest_error_release(&err);
+  root = text ? yajl_tree_parse(text, ebuf, sizeof ebuf) : NULL;
+  if (!root)
+    return NULL;
+  jget_i64(root, "format", format, &err);
+  count = jget_array(root, "files", &items, &err);
+  for (long i = 0; i < count; i++)
+    if (jget_str(items[i], "name", &n, &err) == 0 && strcmp(n, name) == 0)
+      {
+        const char *keypath[] = { key, NULL };
+        yajl_val k = yajl_tree_get(items[i], keypath, yajl_t_string);
+        v = k ? k->u.string : NULL;
+      }
+  snprintf(out, sizeof out, "%s", v ? v : "");
+  crest_error_release(&err);
+  yajl_tree_free(root);
+  return v ? out : NULL;
+}
+
+/* A new image's page files carry XXH3-128 (format 10), its other files
+   SHA-256; a changed page byte is found; an XXH3-128 entry in an image of
+   format 9 or with a second digest is refused; an image whose page file has
+   SHA-256 (older crest) still reads. */
+static void
+page_digests(void)
+{
+  char dir[600], path[700];
+  struct img_writer *w = NULL;
+  struct img_reader *r = NULL;
+  crest_error_t err = NULL;
+  int64_t fmt = 0;
+  const char *x, *t;
+  char *page = xzalloc(3 * 4096);
+  int fd;
+  for (int i = 0; i < 3 * 4096; i++)
+    page[i] = (char)(i * 7);
+  snprintf(dir, sizeof dir, "%s/xxh-img", base);
+  if (img_writer_open(dir, &w, &err) == 0 && img_write_file(w, "tree.json", "{}", 2, &err) == 0
+      && img_write_file(w, "pages-7.img", page, 3 * 4096, &err) == 0
+      && img_writer_commit(w, NULL, 1, &err) == 0)
+    {
+      char want[65];
+      uint8_t raw[32];
+      img_writer_free(w);
+      digest_of(DIGEST_XXH3_128, page, 3 * 4096, raw);
+      crest_hex(raw, 16, want);
+      x = manifest_digest(dir, "pages-7.img", "xxh3_128", &fmt);
+      tap_is_str(x, want, "a page file's manifest entry is its xxh3_128");
+      tap_ok(fmt == CREST_IMAGE_FORMAT_XXH && !manifest_digest(dir, "pages-7.img", "sha256", &fmt),
+             "... in a format %d manifest (got %lld), with no sha256 beside it",
+             CREST_IMAGE_FORMAT_XXH, (long long)fmt);
+      t = manifest_digest(dir, "tree.json", "sha256", &fmt);
+      tap_ok(t && strlen(t) == 64, "tree.json keeps its sha256 (%s)", t ? t : "none");
+      tap_ok(img_reader_open(dir, false, true, &r, &err) == 0,
+             "the image reads back, page file checked: %s", err ? err->msg : "");
+      img_reader_free(r);
+      r = NULL;
+      crest_error_release(&err);
+      snprintf(path, sizeof path, "%s/pages-7.img", dir);
+      fd = open(path, O_WRONLY);
+      if (fd >= 0)
+        {
+          if (pwrite(fd, "\x01", 1, 5000) != 1)
+            perror("pwrite");
+          close(fd);
+        }
+      tap_ok(img_reader_open(dir, false, true, &r, &err) < 0 && err
+                 && strstr(err->msg, "pages-7.img: checksum mismatch"),
+             "a page file with one byte changed is refused: %s", err ? err->msg : "(opened)");
+      img_reader_free(r);
+      r = NULL;
+      crest_error_release(&err);
+    }
+  else
+    tap_ok(false, "write the xxh3 test image: %s", err ? err->msg : "");
+  crest_error_release(&err);
+
+  /* The same manifest said to be format 9: an older crest would not know
+     the key, so such an image is refused rather than read. */
+  {
+    char mpath[700];
+    cleanup_free char *text = NULL, *edited = NULL;
+    char *at;
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", dir);
+    if (read_file(mpath, &text, NULL, 1 << 20, &err) < 0)
+      crest_error_release(&err);
+    at = text ? strstr(text, "\"format\": 10") : NULL;
+    if (at)
+      {
+        edited = xasprintf("%.*s\"format\": 9%s", (int)(at - text), text, at + 12);
+        put(dir, "manifest.json", edited);
+      }
+    tap_ok(at && img_reader_open(dir, false, false, &r, &err) < 0,
+           "an xxh3_128 entry in a format 9 manifest is refused: %s", err ? err->msg : "(opened)");
+    img_reader_free(r);
+    r = NULL;
+    crest_error_release(&err);
+  }
+
+  snprintf(dir, sizeof dir, "%s/sha-pages-img", base);
+  if (img_writer_open(dir, &w, &err) == 0)
+    {
+      w->sha256_only = true;
+      if (img_write_file(w, "pages-7.img", page, 3 * 4096, &err) == 0
+          && img_writer_commit(w, NULL, 1, &err) == 0)
+        {
+          img_writer_free(w);
+          w = NULL;
+          x = manifest_digest(dir, "pages-7.img", "sha256", &fmt);
+          tap_ok(x && strlen(x) == 64 && fmt == 1
+                     && img_reader_open(dir, false, true, &r, &err) == 0,
+                 "an image of format 1 whose page file has a sha256 (older crest) reads: %s",
+                 err ? err->msg : "");
+          img_reader_free(r);
+          r = NULL;
+        }
+      if (w)
+        img_writer_free(w);
+    }
+  crest_error_release(&err);
+  free(page);
 }
 
 /* Image files that are not what the manifest says, and a file replaced
@@ -417,12 +590,15 @@ main(void)
       free(data);
     }
 
+  digest_kat();
+
   snprintf(base, sizeof base, "/tmp/crest-engine-image.XXXXXX");
   if (!mkdtemp(base))
     {
       printf("Bail out! mkdtemp: %s\n", strerror(errno));
       return 1;
     }
+  page_digests();
 
   /* Writer: temporary directory, rename at commit, removal on abort. */
   snprintf(dir, sizeof dir, "%s/img", base);
