@@ -52,6 +52,14 @@ fault_at(const char *point)
   return action;
 }
 
+static pid_t fault_target;
+
+void
+dump_fault_target(pid_t tid)
+{
+  fault_target = tid;
+}
+
 int
 dump_fault(const char *point, crest_error_t *err)
 {
@@ -83,6 +91,10 @@ dump_fault(const char *point, crest_error_t *err)
       kill(getppid(), SIGKILL);
       kill(getpid(), SIGKILL);
     }
+  else if (strcmp(a, "kill-tree") == 0 && fault_target > 0)
+    /* Someone else kills the process crest waits for (the OOM killer, a
+       user's kill -9), its other threads traced by crest (ptrace.c). */
+    kill(fault_target, SIGKILL);
   else if (strcmp(a, "eio") == 0)
     return crest_error_make(err, EIO, "image: write at %s", point);
   return 0;

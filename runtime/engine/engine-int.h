@@ -104,10 +104,14 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err);
 
 /* dump-guard.c */
 /* Test hook CREST_FAULT=ACTION@POINT at POINT (seize, inject, memory,
-   files, commit): ACTION kill-crest kills the caller's process, kill-worker
-   the tracer, eio fails here with EIO. */
+   files, commit, in-call, wait): ACTION kill-crest kills the caller's
+   process, kill-worker the tracer, eio fails here with EIO, kill-tree (at
+   wait) the process of dump_fault_target. */
 int
 dump_fault(const char *point, crest_error_t *err);
+/* The task a kill-tree fault kills (CREST_FAULT=kill-tree@wait, ptrace.c). */
+void
+dump_fault_target(pid_t tid);
 /* A signal that stops a checkpoint (SIGINT, SIGTERM, SIGHUP, SIGQUIT, held
    blocked during the dump) is pending: -1 with ERR saying which. */
 int

@@ -1,13 +1,21 @@
 /* crest: ptrace helpers of the engine. */
 #include <config.h>
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include "engine-int.h"
+#include "testhook.h"
 #include "util.h"
 
 static struct
@@ -56,21 +64,133 @@ pt_release(pid_t tid, int req)
   return ptrace(req, tid, 0, sig);
 }
 
+/* Collect the exits of TID's other threads that crest traces: a
+   thread-group leader's own exit is reported only once every other thread
+   of its group is reaped, and a traced thread is reaped by its tracer only.
+   WEXITED alone: a stop of another thread stays for its own waiter. */
+static void
+reap_exited_siblings(pid_t tid)
+{
+  char path[48];
+  DIR *d;
+  struct dirent *e;
+  snprintf(path, sizeof path, "/proc/%d/task", tid);
+  d = opendir(path);
+  if (!d)
+    return;
+  while ((e = readdir(d)))
+    {
+      pid_t t = (pid_t)strtol(e->d_name, NULL, 10);
+      siginfo_t si;
+      if (t > 0 && t != tid)
+        waitid(P_PID, (id_t)t, &si, WEXITED | WNOHANG | __WALL);
+    }
+  closedir(d);
+}
+
+/* Test hook (CREST_FAULT=kill-tree@wait): the process is killed while crest
+   waits for its leader, every thread of it traced by crest. */
+static void
+wait_fault(pid_t tid)
+{
+  char path[64];
+  DIR *d;
+  struct dirent *e;
+  int threads = 0, ours = 0;
+  crest_error_t err = NULL;
+  if (!crest_test_knob("CREST_FAULT"))
+    return;
+  snprintf(path, sizeof path, "/proc/%d/task", tid);
+  if (syscall(SYS_tgkill, tid, tid, 0) < 0 || !(d = opendir(path)))
+    return; /* not a thread-group leader (tgkill: TID in group TID) */
+  while ((e = readdir(d)))
+    if (e->d_name[0] != '.')
+      {
+        char status[320], line[128];
+        FILE *f;
+        threads++;
+        snprintf(status, sizeof status, "/proc/%d/task/%s/status", tid, e->d_name);
+        if (!(f = fopen(status, "r")))
+          continue;
+        while (fgets(line, sizeof line, f))
+          if (strncmp(line, "TracerPid:", 10) == 0 && strtol(line + 10, NULL, 10) == getpid())
+            ours++;
+        fclose(f);
+      }
+  closedir(d);
+  if (threads < 2 || ours != threads)
+    return;
+  dump_fault_target(tid);
+  if (dump_fault("wait", &err) < 0)
+    crest_error_release(&err);
+  dump_fault_target(0);
+}
+
+/* Until TID stops (or exits: an error). Woken by SIGCHLD, which a tracer is
+   sent for every stop and exit of a thread it traces (read through a
+   signalfd, SIGCHLD blocked meanwhile, and raised again for the caller's
+   own use); while TID has not reported, the exits of its other threads are
+   collected, or a killed leader's exit would never come. The poll's 1 s is
+   a safety net: every wake-up is an event. */
 int
 pt_wait_stop(pid_t tid, int *status, crest_error_t *err)
 {
+  sigset_t chld, old;
+  int sfd = -2, rc;
+  bool took = false, woken = false;
+
+  if (crest_test_hooks_built())
+    wait_fault(tid);
   for (;;)
     {
-      pid_t r = waitpid(tid, status, __WALL);
+      pid_t r = waitpid(tid, status, __WALL | WNOHANG);
+      struct signalfd_siginfo si;
+      struct pollfd p;
       if (r < 0 && errno == EINTR)
         continue;
       if (r < 0)
-        return crest_error_errno(err, "task %d: wait", tid);
-      if (WIFEXITED(*status) || WIFSIGNALED(*status))
-        return crest_error_make(err, ESRCH, "task %d: exited while being checkpointed/restored",
-                                tid);
-      return 0;
+        {
+          rc = crest_error_errno(err, "task %d: wait", tid);
+          break;
+        }
+      if (r == tid)
+        {
+          rc = 0;
+          if (WIFEXITED(*status) || WIFSIGNALED(*status))
+            rc = crest_error_make(err, ESRCH,
+                                  "task %d: exited while being checkpointed/restored", tid);
+          break;
+        }
+      if (sfd == -2)
+        {
+          /* Blocked first, then asked again: a SIGCHLD sent before the
+             block was taken by its default action. */
+          sigemptyset(&chld);
+          sigaddset(&chld, SIGCHLD);
+          sigprocmask(SIG_BLOCK, &chld, &old);
+          sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+          continue;
+        }
+      if (woken)
+        reap_exited_siblings(tid);
+      p = (struct pollfd){ .fd = sfd, .events = POLLIN };
+      if (sfd >= 0)
+        poll(&p, 1, 1000);
+      else
+        poll(NULL, 0, 10); /* no signalfd (EMFILE...): look every 10 ms */
+      while (sfd >= 0 && read(sfd, &si, sizeof si) == sizeof si)
+        took = true;
+      woken = true;
     }
+  if (sfd != -2)
+    {
+      if (sfd >= 0)
+        close(sfd);
+      if (took)
+        raise(SIGCHLD);
+      sigprocmask(SIG_SETMASK, &old, NULL);
+    }
+  return rc;
 }
 
 int

@@ -16,8 +16,11 @@ static const char *const knobs[] = {
      exists); ACTION@PHASE for a checkpoint (dump-guard.c), ACTION one of
      kill-crest (the crest the caller started is killed), kill-worker (the
      engine's tracing worker is killed), kill-both (both), eio (the phase
-     fails with EIO), PHASE one of seize, inject, memory, files, commit,
-     in-call (an injected call in flight, ptrace.c); restore-kill:PHASE
+     fails with EIO), kill-tree (wait only: the process crest waits for is
+     SIGKILLed), PHASE one of seize, inject, memory, files, commit,
+     in-call (an injected call in flight, ptrace.c), wait (crest waits for
+     the leader of a process of several threads, every one of them traced
+     by crest, ptrace.c); restore-kill:PHASE
      (a process-mode restore SIGKILLs itself at PHASE: checked, files,
      created, finishing, running; `crest restore` passes restore-* on to a
      container's restorer, see docs/engine.md). */
