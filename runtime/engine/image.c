@@ -121,8 +121,10 @@ img_out_open(struct img_writer *w, const char *name, struct img_out *o, crest_er
   return 0;
 }
 
-/* One buffer at a time is handed over: the writer fills and writes the
-   next while this one is hashed. */
+/* One buffer at a time is handed over: the caller fills the next (the
+   dump: process_vm_readv) while the thread writes this one to the file and
+   hashes it, so that on two CPUs the copy out of the task and the copy into
+   the file overlap. */
 struct img_hasher
 {
   pthread_t tid;
@@ -131,6 +133,8 @@ struct img_hasher
   const void *buf;
   size_t len;
   bool stop;
+  int fd;
+  int werr; /* the first write's error number, then nothing more is written */
   struct digest *dg;
 };
 
@@ -141,13 +145,19 @@ hasher_main(void *arg)
   pthread_mutex_lock(&h->mu);
   for (;;)
     {
+      int e = 0;
       while (!h->buf && !h->stop)
         pthread_cond_wait(&h->cv, &h->mu);
       if (!h->buf)
         break;
       pthread_mutex_unlock(&h->mu);
-      digest_update(h->dg, h->buf, h->len);
+      if (!h->werr && write_all(h->fd, h->buf, h->len) < 0)
+        e = errno ? errno : EIO;
+      else if (!h->werr)
+        digest_update(h->dg, h->buf, h->len);
       pthread_mutex_lock(&h->mu);
+      if (e)
+        h->werr = e;
       h->buf = NULL;
       pthread_cond_broadcast(&h->cv);
     }
@@ -155,19 +165,26 @@ hasher_main(void *arg)
   return NULL;
 }
 
-/* Wait until the buffer handed over last is hashed; then hand BUF over
-   (NULL: none; STOP: end the thread). */
-static void
+/* Wait until the buffer handed over last is written and hashed; then hand
+   BUF over (NULL: none; STOP: end the thread). The error number of a write
+   that failed, or 0. */
+static int
 hasher_put(struct img_hasher *h, const void *buf, size_t len, bool stop)
 {
+  int e;
   pthread_mutex_lock(&h->mu);
   while (h->buf)
     pthread_cond_wait(&h->cv, &h->mu);
-  h->buf = buf;
-  h->len = len;
-  h->stop = stop;
-  pthread_cond_broadcast(&h->cv);
+  e = h->werr;
+  if (!e || stop)
+    {
+      h->buf = buf;
+      h->len = len;
+      h->stop = stop;
+      pthread_cond_broadcast(&h->cv);
+    }
   pthread_mutex_unlock(&h->mu);
+  return e;
 }
 
 /* A thread started with every signal blocked: signals stay with the
@@ -195,6 +212,7 @@ img_out_async(struct img_out *o, crest_error_t *err)
   pthread_mutex_init(&h->mu, NULL);
   pthread_cond_init(&h->cv, NULL);
   h->dg = &o->dg;
+  h->fd = o->fd;
   e = start_quiet_thread(&h->tid, hasher_main, h);
   if (e != 0)
     {
@@ -206,17 +224,20 @@ img_out_async(struct img_out *o, crest_error_t *err)
   return 0;
 }
 
-static void
+/* The error number of a write the thread failed, or 0. */
+static int
 hasher_end(struct img_out *o)
 {
+  int e;
   if (!o->h)
-    return;
-  hasher_put(o->h, NULL, 0, true);
+    return 0;
+  e = hasher_put(o->h, NULL, 0, true);
   pthread_join(o->h->tid, NULL);
   pthread_mutex_destroy(&o->h->mu);
   pthread_cond_destroy(&o->h->cv);
   free(o->h);
   o->h = NULL;
+  return e;
 }
 
 void
@@ -240,10 +261,19 @@ img_out_write(struct img_out *o, const void *buf, size_t len, crest_error_t *err
   if (strncmp(o->name, "pages-", 6) == 0 && o->size < (1 << 20) && o->size + len >= (1 << 20)
       && dump_fault("memory", err) < 0)
     return -1;
-  if (write_all(o->fd, buf, len) < 0)
-    return crest_error_errno(err, "image %s: write %s", o->w->final_dir, o->name);
   if (o->h)
-    hasher_put(o->h, buf, len, false);
+    {
+      /* BUF is the thread's until the next call returns (the caller
+         alternates two buffers). */
+      int e = hasher_put(o->h, buf, len, false);
+      if (e)
+        {
+          errno = e;
+          return crest_error_errno(err, "image %s: write %s", o->w->final_dir, o->name);
+        }
+    }
+  else if (write_all(o->fd, buf, len) < 0)
+    return crest_error_errno(err, "image %s: write %s", o->w->final_dir, o->name);
   else
     digest_update(&o->dg, buf, len);
   o->size += len;
@@ -255,12 +285,16 @@ img_out_close(struct img_out *o, crest_error_t *err)
 {
   struct img_writer *w = o->w;
   struct img_file *f;
-  int ret = 0;
+  int ret = 0, e;
 
-  hasher_end(o);
+  if ((e = hasher_end(o)))
+    {
+      errno = e;
+      ret = crest_error_errno(err, "image %s: write %s", w->final_dir, o->name);
+    }
   /* A full disk or an I/O error may only show at writeback: each file is
      on disk, or the checkpoint fails, before the manifest names it. */
-  if (o->fd >= 0 && fsync(o->fd) < 0)
+  if (ret == 0 && o->fd >= 0 && fsync(o->fd) < 0)
     ret = crest_error_errno(err, "image %s: write %s", w->final_dir, o->name);
   if (o->fd >= 0 && close(o->fd) < 0 && ret == 0)
     ret = crest_error_errno(err, "image %s: close %s", w->final_dir, o->name);

@@ -237,11 +237,12 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
       free(runs);
       return -1;
     }
-  /* Without the thread (it could not start) the file is hashed in place. */
+  /* Without the thread (it could not start) the file is written and
+     hashed in place. */
   if (img_out_async(&o, err) < 0)
     crest_error_release(err);
-  /* Two buffers in turn: the checksum of one is computed by the image's
-     thread (img_out_async) while the next is read and written. */
+  /* Two buffers in turn: one is written and hashed by the image's thread
+     (img_out_async) while the next is read out of the task. */
   bufs = xmalloc(2 * BATCH);
   buf = bufs;
 
