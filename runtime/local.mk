@@ -25,7 +25,8 @@ runtime_src_crest_SOURCES = runtime/src/main.c $(CREST_FRONTEND_SOURCES) \
 runtime_src_crest_CPPFLAGS = $(CREST_FRONTEND_CPPFLAGS)
 runtime_src_crest_CFLAGS = $(AM_CFLAGS) $(SANITIZER_CFLAGS) $(YAJL_CFLAGS) $(SECCOMP_CFLAGS) $(LIBCAP_CFLAGS) $(LIBARCHIVE_CFLAGS)
 runtime_src_crest_LDFLAGS = $(SANITIZER_LDFLAGS)
-runtime_src_crest_LDADD = $(CREST_ENGINE_LIB) $(CREST_LIB) $(YAJL_LIBS) $(SECCOMP_LIBS) $(LIBCAP_LIBS) $(LIBARCHIVE_LIBS)
+# libarchive is loaded at run time (cr-archive.c: la_load), not linked.
+runtime_src_crest_LDADD = $(CREST_ENGINE_LIB) $(CREST_LIB) $(YAJL_LIBS) $(SECCOMP_LIBS) $(LIBCAP_LIBS) -ldl
 
 # The man page, from markdown (go-md2man, as crun does).
 man1_MANS += runtime/man/crest.1

@@ -4,6 +4,7 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -30,6 +31,81 @@
 /* Bounds for what an archive may make crest unpack. */
 #define MAX_ENTRIES 100000
 #define MAX_META_BYTES (16u << 20)
+
+/* libarchive is loaded when an archive is written or read, not when crest
+   starts: with its dependencies (libxml2, ICU, libstdc++ and five
+   compressors) it slowed the start of every crest command for two options
+   most commands never use (under emulation, a VM under TCG, `crest
+   --version` took 204 ms with it linked, 165 ms without). */
+#define LA_FUNCS(X) \
+  X(archive_entry_filetype) \
+  X(archive_entry_free) \
+  X(archive_entry_hardlink) \
+  X(archive_entry_new) \
+  X(archive_entry_pathname) \
+  X(archive_entry_set_filetype) \
+  X(archive_entry_set_mtime) \
+  X(archive_entry_set_pathname) \
+  X(archive_entry_set_perm) \
+  X(archive_entry_set_size) \
+  X(archive_entry_size) \
+  X(archive_entry_size_is_set) \
+  X(archive_entry_symlink) \
+  X(archive_errno) \
+  X(archive_error_string) \
+  X(archive_read_data_block) \
+  X(archive_read_free) \
+  X(archive_read_new) \
+  X(archive_read_next_header) \
+  X(archive_read_open_filename) \
+  X(archive_read_support_filter_gzip) \
+  X(archive_read_support_filter_none) \
+  X(archive_read_support_filter_zstd) \
+  X(archive_read_support_format_tar) \
+  X(archive_write_add_filter_gzip) \
+  X(archive_write_add_filter_zstd) \
+  X(archive_write_close) \
+  X(archive_write_data) \
+  X(archive_write_data_block) \
+  X(archive_write_disk_new) \
+  X(archive_write_disk_set_options) \
+  X(archive_write_finish_entry) \
+  X(archive_write_free) \
+  X(archive_write_header) \
+  X(archive_write_new) \
+  X(archive_write_open_filename) \
+  X(archive_write_set_format_pax_restricted)
+
+static struct
+{
+#define X(f) __typeof__(f) *f;
+  LA_FUNCS(X)
+#undef X
+} la;
+
+static int
+la_load(crest_error_t *err)
+{
+  static void *h;
+  void *lib;
+  if (h)
+    return 0;
+  lib = dlopen(LIBARCHIVE_SONAME, RTLD_NOW | RTLD_LOCAL);
+  if (!lib)
+    return crest_error_make(err, ENOENT,
+                            "archives need libarchive (Debian package libarchive13): %s",
+                            dlerror());
+#define X(f)                                                                                       \
+  if (!(la.f = (__typeof__(la.f))dlsym(lib, #f)))                                                  \
+    {                                                                                              \
+      dlclose(lib);                                                                                \
+      return crest_error_make(err, ENOSYS, "%s has no %s", LIBARCHIVE_SONAME, #f);                  \
+    }
+  LA_FUNCS(X)
+#undef X
+  h = lib;
+  return 0;
+}
 
 int
 crest_parse_size(const char *text, uint64_t *out)
@@ -574,9 +650,9 @@ static int
 aerr(crest_error_t *err, struct archive *a, const char *what)
 {
   /* libarchive's message already names the cause (and often the errno). */
-  (void)archive_errno(a);
+  (void)la.archive_errno(a);
   return crest_error_make(err, 0, "%s: %s", what,
-                          archive_error_string(a) ? archive_error_string(a) : "libarchive error");
+                          la.archive_error_string(a) ? la.archive_error_string(a) : "libarchive error");
 }
 
 static double
@@ -600,15 +676,15 @@ progress(struct writer *w)
 static int
 add_entry(struct writer *w, const char *name, mode_t type, int64_t size, crest_error_t *err)
 {
-  struct archive_entry *e = archive_entry_new();
+  struct archive_entry *e = la.archive_entry_new();
   int r;
-  archive_entry_set_pathname(e, name);
-  archive_entry_set_filetype(e, type);
-  archive_entry_set_perm(e, type == AE_IFDIR ? 0700 : 0600);
-  archive_entry_set_size(e, type == AE_IFDIR ? 0 : size);
-  archive_entry_set_mtime(e, time(NULL), 0);
-  r = archive_write_header(w->a, e);
-  archive_entry_free(e);
+  la.archive_entry_set_pathname(e, name);
+  la.archive_entry_set_filetype(e, type);
+  la.archive_entry_set_perm(e, type == AE_IFDIR ? 0700 : 0600);
+  la.archive_entry_set_size(e, type == AE_IFDIR ? 0 : size);
+  la.archive_entry_set_mtime(e, time(NULL), 0);
+  r = la.archive_write_header(w->a, e);
+  la.archive_entry_free(e);
   if (r != ARCHIVE_OK)
     return aerr(err, w->a, name);
   return 0;
@@ -619,7 +695,7 @@ add_buffer(struct writer *w, const char *name, const void *data, size_t len, cre
 {
   if (add_entry(w, name, AE_IFREG, (int64_t)len, err) < 0)
     return -1;
-  if (len && archive_write_data(w->a, data, len) != (la_ssize_t)len)
+  if (len && la.archive_write_data(w->a, data, len) != (la_ssize_t)len)
     return aerr(err, w->a, name);
   return 0;
 }
@@ -644,7 +720,7 @@ add_file(struct writer *w, int dirfd, const char *name, crest_error_t *err)
       ssize_t r = read(fd, buf, left < (off_t)sizeof buf ? (size_t)left : sizeof buf);
       if (r <= 0)
         return crest_error_errno(err, "read image file `%s`", name);
-      if (archive_write_data(w->a, buf, (size_t)r) != r)
+      if (la.archive_write_data(w->a, buf, (size_t)r) != r)
         return aerr(err, w->a, entry);
       left -= r;
       w->bytes += (uint64_t)r;
@@ -678,17 +754,19 @@ static int
 open_writer(struct writer *w, const char *compress, const char *tmp, crest_error_t *err)
 {
   int r = ARCHIVE_OK;
-  w->a = archive_write_new();
-  archive_write_set_format_pax_restricted(w->a);
+  if (la_load(err) < 0)
+    return -1;
+  w->a = la.archive_write_new();
+  la.archive_write_set_format_pax_restricted(w->a);
   if (strcmp(compress, "zstd") == 0)
-    r = archive_write_add_filter_zstd(w->a);
+    r = la.archive_write_add_filter_zstd(w->a);
   else if (strcmp(compress, "gzip") == 0)
-    r = archive_write_add_filter_gzip(w->a);
+    r = la.archive_write_add_filter_gzip(w->a);
   else if (strcmp(compress, "none") != 0)
     return crest_error_make(err, 0, "--compress: `%s` is not none, gzip or zstd", compress);
   if (r != ARCHIVE_OK)
     return aerr(err, w->a, compress);
-  if (archive_write_open_filename(w->a, tmp) != ARCHIVE_OK)
+  if (la.archive_write_open_filename(w->a, tmp) != ARCHIVE_OK)
     return aerr(err, w->a, tmp);
   return 0;
 }
@@ -702,7 +780,7 @@ write_archive(struct writer *w, const char *image_dir, struct member *m, size_t 
   for (size_t i = 0; i < nm; i++)
     if (add_buffer(w, m[i].name, m[i].data, m[i].len, err) < 0)
       return -1;
-  if (archive_write_close(w->a) != ARCHIVE_OK)
+  if (la.archive_write_close(w->a) != ARCHIVE_OK)
     return aerr(err, w->a, "finish");
   return 0;
 }
@@ -750,7 +828,7 @@ crest_archive_export(const char *file, const char *compress, const char *id, con
   else
     rc = 0;
   if (w.a)
-    archive_write_free(w.a);
+    la.archive_write_free(w.a);
   if (rc < 0)
     unlink(tmp);
   else if (since(&w.t0) >= 1.0)
@@ -817,7 +895,7 @@ copy_data(struct archive *in, struct archive *out, const char *name, struct budg
       const void *buf;
       size_t size;
       la_int64_t off;
-      int r = archive_read_data_block(in, &buf, &size, &off);
+      int r = la.archive_read_data_block(in, &buf, &size, &off);
       if (r == ARCHIVE_EOF)
         return 0;
       if (r != ARCHIVE_OK)
@@ -825,7 +903,7 @@ copy_data(struct archive *in, struct archive *out, const char *name, struct budg
       b->used += size;
       if (b->used > b->limit)
         return over_budget(b, name, err);
-      if (archive_write_data_block(out, buf, size, off) != ARCHIVE_OK)
+      if (la.archive_write_data_block(out, buf, size, off) != ARCHIVE_OK)
         return aerr(err, out, name);
     }
 }
@@ -838,11 +916,11 @@ unpack(struct archive *in, struct archive *out, struct budget *b, crest_error_t 
   size_t count = 0;
   int r;
 
-  while ((r = archive_read_next_header(in, &e)) == ARCHIVE_OK)
+  while ((r = la.archive_read_next_header(in, &e)) == ARCHIVE_OK)
     {
-      const char *name = archive_entry_pathname(e);
-      mode_t type = archive_entry_filetype(e);
-      if (!name || ++count > MAX_ENTRIES || archive_entry_hardlink(e) || archive_entry_symlink(e)
+      const char *name = la.archive_entry_pathname(e);
+      mode_t type = la.archive_entry_filetype(e);
+      if (!name || ++count > MAX_ENTRIES || la.archive_entry_hardlink(e) || la.archive_entry_symlink(e)
           || !member_ok(name, type))
         return crest_error_make(err, 0,
                                 "entry `%s` is not part of a crest archive (only checkpoint/, "
@@ -850,17 +928,17 @@ unpack(struct archive *in, struct archive *out, struct budget *b, crest_error_t 
                                 name ? name : "(no name)");
       /* A size the header declares past the limit is refused before a
          byte is written. */
-      if (archive_entry_size_is_set(e) && archive_entry_size(e) > 0
-          && b->used + (uint64_t)archive_entry_size(e) > b->limit)
+      if (la.archive_entry_size_is_set(e) && la.archive_entry_size(e) > 0
+          && b->used + (uint64_t)la.archive_entry_size(e) > b->limit)
         return over_budget(b, name, err);
       /* The archive's modes and owners are not trusted: no set-ID bits, no
          foreign owner, nothing others could read. */
-      archive_entry_set_perm(e, type == AE_IFDIR ? 0700 : 0600);
-      if (archive_write_header(out, e) != ARCHIVE_OK)
+      la.archive_entry_set_perm(e, type == AE_IFDIR ? 0700 : 0600);
+      if (la.archive_write_header(out, e) != ARCHIVE_OK)
         return aerr(err, out, name);
       if (type == AE_IFREG && copy_data(in, out, name, b, err) < 0)
         return -1;
-      if (archive_write_finish_entry(out) != ARCHIVE_OK)
+      if (la.archive_write_finish_entry(out) != ARCHIVE_OK)
         return aerr(err, out, name);
     }
   if (r != ARCHIVE_EOF)
@@ -872,20 +950,26 @@ static int
 extract(const char *file, const char *dest, uint64_t limit, crest_error_t *err)
 {
   struct budget b = { limit, 0 };
-  struct archive *in = archive_read_new(), *out = archive_write_disk_new();
-  cleanup_close int here = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  struct archive *in, *out;
+  cleanup_close int here = -1;
   int rc = -1;
 
-  archive_read_support_filter_none(in);
-  archive_read_support_filter_gzip(in);
-  archive_read_support_filter_zstd(in);
-  archive_read_support_format_tar(in);
-  archive_write_disk_set_options(
+  if (la_load(err) < 0)
+    return -1;
+  in = la.archive_read_new();
+  out = la.archive_write_disk_new();
+  here = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+  la.archive_read_support_filter_none(in);
+  la.archive_read_support_filter_gzip(in);
+  la.archive_read_support_filter_zstd(in);
+  la.archive_read_support_format_tar(in);
+  la.archive_write_disk_set_options(
       out, ARCHIVE_EXTRACT_SECURE_NODOTDOT | ARCHIVE_EXTRACT_SECURE_SYMLINKS
                | ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS | ARCHIVE_EXTRACT_NO_OVERWRITE);
   if (here < 0)
     crest_error_errno(err, "open the working directory");
-  else if (archive_read_open_filename(in, file, 1 << 16) != ARCHIVE_OK)
+  else if (la.archive_read_open_filename(in, file, 1 << 16) != ARCHIVE_OK)
     aerr(err, in, "read");
   else if (chdir(dest) < 0)
     crest_error_errno(err, "enter `%s`", dest);
@@ -895,8 +979,8 @@ extract(const char *file, const char *dest, uint64_t limit, crest_error_t *err)
       if (fchdir(here) < 0 && rc == 0)
         rc = crest_error_errno(err, "return to the working directory");
     }
-  archive_read_free(in);
-  archive_write_free(out);
+  la.archive_read_free(in);
+  la.archive_write_free(out);
   return rc;
 }
 
