@@ -896,7 +896,7 @@ manifest_parse(struct img_reader *r, const char *text, bool check_kernel, crest_
       /* Each file has one digest: "sha256", or from format 10 on
          "xxh3_128" (img_digest_alg: the page files). */
       int alg = fmt >= CREST_IMAGE_FORMAT_XXH && jfind(items[i], "xxh3_128") ? DIGEST_XXH3_128
-                                                                              : DIGEST_SHA256;
+                                                                             : DIGEST_SHA256;
       if (jget_str(items[i], "name", &name, err) < 0 || jget_i64(items[i], "size", &size, err) < 0
           || jget_str(items[i], digest_key(alg), &sha, err) < 0)
         FAIL("%s", "");

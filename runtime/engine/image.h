@@ -29,10 +29,10 @@ struct img_file
 {
   char *name;
   uint64_t size;
-  int alg;       /* its digest's algorithm (digest.h: img_digest_alg) */
-  char sha[65];  /* its digest, in hex */
-  int fd;    /* reader: the descriptor it was checked through; -1 */
-  bool late; /* reader: hashed by the reader's thread (img_reader_open_late) */
+  int alg;      /* its digest's algorithm (digest.h: img_digest_alg) */
+  char sha[65]; /* its digest, in hex */
+  int fd;       /* reader: the descriptor it was checked through; -1 */
+  bool late;    /* reader: hashed by the reader's thread (img_reader_open_late) */
   /* reader, IMG_LATE_BLOCKS: a page file whose block digests (its sums file)
      are checked where it is read (chain.c: chain_check_reads), not whole */
   bool blocks;

@@ -157,8 +157,8 @@ pt_wait_stop(pid_t tid, int *status, crest_error_t *err)
         {
           rc = 0;
           if (WIFEXITED(*status) || WIFSIGNALED(*status))
-            rc = crest_error_make(err, ESRCH,
-                                  "task %d: exited while being checkpointed/restored", tid);
+            rc = crest_error_make(err, ESRCH, "task %d: exited while being checkpointed/restored",
+                                  tid);
           break;
         }
       if (sfd == -2)

@@ -37,43 +37,43 @@
    compressors) it slowed the start of every crest command for two options
    most commands never use (under emulation, a VM under TCG, `crest
    --version` took 204 ms with it linked, 165 ms without). */
-#define LA_FUNCS(X) \
-  X(archive_entry_filetype) \
-  X(archive_entry_free) \
-  X(archive_entry_hardlink) \
-  X(archive_entry_new) \
-  X(archive_entry_pathname) \
-  X(archive_entry_set_filetype) \
-  X(archive_entry_set_mtime) \
-  X(archive_entry_set_pathname) \
-  X(archive_entry_set_perm) \
-  X(archive_entry_set_size) \
-  X(archive_entry_size) \
-  X(archive_entry_size_is_set) \
-  X(archive_entry_symlink) \
-  X(archive_errno) \
-  X(archive_error_string) \
-  X(archive_read_data_block) \
-  X(archive_read_free) \
-  X(archive_read_new) \
-  X(archive_read_next_header) \
-  X(archive_read_open_filename) \
-  X(archive_read_support_filter_gzip) \
-  X(archive_read_support_filter_none) \
-  X(archive_read_support_filter_zstd) \
-  X(archive_read_support_format_tar) \
-  X(archive_write_add_filter_gzip) \
-  X(archive_write_add_filter_zstd) \
-  X(archive_write_close) \
-  X(archive_write_data) \
-  X(archive_write_data_block) \
-  X(archive_write_disk_new) \
-  X(archive_write_disk_set_options) \
-  X(archive_write_finish_entry) \
-  X(archive_write_free) \
-  X(archive_write_header) \
-  X(archive_write_new) \
-  X(archive_write_open_filename) \
+#define LA_FUNCS(X)                                                                                \
+  X(archive_entry_filetype)                                                                        \
+  X(archive_entry_free)                                                                            \
+  X(archive_entry_hardlink)                                                                        \
+  X(archive_entry_new)                                                                             \
+  X(archive_entry_pathname)                                                                        \
+  X(archive_entry_set_filetype)                                                                    \
+  X(archive_entry_set_mtime)                                                                       \
+  X(archive_entry_set_pathname)                                                                    \
+  X(archive_entry_set_perm)                                                                        \
+  X(archive_entry_set_size)                                                                        \
+  X(archive_entry_size)                                                                            \
+  X(archive_entry_size_is_set)                                                                     \
+  X(archive_entry_symlink)                                                                         \
+  X(archive_errno)                                                                                 \
+  X(archive_error_string)                                                                          \
+  X(archive_read_data_block)                                                                       \
+  X(archive_read_free)                                                                             \
+  X(archive_read_new)                                                                              \
+  X(archive_read_next_header)                                                                      \
+  X(archive_read_open_filename)                                                                    \
+  X(archive_read_support_filter_gzip)                                                              \
+  X(archive_read_support_filter_none)                                                              \
+  X(archive_read_support_filter_zstd)                                                              \
+  X(archive_read_support_format_tar)                                                               \
+  X(archive_write_add_filter_gzip)                                                                 \
+  X(archive_write_add_filter_zstd)                                                                 \
+  X(archive_write_close)                                                                           \
+  X(archive_write_data)                                                                            \
+  X(archive_write_data_block)                                                                      \
+  X(archive_write_disk_new)                                                                        \
+  X(archive_write_disk_set_options)                                                                \
+  X(archive_write_finish_entry)                                                                    \
+  X(archive_write_free)                                                                            \
+  X(archive_write_header)                                                                          \
+  X(archive_write_new)                                                                             \
+  X(archive_write_open_filename)                                                                   \
   X(archive_write_set_format_pax_restricted)
 
 static struct
@@ -92,14 +92,13 @@ la_load(crest_error_t *err)
     return 0;
   lib = dlopen(LIBARCHIVE_SONAME, RTLD_NOW | RTLD_LOCAL);
   if (!lib)
-    return crest_error_make(err, ENOENT,
-                            "archives need libarchive (Debian package libarchive13): %s",
-                            dlerror());
+    return crest_error_make(
+        err, ENOENT, "archives need libarchive (Debian package libarchive13): %s", dlerror());
 #define X(f)                                                                                       \
   if (!(la.f = (__typeof__(la.f))dlsym(lib, #f)))                                                  \
     {                                                                                              \
       dlclose(lib);                                                                                \
-      return crest_error_make(err, ENOSYS, "%s has no %s", LIBARCHIVE_SONAME, #f);                  \
+      return crest_error_make(err, ENOSYS, "%s has no %s", LIBARCHIVE_SONAME, #f);                 \
     }
   LA_FUNCS(X)
 #undef X
@@ -652,7 +651,8 @@ aerr(crest_error_t *err, struct archive *a, const char *what)
   /* libarchive's message already names the cause (and often the errno). */
   (void)la.archive_errno(a);
   return crest_error_make(err, 0, "%s: %s", what,
-                          la.archive_error_string(a) ? la.archive_error_string(a) : "libarchive error");
+                          la.archive_error_string(a) ? la.archive_error_string(a)
+                                                     : "libarchive error");
 }
 
 static double
@@ -920,8 +920,8 @@ unpack(struct archive *in, struct archive *out, struct budget *b, crest_error_t 
     {
       const char *name = la.archive_entry_pathname(e);
       mode_t type = la.archive_entry_filetype(e);
-      if (!name || ++count > MAX_ENTRIES || la.archive_entry_hardlink(e) || la.archive_entry_symlink(e)
-          || !member_ok(name, type))
+      if (!name || ++count > MAX_ENTRIES || la.archive_entry_hardlink(e)
+          || la.archive_entry_symlink(e) || !member_ok(name, type))
         return crest_error_make(err, 0,
                                 "entry `%s` is not part of a crest archive (only checkpoint/, "
                                 "spec.dump, config.dump, stats-dump, " TARGET_FILE ")",
