@@ -603,7 +603,7 @@ predump_finish(struct dctx *c, crest_error_t *err)
   uint64_t rst = 0;
   int rc = -1;
 
-  yajl_gen_config(g, yajl_gen_beautify, 1);
+  /* Not indented, as the dump's tree.json (dump.c: write_tree). */
   yajl_gen_map_open(g);
   jput_int(g, "root", c->p[0].ipid);
   for (size_t i = 0; i < pre->np; i++)
