@@ -65,8 +65,8 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
   return 0;
 }
 
-/* The image writer's hooks into the checkpoint's worker (dump-guard.c):
-   the fuzzer only reads images, so they never fire here. */
+/* The image writer's and ptrace.c's hooks into the checkpoint's worker
+   (dump-guard.c): the fuzzer only reads images, so they never fire here. */
 int
 dump_fault(const char *point, crest_error_t *err)
 {
@@ -79,6 +79,11 @@ dump_interrupted(crest_error_t *err)
 {
   (void)err;
   return 0;
+}
+void
+dump_fault_target(pid_t tid)
+{
+  (void)tid;
 }
 
 static bool
