@@ -102,18 +102,28 @@ cr_init() {
 	json_str "$st" pid
 }
 
+# _proc_state PID: PROC_STATE = the task's state letter (field 3 of
+# /proc/PID/stat); 1 if there is no such task. bash's read only: no process
+# started.
+_proc_state() {
+	local l
+	{ read -r l <"/proc/$1/stat"; } 2>/dev/null || return 1
+	l=${l##*) }
+	PROC_STATE=${l%% *}
+}
+
 # _cr_pid ID: the init's PID as the last `crest run -d` or `crest restore
 # -d` of cr_run or cr_restore wrote it, if that process is there (not a
 # zombie); else what `crest state` says. For the helpers' own bookkeeping;
 # a test's checks of the container's init use cr_init.
 _cr_pid() {
-	local f=$BATS_TEST_TMPDIR/$1.pid pid st
+	local f=$BATS_TEST_TMPDIR/$1.pid pid
 	if [ -s "$f" ]; then
 		# bash's read only: no process started
 		read -r pid <"$f" || pid=
-		if [[ $pid =~ ^[0-9]+$ ]] && { read -r st <"/proc/$pid/stat"; } 2>/dev/null; then
-			st=${st##*) } st=${st%% *}
-			[ "$st" = Z ] || { echo "$pid"; return 0; }
+		if [[ $pid =~ ^[0-9]+$ ]] && _proc_state "$pid" && [ "$PROC_STATE" != Z ]; then
+			echo "$pid"
+			return 0
 		fi
 	fi
 	cr_init "$1"
@@ -235,11 +245,8 @@ zdtm_verdict() {
 	done
 	# The init writes its verdict last and exits: once it is gone (or a
 	# zombie) every line is there. At most 3 s more, as a delay, not a check.
-	local st
 	for ((i = 0; i < 150; i++)); do
-		{ read -r st <"/proc/$init/stat"; } 2>/dev/null || break
-		st=${st##*) } st=${st%% *}
-		[ "$st" != Z ] || break
+		_proc_state "$init" && [ "$PROC_STATE" != Z ] || break
 		sleep 0.02
 	done
 	[ -e "$result" ] || fail "no verdict within 120 s of SIGTERM"

@@ -151,9 +151,10 @@ hasher_main(void *arg)
       if (!h->buf)
         break;
       pthread_mutex_unlock(&h->mu);
-      if (!h->werr && write_all(h->fd, h->buf, h->len) < 0)
+      /* After a failed write hasher_put hands no buffer over. */
+      if (write_all(h->fd, h->buf, h->len) < 0)
         e = errno ? errno : EIO;
-      else if (!h->werr)
+      else
         digest_update(h->dg, h->buf, h->len);
       pthread_mutex_lock(&h->mu);
       if (e)
@@ -1102,7 +1103,6 @@ img_reader_read(struct img_reader *r, const char *name, size_t max, char **out, 
                 crest_error_t *err)
 {
   uint64_t size;
-  struct digest s;
   char hex[65];
   const struct img_file *f = img_reader_find(r, name);
   cleanup_close int fd = img_reader_open_file(r, name, &size, err);
@@ -1115,9 +1115,7 @@ img_reader_read(struct img_reader *r, const char *name, size_t max, char **out, 
   buf = xmalloc(size + 1);
   if (read_all(fd, buf, size) < 0)
     return crest_error_make(err, EIO, "image %s: file %s: short read", r->dir, name);
-  digest_init(&s, f->alg);
-  digest_update(&s, buf, size);
-  digest_final_hex(&s, hex);
+  digest_hex_of(f->alg, buf, size, hex);
   if (strcmp(hex, f->sha) != 0)
     return crest_error_make(err, EINVAL, "image %s: file %s: checksum mismatch (corrupted image)",
                             r->dir, name);

@@ -82,3 +82,11 @@ digest_of(int alg, const void *buf, size_t len, uint8_t out[32])
   digest_update(&d, buf, len);
   digest_final(&d, out);
 }
+
+void
+digest_hex_of(int alg, const void *buf, size_t len, char out[65])
+{
+  uint8_t raw[32];
+  digest_of(alg, buf, len, raw);
+  crest_hex(raw, digest_size(alg), out);
+}

@@ -44,8 +44,10 @@ digest_size(int alg);
 /* The manifest's key of a file's digest: "sha256" or "xxh3_128". */
 const char *
 digest_key(int alg);
-/* The digest of BUF in OUT (digest_size bytes). */
+/* The digest of BUF in OUT (digest_size bytes), or in hex. */
 void
 digest_of(int alg, const void *buf, size_t len, uint8_t out[32]);
+void
+digest_hex_of(int alg, const void *buf, size_t len, char out[65]);
 
 #endif
