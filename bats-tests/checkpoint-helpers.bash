@@ -120,7 +120,9 @@ _cr_pid() {
 	local f=$BATS_TEST_TMPDIR/$1.pid pid
 	if [ -s "$f" ]; then
 		# bash's read only: no process started
-		read -r pid <"$f" || pid=
+		# crun writes the PID without a newline: read then fails, with
+		# the PID read.
+		read -r pid <"$f" || true
 		if [[ $pid =~ ^[0-9]+$ ]] && _proc_state "$pid" && [ "$PROC_STATE" != Z ]; then
 			echo "$pid"
 			return 0
@@ -180,7 +182,7 @@ cr_gone() {
 	[ ! -e "$XDG_RUNTIME_DIR/crest/containers/$id" ] || fail "crest state of $id is left behind"
 	# A zombie waiting for init to reap it is not a process left running.
 	local p
-	for p in $(pgrep -u "$(id -u)" -x crest-restoring); do
+	for p in $(pgrep -u "$EUID" -x crest-restoring); do
 		[ -e "/proc/$p" ] && ! grep -q '^State:[[:space:]]*Z' "/proc/$p/status" 2>/dev/null \
 			&& fail "a crest-restoring process is left behind: PID $p"
 	done
