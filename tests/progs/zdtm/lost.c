@@ -12,6 +12,7 @@
 #include "zdtm.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -1831,6 +1832,51 @@ static const struct
   { "orphan-session", set_orphan_sid, NULL },
 };
 
+static int
+rm_entry(const char *file, const struct stat *sb, int flag, struct FTW *ftw)
+{
+  (void)sb;
+  (void)ftw;
+  if (flag == FTW_DP)
+    rmdir(file);
+  else
+    unlink(file);
+  return 0;
+}
+
+/* --probe: can this kernel set the case up? Tried in a child, in a new
+   directory of /tmp that goes with it (whatever files the case made):
+   exit 77 where it cannot, else 0. */
+static int
+probe(void (*set)(void))
+{
+  char dir[] = "/tmp/zdtm-lost-probe.XXXXXX";
+  int st = 0;
+  pid_t p;
+  if (!mkdtemp(dir))
+    return 0;
+  p = fork();
+  if (p == 0)
+    {
+      if (chdir(dir) == 0)
+        {
+          set();
+          if (child > 0)
+            kill(child, SIGKILL);
+          if (child2 > 0)
+            kill(child2, SIGKILL);
+          if (ext_server)
+            send(fd, "bye", 3, 0);
+        }
+      _exit(0);
+    }
+  if (p > 0)
+    while (waitpid(p, &st, 0) < 0 && errno == EINTR)
+      ;
+  nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+  return p > 0 && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1851,20 +1897,7 @@ main(int argc, char **argv)
       return 2;
     }
   if (probing)
-    {
-      char dir[] = "/tmp/zdtm-lost-probe.XXXXXX";
-      if (mkdtemp(dir) && chdir(dir) == 0)
-        {
-          cases[i].set();
-          if (child > 0)
-            kill(child, SIGKILL);
-          if (child2 > 0)
-            kill(child2, SIGKILL);
-          if (ext_server)
-            send(fd, "bye", 3, 0);
-        }
-      return 0; /* the probe's directory is left in /tmp: a few bytes */
-    }
+    return probe(cases[i].set);
   zdtm_init(argc, argv);
   cases[i].set();
   zdtm_ready();
