@@ -36,7 +36,7 @@ lost_case() {
 	(cd "$BATS_TEST_TMPDIR" && ZDTM_CASE=$c "$PROGS/zdtm-lost" --probe >/dev/null 2>&1 3>&-) || rc=$?
 	[ "$rc" != 77 ] || skip "zdtm-lost $c: this kernel cannot set the case up (zdtm-lost --probe)"
 	result=$(in_rootfs /tmp/result)
-	rm -f "$(in_rootfs /tmp/ready)" "$result"
+	rm_existing "$(in_rootfs /tmp/ready)" "$result"
 	cr_run "$id" "$PROGS/zdtm-lost" /tmp/ready /tmp/result "$c"
 	if ! wait_file "$(in_rootfs /tmp/ready)" 120; then
 		grep -q 'not supported by this kernel' "$result" 2>/dev/null && skip "zdtm-lost $c: $(cat "$result")"

@@ -27,6 +27,10 @@
 #                           (crun spec --rootless), with the test programs at
 #                           $CREST_TESTS/progs inside the container too
 #   update_config JQ        apply a jq expression to $BUNDLE/config.json
+#   config_replace OLD NEW  replace the text OLD of $BUNDLE/config.json (as
+#                           the template wrote it) by NEW, in bash; 1 if absent
+#   rm_existing FILE...     rm -f of those FILEs that exist (no process if none)
+#   untraced FUNC ARGS...   FUNC without bats' per-command DEBUG trap (for loops)
 #   crest_run ID [ARGS...]  `crest run` of $BUNDLE as container ID (its output
 #                           in $output, its status in $status, via bats' run)
 #   crest_run_detached ID [ARGS...]
@@ -179,26 +183,26 @@ free_pid() {
 
 setup_bundle() {
 	BUNDLE=$BATS_TEST_TMPDIR/bundle
-	mkdir -p "$BUNDLE"
 	# Under TCG each exec costs tens of milliseconds and jq half a second:
-	# the rootfs, plain copies of the test programs and the base config are
-	# made once per suite file. Each test gets its own copy of the rootfs
-	# and config, and hard links to the programs (tens of MB that no test
+	# the bundle (rootfs and config), plain copies of the test programs
+	# are made once per suite file. Each test gets its own copy of the
+	# bundle, and hard links to the programs (tens of MB that no test
 	# writes: copying them took about 0.5 s a test).
 	local tpl=${BATS_FILE_TMPDIR:-$BATS_TEST_TMPDIR}/bundle-template
 	if [ ! -e "$tpl/done" ]; then
 		rm -rf "$tpl"
-		mkdir -p "$tpl/progs"
-		cp -a "$CREST_TESTS/rootfs" "$tpl/rootfs"
+		mkdir -p "$tpl/progs" "$tpl/bundle"
+		cp -a "$CREST_TESTS/rootfs" "$tpl/bundle/rootfs"
+		mkdir -p "$tpl/bundle/rootfs$CREST_TESTS" "$tpl/bundle/rootfs/tmp"
 		# Plain copies: file capabilities (security.capability) are not carried over.
 		cp "$PROGS"/* "$tpl/progs/"
-		(cd "$tpl" && crun spec --rootless)
+		(cd "$tpl/bundle" && crun spec --rootless)
 		jq '.process.terminal = false | .root.path = "rootfs" | .root.readonly = false' \
-			"$tpl/config.json" >"$tpl/config.json.tmp" && mv "$tpl/config.json.tmp" "$tpl/config.json"
+			"$tpl/bundle/config.json" >"$tpl/config.json.tmp" && mv "$tpl/config.json.tmp" "$tpl/bundle/config.json"
 		: >"$tpl/done"
 	fi
-	cp -a "$tpl/rootfs" "$tpl/config.json" "$BUNDLE/"
-	mkdir -p "$BUNDLE/rootfs$CREST_TESTS"
+	[ ! -e "$BUNDLE" ] || rm -rf "$BUNDLE"
+	cp -a "$tpl/bundle" "$BUNDLE"
 	cp -al "$tpl/progs" "$BUNDLE/rootfs$CREST_TESTS/progs"
 }
 
@@ -215,6 +219,27 @@ update_config() {
 	jq "$@" "$BUNDLE/config.json" >"$tmp" && mv "$tmp" "$BUNDLE/config.json"
 }
 
+# untraced CMD...: CMD (a function) without bats' DEBUG trap, which bats
+# runs before every command of a test and its functions (set -T) to keep a
+# stack trace: about a millisecond a command under TCG, which made a helper
+# that loops over /proc in bash slower than the processes it replaced.
+# Failures inside CMD are still failures; only their line is not traced.
+untraced() {
+	local -
+	set +T
+	"$@"
+}
+
+# rm_existing FILE...: rm -f of those FILEs that exist; no process started
+# when none does (under TCG each one costs tens of milliseconds).
+rm_existing() {
+	local f todo=()
+	for f; do
+		[ ! -e "$f" ] && [ ! -L "$f" ] || todo+=("$f")
+	done
+	[ ${#todo[@]} = 0 ] || rm -f -- "${todo[@]}"
+}
+
 # config_replace OLD NEW: replace the text OLD of the bundle's config.json
 # (as the template's jq wrote it) by NEW, in bash; returns 1, changing
 # nothing, where OLD is not there (the caller then asks jq). Under TCG a jq
@@ -224,7 +249,7 @@ config_replace() {
 	local cfg
 	cfg=$(<"$BUNDLE/config.json") || return 1
 	[[ $cfg == *"$1"* ]] || return 1
-	printf '%s\n' "${cfg/"$1"/"$2"}" >"$BUNDLE/config.json.tmp" && mv "$BUNDLE/config.json.tmp" "$BUNDLE/config.json"
+	printf '%s\n' "${cfg/"$1"/"$2"}" >"$BUNDLE/config.json"
 }
 
 crest_run() {
