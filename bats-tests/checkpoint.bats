@@ -36,9 +36,14 @@ lines() {
 # Stable tasks only: the shell and its background sleep.
 stable_pids() {
 	cr_ns_pids "$1" | grep -v ' sleep$' || true
-	cr_tasks "$1" | while read -r p; do
-		tr '\0' ' ' <"/proc/$p/cmdline" | grep -q '^sleep 100000' && echo "$(awk '$1 == "NSpid:" { print $NF }' "/proc/$p/status") sleep 100000"
-	done
+	local p ns _ argv
+	while IFS=$'\t' read -r p ns _; do
+		# One of the shell's short sleeps may have ended since it was listed.
+		{ mapfile -d '' -t argv <"/proc/$p/cmdline"; } 2>/dev/null || continue
+		[ "${argv[0]:-}" = sleep ] && [ "${argv[1]:-}" = 100000 ] || continue
+		echo "$ns sleep 100000"
+	done < <(_task_table "$1")
+	return 0
 }
 
 # Wait until the count moves past $1; print the first new value seen.
