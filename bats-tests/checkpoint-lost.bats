@@ -16,10 +16,9 @@ setup() {
 }
 
 teardown() {
-	teardown_bundle
 	# Images are not needed once a test is over; kept, they fill the VM's
 	# /tmp (a tmpfs), as the bundles would (teardown_bundle removes those).
-	rm -rf "$IMAGE"
+	teardown_bundle "$IMAGE"
 }
 
 # zdtm-lost CASE (tests/progs/zdtm/lost.c: one attribute per case)

@@ -14,10 +14,9 @@ setup() {
 }
 
 teardown() {
-	teardown_bundle
 	# Images are not needed once a test is over; kept, they fill the VM's
 	# /tmp (a tmpfs) with the bundles (teardown_bundle removes those).
-	rm -rf "$IMAGE"
+	teardown_bundle "$IMAGE"
 }
 
 zdtm_cycle() {

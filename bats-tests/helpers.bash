@@ -31,6 +31,7 @@
 #                           the template wrote it) by NEW, in bash; 1 if absent
 #   rm_existing FILE...     rm -f of those FILEs that exist (no process if none)
 #   untraced FUNC ARGS...   FUNC without bats' per-command DEBUG trap (for loops)
+#   nap SECS                sleep, without starting a process
 #   crest_run ID [ARGS...]  `crest run` of $BUNDLE as container ID (its output
 #                           in $output, its status in $status, via bats' run)
 #   crest_run_detached ID [ARGS...]
@@ -230,6 +231,14 @@ untraced() {
 	"$@"
 }
 
+# nap SECS: sleep without starting a process: a read that times out on a
+# pipe of this shell's own, which never has data (sleep(1) costs tens of
+# milliseconds under TCG, more than the naps of a polling loop).
+nap() {
+	[ -n "${_NAP_FD:-}" ] || exec {_NAP_FD}<> <(:)
+	read -r -t "$1" -u "$_NAP_FD" _ || :
+}
+
 # rm_existing FILE...: rm -f of those FILEs that exist; no process started
 # when none does (under TCG each one costs tens of milliseconds).
 rm_existing() {
@@ -280,6 +289,7 @@ wait_for_container() {
 	return 1
 }
 
+# teardown_bundle [PATH...]: also removes PATHs (one rm for all).
 teardown_bundle() {
 	local id
 	for id in ${CONTAINERS[@]+"${CONTAINERS[@]}"}; do
@@ -289,7 +299,10 @@ teardown_bundle() {
 	# Each test's bundle is a copy of the rootfs with every test program,
 	# tens of MB on the VM's /tmp (a tmpfs of half its memory): it goes with
 	# its test, or a long suite fills /tmp ("No space left on device").
-	[ -z "${BUNDLE:-}" ] || rm -rf "$BUNDLE" 2>/dev/null || true
+	local gone=()
+	[ -z "${BUNDLE:-}" ] || gone+=("$BUNDLE")
+	for id; do [ -z "$id" ] || gone+=("$id"); done
+	[ ${#gone[@]} = 0 ] || rm -rf "${gone[@]}" 2>/dev/null || true
 }
 
 # --- MSR suites (seeds-msr-*.bats) ---------------------------------------------
