@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,31 +43,25 @@ proc_dead(pid_t pid, int pfd)
 
 /* Until every process of the killed tree has exited (PFD: a pidfd of each,
    -1 where there is none, -2 once gone). Woken by the pidfds and by
-   SIGCHLD, which a tracer is sent for each exit of a thread it still
-   traces; a SIGCHLD taken here is raised again for the caller's own use.
-   Only a process without a pidfd (a kernel before 5.3) is looked at every
-   10 ms. */
+   SIGCHLD (chld_wait), which a tracer is sent for each exit of a thread it
+   still traces. Only a process without a pidfd (a kernel before 5.3) is
+   looked at every 10 ms. */
 static int
 wait_tree_gone(struct dctx *c, int *pfd, crest_error_t *err)
 {
   const int limit_ms = 10000;
   cleanup_free struct pollfd *set = xmalloc((c->np + 1) * sizeof *set);
   struct timespec t0, now;
-  sigset_t chld, old;
-  bool took = false;
-  int sfd, rc = 0;
+  struct chld_wait w;
+  int rc = 0;
 
-  sigemptyset(&chld);
-  sigaddset(&chld, SIGCHLD);
-  sigprocmask(SIG_BLOCK, &chld, &old);
-  sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  chld_wait_begin(&w);
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (;;)
     {
       size_t left = 0, n = 0;
       bool blind = false;
       pid_t first = 0;
-      struct signalfd_siginfo si;
       for (size_t i = 0; i < c->np; i++)
         {
           /* A killed thread the detach missed (SIGKILL had already woken
@@ -116,17 +109,12 @@ wait_tree_gone(struct dctx *c, int *pfd, crest_error_t *err)
                                 first, limit_ms / 1000, left);
           break;
         }
-      if (sfd >= 0)
-        set[n++] = (struct pollfd){ .fd = sfd, .events = POLLIN };
-      poll(set, n, blind || sfd < 0 ? 10 : 1000);
-      while (sfd >= 0 && read(sfd, &si, sizeof si) == sizeof si)
-        took = true;
+      if (w.fd >= 0)
+        set[n++] = (struct pollfd){ .fd = w.fd, .events = POLLIN };
+      poll(set, n, blind || w.fd < 0 ? 10 : 1000);
+      chld_wait_drain(&w);
     }
-  if (sfd >= 0)
-    close(sfd);
-  if (took && !sigismember(&old, SIGCHLD))
-    raise(SIGCHLD);
-  sigprocmask(SIG_SETMASK, &old, NULL);
+  chld_wait_end(&w);
   return rc;
 }
 

@@ -3,6 +3,7 @@
 #define CREST_ENGINE_INT_H
 
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -56,6 +57,24 @@ int
 pt_seize_interrupt(pid_t tid, int *stopsig, crest_error_t *err);
 int
 pt_wait_stop(pid_t tid, int *status, crest_error_t *err);
+/* A wait woken by SIGCHLD, which a tracer is sent for every stop and exit of
+   a thread it traces: chld_wait_begin blocks it and opens a signalfd for it
+   (fd -1 where none could be opened: the caller then looks every 10 ms);
+   chld_wait_drain reads what came; chld_wait_end closes it, raises SIGCHLD
+   again if one was taken (pending until the caller's mask lets it through,
+   or for a later signalfd of the caller's) and puts the mask back. */
+struct chld_wait
+{
+  sigset_t old;
+  int fd;
+  bool took;
+};
+void
+chld_wait_begin(struct chld_wait *w);
+void
+chld_wait_drain(struct chld_wait *w);
+void
+chld_wait_end(struct chld_wait *w);
 int
 pt_getregs(pid_t tid, struct user_regs_struct *r, crest_error_t *err);
 int

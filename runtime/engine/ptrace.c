@@ -126,25 +126,52 @@ wait_fault(pid_t tid)
   dump_fault_target(0);
 }
 
-/* Until TID stops (or exits: an error). Woken by SIGCHLD, which a tracer is
-   sent for every stop and exit of a thread it traces (read through a
-   signalfd, SIGCHLD blocked meanwhile, and raised again for the caller's
-   own use); while TID has not reported, the exits of its other threads are
+void
+chld_wait_begin(struct chld_wait *w)
+{
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, &w->old);
+  w->fd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+  w->took = false;
+}
+
+void
+chld_wait_drain(struct chld_wait *w)
+{
+  struct signalfd_siginfo si;
+  while (w->fd >= 0 && read(w->fd, &si, sizeof si) == sizeof si)
+    w->took = true;
+}
+
+void
+chld_wait_end(struct chld_wait *w)
+{
+  if (w->fd >= 0)
+    close(w->fd);
+  w->fd = -1;
+  if (w->took)
+    raise(SIGCHLD);
+  sigprocmask(SIG_SETMASK, &w->old, NULL);
+}
+
+/* Until TID stops (or exits: an error). Woken by SIGCHLD (chld_wait);
+   while TID has not reported, the exits of its other threads are
    collected, or a killed leader's exit would never come. The poll's 1 s is
    a safety net: every wake-up is an event. */
 int
 pt_wait_stop(pid_t tid, int *status, crest_error_t *err)
 {
-  sigset_t chld, old;
-  int sfd = -2, rc;
-  bool took = false, woken = false;
+  struct chld_wait w;
+  int rc;
+  bool waiting = false, woken = false;
 
   if (crest_test_hooks_built())
     wait_fault(tid);
   for (;;)
     {
       pid_t r = waitpid(tid, status, __WALL | WNOHANG);
-      struct signalfd_siginfo si;
       struct pollfd p;
       if (r < 0 && errno == EINTR)
         continue;
@@ -161,35 +188,26 @@ pt_wait_stop(pid_t tid, int *status, crest_error_t *err)
                                   tid);
           break;
         }
-      if (sfd == -2)
+      if (!waiting)
         {
           /* Blocked first, then asked again: a SIGCHLD sent before the
              block was taken by its default action. */
-          sigemptyset(&chld);
-          sigaddset(&chld, SIGCHLD);
-          sigprocmask(SIG_BLOCK, &chld, &old);
-          sfd = signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK);
+          chld_wait_begin(&w);
+          waiting = true;
           continue;
         }
       if (woken)
         reap_exited_siblings(tid);
-      p = (struct pollfd){ .fd = sfd, .events = POLLIN };
-      if (sfd >= 0)
+      p = (struct pollfd){ .fd = w.fd, .events = POLLIN };
+      if (w.fd >= 0)
         poll(&p, 1, 1000);
       else
-        poll(NULL, 0, 10); /* no signalfd (EMFILE...): look every 10 ms */
-      while (sfd >= 0 && read(sfd, &si, sizeof si) == sizeof si)
-        took = true;
+        poll(NULL, 0, 10);
+      chld_wait_drain(&w);
       woken = true;
     }
-  if (sfd != -2)
-    {
-      if (sfd >= 0)
-        close(sfd);
-      if (took)
-        raise(SIGCHLD);
-      sigprocmask(SIG_SETMASK, &old, NULL);
-    }
+  if (waiting)
+    chld_wait_end(&w);
   return rc;
 }
 
