@@ -3,8 +3,9 @@
 # PostgreSQL 15 (Debian's) in a rootless container whose root is the VM's own
 # file system, run as the container's user 1000 (PostgreSQL refuses root):
 # the container's init (root of the container, given CAP_SETUID and
-# CAP_SETGID) runs initdb, the server and its clients under setpriv, as a
-# service that drops its privileges does. A psql session over the unix
+# CAP_SETGID) runs initdb (or unpacks the data directory initdb made for an
+# earlier test, see pg_start), the server and its clients under setpriv, as
+# a service that drops its privileges does. A psql session over the unix
 # socket, fed from a FIFO, holds an open transaction with an uncommitted
 # row; after checkpoint and restore the same session sees its row, commits
 # it, and a new client sees it (issue 12). The server's tasks are under a
@@ -45,18 +46,36 @@ teardown() {
 
 AS_PG="setpriv --reuid=1000 --regid=1000 --clear-groups"
 
-# pg_start ID [TCP]: the init script: initdb, the server (unix socket in
-# /tmp, TCP on 127.0.0.1:5432; dynamic shared memory in files of the data
-# directory: POSIX shared memory in the container's own /dev/shm is refused,
-# see zdtm-lost posix-shm), a table t of 1000 rows, and the session psql
-# reading /tmp/sess.in (over TCP with TCP, else the unix socket).
+# pg_start ID [TCP]: the init script: the data directory, the server (unix
+# socket in /tmp, TCP on 127.0.0.1:5432; dynamic shared memory in files of
+# the data directory: POSIX shared memory in the container's own /dev/shm is
+# refused, see zdtm-lost posix-shm), a table t of 1000 rows, and the session
+# psql reading /tmp/sess.in (over TCP with TCP, else the unix socket).
+#
+# The data directory: under TCG initdb took about 12 s a test, on each of
+# two kernels. The first test that starts PostgreSQL runs initdb and, before
+# its server starts, has user 1000 write the data directory as a tar file
+# to the init's redirection (the file is the test user's, which the host
+# can keep and remove): the suite file's template. Each later test links
+# it into its bundle's root (not /tmp: the --leave-running test copies /tmp
+# whole; the root is read-only) and has user 1000 unpack it into its own
+# /tmp: its own data directory as initdb left it, owned by user 1000 and of
+# mode 0700 (-p keeps initdb's modes), for its own server, in which it
+# makes its own table t.
 pg_start() {
-	local id=$1 host=/tmp
+	local id=$1 host=/tmp tpl=${BATS_FILE_TMPDIR:-$BATS_TEST_TMPDIR}/pgdata.tar datadir
 	[ "${2:-}" = tcp ] && host=127.0.0.1
+	if [ -s "$tpl" ]; then
+		ln "$tpl" "$BUNDLE/rootfs/pgdata.tar" || fail "linking the data directory's template into the bundle failed"
+		datadir="$AS_PG tar -C /tmp -xpf /pgdata.tar >/tmp/pgdata.log 2>&1 || exit 1"
+	else
+		datadir="$AS_PG initdb -D /tmp/pgdata -U postgres --auth=trust >/tmp/pgdata.log 2>&1 || exit 1
+		$AS_PG tar -C /tmp -cf - pgdata >/tmp/pgdata.tar 2>>/tmp/pgdata.log || exit 1"
+	fi
 	cat >"$SVC/run.sh" <<-EOF
 		#!/bin/sh
 		export PATH=/usr/lib/postgresql/15/bin:\$PATH
-		$AS_PG initdb -D /tmp/pgdata -U postgres --auth=trust >/tmp/initdb.log 2>&1 || exit 1
+		$datadir
 		$AS_PG postgres -D /tmp/pgdata -k /tmp -p 5432 -c listen_addresses=127.0.0.1 \
 			-c dynamic_shared_memory_type=mmap >/tmp/pg.log 2>&1 &
 		until $AS_PG pg_isready -h /tmp -p 5432 -q; do sleep 0.2; done
@@ -68,7 +87,9 @@ pg_start() {
 		wait
 	EOF
 	svc_run "$id" /bin/sh /tmp/run.sh
-	wait_file "$SVC/setup.done" 300 || fail "PostgreSQL did not start: $(cat "$SVC/initdb.log" "$SVC/pg.log" "$SVC/setup.out" 2>/dev/null | tail -20)"
+	wait_file "$SVC/setup.done" 300 || fail "PostgreSQL did not start: $(cat "$SVC/pgdata.log" "$SVC/pg.log" "$SVC/setup.out" 2>/dev/null | tail -20)"
+	# Renamed whole once complete: a test never finds half a template.
+	[ -s "$tpl" ] || mv "$SVC/pgdata.tar" "$tpl" || fail "keeping the data directory's template failed"
 	pg_sess "select 'ready';"
 	[ "$REPLY" = ready ] || fail "the session did not answer: [$REPLY]"
 }
