@@ -142,34 +142,55 @@ _task_table() {
 }
 
 _task_rows() {
-	local init ref p k v rest name st pid ns caps key=${2:-host}
+	local init ref p k l name st pid ns caps key=${2:-host} try
+	local -a lines
 	local -a rows=()
+	# A task that ends while it is looked at is skipped, never the end of
+	# the listing (bats' errexit would end it there, silently: the caller
+	# reads the output of a pipe). Run under untraced: `set +e` is local.
+	set +e
 	init=$(_cr_pid "$1") || return 1
 	[ -n "$init" ] || return 1
 	ref=/proc/$init/ns/pid
+	for try in 1 2; do
+		_task_scan
+		# The init itself is in its namespace: missing, the listing is
+		# not to be trusted; once more, then said.
+		[ -z "${rows[*]}" ] || break
+		_proc_state "$init" && [ "$PROC_STATE" != Z ] || return 0
+		[ "$try" = 1 ] || echo "_task_table $1: init $init is not in the listing of its own namespace" >&2
+	done
+	[ ${#rows[@]} = 0 ] || printf '%s\n' "${rows[@]}"
+}
+
+# _task_scan: ROWS (of the caller, _task_rows) from every task in the
+# namespace REF names.
+_task_scan() {
+	rows=()
 	[ -e "$ref" ] || return 0
 	for p in /proc/[0-9]*; do
 		# -ef: the same namespace (stat follows the ns links)
 		[[ $p/ns/pid -ef $ref ]] || continue
 		name= st= pid= ns= caps=
-		{
-			# A task may exit meanwhile: it is then skipped.
-			while IFS=$'\t' read -r k v rest; do
-				case $k in
-				Name:) name=$v ;;
-				State:) st=$v ;;
-				Pid:) pid=$v ;;
-				NSpid:) ns=${rest:-$v} ns=${ns##*$'\t'} ;;
-				CapInh: | CapPrm: | CapEff: | CapBnd: | CapAmb:) caps+="$v " ;;
-				esac
-			done <"$p/status"
-		} 2>/dev/null
+		# Read whole, by one mapfile: a read per line seeks back after
+		# each line, and a seek makes the kernel print the file anew, which
+		# may have changed meanwhile (lines were lost). A task that exits
+		# meanwhile is skipped.
+		{ mapfile -t lines <"$p/status"; } 2>/dev/null || continue
+		for l in "${lines[@]}"; do
+			case $l in
+			Name:*) name=${l#*$'\t'} ;;
+			State:*) st=${l#*$'\t'} ;;
+			Pid:*) pid=${l#*$'\t'} ;;
+			NSpid:*) ns=${l##*$'\t'} ;;
+			CapInh:* | CapPrm:* | CapEff:* | CapBnd:* | CapAmb:*) caps+="${l#*$'\t'} " ;;
+			esac
+		done
 		[ -n "$pid" ] && [ -n "$ns" ] && [[ $st != Z* ]] || continue
 		if [ "$key" = ns ]; then k=$ns; else k=$pid; fi
 		# an indexed array lists its elements by index: numeric order
 		rows[k]=$pid$'\t'$ns$'\t'$caps$'\t'$name
 	done
-	[ ${#rows[@]} = 0 ] || printf '%s\n' "${rows[@]}"
 }
 
 # Zombies are not tasks of the tree (the engine's finishing helper stays one
@@ -212,19 +233,21 @@ cr_gone() {
 # init to reap it is not a process left running) crest-restoring tasks; in
 # bash, for pgrep costs about 0.1 s under TCG.
 _restoring_left() {
-	local p comm k v rest st uid out=
+	local p comm l st uid out=
+	local -a lines
 	for p in /proc/[0-9]*; do
 		{ read -r comm <"$p/comm"; } 2>/dev/null || continue
 		[ "$comm" = crest-restoring ] || continue
 		st= uid=
-		{
-			while IFS=$'\t' read -r k v rest; do
-				case $k in
-				State:) st=$v ;;
-				Uid:) uid=${rest%%$'\t'*} ;; # the effective UID, as pgrep -u
-				esac
-			done <"$p/status"
-		} 2>/dev/null
+		# whole, by one mapfile (see _task_scan)
+		{ mapfile -t lines <"$p/status"; } 2>/dev/null || continue
+		for l in "${lines[@]}"; do
+			case $l in
+			State:*) st=${l#*$'\t'} ;;
+			# real, effective, saved, fs: the effective one, as pgrep -u
+			Uid:*) uid=${l#*$'\t'} uid=${uid#*$'\t'} uid=${uid%%$'\t'*} ;;
+			esac
+		done
 		[ "$uid" = "$EUID" ] && [[ $st != Z* ]] && out+="${out:+ }${p#/proc/}"
 	done
 	echo "$out"
