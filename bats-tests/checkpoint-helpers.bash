@@ -131,6 +131,29 @@ _cr_pid() {
 	cr_init "$1"
 }
 
+# _status_fields /proc/PID: ST_NAME, ST_STATE, ST_PID, ST_NS (the innermost
+# PID), ST_CAPS ("CapInh CapPrm CapEff CapBnd CapAmb ") and ST_EUID from its
+# status; 1 if the task is gone. Read whole, by one mapfile: bash's read
+# seeks back after each line, and a seek has the kernel print the file
+# anew, which may have changed meanwhile (lines were lost).
+_status_fields() {
+	local l
+	local -a lines
+	ST_NAME= ST_STATE= ST_PID= ST_NS= ST_CAPS= ST_EUID=
+	{ mapfile -t lines <"$1/status"; } 2>/dev/null || return 1
+	for l in "${lines[@]}"; do
+		case $l in
+		Name:*) ST_NAME=${l#*$'\t'} ;;
+		State:*) ST_STATE=${l#*$'\t'} ;;
+		Pid:*) ST_PID=${l#*$'\t'} ;;
+		NSpid:*) ST_NS=${l##*$'\t'} ;;
+		# real, effective, saved, fs: the effective one, as pgrep -u
+		Uid:*) l=${l#*$'\t'} l=${l#*$'\t'} ST_EUID=${l%%$'\t'*} ;;
+		CapInh:* | CapPrm:* | CapEff:* | CapBnd:* | CapAmb:*) ST_CAPS+="${l#*$'\t'} " ;;
+		esac
+	done
+}
+
 # _task_table ID [KEY]: "PID<TAB>NSPID<TAB>CAPS<TAB>NAME" for every live
 # (not zombie) task in the PID namespace of container ID's init: host PID,
 # the innermost PID, "CapInh CapPrm CapEff CapBnd CapAmb " and the name,
@@ -142,8 +165,7 @@ _task_table() {
 }
 
 _task_rows() {
-	local init ref p k l name st pid ns caps key=${2:-host} try
-	local -a lines
+	local init ref p k key=${2:-host} try
 	local -a rows=()
 	# A task that ends while it is looked at is skipped, never the end of
 	# the listing (bats' errexit would end it there, silently: the caller
@@ -171,25 +193,11 @@ _task_scan() {
 	for p in /proc/[0-9]*; do
 		# -ef: the same namespace (stat follows the ns links)
 		[[ $p/ns/pid -ef $ref ]] || continue
-		name= st= pid= ns= caps=
-		# Read whole, by one mapfile: a read per line seeks back after
-		# each line, and a seek makes the kernel print the file anew, which
-		# may have changed meanwhile (lines were lost). A task that exits
-		# meanwhile is skipped.
-		{ mapfile -t lines <"$p/status"; } 2>/dev/null || continue
-		for l in "${lines[@]}"; do
-			case $l in
-			Name:*) name=${l#*$'\t'} ;;
-			State:*) st=${l#*$'\t'} ;;
-			Pid:*) pid=${l#*$'\t'} ;;
-			NSpid:*) ns=${l##*$'\t'} ;;
-			CapInh:* | CapPrm:* | CapEff:* | CapBnd:* | CapAmb:*) caps+="${l#*$'\t'} " ;;
-			esac
-		done
-		[ -n "$pid" ] && [ -n "$ns" ] && [[ $st != Z* ]] || continue
-		if [ "$key" = ns ]; then k=$ns; else k=$pid; fi
+		_status_fields "$p" || continue
+		[ -n "$ST_PID" ] && [ -n "$ST_NS" ] && [[ $ST_STATE != Z* ]] || continue
+		if [ "$key" = ns ]; then k=$ST_NS; else k=$ST_PID; fi
 		# an indexed array lists its elements by index: numeric order
-		rows[k]=$pid$'\t'$ns$'\t'$caps$'\t'$name
+		rows[k]=$ST_PID$'\t'$ST_NS$'\t'$ST_CAPS$'\t'$ST_NAME
 	done
 }
 
@@ -233,22 +241,12 @@ cr_gone() {
 # init to reap it is not a process left running) crest-restoring tasks; in
 # bash, for pgrep costs about 0.1 s under TCG.
 _restoring_left() {
-	local p comm l st uid out=
-	local -a lines
+	local p comm out=
 	for p in /proc/[0-9]*; do
 		{ read -r comm <"$p/comm"; } 2>/dev/null || continue
 		[ "$comm" = crest-restoring ] || continue
-		st= uid=
-		# whole, by one mapfile (see _task_scan)
-		{ mapfile -t lines <"$p/status"; } 2>/dev/null || continue
-		for l in "${lines[@]}"; do
-			case $l in
-			State:*) st=${l#*$'\t'} ;;
-			# real, effective, saved, fs: the effective one, as pgrep -u
-			Uid:*) uid=${l#*$'\t'} uid=${uid#*$'\t'} uid=${uid%%$'\t'*} ;;
-			esac
-		done
-		[ "$uid" = "$EUID" ] && [[ $st != Z* ]] && out+="${out:+ }${p#/proc/}"
+		_status_fields "$p" || continue
+		[ "$ST_EUID" = "$EUID" ] && [[ $ST_STATE != Z* ]] && out+="${out:+ }${p#/proc/}"
 	done
 	echo "$out"
 }
