@@ -259,7 +259,8 @@ jb_start_array(void *ctx)
   return jb_open(ctx, yajl_t_array);
 }
 
-/* The open container's entries move from the scratch list to the arena. */
+/* The open container's entries move from the scratch list to the arena.
+ * An empty one copies nothing: the scratch list may not exist yet. */
 static int
 jb_close(void *ctx)
 {
@@ -269,13 +270,15 @@ jb_close(void *ctx)
   yajl_val *vals = ja_alloc(&b->t->nodes, (n ? n : 1) * sizeof *vals);
   if (!vals)
     return b->oom = true, 0;
-  memcpy(vals, b->vals + f->first, n * sizeof *vals);
+  if (n)
+    memcpy(vals, b->vals + f->first, n * sizeof *vals);
   if (f->v->type == yajl_t_object)
     {
       const char **keys = ja_alloc(&b->t->nodes, (n ? n : 1) * sizeof *keys);
       if (!keys)
         return b->oom = true, 0;
-      memcpy(keys, b->keys + f->first, n * sizeof *keys);
+      if (n)
+        memcpy(keys, b->keys + f->first, n * sizeof *keys);
       f->v->u.object.keys = keys;
       f->v->u.object.values = vals;
       f->v->u.object.len = n;

@@ -527,6 +527,41 @@ test_sums_name(void)
          "no sums file name for what is not a page file");
 }
 
+/* The arena parser of a restore's tree.json (jtree.c): empty containers,
+   alone and nested, parse to empty values (the fuzzer once found the empty
+   top-level object copying from a scratch list not yet allocated). */
+static void
+test_jtree_empty(void)
+{
+  static const struct
+  {
+    const char *text;
+    yajl_type type;
+    size_t len;
+  } cases[] = {
+    { "{}", yajl_t_object, 0 },
+    { "[]", yajl_t_array, 0 },
+    { "{\"a\": [], \"b\": {}}", yajl_t_object, 2 },
+    { "[[], {}, [[]]]", yajl_t_array, 3 },
+  };
+  for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
+    {
+      struct jtree *t = NULL;
+      yajl_val root = NULL;
+      char ebuf[128] = "";
+      int rc = jtree_parse(cases[i].text, strlen(cases[i].text), &t, &root, ebuf, sizeof ebuf);
+      size_t len = !root                         ? (size_t)-1
+                   : root->type == yajl_t_object ? root->u.object.len
+                   : root->type == yajl_t_array  ? root->u.array.len
+                                                 : (size_t)-1;
+      tap_ok(rc == 0 && root && root->type == cases[i].type && len == cases[i].len,
+             "jtree parses %s (%zu entries at the top, %s)", cases[i].text, len,
+             rc == 0 ? "no error" : ebuf);
+      if (t)
+        jtree_free(t);
+    }
+}
+
 int
 main(void)
 {
@@ -537,6 +572,7 @@ main(void)
   char *msg;
 
   test_sums_name();
+  test_jtree_empty();
   /* SHA-256 against the FIPS 180-4 examples. */
   sha256_hex_of("", 0, hex);
   tap_is_str(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
