@@ -121,11 +121,13 @@ img_out_open(struct img_writer *w, const char *name, struct img_out *o, crest_er
   return 0;
 }
 
-/* One buffer at a time is handed over: the caller fills the next (the
-   dump: process_vm_readv) while the thread writes this one to the file and
-   hashes it, so that on two CPUs the copy out of the task and the copy into
-   the file overlap. */
-struct img_hasher
+/* One buffer at a time is handed over: the caller hashes it and fills the
+   next (the dump: process_vm_readv, then the checksum while the bytes are
+   still in the cache) while the thread writes this one to the file, so
+   that on two CPUs the copy out of the task and the copy into the file
+   overlap. The write is the longer half (it allocates the file's pages):
+   the thread does nothing else. */
+struct img_wthread
 {
   pthread_t tid;
   pthread_mutex_t mu;
@@ -135,13 +137,12 @@ struct img_hasher
   bool stop;
   int fd;
   int werr; /* the first write's error number, then nothing more is written */
-  struct digest *dg;
 };
 
 static void *
-hasher_main(void *arg)
+wthread_main(void *arg)
 {
-  struct img_hasher *h = arg;
+  struct img_wthread *h = arg;
   pthread_mutex_lock(&h->mu);
   for (;;)
     {
@@ -151,11 +152,9 @@ hasher_main(void *arg)
       if (!h->buf)
         break;
       pthread_mutex_unlock(&h->mu);
-      /* After a failed write hasher_put hands no buffer over. */
+      /* After a failed write wthread_put hands no buffer over. */
       if (write_all(h->fd, h->buf, h->len) < 0)
         e = errno ? errno : EIO;
-      else
-        digest_update(h->dg, h->buf, h->len);
       pthread_mutex_lock(&h->mu);
       if (e)
         h->werr = e;
@@ -166,11 +165,11 @@ hasher_main(void *arg)
   return NULL;
 }
 
-/* Wait until the buffer handed over last is written and hashed; then hand
+/* Wait until the buffer handed over last is written; then hand
    BUF over (NULL: none; STOP: end the thread). The error number of a write
    that failed, or 0. */
 static int
-hasher_put(struct img_hasher *h, const void *buf, size_t len, bool stop)
+wthread_put(struct img_wthread *h, const void *buf, size_t len, bool stop)
 {
   int e;
   pthread_mutex_lock(&h->mu);
@@ -208,18 +207,17 @@ start_quiet_thread(pthread_t *tid, void *(*fn)(void *), void *arg)
 int
 img_out_async(struct img_out *o, crest_error_t *err)
 {
-  struct img_hasher *h = xzalloc(sizeof *h);
+  struct img_wthread *h = xzalloc(sizeof *h);
   int e;
   pthread_mutex_init(&h->mu, NULL);
   pthread_cond_init(&h->cv, NULL);
-  h->dg = &o->dg;
   h->fd = o->fd;
-  e = start_quiet_thread(&h->tid, hasher_main, h);
+  e = start_quiet_thread(&h->tid, wthread_main, h);
   if (e != 0)
     {
       free(h);
       errno = e;
-      return crest_error_errno(err, "image: checksum thread");
+      return crest_error_errno(err, "image: writing thread");
     }
   o->h = h;
   return 0;
@@ -227,12 +225,12 @@ img_out_async(struct img_out *o, crest_error_t *err)
 
 /* The error number of a write the thread failed, or 0. */
 static int
-hasher_end(struct img_out *o)
+wthread_end(struct img_out *o)
 {
   int e;
   if (!o->h)
     return 0;
-  e = hasher_put(o->h, NULL, 0, true);
+  e = wthread_put(o->h, NULL, 0, true);
   pthread_join(o->h->tid, NULL);
   pthread_mutex_destroy(&o->h->mu);
   pthread_cond_destroy(&o->h->cv);
@@ -244,7 +242,7 @@ hasher_end(struct img_out *o)
 void
 img_out_abort(struct img_out *o)
 {
-  hasher_end(o);
+  wthread_end(o);
   if (o->fd >= 0)
     close(o->fd);
   o->fd = -1;
@@ -262,11 +260,12 @@ img_out_write(struct img_out *o, const void *buf, size_t len, crest_error_t *err
   if (strncmp(o->name, "pages-", 6) == 0 && o->size < (1 << 20) && o->size + len >= (1 << 20)
       && dump_fault("memory", err) < 0)
     return -1;
+  digest_update(&o->dg, buf, len);
   if (o->h)
     {
       /* BUF is the thread's until the next call returns (the caller
          alternates two buffers). */
-      int e = hasher_put(o->h, buf, len, false);
+      int e = wthread_put(o->h, buf, len, false);
       if (e)
         {
           errno = e;
@@ -275,8 +274,6 @@ img_out_write(struct img_out *o, const void *buf, size_t len, crest_error_t *err
     }
   else if (write_all(o->fd, buf, len) < 0)
     return crest_error_errno(err, "image %s: write %s", o->w->final_dir, o->name);
-  else
-    digest_update(&o->dg, buf, len);
   o->size += len;
   return 0;
 }
@@ -288,7 +285,7 @@ img_out_close(struct img_out *o, crest_error_t *err)
   struct img_file *f;
   int ret = 0, e;
 
-  if ((e = hasher_end(o)))
+  if ((e = wthread_end(o)))
     {
       errno = e;
       ret = crest_error_errno(err, "image %s: write %s", w->final_dir, o->name);

@@ -72,7 +72,7 @@ struct img_out
   int fd;
   uint64_t size;
   struct digest dg;
-  struct img_hasher *h; /* img_out_async: the writes and checksum in a thread */
+  struct img_wthread *h; /* img_out_async: the writes in a thread */
 };
 
 /* Identity of the running kernel, as recorded in and checked against the
@@ -94,8 +94,8 @@ int
 img_out_write(struct img_out *o, const void *buf, size_t len, crest_error_t *err);
 int
 img_out_close(struct img_out *o, crest_error_t *err);
-/* O's bytes written to the file and hashed by a thread while the caller
-   reads the next ones: after img_out_async, a buffer given to
+/* O's bytes written to the file by a thread while the caller hashes
+   them and reads the next ones: after img_out_async, a buffer given to
    img_out_write must stay as it is until the next img_out_write, or
    img_out_close or img_out_abort, returns (two buffers in turn); a failed
    write is reported by the next of them. Fails only when the thread

@@ -241,7 +241,7 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
      hashed in place. */
   if (img_out_async(&o, err) < 0)
     crest_error_release(err);
-  /* Two buffers in turn: one is written and hashed by the image's thread
+  /* Two buffers in turn: one is written by the image's thread
      (img_out_async) while the next is read out of the task. */
   bufs = xmalloc(2 * BATCH);
   buf = bufs;
