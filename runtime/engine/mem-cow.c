@@ -41,7 +41,7 @@ cow_kind(const char *kind, bool shared)
   return !shared && (strcmp(kind, "anon") == 0 || strcmp(kind, "heap") == 0);
 }
 
-/* Test hook CREST_COW=off|no-premap (testhook.c). */
+/* Test hook CREST_COW=off|no-premap|aside (testhook.c). */
 static bool
 cow_knob(const char *what)
 {
@@ -226,6 +226,10 @@ struct cow_proc
      inherited from the parent premapped), and the blob keeps it. Set in
      the task before it forks its children, who inherit it. */
   bool *kept;
+  /* Per kept mapping: where it lies until the blob moves it to its own
+     place, which crest's memory held when it was premapped (0: in its
+     own place). Inherited by the children with the mapping. */
+  uint64_t *aside;
   bool has_children_refs; /* a child refers to its pages */
 };
 
@@ -236,6 +240,7 @@ cow_of(struct rproc *p)
     {
       p->cow = xzalloc(sizeof *p->cow);
       p->cow->kept = xzalloc((p->nvmas + 1) * sizeof *p->cow->kept);
+      p->cow->aside = xzalloc((p->nvmas + 1) * sizeof *p->cow->aside);
     }
   return p->cow;
 }
@@ -383,18 +388,27 @@ cow_free(struct rproc *p)
 {
   if (!p->cow)
     return;
-  free(p->cow->src), free(p->cow->kept), free(p->cow);
+  free(p->cow->src), free(p->cow->kept), free(p->cow->aside), free(p->cow);
   p->cow = NULL;
 }
 
-/* Copy [VADDR, VADDR + LEN) of FD at OFF into memory, within [VS, VE). */
+/* Where mapping I of P lies now (its own place, or aside). */
+static uint64_t
+now_at(const struct rproc *p, size_t i)
+{
+  return p->cow->aside[i] ? p->cow->aside[i] : p->vmas[i].start;
+}
+
+/* Copy [VADDR, VADDR + LEN) of FD at OFF into memory, within [VS, VE),
+   which lies DELTA bytes further now. */
 static int
-fill(int fd, uint64_t vaddr, uint64_t len, uint64_t off, uint64_t vs, uint64_t ve)
+fill(int fd, uint64_t vaddr, uint64_t len, uint64_t off, uint64_t vs, uint64_t ve,
+     uint64_t delta)
 {
   uint64_t s = vaddr > vs ? vaddr : vs, e = vaddr + len < ve ? vaddr + len : ve;
   for (uint64_t a = s; a < e;)
     {
-      ssize_t n = pread(fd, (void *)a, e - a, off + (a - vaddr));
+      ssize_t n = pread(fd, (void *)(a + delta), e - a, off + (a - vaddr));
       if (n <= 0)
         {
           if (n < 0 && errno == EINTR)
@@ -408,20 +422,24 @@ fill(int fd, uint64_t vaddr, uint64_t len, uint64_t off, uint64_t vs, uint64_t v
   return 0;
 }
 
-/* P's own pages and (SRC) its resolved parent's pages inside mapping M. */
+/* P's own pages and (SRC) its resolved parent's pages inside mapping VI,
+   where it lies now. */
 static int
-fill_vma(const struct rproc *p, const struct rvma *m, bool src)
+fill_vma(const struct rproc *p, size_t vi, bool src)
 {
+  const struct rvma *m = &p->vmas[vi];
+  uint64_t delta = now_at(p, vi) - m->start;
   for (size_t i = 0; i < p->nruns; i++)
     if (p->runs[i].vaddr < m->end && m->start < p->runs[i].vaddr + p->runs[i].len
-        && fill(p->pages_svc, p->runs[i].vaddr, p->runs[i].len, p->runs[i].off, m->start, m->end)
+        && fill(p->pages_svc, p->runs[i].vaddr, p->runs[i].len, p->runs[i].off, m->start, m->end,
+                delta)
                < 0)
       return -1;
-  for (size_t i = 0; src && p->cow && i < p->cow->nsrc; i++)
+  for (size_t i = 0; src && i < p->cow->nsrc; i++)
     {
       const struct cow_src *s = &p->cow->src[i];
       if (s->vaddr < m->end && m->start < s->vaddr + s->len
-          && fill(s->from->pages_svc, s->vaddr, s->len, s->off, m->start, m->end) < 0)
+          && fill(s->from->pages_svc, s->vaddr, s->len, s->off, m->start, m->end, delta) < 0)
         return -1;
     }
   return 0;
@@ -434,20 +452,20 @@ static int
 take_inherited(struct rproc *p, size_t i)
 {
   const struct rvma *m = &p->vmas[i];
-  uint64_t a = m->start;
+  uint64_t a = m->start, delta = now_at(p, i) - m->start;
   for (size_t k = 0; k <= p->cow->nsrc; k++)
     {
       const struct cow_src *s = k < p->cow->nsrc ? &p->cow->src[k] : NULL;
       uint64_t e = s && s->vma == i ? s->vaddr : m->end;
       if (s && s->vma != i)
         continue;
-      if (e > a && madvise((void *)a, e - a, MADV_DONTNEED) < 0)
+      if (e > a && madvise((void *)(a + delta), e - a, MADV_DONTNEED) < 0)
         return -1;
       if (!s)
         break;
       a = s->vaddr + s->len;
     }
-  return fill_vma(p, m, false);
+  return fill_vma(p, i, false);
 }
 
 static bool
@@ -479,15 +497,17 @@ drop_unshared(const struct rproc *p, const struct cow_proc *pc)
       for (size_t i = 0; i < p->nvmas && !kept; i++)
         kept = p->cow->kept[i] && p->vmas[i].start == pm->start && p->vmas[i].end == pm->end;
       if (!kept)
-        munmap((void *)pm->start, pm->end - pm->start);
+        munmap((void *)now_at(p->cow->parent, j), pm->end - pm->start);
     }
 }
 
 /* In task IDX, before it forks its children: the mappings it inherited
    from its parent made its own, and those its children share with it
-   mapped and filled, so that they inherit them. A mapping that cannot be
-   placed (crest's own memory is there) is left to the blob, and the
-   children then copy the pages in full. */
+   mapped and filled, so that they inherit them. A mapping whose place
+   crest's own memory holds is mapped aside (where no task of the tree has
+   a mapping) and moved to its place by the blob (cow_unmap_ops); one that
+   cannot be mapped at all is left to the blob, and the children then copy
+   the pages in full. */
 void
 cow_premap(struct rctx *c, int idx)
 {
@@ -503,6 +523,7 @@ cow_premap(struct rctx *c, int idx)
         mine = p->cow->src[k].vma == i;
       if (!mine || j < 0 || !pc->kept[j])
         continue;
+      p->cow->aside[i] = pc->aside[j];
       if (take_inherited(p, i) < 0)
         task_fail(c, idx,
                   "process %d: mapping %#" PRIx64 "-%#" PRIx64 " shared with its parent: %s",
@@ -520,17 +541,28 @@ cow_premap(struct rctx *c, int idx)
         continue;
       if (m->madv & VMF_NORESERVE)
         flags |= MAP_NORESERVE;
-      r = mmap((void *)m->start, m->end - m->start, PROT_READ | PROT_WRITE, flags, -1, 0);
+      r = cow_knob("aside") ? MAP_FAILED
+                            : mmap((void *)m->start, m->end - m->start, PROT_READ | PROT_WRITE,
+                                   flags, -1, 0);
       if (r != (void *)m->start)
         {
-          crest_debug("process %d: mapping %#" PRIx64 "-%#" PRIx64
-                      " not premapped (%s): its children copy it",
-                      p->pid, m->start, m->end, r == MAP_FAILED ? strerror(errno) : "moved");
+          int e = r == MAP_FAILED ? errno : EEXIST;
           if (r != MAP_FAILED)
             munmap(r, m->end - m->start);
-          continue;
+          r = task_map_aside(c, m->end - m->start, flags & MAP_NORESERVE);
+          if (!r)
+            {
+              crest_debug("process %d: mapping %#" PRIx64 "-%#" PRIx64
+                          " not premapped (%s), nor aside: its children copy it",
+                          p->pid, m->start, m->end, strerror(e));
+              continue;
+            }
+          crest_debug("process %d: mapping %#" PRIx64 "-%#" PRIx64
+                      " premapped aside at %p (its place is crest's)",
+                      p->pid, m->start, m->end, r);
+          p->cow->aside[i] = (uint64_t)r;
         }
-      if (fill_vma(p, m, true) < 0)
+      if (fill_vma(p, i, true) < 0)
         task_fail(c, idx, "process %d: fill mapping %#" PRIx64 "-%#" PRIx64 ": %s", p->pid,
                   m->start, m->end, strerror(errno));
       p->cow->kept[i] = true;
@@ -550,29 +582,47 @@ cow_ops_bound(const struct rproc *p)
   return p->cow ? 2 * (2 * p->nvmas + p->nruns + p->cow->nsrc) + 4 : 0;
 }
 
+static int
+by_start(const void *a, const void *b)
+{
+  const uint64_t *x = a, *y = b;
+  return x[0] < y[0] ? -1 : x[0] > y[0];
+}
+
 /* Everything but the blob region [BASE, BASE + SIZE) and P's kept
-   mappings goes. */
+   mappings goes; then the kept mappings that lie aside move to their
+   place (free now: no task's mapping is where they lay, and theirs were
+   crest's). */
 void
 cow_unmap_ops(const struct rproc *p, uint64_t base, uint64_t size, struct oplist *l)
 {
-  uint64_t a = 0;
-  for (size_t i = 0; i <= p->nvmas; i++)
+  uint64_t (*keep)[2] = xmalloc((p->nvmas + 1) * sizeof *keep), a = 0;
+  size_t n = 0;
+  keep[n][0] = base, keep[n][1] = base + size, n++;
+  for (size_t i = 0; i < p->nvmas; i++)
+    if (cow_kept(p, i))
+      {
+        keep[n][0] = now_at(p, i);
+        keep[n][1] = keep[n][0] + (p->vmas[i].end - p->vmas[i].start);
+        n++;
+      }
+  qsort(keep, n, sizeof *keep, by_start);
+  for (size_t k = 0; k <= n; k++)
     {
-      uint64_t s, e;
-      if (i < p->nvmas && !cow_kept(p, i))
-        continue;
-      s = i < p->nvmas ? p->vmas[i].start : TASK_TOP;
-      e = i < p->nvmas ? p->vmas[i].end : TASK_TOP;
-      if (a <= base && base < s)
-        {
-          if (base > a)
-            OP(l, SYS_munmap, a, base - a, 0, 0, 0, 0);
-          a = base + size;
-        }
+      uint64_t s = k < n ? keep[k][0] : TASK_TOP;
       if (s > a)
         OP(l, SYS_munmap, a, s - a, 0, 0, 0, 0);
-      a = e;
+      if (k < n)
+        a = keep[k][1];
     }
+  free(keep);
+  for (size_t i = 0; i < p->nvmas; i++)
+    if (cow_kept(p, i) && p->cow->aside[i])
+      {
+        uint64_t len = p->vmas[i].end - p->vmas[i].start;
+        OPEQ(l, SYS_mremap, p->vmas[i].start, p->cow->aside[i], len, len,
+             MREMAP_MAYMOVE | MREMAP_FIXED, p->vmas[i].start, 0);
+      }
 }
 
 /* P's pages: its own runs and, in mappings not inherited, its parent's

@@ -403,6 +403,8 @@ create_task(struct rctx *c, int idx);
 /* crest's memory layout, read once for every task it forks (restore-task.c). */
 void
 task_layout_prime(void);
+void *
+task_map_aside(struct rctx *c, uint64_t size, int flags);
 void __attribute__((noreturn)) task_main(struct rctx *c, int idx);
 
 /* pidfd.c: the blob's operations that open P's pidfds. */

@@ -154,9 +154,10 @@ task_layout_prime(void)
 }
 
 /* The lowest gap of SIZE bytes (plus a guard page on each side) that
-   neither the current layout nor the target one uses. */
+   neither the current layout nor the target one of any of the NP tasks
+   at P uses. */
 static uint64_t
-find_gap(struct rproc *p, uint64_t lay[][2], size_t nlay, uint64_t size)
+find_gap(const struct rproc *p, size_t np, uint64_t lay[][2], size_t nlay, uint64_t size)
 {
   for (uint64_t cand = 0x10000000; cand + size < TASK_TOP;)
     {
@@ -164,14 +165,42 @@ find_gap(struct rproc *p, uint64_t lay[][2], size_t nlay, uint64_t size)
       for (size_t i = 0; i < nlay; i++)
         if (lay[i][0] < hi && lay[i][1] > lo && lay[i][1] > next)
           next = lay[i][1];
-      for (size_t i = 0; i < p->nvmas; i++)
-        if (p->vmas[i].start < hi && p->vmas[i].end > lo && p->vmas[i].end > next)
-          next = p->vmas[i].end;
+      for (size_t k = 0; k < np; k++)
+        for (size_t i = 0; i < p[k].nvmas; i++)
+          if (p[k].vmas[i].start < hi && p[k].vmas[i].end > lo && p[k].vmas[i].end > next)
+            next = p[k].vmas[i].end;
       if (!next)
         return cand;
       cand = (next + PAGE + 0xfffff) & ~0xfffffUL;
     }
   return 0;
+}
+
+/* SIZE bytes of private anonymous memory (FLAGS: MAP_NORESERVE or 0)
+   mapped in this task where neither its current layout nor the target
+   layout of any task of the tree is: a mapping that its children share
+   and whose own place crest's memory holds waits there until the blob
+   moves it (mem-cow.c). NULL if there is no such place. */
+void *
+task_map_aside(struct rctx *c, uint64_t size, int flags)
+{
+  for (int fresh = 0; fresh < 2; fresh++)
+    {
+      uint64_t base;
+      void *r;
+      if (fresh || !self_layout.valid)
+        task_layout_prime();
+      base = find_gap(c->p, c->np, self_layout.lay, self_layout.nlay, size);
+      if (!base)
+        return NULL;
+      r = mmap((void *)base, size, PROT_READ | PROT_WRITE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | flags, -1, 0);
+      if (r == (void *)base)
+        return r;
+      if (r != MAP_FAILED)
+        munmap(r, size);
+    }
+  return NULL;
 }
 
 /* The process-wide state of docs/engine.md's attribute tables (prctl.c,
@@ -748,7 +777,7 @@ map_region(struct rctx *c, int idx, struct rproc *p, uint64_t size)
       struct special sp[8];
       if (fresh)
         self_specials(sp, NULL, NULL, &self_layout.nlay, self_layout.lay);
-      base = find_gap(p, self_layout.lay, self_layout.nlay, size);
+      base = find_gap(p, 1, self_layout.lay, self_layout.nlay, size);
       if (!base)
         task_fail(c, idx, "process %d: no room for the restorer (%" PRIu64 " bytes)", p->pid, size);
       region = mmap((void *)base, size, PROT_READ | PROT_WRITE | PROT_EXEC,

@@ -41,7 +41,9 @@ static const char *const knobs[] = {
   /* off: a checkpoint saves every child's pages in full, none as its
      parent's (the bench's reference); no-premap: restore maps no parent's
      memory before forking its children, who copy the pages they share in
-     full (the fallback of mem-cow.c). */
+     full (the fallback of mem-cow.c); aside: restore premaps every such
+     mapping aside, as when crest's own memory holds its place, and the
+     blob moves it. */
   "CREST_COW",
   /* N: restore --lazy-pages waits up to N ms between two background
      copies (faults are answered meanwhile), so that a test sees pages
