@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
 # vm-kernel: patched stock
+# vm-aslr: stock
 # nginx in a rootless container (issue 12, "Real services"): Debian's
 # nginx-light from the VM's own root, a master and 4 workers (shared
 # anonymous memory between them, socketpair channels, epoll, one listening

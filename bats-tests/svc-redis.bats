@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
 # vm-kernel: patched stock
+# vm-aslr: stock
 # redis (Debian's redis-server 7.0) in a rootless container whose root is the
 # VM's own file system, with its client inside the same container
 # (svc-conn: one TCP connection held open, fed from a FIFO): 10,000 keys and

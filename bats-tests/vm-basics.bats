@@ -146,3 +146,15 @@ make_bundle() { # dir args...
 	assert_output "0::/"
 	[ ! -d "$CREST_CGROUP/vm-basics-$$" ]
 }
+
+@test "address randomisation is what the boot asked for (vm-suites: norandmaps unless a suite declares vm-aslr)" {
+	# norandmaps on the command line sets randomize_va_space to 0, and a
+	# process's layout is then the same in every run.
+	want=2
+	[[ " $(cat /proc/cmdline) " == *" norandmaps "* ]] && want=0
+	[ "$(cat /proc/sys/kernel/randomize_va_space)" = "$want" ]
+	a=$(grep -m1 ' r-xp .*libc\.so' /proc/self/maps | cut -d- -f1)
+	b=$(grep -m1 ' r-xp .*libc\.so' /proc/self/maps | cut -d- -f1)
+	[ -n "$a" ] && [ -n "$b" ]
+	if [ "$want" = 0 ]; then [ "$a" = "$b" ]; else [ "$a" != "$b" ]; fi
+}
