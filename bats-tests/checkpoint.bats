@@ -1,6 +1,5 @@
 #!/usr/bin/env bats
 # vm-kernel: patched stock
-# vm-aslr: stock
 # Checkpoint and restore of a rootless busybox container through crest, as
 # the test user: the container is gone after a checkpoint, comes back with
 # the same PIDs, and goes on counting from where it was; twice more from the
