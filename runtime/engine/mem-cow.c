@@ -402,8 +402,7 @@ now_at(const struct rproc *p, size_t i)
 /* Copy [VADDR, VADDR + LEN) of FD at OFF into memory, within [VS, VE),
    which lies DELTA bytes further now. */
 static int
-fill(int fd, uint64_t vaddr, uint64_t len, uint64_t off, uint64_t vs, uint64_t ve,
-     uint64_t delta)
+fill(int fd, uint64_t vaddr, uint64_t len, uint64_t off, uint64_t vs, uint64_t ve, uint64_t delta)
 {
   uint64_t s = vaddr > vs ? vaddr : vs, e = vaddr + len < ve ? vaddr + len : ve;
   for (uint64_t a = s; a < e;)
@@ -541,9 +540,9 @@ cow_premap(struct rctx *c, int idx)
         continue;
       if (m->madv & VMF_NORESERVE)
         flags |= MAP_NORESERVE;
-      r = cow_knob("aside") ? MAP_FAILED
-                            : mmap((void *)m->start, m->end - m->start, PROT_READ | PROT_WRITE,
-                                   flags, -1, 0);
+      r = cow_knob("aside")
+              ? MAP_FAILED
+              : mmap((void *)m->start, m->end - m->start, PROT_READ | PROT_WRITE, flags, -1, 0);
       if (r != (void *)m->start)
         {
           int e = r == MAP_FAILED ? errno : EEXIST;
@@ -596,7 +595,7 @@ by_start(const void *a, const void *b)
 void
 cow_unmap_ops(const struct rproc *p, uint64_t base, uint64_t size, struct oplist *l)
 {
-  uint64_t (*keep)[2] = xmalloc((p->nvmas + 1) * sizeof *keep), a = 0;
+  uint64_t(*keep)[2] = xmalloc((p->nvmas + 1) * sizeof *keep), a = 0;
   size_t n = 0;
   keep[n][0] = base, keep[n][1] = base + size, n++;
   for (size_t i = 0; i < p->nvmas; i++)
