@@ -176,31 +176,43 @@ find_gap(const struct rproc *p, size_t np, uint64_t lay[][2], size_t nlay, uint6
   return 0;
 }
 
-/* SIZE bytes of private anonymous memory (FLAGS: MAP_NORESERVE or 0)
-   mapped in this task where neither its current layout nor the target
-   layout of any task of the tree is: a mapping that its children share
-   and whose own place crest's memory holds waits there until the blob
-   moves it (mem-cow.c). NULL if there is no such place. */
-void *
-task_map_aside(struct rctx *c, uint64_t size, int flags)
+/* SIZE bytes mapped (PROT, private anonymous, FLAGS) in the lowest gap
+   that neither this task's layout nor the target layout of the NP tasks at
+   P uses: first by the layout the task inherited, then, if that met a
+   mapping made since (MAP_FIXED_NOREPLACE fails), by its own read again.
+   NULL with errno (ENOMEM: no gap); *BASE is the place tried last. */
+static void *
+map_in_gap(const struct rproc *p, size_t np, uint64_t size, int prot, int flags, uint64_t *base)
 {
   for (int fresh = 0; fresh < 2; fresh++)
     {
-      uint64_t base;
       void *r;
       if (fresh || !self_layout.valid)
         task_layout_prime();
-      base = find_gap(c->p, c->np, self_layout.lay, self_layout.nlay, size);
-      if (!base)
-        return NULL;
-      r = mmap((void *)base, size, PROT_READ | PROT_WRITE,
-               MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | flags, -1, 0);
-      if (r == (void *)base)
+      *base = find_gap(p, np, self_layout.lay, self_layout.nlay, size);
+      if (!*base)
+        return errno = ENOMEM, NULL;
+      r = mmap((void *)*base, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE | flags,
+               -1, 0);
+      if (r == (void *)*base)
         return r;
-      if (r != MAP_FAILED)
-        munmap(r, size);
+      if (r != MAP_FAILED) /* a kernel without MAP_FIXED_NOREPLACE: a hint */
+        munmap(r, size), errno = EEXIST;
+      else if (errno != EEXIST)
+        return NULL;
     }
   return NULL;
+}
+
+/* SIZE bytes of private anonymous memory (FLAGS: MAP_NORESERVE or 0)
+   where no task of the tree has a mapping: a mapping that its children
+   share and whose own place crest's memory holds waits there until the
+   blob moves it (mem-cow.c). NULL if there is no such place. */
+void *
+task_map_aside(struct rctx *c, uint64_t size, int flags)
+{
+  uint64_t base;
+  return map_in_gap(c->p, c->np, size, PROT_READ | PROT_WRITE, flags, &base);
 }
 
 /* The process-wide state of docs/engine.md's attribute tables (prctl.c,
@@ -765,32 +777,18 @@ task_go(struct rctx *c, int idx, uint64_t base, uint64_t size, uint64_t args_add
   task_jump(base + BLOB_OFF_ENTRY, stack_lo + MAIN_STACK - 64, args_addr);
 }
 
-/* Map the blob region of SIZE bytes in the lowest gap: first by the layout
-   this task inherited, then, if that met a mapping made since, by its own. */
+/* Map the blob region of SIZE bytes in the lowest gap (map_in_gap). */
 static uint8_t *
 map_region(struct rctx *c, int idx, struct rproc *p, uint64_t size)
 {
-  for (int fresh = 0; fresh < 2; fresh++)
-    {
-      uint64_t base;
-      uint8_t *region;
-      struct special sp[8];
-      if (fresh)
-        self_specials(sp, NULL, NULL, &self_layout.nlay, self_layout.lay);
-      base = find_gap(p, 1, self_layout.lay, self_layout.nlay, size);
-      if (!base)
-        task_fail(c, idx, "process %d: no room for the restorer (%" PRIu64 " bytes)", p->pid, size);
-      region = mmap((void *)base, size, PROT_READ | PROT_WRITE | PROT_EXEC,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-      if (region == (void *)base)
-        return region;
-      if (region != MAP_FAILED) /* a kernel without MAP_FIXED_NOREPLACE: a hint */
-        munmap(region, size);
-      if (fresh || (region == MAP_FAILED && errno != EEXIST))
-        task_fail(c, idx, "process %d: map the restorer at %#" PRIx64 ": %s", p->pid, base,
-                  region == MAP_FAILED ? strerror(errno) : "taken");
-    }
-  __builtin_unreachable();
+  uint64_t base;
+  uint8_t *region = map_in_gap(p, 1, size, PROT_READ | PROT_WRITE | PROT_EXEC, 0, &base);
+  if (!region && !base)
+    task_fail(c, idx, "process %d: no room for the restorer (%" PRIu64 " bytes)", p->pid, size);
+  if (!region)
+    task_fail(c, idx, "process %d: map the restorer at %#" PRIx64 ": %s", p->pid, base,
+              strerror(errno));
+  return region;
 }
 
 void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
