@@ -33,6 +33,13 @@ void
 digest_init(struct digest *d, int alg);
 void
 digest_update(struct digest *d, const void *data, size_t len);
+/* XXH3's scalar update (digest-scalar.c), on an XXH3_state_t. */
+void
+digest_xxh3_update_scalar(void *state, const void *data, size_t len);
+/* Tests: XXH3's code path from now on: 1 scalar, 0 vector, -1 picked by
+   speed at the next large update (the default). */
+void
+digest_xxh3_force(int scalar);
 /* OUT: digest_size(alg) bytes (at most 32). */
 void
 digest_final(struct digest *d, uint8_t out[32]);

@@ -314,6 +314,59 @@ digest_kat(void)
   free(a);
 }
 
+/* XXH3's two code paths (digest.c picks the faster at the first large
+   update): the scalar one against the known value, and both, and the
+   picked one, on 3 MiB of pseudo-random bytes at once and in odd pieces
+   (a first piece large enough to make the pick). */
+static void
+digest_code_paths(void)
+{
+  const size_t n = 3u << 20;
+  unsigned char *a = xmalloc(n);
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  struct digest d;
+  char hex[65], ref[65];
+  const char *name[3] = { "vector", "scalar", "picked" };
+
+  memset(a, 'a', 1000000);
+  digest_xxh3_force(1);
+  digest_init(&d, DIGEST_XXH3_128);
+  for (size_t off = 0; off < 1000000; off += 997)
+    digest_update(&d, a + off, 1000000 - off < 997 ? 1000000 - off : 997);
+  digest_final_hex(&d, hex);
+  tap_is_str(hex, "a545df8e384a9579b1fd6fae5285c4eb",
+             "xxh3-128, scalar code: a million 'a' in 997-byte pieces");
+  for (size_t i = 0; i < n; i++)
+    {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      a[i] = (unsigned char)(x >> 24);
+    }
+  digest_xxh3_force(0);
+  digest_init(&d, DIGEST_XXH3_128);
+  digest_update(&d, a, n);
+  digest_final_hex(&d, ref);
+  for (int code = 0; code < 3; code++)
+    {
+      bool same = true;
+      digest_xxh3_force(code == 2 ? -1 : code);
+      digest_init(&d, DIGEST_XXH3_128);
+      digest_update(&d, a, n);
+      digest_final_hex(&d, hex);
+      same = same && strcmp(hex, ref) == 0;
+      digest_xxh3_force(code == 2 ? -1 : code);
+      digest_init(&d, DIGEST_XXH3_128);
+      digest_update(&d, a, (3u << 19) + 5); /* 1.5 MiB and 5 bytes: picks */
+      for (size_t off = (3u << 19) + 5; off < n; off += 4093)
+        digest_update(&d, a + off, n - off < 4093 ? n - off : 4093);
+      digest_final_hex(&d, hex);
+      same = same && strcmp(hex, ref) == 0;
+      tap_ok(same, "xxh3-128, %s code: 3 MiB at once and in pieces, the vector code's digest %s",
+             name[code], ref);
+    }
+  digest_xxh3_force(-1);
+  free(a);
+}
+
 /* KEY's value for file NAME in DIR's manifest (a static buffer), or NULL. */
 static const char *
 manifest_digest(const char *dir, const char *name, const char *key, int64_t *format)
@@ -627,6 +680,7 @@ main(void)
     }
 
   digest_kat();
+  digest_code_paths();
 
   snprintf(base, sizeof base, "/tmp/crest-engine-image.XXXXXX");
   if (!mkdtemp(base))
