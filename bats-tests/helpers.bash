@@ -251,36 +251,27 @@ if [[ ${BATS_VERSION:-} == 1.8.* ]] &&
 	done
 	((${BATS_TRACE_LEVEL:-0} == 0)) || _dbg_fast=
 	unset _dbg_p
-	if [ -n "$_dbg_fast" ]; then
-		bats_debug_trap() {
+	bats_debug_trap() {
+		if [ -n "$_dbg_fast" ]; then
 			case ${1%/*}:${FUNCNAME[1]-} in
 			"$_dbg_x0"* | "$_dbg_x1"* | *:_dbg_* | \
 				*:bats_error_trap | *:bats_get_failure_stack_trace) return 0 ;;
 			esac
-			[[ ${BATS_INTERRUPTED-NOTSET}${BATS_TIMED_OUT-NOTSET} == NOTSETNOTSET ]] || return 0
-			if ((++_dbg_n & 1)); then
-				_dbg_l1=("${BASH_LINENO[@]}") _dbg_s1=("${BASH_SOURCE[@]}") _dbg_f1=("${FUNCNAME[@]}")
-			else
-				_dbg_l0=("${BASH_LINENO[@]}") _dbg_s0=("${BASH_SOURCE[@]}") _dbg_f0=("${FUNCNAME[@]}")
-			fi
-			((${BATS_TRACE_LEVEL:-0} == 0)) || bats_emit_trace
-		}
-	else
-		bats_debug_trap() {
+		else
 			local path
 			for path in "${BATS_DEBUG_EXCLUDE_PATHS[@]}"; do
 				[[ ${1%/*} != "$path"* ]] || return 0
 			done
 			case ${FUNCNAME[1]-} in _dbg_* | bats_error_trap | bats_get_failure_stack_trace) return 0 ;; esac
-			[[ ${BATS_INTERRUPTED-NOTSET}${BATS_TIMED_OUT-NOTSET} == NOTSETNOTSET ]] || return 0
-			if ((++_dbg_n & 1)); then
-				_dbg_l1=("${BASH_LINENO[@]}") _dbg_s1=("${BASH_SOURCE[@]}") _dbg_f1=("${FUNCNAME[@]}")
-			else
-				_dbg_l0=("${BASH_LINENO[@]}") _dbg_s0=("${BASH_SOURCE[@]}") _dbg_f0=("${FUNCNAME[@]}")
-			fi
-			((${BATS_TRACE_LEVEL:-0} == 0)) || bats_emit_trace
-		}
-	fi
+		fi
+		[[ ${BATS_INTERRUPTED-NOTSET}${BATS_TIMED_OUT-NOTSET} == NOTSETNOTSET ]] || return 0
+		if ((++_dbg_n & 1)); then
+			_dbg_l1=("${BASH_LINENO[@]}") _dbg_s1=("${BASH_SOURCE[@]}") _dbg_f1=("${FUNCNAME[@]}")
+		else
+			_dbg_l0=("${BASH_LINENO[@]}") _dbg_s0=("${BASH_SOURCE[@]}") _dbg_f0=("${FUNCNAME[@]}")
+		fi
+		((${BATS_TRACE_LEVEL:-0} == 0)) || bats_emit_trace
+	}
 	# _dbg_trace VAR SLOT: into array VAR, the trace bats_capture_stack_trace
 	# would have built in the trap that filled SLOT (its frame i is the
 	# slot's i - 1: the slot was taken in the trap, not one call deeper).
