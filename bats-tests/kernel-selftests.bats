@@ -45,12 +45,13 @@ setup() {
 # kernel log is rate limited) and must put it back.
 @test "kselftest checkpoint_restore/exe_link_audit as root (printk_ratelimit put back)" {
 	requires root
-	local before after
+	local orig before after
+	orig=$(</proc/sys/kernel/printk_ratelimit)
 	echo 7 >/proc/sys/kernel/printk_ratelimit
 	before=$(</proc/sys/kernel/printk_ratelimit)
 	run_kselftest root checkpoint_restore/exe_link_audit
 	after=$(</proc/sys/kernel/printk_ratelimit)
-	echo 5 >/proc/sys/kernel/printk_ratelimit
+	echo "$orig" >/proc/sys/kernel/printk_ratelimit
 	[ "$before" = 7 ] || fail "kernel.printk_ratelimit could not be set to 7 (reads $before)"
 	[ "$after" = "$before" ] || fail "exe_link_audit left kernel.printk_ratelimit at $after (was $before)"
 }

@@ -281,6 +281,20 @@ open_bounded(const char *dir, const char *want)
   return WIFEXITED(st) ? WEXITSTATUS(st) : 3;
 }
 
+/* The XXH3-128 digest, in HEX, of A's N bytes fed in pieces of PIECE
+   bytes after a first one of FIRST bytes (0: none). */
+static void
+xxh_pieces(const void *a, size_t n, size_t first, size_t piece, char hex[65])
+{
+  struct digest d;
+  digest_init(&d, DIGEST_XXH3_128);
+  if (first)
+    digest_update(&d, a, first);
+  for (size_t off = first; off < n; off += piece)
+    digest_update(&d, (const char *)a + off, n - off < piece ? n - off : piece);
+  digest_final_hex(&d, hex);
+}
+
 /* XXH3-128 (the page files' checksum) against xxhsum -H2 of the same
    bytes, and the same digest whether fed at once or in odd pieces. */
 static void
@@ -298,10 +312,7 @@ digest_kat(void)
   digest_final_hex(&d, hex);
   tap_is_str(hex, "06b05ab6733a618578af5f94892f3950", "xxh3-128 of abc");
   memset(a, 'a', 1000000);
-  digest_init(&d, DIGEST_XXH3_128);
-  for (size_t off = 0; off < 1000000; off += 997)
-    digest_update(&d, a + off, 1000000 - off < 997 ? 1000000 - off : 997);
-  digest_final_hex(&d, hex);
+  xxh_pieces(a, 1000000, 0, 997, hex);
   tap_is_str(hex, "a545df8e384a9579b1fd6fae5285c4eb",
              "xxh3-128 of a million 'a', fed in 997-byte pieces");
   digest_of(DIGEST_XXH3_128, a, 1000000, raw);
@@ -330,10 +341,7 @@ digest_code_paths(void)
 
   memset(a, 'a', 1000000);
   digest_xxh3_force(1);
-  digest_init(&d, DIGEST_XXH3_128);
-  for (size_t off = 0; off < 1000000; off += 997)
-    digest_update(&d, a + off, 1000000 - off < 997 ? 1000000 - off : 997);
-  digest_final_hex(&d, hex);
+  xxh_pieces(a, 1000000, 0, 997, hex);
   tap_is_str(hex, "a545df8e384a9579b1fd6fae5285c4eb",
              "xxh3-128, scalar code: a million 'a' in 997-byte pieces");
   for (size_t i = 0; i < n; i++)
@@ -354,11 +362,7 @@ digest_code_paths(void)
       digest_final_hex(&d, hex);
       same = same && strcmp(hex, ref) == 0;
       digest_xxh3_force(code == 2 ? -1 : code);
-      digest_init(&d, DIGEST_XXH3_128);
-      digest_update(&d, a, (3u << 19) + 5); /* 1.5 MiB and 5 bytes: picks */
-      for (size_t off = (3u << 19) + 5; off < n; off += 4093)
-        digest_update(&d, a + off, n - off < 4093 ? n - off : 4093);
-      digest_final_hex(&d, hex);
+      xxh_pieces(a, n, (3u << 19) + 5, 4093, hex); /* a first 1.5 MiB: picks */
       same = same && strcmp(hex, ref) == 0;
       tap_ok(same, "xxh3-128, %s code: 3 MiB at once and in pieces, the vector code's digest %s",
              name[code], ref);
