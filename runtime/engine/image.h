@@ -33,6 +33,9 @@ struct img_file
   char sha[65]; /* its digest, in hex */
   int fd;       /* reader: the descriptor it was checked through; -1 */
   bool late;    /* reader: hashed by the reader's thread (img_reader_open_late) */
+  /* reader: tree.json of img_reader_open_late, hashed where it is read, in
+     the very bytes parsed (img_reader_json_tree: while they are parsed) */
+  bool on_read;
   /* reader, IMG_LATE_BLOCKS: a page file whose block digests (its sums file)
      are checked where it is read (chain.c: chain_check_reads), not whole */
   bool blocks;
@@ -235,6 +238,10 @@ jget_array(yajl_val v, const char *key, yajl_val **items, crest_error_t *err);
 /* Hex string of exactly len bytes under key, decoded into out. */
 int
 jget_hex(yajl_val v, const char *key, void *out, size_t len, crest_error_t *err);
+/* The hex string KEY decoded into OUT, at most MAX bytes; *LEN bytes. */
+int
+jget_hex_into(yajl_val v, const char *key, uint8_t *out, size_t max, size_t *len,
+              crest_error_t *err);
 /* Hex string of any length (at most max bytes): newly allocated. */
 int
 jget_hex_alloc(yajl_val v, const char *key, size_t max, uint8_t **out, size_t *len,

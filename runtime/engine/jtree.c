@@ -8,35 +8,23 @@
  * 200-process image left 11 MB of small blocks in crest's heap when it
  * forked: each fork copied their page tables, each task took copy-on-write
  * faults in them and unmapped them again. Here the nodes are gone before
- * the first fork, and the strings are a few contiguous pages. */
+ * the first fork, and the strings are in shared memory, read-only once
+ * parsed (arena.h): a fork copies none of their page table entries, and a
+ * task maps only the pages of the strings it reads. */
 #include <config.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <yajl/yajl_parse.h>
+#include "arena.h"
 #include "image.h"
 #include "util.h"
 
-#define JT_CHUNK (256u << 10)
-
-struct jarena
-{
-  struct jchunk *head;
-};
-
-struct jchunk
-{
-  struct jchunk *next;
-  size_t size, used;
-  /* the bytes follow, 16-aligned */
-};
-
 struct jtree
 {
-  struct jarena nodes, strings;
+  struct arena nodes, strings;
 };
 
 /* One open container while parsing: its node, and where its entries start
@@ -62,42 +50,10 @@ struct jbuild
   bool oom;
 };
 
-static void *
-ja_alloc(struct jarena *a, size_t size)
-{
-  struct jchunk *c = a->head;
-  size = (size + 15) & ~(size_t)15;
-  if (!c || c->size - c->used < size)
-    {
-      size_t want = size + 64 > JT_CHUNK ? size + 64 : JT_CHUNK;
-      want = (want + 4095) & ~(size_t)4095;
-      c = mmap(NULL, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (c == MAP_FAILED)
-        return NULL;
-      c->size = want;
-      c->used = 64;
-      c->next = a->head;
-      a->head = c;
-    }
-  c->used += size;
-  return (char *)c + c->used - size;
-}
-
-static void
-ja_free(struct jarena *a)
-{
-  while (a->head)
-    {
-      struct jchunk *c = a->head;
-      a->head = c->next;
-      munmap(c, c->size);
-    }
-}
-
 static char *
-ja_strndup(struct jarena *a, const unsigned char *s, size_t len)
+ja_strndup(struct arena *a, const unsigned char *s, size_t len)
 {
-  char *d = ja_alloc(a, len + 1);
+  char *d = len < SIZE_MAX ? arena_alloc(a, len + 1) : NULL;
   if (d)
     {
       memcpy(d, s, len);
@@ -138,7 +94,7 @@ jb_add(struct jbuild *b, yajl_val v)
 static yajl_val
 jb_node(struct jbuild *b, yajl_type type)
 {
-  yajl_val v = ja_alloc(&b->t->nodes, sizeof *v);
+  yajl_val v = arena_alloc(&b->t->nodes, sizeof *v);
   if (v)
     {
       memset(v, 0, sizeof *v);
@@ -212,7 +168,7 @@ jb_string(void *ctx, const unsigned char *s, size_t len)
 {
   struct jbuild *b = ctx;
   yajl_val v = jb_node(b, yajl_t_string);
-  struct jarena *a = decoded_only(b->pending_key) ? &b->t->nodes : &b->t->strings;
+  struct arena *a = decoded_only(b->pending_key) ? &b->t->nodes : &b->t->strings;
   if (!v || !(v->u.string = ja_strndup(a, s, len)))
     return b->oom = true, 0;
   return jb_add(b, v);
@@ -267,14 +223,14 @@ jb_close(void *ctx)
   struct jbuild *b = ctx;
   struct jframe *f = &b->stack[--b->depth];
   size_t n = b->n - f->first;
-  yajl_val *vals = ja_alloc(&b->t->nodes, (n ? n : 1) * sizeof *vals);
+  yajl_val *vals = arena_alloc(&b->t->nodes, (n ? n : 1) * sizeof *vals);
   if (!vals)
     return b->oom = true, 0;
   if (n)
     memcpy(vals, b->vals + f->first, n * sizeof *vals);
   if (f->v->type == yajl_t_object)
     {
-      const char **keys = ja_alloc(&b->t->nodes, (n ? n : 1) * sizeof *keys);
+      const char **keys = arena_alloc(&b->t->nodes, (n ? n : 1) * sizeof *keys);
       if (!keys)
         return b->oom = true, 0;
       if (n)
@@ -306,6 +262,8 @@ jtree_parse(const char *text, size_t len, struct jtree **out, yajl_val *root, ch
   yajl_status st;
   memset(&b, 0, sizeof b);
   b.t = xzalloc(sizeof *b.t);
+  b.t->nodes.kind = ARENA_PRIVATE;
+  b.t->strings.kind = ARENA_SHARED;
   h = yajl_alloc(&jb_callbacks, NULL, &b);
   if (!h)
     {
@@ -335,6 +293,7 @@ jtree_parse(const char *text, size_t len, struct jtree **out, yajl_val *root, ch
     }
   yajl_free(h);
   free(b.stack), free(b.keys), free(b.vals);
+  arena_seal(&b.t->strings);
   *out = b.t;
   *root = b.root;
   return 0;
@@ -344,7 +303,7 @@ void
 jtree_drop_nodes(struct jtree *t)
 {
   if (t)
-    ja_free(&t->nodes);
+    arena_free(&t->nodes);
 }
 
 void
@@ -352,7 +311,7 @@ jtree_free(struct jtree *t)
 {
   if (!t)
     return;
-  ja_free(&t->nodes);
-  ja_free(&t->strings);
+  arena_free(&t->nodes);
+  arena_free(&t->strings);
   free(t);
 }

@@ -12,6 +12,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/engine.h \
 	runtime/engine/engine-int.h \
 	runtime/engine/image.c runtime/engine/image.h runtime/engine/jtree.c \
+	runtime/engine/arena.c runtime/engine/arena.h \
 	runtime/engine/image-check.c runtime/engine/image-check.h \
 	runtime/engine/ptrace.c \
 	runtime/engine/inject-home.c \

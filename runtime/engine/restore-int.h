@@ -12,6 +12,7 @@
 #include <sys/resource.h>
 #include <sys/types.h>
 #include "engine-int.h"
+#include "arena.h"
 #include "files.h"
 #include "image.h"
 
@@ -169,8 +170,9 @@ struct rctx
   struct img_reader *img;
   struct img_reader *chain[CHAIN_MAX]; /* its parent images (pre-dumps), nearest first */
   int nchain;
-  yajl_val tree;    /* while parsing only: jtree_drop_nodes frees it */
-  struct jtree *jt; /* tree.json's arenas; its strings live to the end */
+  yajl_val tree;       /* while parsing only: jtree_drop_nodes frees it */
+  struct jtree *jt;    /* tree.json's arenas; its strings live to the end */
+  struct arena tracer; /* what only the tracer reads: kept out of the tasks */
   struct rproc *p;
   size_t np;
   size_t *kids; /* indices into p, grouped by parent (rproc.kid0) */

@@ -29,11 +29,18 @@ parse_thread(struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
   const char *comm;
   yajl_val *items;
   long n;
+  static uint8_t xs[XSTATE_MAX];
   /* "regs" and "xstate" are decoded here and never kept: jtree.c frees
-     their text with the tree's nodes. */
+     their text with the tree's nodes. Only crest's own process sets a
+     thread's extended state (restore-finish.c): it is kept where no task
+     inherits it (c->tracer). */
   if (jget_i64(v, "tid", &tid, err) < 0 || jget_hex(v, "regs", &t->regs, sizeof t->regs, err) < 0
-      || jget_hex_alloc(v, "xstate", XSTATE_MAX, &t->xstate, &t->xlen, err) < 0
-      || jget_u64(v, "sigmask", &t->sigmask, err) < 0 || jget_u64(v, "rseq", &t->rseq, err) < 0
+      || jget_hex_into(v, "xstate", xs, sizeof xs, &t->xlen, err) < 0)
+    return -1;
+  if (!(t->xstate = arena_alloc(&c->tracer, t->xlen)))
+    return crest_error_errno(err, "thread %d: memory for its extended state", (int)tid);
+  memcpy(t->xstate, xs, t->xlen);
+  if (jget_u64(v, "sigmask", &t->sigmask, err) < 0 || jget_u64(v, "rseq", &t->rseq, err) < 0
       || jget_i64(v, "rseq_size", &t->rseq_size, err) < 0
       || jget_u64(v, "rseq_sig", &t->rseq_sig, err) < 0
       || jget_u64(v, "robust_list", &t->robust, err) < 0
@@ -294,6 +301,9 @@ parse_tree(struct rctx *c, crest_error_t *err)
   long n;
   int64_t root;
 
+  /* A namespace init's restore finishes in a helper it forks (restore.c:
+     helper_fork), which needs them. */
+  c->tracer.kind = c->o->as_ns_init ? ARENA_PRIVATE : ARENA_DONTFORK;
   if (img_reader_json_tree(c->img, "tree.json", &c->jt, &c->tree, err) < 0)
     return -1;
   if (jget_i64(c->tree, "root", &root, err) < 0)

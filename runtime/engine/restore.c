@@ -119,7 +119,7 @@ free_ctx(struct rctx *c)
     {
       struct rproc *p = &c->p[i];
       for (size_t t = 0; t < p->nth; t++)
-        free(p->th[t].xstate), free(p->th[t].pending);
+        free(p->th[t].pending);
       free(p->th), free(p->vmas), free(p->runs), free(p->fds), free(p->groups), free(p->auxv);
       free(p->shared_pending), free(p->timers);
       cow_free(p);
@@ -129,6 +129,7 @@ free_ctx(struct rctx *c)
   free(c->p), free(c->kids), free(c->f), free(c->pp), free(c->mf);
   ipc_free(c->ipc);
   jtree_free(c->jt);
+  arena_free(&c->tracer);
   img_reader_free(c->img);
   for (int i = 0; i < c->nchain; i++)
     img_reader_free(c->chain[i]);

@@ -4,6 +4,8 @@
 #include <config.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "engine.h"
+#include "arena.h"
 #include "image.h"
 #include "digest.h"
 #include "sha256.h"
@@ -619,6 +622,83 @@ test_jtree_empty(void)
     }
 }
 
+/* What a forked child makes of BYTE: 0 it read C there, 1 it read something
+   else, 2 its write of C there went through, -1 it faulted (killed, or an
+   ASan build's report and exit status: anything but the three codes). */
+static int
+child_sees(volatile char *byte, char c, bool write)
+{
+  pid_t pid = fork();
+  int st;
+  if (pid == 0)
+    {
+      if (write)
+        {
+          *byte = c;
+          _exit(42);
+        }
+      _exit(*byte == c ? 40 : 41);
+    }
+  if (pid < 0 || waitpid(pid, &st, 0) != pid)
+    return -2;
+  return WIFEXITED(st) && WEXITSTATUS(st) >= 40 && WEXITSTATUS(st) <= 42 ? WEXITSTATUS(st) - 40
+                                                                         : -1;
+}
+
+/* arena.h: what a forked task inherits of each kind, and the seal. */
+static void
+test_arena(void)
+{
+  struct arena a[3] = { { NULL, ARENA_PRIVATE }, { NULL, ARENA_SHARED }, { NULL, ARENA_DONTFORK } };
+  static const char *const name[] = { "private", "shared", "dontfork" };
+  static const int want[] = { 0, 0, -1 };
+  for (int k = 0; k < 3; k++)
+    {
+      char *small = arena_alloc(&a[k], 10), *big = arena_alloc(&a[k], 300 << 10);
+      bool zero = small && big && big[0] == 0 && big[(300 << 10) - 1] == 0 && small[9] == 0;
+      tap_ok(small && big && ((uintptr_t)small | (uintptr_t)big) % 16 == 0 && zero,
+             "arena (%s): 10 bytes and 300 KiB (more than a chunk), 16-aligned and zeroed",
+             name[k]);
+      if (!small || !big)
+        continue;
+      small[3] = 'q', big[100000] = 'r';
+      tap_ok(child_sees(small + 3, 'q', false) == want[k]
+                 && child_sees(big + 100000, 'r', false) == want[k],
+             "arena (%s): a forked child %s", name[k],
+             want[k] == 0 ? "reads what was written before the fork" : "has none of it (faults)");
+    }
+  {
+    char *s = arena_alloc(&a[1], 16);
+    s[0] = 'x';
+    arena_seal(&a[1]);
+    tap_ok(child_sees(s, 'x', false) == 0 && child_sees(s, 'y', true) == -1 && s[0] == 'x',
+           "arena (shared), sealed: a child reads it, its write faults, nothing changed");
+  }
+  for (int k = 0; k < 3; k++)
+    arena_free(&a[k]);
+  tap_ok(!a[0].head && !a[1].head && !a[2].head, "arena_free leaves each arena empty");
+}
+
+/* jtree: the string values are sealed once parsed (a task that wrote one
+   would change it for every other); the nodes are not shared. */
+static void
+test_jtree_strings(void)
+{
+  struct jtree *t = NULL;
+  yajl_val root = NULL;
+  char ebuf[128] = "";
+  const char *text = "{\"path\": \"/a/b\", \"n\": 5}";
+  int rc = jtree_parse(text, strlen(text), &t, &root, ebuf, sizeof ebuf);
+  yajl_val v = rc == 0 && root && root->u.object.len == 2 ? root->u.object.values[0] : NULL;
+  tap_ok(v && YAJL_IS_STRING(v) && strcmp(v->u.string, "/a/b") == 0
+             && child_sees(v->u.string, '/', false) == 0 && child_sees(v->u.string, 'z', true) == -1
+             && v->u.string[0] == '/',
+         "jtree: a string value reads in a forked child, a write to it faults (%s)",
+         rc == 0 ? "parsed" : ebuf);
+  if (t)
+    jtree_free(t);
+}
+
 int
 main(void)
 {
@@ -630,6 +710,8 @@ main(void)
 
   test_sums_name();
   test_jtree_empty();
+  test_arena();
+  test_jtree_strings();
   /* SHA-256 against the FIPS 180-4 examples. */
   sha256_hex_of("", 0, hex);
   tap_is_str(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
