@@ -246,7 +246,10 @@ dump_thread(struct dctx *c, struct dproc *p, struct dthread *th, yajl_gen g, boo
   yajl_gen_map_open(g);
   jput_int(g, "tid", th->itid);
   jput_hex(g, "regs", &th->regs, sizeof th->regs);
-  jput_hex(g, "xstate", th->xstate, th->xlen);
+  /* Nearly all zeros (2,341 of 2,432 bytes in a thread that never used
+     AVX-512's registers): its zero runs make it a third of its hex. */
+  if (jput_hex_runs(g, "xstate", th->xstate, th->xlen) && c->w->format < CREST_IMAGE_FORMAT_XRUNS)
+    c->w->format = CREST_IMAGE_FORMAT_XRUNS;
   mask = th->sigmask; /* read by inject_state */
   jput_u64(g, "sigmask", mask);
   memset(&rc_, 0, sizeof rc_);

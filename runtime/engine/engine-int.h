@@ -13,8 +13,6 @@
 #include <yajl/yajl_tree.h>
 #include "error.h"
 
-#define XSTATE_MAX 16384
-
 #ifndef PTRACE_GET_RSEQ_CONFIGURATION
 #define PTRACE_GET_RSEQ_CONFIGURATION 0x420f
 #endif

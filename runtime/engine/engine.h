@@ -23,7 +23,7 @@
    root directory of its own ("root_dir"): a reader of version 1 would ignore
    the key and restore the process running, or without its chroot, so such
    an image must not look like version 1 to it. */
-#define CREST_IMAGE_FORMAT 10
+#define CREST_IMAGE_FORMAT 11
 #define CREST_IMAGE_FORMAT_STOP 2
 #define CREST_IMAGE_FORMAT_CHROOT 2
 /* Format 3: records of docs/engine.md's attribute tables (mapping advice
@@ -53,6 +53,11 @@
    page files, and the block digests of their sums files); see
    docs/image-format.md. */
 #define CREST_IMAGE_FORMAT_XXH 10
+/* Format 11: a thread's "xstate" may hold runs of zero bytes, each '_' and
+   its length in 4 hex digits; see docs/image-format.md. */
+#define CREST_IMAGE_FORMAT_XRUNS 11
+/* The largest "xstate" (a thread's XSAVE area) an image may hold. */
+#define XSTATE_MAX 16384
 
 /* Freeze callback, used by the container glue to set cgroup.freeze; NULL in
    process mode. Called with the tree's root PID and one of:

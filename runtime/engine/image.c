@@ -483,6 +483,37 @@ jput_hex(yajl_gen g, const char *k, const void *buf, size_t len)
   jput_str(g, k, s);
 }
 
+/* Format 11: BUF in hex, with each run of 3 or more zero bytes written as
+   '_' and its length in 4 hex digits (up to 0xffff zeros a run). Returns
+   true when a run was written (the image needs format 11 to be read). */
+bool
+jput_hex_runs(yajl_gen g, const char *k, const void *buf, size_t len)
+{
+  static const char digits[] = "0123456789abcdef";
+  const uint8_t *p = buf;
+  cleanup_free char *s = xmalloc(2 * len + 1);
+  size_t o = 0;
+  bool runs = false;
+  for (size_t i = 0; i < len;)
+    {
+      size_t n = 0;
+      while (i + n < len && p[i + n] == 0 && n < 0xffff)
+        n++;
+      if (n >= 3)
+        {
+          o += (size_t)snprintf(s + o, 6, "_%04zx", n);
+          i += n, runs = true;
+          continue;
+        }
+      s[o++] = digits[p[i] >> 4];
+      s[o++] = digits[p[i] & 15];
+      i++;
+    }
+  s[o] = 0;
+  jput_str(g, k, s);
+  return runs;
+}
+
 /* JSON getters. */
 
 static yajl_val
@@ -583,25 +614,60 @@ unhex(int c)
 }
 
 int
+hex_decode(const char *s, bool zero_runs, uint8_t *out, size_t max, size_t *len)
+{
+  size_t o = 0;
+  while (*s)
+    {
+      if (*s == '_' && zero_runs)
+        {
+          size_t n = 0;
+          for (int d = 1; d <= 4; d++)
+            {
+              int x = unhex(s[d]);
+              if (x < 0)
+                return -1;
+              n = n << 4 | (size_t)x;
+            }
+          if (n == 0 || n > max - o)
+            return n ? -2 : -1;
+          memset(out + o, 0, n);
+          o += n, s += 5;
+          continue;
+        }
+      int hi = unhex(s[0]), lo = hi < 0 ? -1 : unhex(s[1]);
+      if (hi < 0 || lo < 0)
+        return -1;
+      if (o == max)
+        return -2;
+      out[o++] = (uint8_t)(hi << 4 | lo);
+      s += 2;
+    }
+  *len = o;
+  return 0;
+}
+
+int
+jget_xhex_into(yajl_val v, const char *key, bool zero_runs, uint8_t *out, size_t max, size_t *len,
+               crest_error_t *err)
+{
+  const char *s;
+  int r;
+  if (jget_str(v, key, &s, err) < 0)
+    return -1;
+  size_t n = strlen(s);
+  if ((!zero_runs && (n % 2 || n / 2 > max)) || (r = hex_decode(s, zero_runs, out, max, len)) == -2)
+    return crest_error_make(err, EINVAL, "key \"%s\": hex string of bad length %zu", key, n);
+  if (r < 0)
+    return crest_error_make(err, EINVAL, "key \"%s\": not a hex string", key);
+  return 0;
+}
+
+int
 jget_hex_into(yajl_val v, const char *key, uint8_t *out, size_t max, size_t *len,
               crest_error_t *err)
 {
-  const char *s;
-  size_t n;
-  if (jget_str(v, key, &s, err) < 0)
-    return -1;
-  n = strlen(s);
-  if (n % 2 || n / 2 > max)
-    return crest_error_make(err, EINVAL, "key \"%s\": hex string of bad length %zu", key, n);
-  for (size_t i = 0; i < n / 2; i++)
-    {
-      int hi = unhex(s[2 * i]), lo = unhex(s[2 * i + 1]);
-      if (hi < 0 || lo < 0)
-        return crest_error_make(err, EINVAL, "key \"%s\": not a hex string", key);
-      out[i] = hi << 4 | lo;
-    }
-  *len = n / 2;
-  return 0;
+  return jget_xhex_into(v, key, false, out, max, len, err);
 }
 
 int

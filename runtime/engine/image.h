@@ -238,6 +238,18 @@ jget_array(yajl_val v, const char *key, yajl_val **items, crest_error_t *err);
 /* Hex string of exactly len bytes under key, decoded into out. */
 int
 jget_hex(yajl_val v, const char *key, void *out, size_t len, crest_error_t *err);
+/* Hex S into OUT (at most MAX bytes, *LEN of them), with ZERO_RUNS the runs
+   of format 11 ("_" and 4 hex digits: that many zero bytes). 0, -1 when S
+   is not that, -2 when it holds more than MAX bytes. */
+int
+hex_decode(const char *s, bool zero_runs, uint8_t *out, size_t max, size_t *len);
+/* As jget_hex_into, with ZERO_RUNS as hex_decode. */
+int
+jget_xhex_into(yajl_val v, const char *key, bool zero_runs, uint8_t *out, size_t max, size_t *len,
+               crest_error_t *err);
+/* BUF as hex with its zero runs (format 11); true when it wrote one. */
+bool
+jput_hex_runs(yajl_gen g, const char *k, const void *buf, size_t len);
 /* The hex string KEY decoded into OUT, at most MAX bytes; *LEN bytes. */
 int
 jget_hex_into(yajl_val v, const char *key, uint8_t *out, size_t max, size_t *len,

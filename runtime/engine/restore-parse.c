@@ -35,7 +35,9 @@ parse_thread(struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
      thread's extended state (restore-finish.c): it is kept where no task
      inherits it (c->tracer). */
   if (jget_i64(v, "tid", &tid, err) < 0 || jget_hex(v, "regs", &t->regs, sizeof t->regs, err) < 0
-      || jget_hex_into(v, "xstate", xs, sizeof xs, &t->xlen, err) < 0)
+      || jget_xhex_into(v, "xstate", c->img->format >= CREST_IMAGE_FORMAT_XRUNS, xs, sizeof xs,
+                        &t->xlen, err)
+             < 0)
     return -1;
   if (!(t->xstate = arena_alloc(&c->tracer, t->xlen)))
     return crest_error_errno(err, "thread %d: memory for its extended state", (int)tid);

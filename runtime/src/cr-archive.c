@@ -549,16 +549,13 @@ xfeatures_used(const char *image_dir, uint64_t *out, crest_error_t *err)
       for (size_t k = 0; th && YAJL_IS_ARRAY(th) && k < th->u.array.len; k++)
         {
           const char *x = jstr(th->u.array.values[k], "xstate");
+          uint8_t xs[XSTATE_MAX];
+          size_t len = 0;
           uint64_t bv = 0;
-          if (!x || strlen(x) < 2 * 520)
+          if (!x || hex_decode(x, rd->format >= CREST_IMAGE_FORMAT_XRUNS, xs, sizeof xs, &len) < 0
+              || len < 520)
             continue;
-          for (int b = 7; b >= 0; b--)
-            {
-              unsigned v;
-              if (sscanf(x + 2 * (512 + b), "%2x", &v) != 1)
-                v = 0;
-              bv = (bv << 8) | v;
-            }
+          memcpy(&bv, xs + 512, 8);
           *out |= bv;
         }
     }

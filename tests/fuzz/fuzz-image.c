@@ -6,7 +6,8 @@
  * An input is a small archive of image files:
  *
  *   byte 0       options: bit 0 format 2, bit 4 format 3, bit 5 format 10
- *                with the page files' digests xxh3_128 (else 1), bit 1
+ *                with the page files' digests xxh3_128, bit 6 format 11
+ *                (the same, and zero runs in xstate) (else 1), bit 1
  *                container mode (the configuration's bound), bit 2 the
  *                configuration grants CAP_CHECKPOINT_RESTORE, bit 3 restore
  *                as a namespace init
@@ -122,7 +123,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
   if (size < 1)
     return 0;
-  fmt = data[0] & 32 ? 10 : data[0] & 16 ? 3 : data[0] & 1 ? 2 : 1;
+  fmt = data[0] & 64 ? 11 : data[0] & 32 ? 10 : data[0] & 16 ? 3 : data[0] & 1 ? 2 : 1;
   mlen = (size_t)snprintf(manifest, sizeof manifest,
                           "{\"format\": %d, \"crest_version\": \"fuzz\", \"kernel\": "
                           "{\"release\": \"x\", \"machine\": \"x\", \"vdso_sha256\": \"x\"}, "

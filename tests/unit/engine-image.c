@@ -699,6 +699,53 @@ test_jtree_strings(void)
     jtree_free(t);
 }
 
+/* Format 11's hex with zero runs (xstate): written and read back, and what
+   the reader refuses. */
+static void
+test_hex_runs(void)
+{
+  static uint8_t buf[70000], back[70000];
+  const unsigned char *out;
+  size_t olen, len = 0;
+  yajl_gen g = yajl_gen_alloc(NULL);
+  yajl_val v;
+  char ebuf[128];
+  /* Runs of 1, 2, 3 and 70,000 - 9 zeros (over one run's 0xffff), bytes
+     between and at both ends. */
+  memset(buf, 0, sizeof buf);
+  buf[0] = 0x7f, buf[2] = 1, buf[5] = 2, buf[9] = 0xab, buf[sizeof buf - 1] = 0xcd;
+  yajl_gen_map_open(g);
+  bool runs = jput_hex_runs(g, "x", buf, sizeof buf);
+  yajl_gen_map_close(g);
+  yajl_gen_get_buf(g, &out, &olen);
+  v = yajl_tree_parse((const char *)out, ebuf, sizeof ebuf);
+  const char *text = v ? v->u.object.values[0]->u.string : "";
+  tap_ok(runs && v && strncmp(text, "7f0001000002_0003ab_ffff_", 25) == 0 && olen < 100
+             && hex_decode(text, true, back, sizeof back, &len) == 0 && len == sizeof buf
+             && memcmp(buf, back, sizeof buf) == 0,
+         "hex with zero runs: %zu bytes in %zu characters, read back the same (%.25s...)",
+         sizeof buf, olen, text);
+  tap_ok(hex_decode(text, false, back, sizeof back, &len) == -1,
+         "hex with zero runs: refused where the format has none");
+  tap_ok(hex_decode(text, true, back, sizeof buf - 1, &len) == -2,
+         "hex with zero runs: refused when it holds more than the room given");
+  {
+    static const char *const bad[]
+        = { "_", "_01", "_000", "_0000", "0_0002", "abc", "_00g1", "zz" };
+    int refused = 0;
+    for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+      refused += hex_decode(bad[i], true, back, sizeof back, &len) == -1;
+    tap_ok(refused == (int)ARRAY_SIZE(bad),
+           "hex with zero runs: %d of %zu malformed strings refused (a short run, a zero run, "
+           "half a byte, a non-digit)",
+           refused, ARRAY_SIZE(bad));
+  }
+  tap_ok(hex_decode("00ff", true, back, sizeof back, &len) == 0 && len == 2 && back[1] == 0xff,
+         "hex with zero runs: plain hex reads as before");
+  yajl_tree_free(v);
+  yajl_gen_free(g);
+}
+
 int
 main(void)
 {
@@ -712,6 +759,7 @@ main(void)
   test_jtree_empty();
   test_arena();
   test_jtree_strings();
+  test_hex_runs();
   /* SHA-256 against the FIPS 180-4 examples. */
   sha256_hex_of("", 0, hex);
   tap_is_str(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
