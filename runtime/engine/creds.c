@@ -446,12 +446,11 @@ check_thread_creds(const struct dproc *p, pid_t tid, const char *main_st, const 
    the kernel's version: EPERM leaves the bit in place (the documented gap,
    docs/engine.md) and the restore goes on as it always did; any other
    error is a failure. */
-void
-restore_bounding(struct rctx *c, int idx, const struct rproc *p)
+/* The calling process's bounding set, one bit a capability. */
+static uint64_t
+bounding_set(void)
 {
-  const uint64_t cr = 1ULL << CAP_CHECKPOINT_RESTORE;
-  uint64_t have = 0, kept = 0;
-
+  uint64_t have = 0;
   for (int cap = 0; cap < 64; cap++)
     {
       int r = prctl(PR_CAPBSET_READ, cap);
@@ -460,6 +459,28 @@ restore_bounding(struct rctx *c, int idx, const struct rproc *p)
       if (r == 1)
         have |= 1ULL << cap;
     }
+  return have;
+}
+
+/* Every task starts with crest's bounding set: a parent drops from its own
+   only once its children exist (task_main). Read once by crest before the
+   first fork, rather than with 41 calls in each task. */
+static uint64_t bset_have;
+static bool bset_valid;
+
+void
+restore_bounding_prime(void)
+{
+  bset_have = bounding_set();
+  bset_valid = true;
+}
+
+void
+restore_bounding(struct rctx *c, int idx, const struct rproc *p)
+{
+  const uint64_t cr = 1ULL << CAP_CHECKPOINT_RESTORE;
+  uint64_t have = bset_valid ? bset_have : bounding_set(), kept = 0;
+
   /* CAP_CHECKPOINT_RESTORE first: with only that one allowed, the other
      refusals must not decide anything about it. */
   for (int k = -1; k < 64; k++)

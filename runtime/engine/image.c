@@ -521,8 +521,10 @@ jfind(yajl_val v, const char *key)
 {
   if (!YAJL_IS_OBJECT(v))
     return NULL;
+  /* The first byte before the call: most keys differ there (the plan
+     looks up some 300,000 keys in a 200-process tree). */
   for (size_t i = 0; i < v->u.object.len; i++)
-    if (strcmp(v->u.object.keys[i], key) == 0)
+    if (v->u.object.keys[i][0] == key[0] && strcmp(v->u.object.keys[i], key) == 0)
       return v->u.object.values[i];
   return NULL;
 }

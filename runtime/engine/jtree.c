@@ -160,7 +160,9 @@ jb_number(void *ctx, const char *s, size_t len)
 static bool
 decoded_only(const char *key)
 {
-  return key && (strcmp(key, "xstate") == 0 || strcmp(key, "regs") == 0);
+  return key
+         && ((key[0] == 'x' && strcmp(key, "xstate") == 0)
+             || (key[0] == 'r' && strcmp(key, "regs") == 0));
 }
 
 static int

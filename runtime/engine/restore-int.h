@@ -317,6 +317,9 @@ files_install(struct rctx *c, int idx, const struct rproc *p);
    restore may give (caps_bound) and the image's checked against them. */
 void
 restore_bounding(struct rctx *c, int idx, const struct rproc *p);
+/* crest's bounding set read before the first fork, for every task. */
+void
+restore_bounding_prime(void);
 int
 caps_bound(const struct crest_restore_opts *o, uint64_t *bound, const char **whose,
            crest_error_t *err);

@@ -791,6 +791,27 @@ map_region(struct rctx *c, int idx, struct rproc *p, uint64_t size)
   return region;
 }
 
+/* The image readers' descriptors (one per file of the image and of each
+   parent image): crest hashes through them, a task reads its files
+   through service copies. The root drops them first thing, so that no
+   other task inherits them (200 processes: 200 descriptors each task would
+   copy at its fork and close again). */
+static void
+close_image_fds(struct rctx *c)
+{
+  for (int k = -1; k < c->nchain; k++)
+    {
+      struct img_reader *r = k < 0 ? c->img : c->chain[k];
+      if (!r)
+        continue;
+      for (size_t i = 0; i < r->nfiles; i++)
+        if (r->files[i].fd >= 0)
+          close(r->files[i].fd), r->files[i].fd = -1;
+      if (r->dirfd >= 0)
+        close(r->dirfd), r->dirfd = -1;
+    }
+}
+
 void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
 {
   struct rproc *p = &c->p[idx];
@@ -804,6 +825,8 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   if (!(c->o->as_ns_init && idx == 0))
     prctl(PR_SET_PDEATHSIG, SIGKILL);
   close(c->report[0]);
+  if (idx == 0)
+    close_image_fds(c);
 
   task_session(c, idx, p);
 

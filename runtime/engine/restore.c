@@ -486,6 +486,7 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
   prctl(PR_SET_CHILD_SUBREAPER, 1);
   sigprocmask(SIG_BLOCK, &all, &old);
   task_layout_prime();
+  restore_bounding_prime();
   if (create_task(&c, 0) < 0)
     {
       crest_error_errno(err, "restore: create process %d", c.p[0].pid);
