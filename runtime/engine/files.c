@@ -472,17 +472,21 @@ files_parse_fds(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
 void
 files_install(struct rctx *c, int idx, const struct rproc *p)
 {
-  for (int fd = 0; fd < c->svc_base; fd++)
+  int next = 0; /* the lowest descriptor not dealt with yet */
+  /* The process's descriptors in order (files_parse_fds), and what lies
+     between them closed in one call a gap (a task inherits crest's). */
+  for (size_t k = 0; k <= p->nfds; k++)
     {
-      struct rfd *want = NULL;
-      for (size_t k = 0; k < p->nfds; k++)
-        if (p->fds[k].fd == fd)
-          want = &p->fds[k];
+      const struct rfd *want = k < p->nfds ? &p->fds[k] : NULL;
+      int fd = want ? (int)want->fd : c->svc_base;
+      if (want && fd >= c->svc_base)
+        task_fail(c, idx, "process %d: fd %d lies in the service range", p->pid, fd);
+      if (fd > next && syscall(SYS_close_range, next, fd - 1, 0) < 0)
+        for (int d = next; d < fd; d++)
+          close(d);
+      next = fd + 1;
       if (!want)
-        {
-          close(fd);
-          continue;
-        }
+        break;
       struct rfile *f = &c->f[want->file];
       int src;
       if (f->ops->flags & FDT_LATE)
@@ -497,7 +501,4 @@ files_install(struct rctx *c, int idx, const struct rproc *p)
       if (fcntl(fd, F_SETFD, want->cloexec ? FD_CLOEXEC : 0) < 0)
         task_fail(c, idx, "process %d: fd %d: set close-on-exec: %s", p->pid, fd, strerror(errno));
     }
-  for (size_t k = 0; k < p->nfds; k++)
-    if (p->fds[k].fd >= c->svc_base)
-      task_fail(c, idx, "process %d: fd %d lies in the service range", p->pid, p->fds[k].fd);
 }

@@ -459,13 +459,19 @@ task_attrs(struct rctx *c, int idx, const struct rproc *p)
     task_fail(c, idx, "process %d: personality %#" PRIx64 ": %s", p->pid, p->personality,
               strerror(errno));
   {
-    FILE *f = fopen("/proc/self/oom_score_adj", "we");
-    if (f)
+    /* Without stdio: its buffer would be one more of crest's pages each
+       task writes. */
+    int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
+    if (fd >= 0)
       {
-        fprintf(f, "%lld", (long long)p->oom);
-        if (fclose(f) != 0)
+        char num[24];
+        int len = snprintf(num, sizeof num, "%lld", (long long)p->oom);
+        ssize_t w = write(fd, num, len);
+        int e = errno;
+        close(fd);
+        if (w != len)
           task_fail(c, idx, "process %d: oom_score_adj %lld: %s", p->pid, (long long)p->oom,
-                    strerror(errno));
+                    w < 0 ? strerror(e) : "short write");
       }
   }
   /* /proc/self is done: from here on by path as the task. */
