@@ -52,6 +52,7 @@ struct dproc
   struct dthread *th;
   size_t nth;
   uint64_t gadget;
+  uint64_t mem_bytes; /* of memory copied into the image (mem.c) */
   struct ksigaction sa[65];
   uint64_t itimer[3][4]; /* interval sec, usec, value sec, usec */
   struct ptimer *timers; /* POSIX timers (timers.c) */

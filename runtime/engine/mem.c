@@ -275,6 +275,7 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
       if (runs[i].from)
         continue;
       c->pages_bytes += len;
+      p->mem_bytes += len;
       if (runs[i].noread)
         {
           /* process_vm_readv honours protections; /proc/PID/mem does not. */
