@@ -493,8 +493,7 @@ predump_scan(struct dctx *c, crest_error_t *err)
       pre->np++;
       q->pid = p->pid, q->ipid = p->ipid;
       if (proc_start_time(p->pid, &q->start, err) < 0 || parse_maps(p->pid, &q->v, &q->nv, err) < 0
-          || mem_plan(p->pid, q->v, q->nv, NULL, chain_proc_of(c, p), &q->runs, &q->nr, &own, err)
-                 < 0)
+          || mem_plan(p, q->v, q->nv, NULL, chain_proc_of(c, p), &q->runs, &q->nr, &own, err) < 0)
         return -1;
       /* From now on a write to a page marks it again. */
       cr = open(crpath, O_WRONLY | O_CLOEXEC);

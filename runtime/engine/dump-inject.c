@@ -6,6 +6,7 @@
  * with a scratch area for their answers. */
 #include <config.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -124,6 +125,35 @@ scratch_put(struct dproc *p, struct scratch *s, crest_error_t *err)
     *err = e2, e2 = NULL;
   crest_error_release(&e2);
   return rc;
+}
+
+/* Before the injected calls touch anything: which of the pages below each
+   thread's stack pointer (the scratch area and the way home lie within
+   FRESH_PAGES of it) are neither present nor swapped (struct dthread:
+   fresh_mask). Without pagemap, none: they are then saved as any page. */
+#define FRESH_PAGES 16
+static void
+mark_fresh(struct dproc *p)
+{
+  cleanup_free char *path = xasprintf("/proc/%d/pagemap", p->pid);
+  cleanup_close int pm = open(path, O_RDONLY | O_CLOEXEC);
+  for (size_t t = 0; t < p->nth; t++)
+    {
+      struct dthread *th = &p->th[t];
+      uint64_t ent[FRESH_PAGES], top = th->regs.rsp & ~(PAGE - 1);
+      th->fresh_lo = th->fresh_mask = 0;
+      if (pm < 0 || top < (FRESH_PAGES - 1) * PAGE)
+        continue;
+      th->fresh_lo = top - (FRESH_PAGES - 1) * PAGE;
+      if (pread(pm, ent, sizeof ent, (off_t)(th->fresh_lo / PAGE * 8)) != (ssize_t)sizeof ent)
+        {
+          th->fresh_lo = 0;
+          continue;
+        }
+      for (int k = 0; k < FRESH_PAGES; k++)
+        if (!(ent[k] >> 62 & 3))
+          th->fresh_mask |= 1ULL << k;
+    }
 }
 
 /* P's gadget: a syscall instruction of its vDSO with a way home after it
@@ -288,6 +318,7 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
     if (pt_get_sigmask(p->th[t].tid, &p->th[t].sigmask, err) < 0)
       return -1;
   pt_drop_stop_signals(p->stop_sig != 0);
+  mark_fresh(p);
   if (scratch_get(p, vv, nv, &sc, err) < 0)
     goto done;
   scratch = (long)sc.addr;

@@ -43,6 +43,11 @@ struct dthread
   int32_t alt_flags;
   uint64_t sigmask; /* the thread's own (blocked only within an injected call) */
   struct prctl_thread pr;
+  /* The pages below its stack pointer that were neither present nor
+     swapped before the injected calls (dump-inject.c) wrote there and put
+     back what they read (zeros): bit K is the page at FRESH_LO + K pages.
+     The image leaves them out (mem_plan), as the task never touched them. */
+  uint64_t fresh_lo, fresh_mask;
 };
 
 struct dproc
@@ -271,7 +276,7 @@ struct cow_dump;
 void
 put_runs(yajl_gen g, const char *name, const struct prun *runs, size_t nruns);
 int
-mem_plan(pid_t pid, const struct vma *v, size_t nv, struct cow_dump *cow,
+mem_plan(const struct dproc *p, const struct vma *v, size_t nv, struct cow_dump *cow,
          const struct chain_proc *cp, struct prun **out, size_t *nout, uint64_t *own,
          crest_error_t *err);
 int

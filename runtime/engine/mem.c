@@ -162,11 +162,28 @@ add_run(struct prun **runs, size_t *n, uint64_t addr, uint64_t len, int from, ui
    (copied-on-write) pages, the rest comes from the file; with a parent
    image (CP), a page the parent holds and that was not written since
    (chain_take) is taken from it. *OWN: the bytes of this image's own. */
+/* Entries ENT of the NPAGES pages from START: those the checkpoint's own
+   injected calls made present (struct dthread: fresh_mask) read as absent
+   again. */
+static void
+unfresh(const struct dproc *p, uint64_t start, uint64_t npages, uint64_t *ent)
+{
+  for (size_t t = 0; t < p->nth; t++)
+    for (int k = 0; k < 64; k++)
+      if (p->th[t].fresh_mask & (1ULL << k))
+        {
+          uint64_t a = p->th[t].fresh_lo + (uint64_t)k * PAGE;
+          if (a >= start && a < start + npages * PAGE)
+            ent[(a - start) / PAGE] = 0;
+        }
+}
+
 int
-mem_plan(pid_t pid, const struct vma *v, size_t nv, struct cow_dump *cow,
+mem_plan(const struct dproc *p, const struct vma *v, size_t nv, struct cow_dump *cow,
          const struct chain_proc *cp, struct prun **out, size_t *nout, uint64_t *own,
          crest_error_t *err)
 {
+  pid_t pid = p->pid;
   cleanup_free char *pmpath = xasprintf("/proc/%d/pagemap", pid);
   cleanup_close int pm = open(pmpath, O_RDONLY | O_CLOEXEC);
   cleanup_free uint64_t *ent = NULL;
@@ -190,6 +207,7 @@ mem_plan(pid_t pid, const struct vma *v, size_t nv, struct cow_dump *cow,
           return crest_error_errno(err, "task %d: read pagemap of %" PRIx64 "-%" PRIx64, pid,
                                    m->start, m->end);
         }
+      unfresh(p, m->start, npages, ent);
       if (cow_dump_filter(cow, m, ent, npages, err) < 0)
         {
           free(runs);
@@ -230,7 +248,7 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
   struct img_out o;
   int rc = -1;
 
-  if (mem_plan(p->pid, v, nv, cow, chain_proc_of(c, p), &runs, &nruns, &own, err) < 0)
+  if (mem_plan(p, v, nv, cow, chain_proc_of(c, p), &runs, &nruns, &own, err) < 0)
     return -1;
   if (img_out_open(c->w, name, &o, err) < 0)
     {

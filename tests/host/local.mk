@@ -65,3 +65,8 @@ EXTRA_DIST += tests/host/predump.test
 # (the scenarios of bats-tests/lazy-scenario.bash).
 TESTS += tests/host/lazy-restore.test
 EXTRA_DIST += tests/host/lazy-restore.test
+
+# The checkpoint's own footprint (the stack below each thread's stack
+# pointer, used by its injected calls) stays out of the image.
+TESTS += tests/host/image-untouched.test
+EXTRA_DIST += tests/host/image-untouched.test
