@@ -481,9 +481,7 @@ files_install(struct rctx *c, int idx, const struct rproc *p)
       int fd = want ? (int)want->fd : c->svc_base;
       if (want && fd >= c->svc_base)
         task_fail(c, idx, "process %d: fd %d lies in the service range", p->pid, fd);
-      if (fd > next && syscall(SYS_close_range, next, fd - 1, 0) < 0)
-        for (int d = next; d < fd; d++)
-          close(d);
+      close_fd_range(next, fd - 1);
       next = fd + 1;
       if (!want)
         break;

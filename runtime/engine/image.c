@@ -716,6 +716,16 @@ jget_hex(yajl_val v, const char *key, void *out, size_t len, crest_error_t *err)
 /* Reader. */
 
 void
+img_reader_close_fds(struct img_reader *r)
+{
+  if (r->dirfd >= 0)
+    close(r->dirfd), r->dirfd = -1;
+  for (size_t i = 0; i < r->nfiles; i++)
+    if (r->files[i].fd >= 0)
+      close(r->files[i].fd), r->files[i].fd = -1;
+}
+
+void
 img_reader_free(struct img_reader *r)
 {
   if (!r)
@@ -724,14 +734,9 @@ img_reader_free(struct img_reader *r)
     pthread_join(r->late_tid, NULL);
   if (r->late_buf)
     munmap(r->late_buf, 1 << 20);
-  if (r->dirfd >= 0)
-    close(r->dirfd);
+  img_reader_close_fds(r);
   for (size_t i = 0; i < r->nfiles; i++)
-    {
-      free(r->files[i].name);
-      if (r->files[i].fd >= 0)
-        close(r->files[i].fd);
-    }
+    free(r->files[i].name);
   free(r->files);
   free(r->dir);
   free(r->crest_version);

@@ -192,6 +192,10 @@ int
 img_reader_open_mem(const char *label, const char *manifest, size_t mlen,
                     const struct img_mem_file *files, size_t nfiles, struct img_reader **out,
                     crest_error_t *err);
+/* Every descriptor the reader holds closed (its files, its directory);
+   the reader's other state stays, for img_reader_free. */
+void
+img_reader_close_fds(struct img_reader *r);
 void
 img_reader_free(struct img_reader *r);
 /* The manifest entry for NAME, or NULL. */

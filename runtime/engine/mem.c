@@ -157,27 +157,32 @@ add_run(struct prun **runs, size_t *n, uint64_t addr, uint64_t len, int from, ui
   (*runs)[(*n)++] = (struct prun){ addr, len, off, from, noread };
 }
 
-/* Which pages of process PID (mappings V) the image holds, and where
+/* Entries ENT of the NPAGES pages from START: those the checkpoint's own
+   injected calls made present (struct dthread: fresh_mask) read as absent
+   again. A thread's window is 16 pages: most mappings meet none. */
+static void
+unfresh(const struct dproc *p, uint64_t start, uint64_t npages, uint64_t *ent)
+{
+  uint64_t end = start + npages * PAGE;
+  for (size_t t = 0; t < p->nth; t++)
+    {
+      uint64_t mask = p->th[t].fresh_mask, lo = p->th[t].fresh_lo;
+      if (!mask || lo >= end || lo + 64 * PAGE <= start)
+        continue;
+      for (; mask; mask &= mask - 1)
+        {
+          uint64_t a = lo + (uint64_t)__builtin_ctzll(mask) * PAGE;
+          if (a >= start && a < end)
+            ent[(a - start) / PAGE] = 0;
+        }
+    }
+}
+
+/* Which pages of process P (mappings V) the image holds, and where
    from: present or swapped; in a file mapping only the private
    (copied-on-write) pages, the rest comes from the file; with a parent
    image (CP), a page the parent holds and that was not written since
    (chain_take) is taken from it. *OWN: the bytes of this image's own. */
-/* Entries ENT of the NPAGES pages from START: those the checkpoint's own
-   injected calls made present (struct dthread: fresh_mask) read as absent
-   again. */
-static void
-unfresh(const struct dproc *p, uint64_t start, uint64_t npages, uint64_t *ent)
-{
-  for (size_t t = 0; t < p->nth; t++)
-    for (int k = 0; k < 64; k++)
-      if (p->th[t].fresh_mask & (1ULL << k))
-        {
-          uint64_t a = p->th[t].fresh_lo + (uint64_t)k * PAGE;
-          if (a >= start && a < start + npages * PAGE)
-            ent[(a - start) / PAGE] = 0;
-        }
-}
-
 int
 mem_plan(const struct dproc *p, const struct vma *v, size_t nv, struct cow_dump *cow,
          const struct chain_proc *cp, struct prun **out, size_t *nout, uint64_t *own,

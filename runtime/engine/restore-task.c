@@ -808,13 +808,8 @@ close_image_fds(struct rctx *c)
   for (int k = -1; k < c->nchain; k++)
     {
       struct img_reader *r = k < 0 ? c->img : c->chain[k];
-      if (!r)
-        continue;
-      for (size_t i = 0; i < r->nfiles; i++)
-        if (r->files[i].fd >= 0)
-          close(r->files[i].fd), r->files[i].fd = -1;
-      if (r->dirfd >= 0)
-        close(r->dirfd), r->dirfd = -1;
+      if (r)
+        img_reader_close_fds(r);
     }
 }
 

@@ -510,10 +510,8 @@ fail:
   kill_all(&c);
   sigprocmask(SIG_SETMASK, &old, NULL);
 out:
-  if (c.svc_base > 0 && c.svc_next > c.svc_base
-      && syscall(SYS_close_range, c.svc_base, c.svc_next - 1, 0) < 0)
-    for (int fd = c.svc_base; fd < c.svc_next; fd++)
-      close(fd);
+  if (c.svc_base > 0)
+    close_fd_range(c.svc_base, c.svc_next - 1);
   if (c.report[0] >= 0)
     close(c.report[0]);
   if (c.report[1] >= 0)

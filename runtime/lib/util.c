@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include "util.h"
 
@@ -312,4 +313,13 @@ remove_tree(const char *path, crest_error_t *err)
   if (remove_at(AT_FDCWD, path, st.st_dev, err) < 0)
     return crest_error_wrap(err, "remove `%s`", path);
   return 0;
+}
+
+void
+close_fd_range(int lo, int hi)
+{
+  if (lo > hi || syscall(SYS_close_range, lo, hi, 0) == 0)
+    return;
+  for (int fd = lo; fd <= hi; fd++)
+    close(fd);
 }

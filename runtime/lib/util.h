@@ -59,5 +59,9 @@ int
 write_all(int fd, const void *buf, size_t len);
 int
 read_all(int fd, void *buf, size_t len);
+/* Descriptors LO to HI (inclusive) closed: one close_range, or each one
+   where the kernel has none (before 5.9). */
+void
+close_fd_range(int lo, int hi);
 
 #endif
