@@ -63,10 +63,11 @@ struct scratch
 };
 
 static int
-scratch_get(struct dproc *p, const struct vma *vv, size_t nv, struct scratch *s, crest_error_t *err)
+scratch_get(struct dproc *p, const struct vma *vv, size_t nv, int pops, struct scratch *s,
+            crest_error_t *err)
 {
   struct dthread *m = &p->th[0];
-  uint64_t sp = m->regs.rsp;
+  uint64_t sp = m->regs.rsp, gap = home_room(m, pops);
   long a[6] = { 0, SCRATCH_LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0 };
   long ret;
 
@@ -74,7 +75,10 @@ scratch_get(struct dproc *p, const struct vma *vv, size_t nv, struct scratch *s,
   for (size_t i = 0; i < nv; i++)
     if (strcmp(vv[i].kind, "stack") == 0 && sp > vv[i].start && sp <= vv[i].end)
       {
-        uint64_t at = (sp - 128 - 2 * PAGE - SCRATCH_LEN) & ~(PAGE - 1);
+        /* Below the main thread's way home (inject-home.c), which a
+           signal frame's extended state can make 12 KiB long (AMX). */
+        uint64_t at
+            = (sp - (gap > 128 + 2 * PAGE ? gap : 128 + 2 * PAGE) - SCRATCH_LEN) & ~(PAGE - 1);
         if (at < vv[i].start + PAGE || at > sp)
           break;
         s->saved = xmalloc(SCRATCH_LEN);
@@ -319,7 +323,7 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
       return -1;
   pt_drop_stop_signals(p->stop_sig != 0);
   mark_fresh(p);
-  if (scratch_get(p, vv, nv, &sc, err) < 0)
+  if (scratch_get(p, vv, nv, pops, &sc, err) < 0)
     goto done;
   scratch = (long)sc.addr;
   {

@@ -211,6 +211,10 @@ home_find_gadget(const uint8_t *v, size_t len, uint64_t base, uint64_t *gadget, 
 uint64_t
 home_find_sigreturn(pid_t pid, const struct vma *vv, size_t nv);
 struct dthread;
+/* The bytes below TH's stack pointer its way home takes (red zone
+   included), with POPS pops in the gadget. */
+uint64_t
+home_room(const struct dthread *th, int pops);
 /* Write TH's way home below its stack pointer, outside [AVOID, AVOID +
    AVOID_LEN), and make its injected calls use it; without room or a
    gadget (POPS < 0, SIGRET 0), none (H->sp 0) and 0. */

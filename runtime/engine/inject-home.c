@@ -30,6 +30,7 @@
 #include "dump-int.h"
 #include "util.h"
 
+#include <cpuid.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -199,13 +200,73 @@ home_regs(const struct user_regs_struct *r, struct sigcontext *mc)
   mc->cs = (unsigned short)r->cs, mc->__pad0 = (unsigned short)r->ss; /* ss */
 }
 
+/* The XSAVE components the kernel gives a task room for only once it uses
+   them (extended feature disable: AMX's tile data), and the end in the
+   standard format of each component (CPUID leaf 0xD, sub-leaf I: EAX its
+   size, EBX its offset, ECX bit 2 XFD). Read once. */
+static uint64_t xfd_mask;
+static uint32_t comp_end[64];
+
+static void
+xsave_layout(void)
+{
+  static bool done;
+  unsigned a, b, c, d;
+  if (done)
+    return;
+  done = true;
+  for (unsigned i = 2; i < 64; i++)
+    if (__get_cpuid_count(0xd, i, &a, &b, &c, &d) && a)
+      {
+        comp_end[i] = b + a;
+        if (c & 4)
+          xfd_mask |= 1ULL << i;
+      }
+}
+
+/* The XSAVE area of TH's signal frames: the features (*FEAT) and the size
+   the kernel gives the task's own frames, which its rt_sigreturn expects
+   (the second magic word is looked for there since Linux 6.8). ptrace
+   gives every feature the CPU has, AMX's 8 KiB of tile data included; a
+   task whose tiles are in their initial state is given the frame of a task
+   without them (one that used them and let them go keeps the larger frame
+   in the kernel: its frame here then brings back only FP and SSE on the
+   way home, which only a killed worker takes). */
+static uint32_t
+home_xsize(const struct dthread *th, uint64_t *feat)
+{
+  uint64_t xcr0, bv;
+  uint32_t size = 512 + 64;
+  memcpy(&xcr0, th->xstate + 464, 8);
+  memcpy(&bv, th->xstate + 512, 8);
+  xsave_layout();
+  *feat = xcr0;
+  if (bv & xfd_mask)
+    return (uint32_t)th->xlen;
+  *feat = xcr0 & ~xfd_mask;
+  for (unsigned i = 2; i < 64; i++)
+    if ((*feat >> i & 1) && comp_end[i] > size)
+      size = comp_end[i];
+  return size <= th->xlen ? size : (uint32_t)th->xlen;
+}
+
+uint64_t
+home_room(const struct dthread *th, int pops)
+{
+  uint64_t feat;
+  if (th->xlen < 512 || th->xlen > XSTATE_MAX)
+    return RED_ZONE;
+  return RED_ZONE + home_xsize(th, &feat) + 4 + 64 + sizeof(struct kframe) + 16
+         + 8 * (uint64_t)(pops > 0 ? pops : 0);
+}
+
 int
 home_build(pid_t pid, const struct dthread *th, const struct vma *vv, size_t nv, int pops,
            uint64_t sigret, uint64_t avoid, uint64_t avoid_len, struct home *h, crest_error_t *err)
 {
   uint64_t sp = th->regs.rsp, top, fp, f, s;
   uint32_t xsize, magic2 = FP_XSTATE_MAGIC2;
-  uint64_t xcr0;
+  uint64_t feat;
   struct fpx_sw sw;
   const struct vma *v = NULL;
   struct kframe k;
@@ -221,8 +282,7 @@ home_build(pid_t pid, const struct dthread *th, const struct vma *vv, size_t nv,
       v = &vv[i];
   /* ptrace gives the XSAVE area with the feature mask (XCR0) in its first
      software-reserved word; a signal frame has the sizes and magics there. */
-  memcpy(&xcr0, th->xstate + 464, 8);
-  xsize = (uint32_t)th->xlen;
+  xsize = home_xsize(th, &feat);
   if (!v)
     return 0;
   top = (sp - RED_ZONE) & ~63ULL;
@@ -255,7 +315,7 @@ home_build(pid_t pid, const struct dthread *th, const struct vma *vv, size_t nv,
   memcpy(img + (fp - s), th->xstate, xsize);
   memset(&sw, 0, sizeof sw);
   sw.magic1 = FP_XSTATE_MAGIC1, sw.extended_size = xsize + sizeof magic2;
-  sw.xfeatures = xcr0, sw.xstate_size = xsize;
+  sw.xfeatures = feat, sw.xstate_size = xsize;
   memcpy(img + (fp - s) + 464, &sw, sizeof sw);
   memcpy(img + (fp - s) + xsize, &magic2, sizeof magic2);
   l = (struct iovec){ img, h->len }, r = (struct iovec){ (void *)(uintptr_t)s, h->len };
