@@ -367,6 +367,11 @@ img_writer_commit(struct img_writer *w, const char *config_digest, int format, c
   jput_str(g, "release", k.release);
   jput_str(g, "machine", k.machine);
   jput_str(g, "vdso_sha256", k.vdso_sha);
+  {
+    struct xsave_layout xl;
+    if (xsave_layout_here(&xl) == 0)
+      xsave_layout_put(g, "xsave", &xl);
+  }
   yajl_gen_map_close(g);
   jput_key(g, "config_digest");
   if (config_digest)
@@ -960,6 +965,12 @@ manifest_parse(struct img_reader *r, const char *text, bool check_kernel, crest_
     snprintf(r->kernel.vdso_sha, sizeof r->kernel.vdso_sha, "%s", vd);
     if (cd && YAJL_IS_STRING(cd))
       r->config_digest = xstrdup(cd->u.string);
+    if (jfind(k, "xsave"))
+      {
+        if (xsave_layout_get(jfind(k, "xsave"), &r->xsave, err) < 0)
+          FAIL("%s", "");
+        r->has_xsave = true;
+      }
   }
   if (check_kernel)
     {

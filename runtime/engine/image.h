@@ -89,6 +89,30 @@ struct img_kernel
 int
 img_kernel_identity(struct img_kernel *k, crest_error_t *err);
 
+/* xsave.c: the XSAVE area's layout (standard format): XCR0, the size,
+   and the offset and size of each component from 2 on (CPUID leaf 0xD). */
+struct xsave_layout
+{
+  uint64_t xcr0;
+  uint32_t size;
+  uint32_t off[64], len[64];
+};
+/* This CPU's; -1 without XSAVE. */
+int
+xsave_layout_here(struct xsave_layout *l);
+void
+xsave_layout_put(yajl_gen g, const char *key, const struct xsave_layout *l);
+int
+xsave_layout_get(yajl_val v, struct xsave_layout *l, crest_error_t *err);
+bool
+xsave_layout_same(const struct xsave_layout *a, const struct xsave_layout *b);
+/* IN (INLEN bytes, laid out as FROM) into OUT (TO->size bytes, laid out as
+   TO): every component in use moved to TO's offset; refused when TO lacks
+   one or has it in another size. */
+int
+xsave_convert(const struct xsave_layout *from, const uint8_t *in, size_t inlen,
+              const struct xsave_layout *to, uint8_t *out, crest_error_t *err);
+
 int
 img_writer_open(const char *final_dir, struct img_writer **out, crest_error_t *err);
 int
@@ -131,6 +155,10 @@ struct img_reader
   char *crest_version;
   char *config_digest;
   struct img_kernel kernel;
+  /* The XSAVE layout of the CPU the image was made on ("kernel"."xsave",
+     written since crest 0.1.0's eighteenth session; absent before). */
+  bool has_xsave;
+  struct xsave_layout xsave;
   /* Format 6: "pre_dump", and "parent" (its path as written, and the
      SHA-256 its manifest must have); MANIFEST_SHA: this manifest's. */
   bool pre_dump;

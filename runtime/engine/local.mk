@@ -16,6 +16,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/image-check.c runtime/engine/image-check.h \
 	runtime/engine/ptrace.c \
 	runtime/engine/inject-home.c \
+	runtime/engine/xsave.c \
 	runtime/engine/shmem.c runtime/engine/shmem.h \
 	runtime/engine/dump.c runtime/engine/dump-int.h \
 	runtime/engine/dump-inject.c runtime/engine/dump-release.c runtime/engine/dump-proc.c \

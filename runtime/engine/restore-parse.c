@@ -4,6 +4,7 @@
  * records: files, terminal, pipes, IPC. */
 #include <config.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +23,40 @@
 
 /* ---------- reading the image ---------- */
 
+/* Thread TID's extended state XS (*LEN bytes) in this CPU's XSAVE layout:
+   moved where the image records another (xsave.c); an image that records
+   none (before crest 0.1.0's eighteenth session) is taken as it is when
+   its size is this CPU's, and refused otherwise. */
+static int
+xstate_here(struct rctx *c, int tid, uint8_t *xs, size_t *len, crest_error_t *err)
+{
+  static uint8_t moved[XSTATE_MAX];
+  struct xsave_layout here;
+
+  if (xsave_layout_here(&here) < 0)
+    return 0;
+  if (!c->img->has_xsave)
+    {
+      if (*len == here.size)
+        return 0;
+      return crest_error_make(err, ENOTSUP,
+                              "thread %d: its extended state is %zu bytes, this CPU's %" PRIu32
+                              ": the image was made on another CPU and does not record its XSAVE "
+                              "layout",
+                              tid, *len, here.size);
+    }
+  if (xsave_layout_same(&c->img->xsave, &here))
+    return 0;
+  if (here.size > sizeof moved)
+    return crest_error_make(err, ENOTSUP, "this CPU's extended state is %" PRIu32 " bytes",
+                            here.size);
+  if (xsave_convert(&c->img->xsave, xs, *len, &here, moved, err) < 0)
+    return crest_error_wrap(err, "thread %d: made on another CPU", tid);
+  memcpy(xs, moved, here.size);
+  *len = here.size;
+  return 0;
+}
+
 static int
 parse_thread(struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
 {
@@ -38,6 +73,8 @@ parse_thread(struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
       || jget_xhex_into(v, "xstate", c->img->format >= CREST_IMAGE_FORMAT_XRUNS, xs, sizeof xs,
                         &t->xlen, err)
              < 0)
+    return -1;
+  if (xstate_here(c, (int)tid, xs, &t->xlen, err) < 0)
     return -1;
   if (!(t->xstate = arena_alloc(&c->tracer, t->xlen)))
     return crest_error_errno(err, "thread %d: memory for its extended state", (int)tid);

@@ -70,3 +70,8 @@ EXTRA_DIST += tests/host/lazy-restore.test
 # pointer, used by its injected calls) stays out of the image.
 TESTS += tests/host/image-untouched.test
 EXTRA_DIST += tests/host/image-untouched.test
+
+# A thread's extended state on a CPU with another XSAVE layout (simulated
+# by rewriting an image of zdtm-regs).
+TESTS += tests/host/xsave-layout.test
+EXTRA_DIST += tests/host/xsave-layout.test
