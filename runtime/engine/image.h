@@ -96,6 +96,10 @@ struct xsave_layout
   uint64_t xcr0;
   uint32_t size;
   uint32_t off[64], len[64];
+  /* The components the kernel gives a task room for only once it uses
+     them (extended feature disable, ECX bit 2: AMX's tile data); this
+     CPU's only, not recorded. */
+  uint64_t xfd;
 };
 /* This CPU's; -1 without XSAVE. */
 int

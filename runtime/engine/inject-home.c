@@ -28,9 +28,9 @@
 #include <config.h>
 
 #include "dump-int.h"
+#include "image.h"
 #include "util.h"
 
-#include <cpuid.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -200,30 +200,6 @@ home_regs(const struct user_regs_struct *r, struct sigcontext *mc)
   mc->cs = (unsigned short)r->cs, mc->__pad0 = (unsigned short)r->ss; /* ss */
 }
 
-/* The XSAVE components the kernel gives a task room for only once it uses
-   them (extended feature disable: AMX's tile data), and the end in the
-   standard format of each component (CPUID leaf 0xD, sub-leaf I: EAX its
-   size, EBX its offset, ECX bit 2 XFD). Read once. */
-static uint64_t xfd_mask;
-static uint32_t comp_end[64];
-
-static void
-xsave_layout(void)
-{
-  static bool done;
-  unsigned a, b, c, d;
-  if (done)
-    return;
-  done = true;
-  for (unsigned i = 2; i < 64; i++)
-    if (__get_cpuid_count(0xd, i, &a, &b, &c, &d) && a)
-      {
-        comp_end[i] = b + a;
-        if (c & 4)
-          xfd_mask |= 1ULL << i;
-      }
-}
-
 /* The XSAVE area of TH's signal frames: the features (*FEAT) and the size
    the kernel gives the task's own frames, which its rt_sigreturn expects
    (the second magic word is looked for there since Linux 6.8). ptrace
@@ -235,18 +211,18 @@ xsave_layout(void)
 static uint32_t
 home_xsize(const struct dthread *th, uint64_t *feat)
 {
+  struct xsave_layout l;
   uint64_t xcr0, bv;
   uint32_t size = 512 + 64;
   memcpy(&xcr0, th->xstate + 464, 8);
   memcpy(&bv, th->xstate + 512, 8);
-  xsave_layout();
   *feat = xcr0;
-  if (bv & xfd_mask)
+  if (xsave_layout_here(&l) < 0 || (bv & l.xfd))
     return (uint32_t)th->xlen;
-  *feat = xcr0 & ~xfd_mask;
+  *feat = xcr0 & ~l.xfd;
   for (unsigned i = 2; i < 64; i++)
-    if ((*feat >> i & 1) && comp_end[i] > size)
-      size = comp_end[i];
+    if ((*feat >> i & 1) && l.off[i] + l.len[i] > size)
+      size = l.off[i] + l.len[i];
   return size <= th->xlen ? size : (uint32_t)th->xlen;
 }
 

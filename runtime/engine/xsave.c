@@ -68,7 +68,11 @@ xsave_layout_here(struct xsave_layout *l)
           here.size = b;
           for (unsigned i = 2; i < 64; i++)
             if ((here.xcr0 >> i & 1) && __get_cpuid_count(0xd, i, &a, &b, &c, &d))
-              here.off[i] = b, here.len[i] = a;
+              {
+                here.off[i] = b, here.len[i] = a;
+                if (c & 4)
+                  here.xfd |= 1ULL << i;
+              }
           state = 1;
         }
     }
