@@ -163,6 +163,11 @@ struct dctx
   struct img_writer *w;
   uint64_t pages_bytes, readv_calls;
   struct timespec t0;
+  /* CREST_STATS: milliseconds since t0 at each phase's end, and those of
+     the memory copy spent planning (pagemap), copying out of the tasks and
+     handing buffers to the image (hash, and the wait for the writer), and
+     closing the page files (the last write, fsync). */
+  double ms_seized, ms_objects, ms_tree, ms_commit, ms_plan, ms_readv, ms_out, ms_close;
   bool progress;
   struct shm_table shm; /* objects with no path, mapped in the tree */
   struct ipc_set *ipc;  /* SysV objects of the tree's own IPC namespace (ipc.c) */

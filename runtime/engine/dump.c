@@ -316,6 +316,7 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
   if (dump_fault("seize", err) < 0)
     goto out;
   crest_debug("checkpoint: %zu processes seized", c.np);
+  c.ms_seized = ms_since(&c.t0);
   if (ns_ids(&c, err) < 0 || (c.chain && chain_check_root(&c, err) < 0))
     goto out;
   if (o->pre_dump)
@@ -332,6 +333,7 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
 
   if (dump_objects(&c, err) < 0)
     goto out;
+  c.ms_objects = ms_since(&c.t0);
   if (fault && strcmp(fault, "dump-signal") == 0)
     kill(getpid(), SIGTERM); /* test hook: crest is told to stop mid-dump */
   if (fault && strcmp(fault, "dump-task-exit") == 0 && c.np > 1)
@@ -347,6 +349,7 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
       goto out;
   if (write_tree(&c, err) < 0)
     goto out;
+  c.ms_tree = ms_since(&c.t0);
   if (check_alive(&c, err) < 0)
     goto out;
   {
@@ -360,11 +363,7 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
   }
   crest_debug("checkpoint: %" PRIu64 " bytes of memory in %" PRIu64 " process_vm_readv calls",
               c.pages_bytes, c.readv_calls);
-  if (crest_test_knob("CREST_STATS"))
-    fprintf(stderr,
-            "crest: checkpoint stats: processes %zu, memory bytes %" PRIu64
-            ", process_vm_readv calls %" PRIu64 "\n",
-            c.np, c.pages_bytes, c.readv_calls);
+  c.ms_commit = ms_since(&c.t0);
   rc = 0;
 out:
   if (rc < 0)
@@ -401,6 +400,15 @@ out:
     }
   if (rc == 0 && o->pre_dump && predump_finish(&c, err) < 0)
     rc = -1;
+  if (rc == 0 && crest_test_knob("CREST_STATS"))
+    fprintf(stderr,
+            "crest: checkpoint stats: processes %zu, memory bytes %" PRIu64
+            ", process_vm_readv calls %" PRIu64
+            "; ms from the start: seized %.1f, objects %.1f (of which pagemap %.1f, copy out "
+            "%.1f, hash and hand-over %.1f, close and fsync %.1f), tree %.1f, committed %.1f, "
+            "released %.1f\n",
+            c.np, c.pages_bytes, c.readv_calls, c.ms_seized, c.ms_objects, c.ms_plan, c.ms_readv,
+            c.ms_out, c.ms_close, c.ms_tree, c.ms_commit, ms_since(&c.t0));
   img_writer_free(c.w);
   chain_free(&c);
   free_ctx(&c); /* stops the broker too */

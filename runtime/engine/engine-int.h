@@ -344,6 +344,11 @@ evfd_kind(const char *link);
 int
 evfd_fdinfo(pid_t pid, int fd, char **info, crest_error_t *err);
 
+/* restore.c: milliseconds since T0 (CLOCK_MONOTONIC). */
+struct timespec;
+double
+ms_since(const struct timespec *t0);
+
 /* chain.c: parent images of pre-dumps (docs/engine.md, "Pre-dumps"). */
 #define CHAIN_MAX CREST_IMAGE_CHAIN_MAX /* images in a chain: the parent, its ancestors */
 struct img_reader;

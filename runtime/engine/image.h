@@ -74,6 +74,7 @@ struct img_out
   char *name;
   int fd;
   uint64_t size;
+  uint64_t wb; /* up to where the file's writeback was started (image.c) */
   struct digest dg;
   struct img_wthread *h; /* img_out_async: the writes in a thread */
 };

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
@@ -253,8 +254,11 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
   struct img_out o;
   int rc = -1;
 
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
   if (mem_plan(p, v, nv, cow, chain_proc_of(c, p), &runs, &nruns, &own, err) < 0)
     return -1;
+  c->ms_plan += ms_since(&ts);
   if (img_out_open(c->w, name, &o, err) < 0)
     {
       free(runs);
@@ -276,7 +280,10 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
       if (bfill)                                                                                   \
         {                                                                                          \
           struct iovec l = { buf, bfill };                                                         \
-          ssize_t got = process_vm_readv(p->pid, &l, 1, riov, nbatch, 0);                          \
+          ssize_t got;                                                                             \
+          clock_gettime(CLOCK_MONOTONIC, &ts);                                                     \
+          got = process_vm_readv(p->pid, &l, 1, riov, nbatch, 0);                                  \
+          c->ms_readv += ms_since(&ts);                                                            \
           c->readv_calls++;                                                                        \
           if (got != (ssize_t)bfill)                                                               \
             {                                                                                      \
@@ -284,8 +291,10 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
                                "task %d: copy memory (process_vm_readv)", p->pid);                 \
               goto out;                                                                            \
             }                                                                                      \
+          clock_gettime(CLOCK_MONOTONIC, &ts);                                                     \
           if (img_out_write(&o, buf, bfill, err) < 0)                                              \
             goto out;                                                                              \
+          c->ms_out += ms_since(&ts);                                                              \
           buf = buf == bufs ? bufs + BATCH : bufs;                                                 \
           bfill = 0, nbatch = 0;                                                                   \
         }                                                                                          \
@@ -340,8 +349,10 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
     }
   FLUSH();
 #undef FLUSH
+  clock_gettime(CLOCK_MONOTONIC, &ts);
   if (img_out_close(&o, err) < 0)
     goto out;
+  c->ms_close += ms_since(&ts);
   put_runs(g, name, runs, nruns);
   cow_dump_put(c, cow, g);
   rc = 0;

@@ -274,10 +274,7 @@ open_files(struct rctx *c, crest_error_t *err);
 /* Move FD to the service range, above every descriptor of the tree. */
 int
 svc_place(struct rctx *c, int fd, crest_error_t *err);
-/* restore.c: milliseconds since T0; the test hook
-   CREST_FAULT=restore-kill:PHASE. */
-double
-ms_since(const struct timespec *t0);
+/* restore.c: the test hook CREST_FAULT=restore-kill:PHASE. */
 void
 fault_kill(const char *phase);
 
