@@ -4,19 +4,20 @@
 # the same inside the crest test VM (image/run-vm). Neither is part of make
 # check; figures go in issue notes, never in timed tests.
 
-EXTRA_PROGRAMS = bench/tree bench/fork-cycle bench/cow-tree bench/fill-ref bench/dirty
+EXTRA_PROGRAMS = bench/tree bench/fork-cycle bench/cow-tree bench/fill-ref bench/dirty bench/write-ref
 bench_tree_SOURCES = bench/tree.c tests/progs/zdtm/zdtm.c tests/progs/zdtm/zdtm.h
 bench_tree_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/progs/zdtm
 bench_fork_cycle_SOURCES = bench/fork-cycle.c
 bench_cow_tree_SOURCES = bench/cow-tree.c tests/progs/zdtm/zdtm.c tests/progs/zdtm/zdtm.h
 bench_cow_tree_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/progs/zdtm
 bench_fill_ref_SOURCES = bench/fill-ref.c
+bench_write_ref_SOURCES = bench/write-ref.c
 bench_dirty_SOURCES = bench/dirty.c tests/progs/zdtm/zdtm.c tests/progs/zdtm/zdtm.h
 bench_dirty_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/progs/zdtm
-CLEANFILES += bench/tree bench/fork-cycle bench/cow-tree bench/fill-ref bench/dirty
+CLEANFILES += bench/tree bench/fork-cycle bench/cow-tree bench/fill-ref bench/dirty bench/write-ref
 EXTRA_DIST += bench/run-bench bench/README.md
 
-BENCH_PROGS = runtime/src/crest tests/progs/zdtm-anon-mem bench/tree bench/fork-cycle bench/cow-tree bench/fill-ref bench/dirty
+BENCH_PROGS = runtime/src/crest tests/progs/zdtm-anon-mem bench/tree bench/fork-cycle bench/cow-tree bench/fill-ref bench/dirty bench/write-ref
 
 bench: $(BENCH_PROGS)
 	abs_top_builddir='$(abs_top_builddir)' abs_top_srcdir='$(abs_top_srcdir)' \
