@@ -213,6 +213,9 @@ struct prctl_proc
 {
   int subreaper, thp_disable, dumpable;
   int membarrier; /* MEMBARRIER_CMD_REGISTER_* bits */
+  /* The dynamic XSAVE components (AMX's tile data, bit 18) the process
+     has been permitted to use (arch_prctl ARCH_GET_XCOMP_PERM; format 12). */
+  uint64_t xcomp_perm;
 };
 struct prctl_thread
 {
@@ -235,7 +238,7 @@ prctl_parse_process(yajl_val v, int format, struct prctl_proc *p, crest_error_t 
 int
 prctl_parse_thread(yajl_val v, int format, struct prctl_thread *t, crest_error_t *err);
 /* The blob's process-wide operations: OPS[i] = { syscall, arg0, arg1 }
-   (at most 8). */
+   (at most 8; the XSAVE permissions first). */
 size_t
 prctl_ops_process(const struct prctl_proc *p, long ops[][3]);
 

@@ -5,6 +5,7 @@
  * blob. */
 #include <config.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -16,6 +17,8 @@
 #include "util.h"
 
 #define DEFAULT_SLACK 50000
+#define ARCH_GET_XCOMP_PERM 0x1022
+#define ARCH_REQ_XCOMP_PERM 0x1023
 /* membarrier commands: the probe, and the registration that enables it. */
 static const struct
 {
@@ -66,6 +69,25 @@ prctl_dump_process(pid_t tid, const struct user_regs_struct *regs, uint64_t mask
                             "task %d: dumpable %ld (set by the kernel at an execve, no prctl "
                             "gives it back): cannot checkpoint it",
                             tid, ret);
+  /* The dynamic XSAVE components the process may use (AMX's tile data):
+     a permission asked for once (ARCH_REQ_XCOMP_PERM), without which the
+     first AMX instruction after restore would end the process (SIGILL).
+     Only a CPU with such components has it. */
+  {
+    struct xsave_layout xl;
+    if (xsave_layout_here(&xl) == 0 && xl.xfd)
+      {
+        uint64_t perm = 0;
+        struct iovec l = { &perm, sizeof perm }, r = { (void *)scratch, sizeof perm };
+        if (inj(tid, regs, mask, gadget, SYS_arch_prctl, ARCH_GET_XCOMP_PERM, (long)scratch, &ret,
+                err)
+            < 0)
+          return -1;
+        if (ret == 0 && process_vm_readv(tid, &l, 1, &r, 1, 0) != sizeof perm)
+          return crest_error_errno(err, "task %d: read its XSAVE permissions", tid);
+        out->xcomp_perm = ret == 0 ? perm & xl.xfd : 0;
+      }
+  }
   /* A private expedited barrier fails with EPERM unless the process
      registered for it: issuing one is the only way to learn which. */
   for (size_t i = 0; i < sizeof mb / sizeof mb[0]; i++)
@@ -102,7 +124,7 @@ prctl_dump_thread(pid_t pid, pid_t tid, const struct user_regs_struct *regs, uin
 bool
 prctl_put_process(yajl_gen g, const struct prctl_proc *p)
 {
-  if (!p->subreaper && !p->thp_disable && p->dumpable == 1 && !p->membarrier)
+  if (!p->subreaper && !p->thp_disable && p->dumpable == 1 && !p->membarrier && !p->xcomp_perm)
     return false;
   jput_key(g, "prctl");
   yajl_gen_map_open(g);
@@ -110,6 +132,8 @@ prctl_put_process(yajl_gen g, const struct prctl_proc *p)
   jput_bool(g, "thp_disable", p->thp_disable != 0);
   jput_int(g, "dumpable", p->dumpable);
   jput_int(g, "membarrier", p->membarrier);
+  if (p->xcomp_perm)
+    jput_u64(g, "xcomp_perm", p->xcomp_perm);
   yajl_gen_map_close(g);
   return true;
 }
@@ -143,6 +167,20 @@ prctl_parse_process(yajl_val v, int format, struct prctl_proc *p, crest_error_t 
     return crest_error_make(err, EINVAL, "prctl: bad dumpable %lld or membarrier %lld",
                             (long long)d, (long long)m);
   p->subreaper = s, p->thp_disable = t, p->dumpable = (int)d, p->membarrier = (int)m;
+  if (yajl_tree_get(o, (const char *[]){ "xcomp_perm", NULL }, yajl_t_any))
+    {
+      struct xsave_layout xl;
+      if (format < CREST_IMAGE_FORMAT_XCOMP)
+        return crest_error_make(err, EINVAL, "prctl: xcomp_perm needs a format 12 image");
+      if (jget_u64(o, "xcomp_perm", &p->xcomp_perm, err) < 0)
+        return -1;
+      if (p->xcomp_perm & ~((xsave_layout_here(&xl) == 0) ? xl.xfd : 0))
+        return crest_error_make(err, ENOTSUP,
+                                "the process may use XSAVE components %#" PRIx64
+                                " (AMX's tile data: arch_prctl ARCH_REQ_XCOMP_PERM), which this "
+                                "CPU does not have",
+                                p->xcomp_perm);
+    }
   return 0;
 }
 
@@ -167,6 +205,9 @@ size_t
 prctl_ops_process(const struct prctl_proc *p, long ops[][3])
 {
   size_t n = 0;
+  for (int b = 0; b < 64; b++)
+    if (p->xcomp_perm >> b & 1)
+      ops[n][0] = SYS_arch_prctl, ops[n][1] = ARCH_REQ_XCOMP_PERM, ops[n++][2] = b;
   if (p->subreaper)
     ops[n][0] = SYS_prctl, ops[n][1] = PR_SET_CHILD_SUBREAPER, ops[n++][2] = 1;
   if (p->thp_disable)

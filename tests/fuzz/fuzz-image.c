@@ -7,7 +7,8 @@
  *
  *   byte 0       options: bit 0 format 2, bit 4 format 3, bit 5 format 10
  *                with the page files' digests xxh3_128, bit 6 format 11
- *                (the same, and zero runs in xstate) (else 1), bit 1
+ *                (the same, and zero runs in xstate), bit 7 format 12
+ *                (the same, and a process's xcomp_perm) (else 1), bit 1
  *                container mode (the configuration's bound), bit 2 the
  *                configuration grants CAP_CHECKPOINT_RESTORE, bit 3 restore
  *                as a namespace init
@@ -123,7 +124,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
   if (size < 1)
     return 0;
-  fmt = data[0] & 64 ? 11 : data[0] & 32 ? 10 : data[0] & 16 ? 3 : data[0] & 1 ? 2 : 1;
+  fmt = data[0] & 128  ? 12
+        : data[0] & 64 ? 11
+        : data[0] & 32 ? 10
+        : data[0] & 16 ? 3
+        : data[0] & 1  ? 2
+                       : 1;
   mlen = (size_t)snprintf(manifest, sizeof manifest,
                           "{\"format\": %d, \"crest_version\": \"fuzz\", \"kernel\": "
                           "{\"release\": \"x\", \"machine\": \"x\", \"vdso_sha256\": \"x\"}, "

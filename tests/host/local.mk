@@ -75,3 +75,8 @@ EXTRA_DIST += tests/host/image-untouched.test
 # by rewriting an image of zdtm-regs).
 TESTS += tests/host/xsave-layout.test
 EXTRA_DIST += tests/host/xsave-layout.test
+
+# AMX's permission (arch_prctl ARCH_REQ_XCOMP_PERM) through checkpoint and
+# restore; tile data in use refused (CPUs with AMX only).
+TESTS += tests/host/amx.test
+EXTRA_DIST += tests/host/amx.test
