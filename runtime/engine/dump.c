@@ -281,6 +281,22 @@ say_held_signal(const sigset_t *hold, crest_error_t *err)
       }
 }
 
+/* Test hook CREST_STATS: the checkpoint's figures and phases, on stderr. */
+static void
+print_stats(const struct dctx *c)
+{
+  if (!crest_test_knob("CREST_STATS"))
+    return;
+  fprintf(stderr,
+          "crest: checkpoint stats: processes %zu, memory bytes %" PRIu64
+          ", process_vm_readv calls %" PRIu64
+          "; ms from the start: seized %.1f, objects %.1f (of which pagemap %.1f, copy out "
+          "%.1f, hash and hand-over %.1f, close and fsync %.1f), tree %.1f, committed %.1f, "
+          "released %.1f\n",
+          c->np, c->pages_bytes, c->readv_calls, c->ms_seized, c->ms_objects, c->ms_plan,
+          c->ms_readv, c->ms_out, c->ms_close, c->ms_tree, c->ms_commit, ms_since(&c->t0));
+}
+
 /* The dump itself, in the tracer (crest_engine_dump runs it in a worker
    process: dump-guard.c). */
 int
@@ -423,15 +439,8 @@ out:
     }
   if (rc == 0 && o->pre_dump && predump_finish(&c, err) < 0)
     rc = -1;
-  if (rc == 0 && crest_test_knob("CREST_STATS"))
-    fprintf(stderr,
-            "crest: checkpoint stats: processes %zu, memory bytes %" PRIu64
-            ", process_vm_readv calls %" PRIu64
-            "; ms from the start: seized %.1f, objects %.1f (of which pagemap %.1f, copy out "
-            "%.1f, hash and hand-over %.1f, close and fsync %.1f), tree %.1f, committed %.1f, "
-            "released %.1f\n",
-            c.np, c.pages_bytes, c.readv_calls, c.ms_seized, c.ms_objects, c.ms_plan, c.ms_readv,
-            c.ms_out, c.ms_close, c.ms_tree, c.ms_commit, ms_since(&c.t0));
+  if (rc == 0)
+    print_stats(&c);
   img_writer_free(c.w);
   chain_free(&c);
   free_ctx(&c); /* stops the broker too */
