@@ -202,7 +202,7 @@ home_regs(const struct user_regs_struct *r, struct sigcontext *mc)
 
 /* The XSAVE area of TH's signal frames: the features (*FEAT) and the size
    the kernel gives the task's own frames, which its rt_sigreturn expects
-   (the second magic word is looked for there since Linux 6.8). ptrace
+   (newer kernels look for the second magic word there). ptrace
    gives every feature the CPU has, AMX's 8 KiB of tile data included; a
    task whose tiles are in their initial state is given the frame of a task
    without them (one that used them and let them go keeps the larger frame
