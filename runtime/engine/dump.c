@@ -87,28 +87,6 @@ free_ctx(struct dctx *c)
 
 /* What the kernel shows of every task, from outside and through injected
    calls, and its descriptors, pipes and shared memory objects. */
-/* A thread whose extended state holds a dynamic component (AMX's tile
-   data) in use: the kernel takes such state back only into a thread that
-   has used the component since it started, which a restored thread has
-   not. Refused; the tiles are usually released between computations
-   (TILERELEASE), when a checkpoint then goes through. */
-static int
-xstate_check(pid_t pid, const struct dthread *th, crest_error_t *err)
-{
-  struct xsave_layout xl;
-  uint64_t bv;
-  if (th->xlen < 520 || xsave_layout_here(&xl) < 0)
-    return 0;
-  memcpy(&bv, th->xstate + 512, 8);
-  if (bv & xl.xfd)
-    return crest_error_make(err, ENOTSUP,
-                            "task %d (thread %d): holds AMX tile data in use (XSAVE components "
-                            "%#" PRIx64 "), which the kernel gives back only to a thread that has "
-                            "used them since it started: cannot checkpoint it now",
-                            pid, th->tid, bv & xl.xfd);
-  return 0;
-}
-
 static int
 dump_objects(struct dctx *c, crest_error_t *err)
 {
@@ -121,8 +99,7 @@ dump_objects(struct dctx *c, crest_error_t *err)
         {
           p->th[t].xstate = xmalloc(XSTATE_MAX);
           if (pt_getregs(p->th[t].tid, &p->th[t].regs, err) < 0
-              || pt_getxstate(p->th[t].tid, p->th[t].xstate, &p->th[t].xlen, err) < 0
-              || xstate_check(p->pid, &p->th[t], err) < 0)
+              || pt_getxstate(p->th[t].tid, p->th[t].xstate, &p->th[t].xlen, err) < 0)
             return -1;
         }
       if (inject_state(c, p, err) < 0 || interrupted(err) < 0)

@@ -238,9 +238,13 @@ prctl_parse_process(yajl_val v, int format, struct prctl_proc *p, crest_error_t 
 int
 prctl_parse_thread(yajl_val v, int format, struct prctl_thread *t, crest_error_t *err);
 /* The blob's process-wide operations: OPS[i] = { syscall, arg0, arg1 }
-   (at most 8; the XSAVE permissions first). */
+   (at most 8). */
 size_t
 prctl_ops_process(const struct prctl_proc *p, long ops[][3]);
+/* The same for the XSAVE permissions (ARCH_REQ_XCOMP_PERM), which go
+   before the process's threads are made. */
+size_t
+prctl_ops_xcomp(const struct prctl_proc *p, long ops[][3]);
 
 /* files-unlinked.c: an open, unlinked regular file. Format 3 records its
    size, mode, owner and data extents ("extents", the data file holds their

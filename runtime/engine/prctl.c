@@ -202,12 +202,19 @@ prctl_parse_thread(yajl_val v, int format, struct prctl_thread *t, crest_error_t
 }
 
 size_t
+prctl_ops_xcomp(const struct prctl_proc *p, long ops[][3])
+{
+  size_t n = 0;
+  for (int b = 0; b < 64 && n < 8; b++)
+    if (p->xcomp_perm >> b & 1)
+      ops[n][0] = SYS_arch_prctl, ops[n][1] = ARCH_REQ_XCOMP_PERM, ops[n++][2] = b;
+  return n;
+}
+
+size_t
 prctl_ops_process(const struct prctl_proc *p, long ops[][3])
 {
   size_t n = 0;
-  for (int b = 0; b < 64; b++)
-    if (p->xcomp_perm >> b & 1)
-      ops[n][0] = SYS_arch_prctl, ops[n][1] = ARCH_REQ_XCOMP_PERM, ops[n++][2] = b;
   if (p->subreaper)
     ops[n][0] = SYS_prctl, ops[n][1] = PR_SET_CHILD_SUBREAPER, ops[n++][2] = 1;
   if (p->thp_disable)

@@ -39,8 +39,9 @@ struct rthread
 {
   pid_t tid;
   struct user_regs_struct regs;
-  uint8_t *xstate;
+  uint8_t *xstate; /* crest's own memory (c->tracer): not in a forked task */
   size_t xlen;
+  uint64_t tiles; /* the dynamic XSAVE components (AMX's tile data) it holds */
   uint64_t sigmask, rseq, rseq_sig, robust, robust_len, clear_tid, alt_sp, alt_size;
   int64_t rseq_size, alt_flags, policy, nice, prio, umin, umax;
   uint64_t sched_flags;

@@ -79,6 +79,12 @@ parse_thread(struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
   if (!(t->xstate = arena_alloc(&c->tracer, t->xlen)))
     return crest_error_errno(err, "thread %d: memory for its extended state", (int)tid);
   memcpy(t->xstate, xs, t->xlen);
+  {
+    struct xsave_layout here;
+    uint64_t bv = 0;
+    if (t->xlen >= 520 && xsave_layout_here(&here) == 0)
+      memcpy(&bv, xs + 512, 8), t->tiles = bv & here.xfd;
+  }
   if (jget_u64(v, "sigmask", &t->sigmask, err) < 0 || jget_u64(v, "rseq", &t->rseq, err) < 0
       || jget_i64(v, "rseq_size", &t->rseq_size, err) < 0
       || jget_u64(v, "rseq_sig", &t->rseq_sig, err) < 0
@@ -290,6 +296,11 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
     if (p->nth++, parse_thread(c, items[i], &p->th[i], err) < 0)
       return crest_error_wrap(err, "process %d", p->pid);
   CHECK(p->th[0].tid == p->pid, "process %d: first thread is %d", p->pid, p->th[0].tid);
+  for (size_t i = 0; i < p->nth; i++)
+    CHECK(!(p->th[i].tiles & ~p->pr.xcomp_perm),
+          "process %d: thread %d holds AMX tile data (XSAVE components %#" PRIx64
+          ") the process has no permission for",
+          p->pid, p->th[i].tid, p->th[i].tiles);
   /* After the threads: a timer may signal one of them. */
   return timers_parse(v, c->img->format, p, err);
 }

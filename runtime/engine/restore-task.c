@@ -239,6 +239,15 @@ thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplis
 {
   uint8_t zero_attr[56];
   (void)c;
+  /* A thread that held AMX tile data: its first AMX instruction, so that
+     the kernel takes the data back at the registers' phase (ptrace). */
+  if (t->tiles)
+    {
+      /* Palette 1, tile 0 of 16 rows of 64 bytes. */
+      uint8_t cfg[64] = { 1 };
+      cfg[16] = 64, cfg[48] = 16;
+      OP(l, BLOB_OP_TILE_TOUCH, bld_alloc(b, sizeof cfg, 64, cfg), 0, 0, 0, 0, 0);
+    }
   OP(l, SYS_set_tid_address, t->clear_tid, 0, 0, 0, 0, 0);
   if (t->robust)
     OP(l, SYS_set_robust_list, t->robust, t->robust_len, 0, 0, 0, 0);
@@ -615,6 +624,11 @@ static void
 thread_ops(struct rctx *c, struct rproc *p, uint64_t args_addr, struct oplist *l,
            struct oplist *tops, struct bld *b)
 {
+  /* AMX's permission before any thread takes its tiles back (thread_tail_ops). */
+  long xops[8][3];
+  size_t nx = prctl_ops_xcomp(&p->pr, xops);
+  for (size_t i = 0; i < nx; i++)
+    OP(l, xops[i][0], xops[i][1], xops[i][2], 0, 0, 0, 0);
   for (size_t t = 1; t < p->nth; t++)
     {
       struct rthread *th = &p->th[t];

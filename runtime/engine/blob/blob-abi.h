@@ -27,6 +27,10 @@
 #define BLOB_OP_PIDFD                                                                              \
   (-1004) /* a0 = pid, a1 = pidfd_open flags, a2 = the descriptor it must                          \
              be, a3 = close-on-exec: returns a2 */
+/* a0 = a 64-byte tile configuration: LDTILECFG, TILEZERO of tile 0 and
+   TILERELEASE, the thread's first use of AMX's tile data, after which the
+   kernel has room for it (the process holds the permission). */
+#define BLOB_OP_TILE_TOUCH (-1005)
 
 /* Checks on a result. */
 #define BLOB_CHECK_NONE 0

@@ -109,6 +109,17 @@ blob_run_ops(struct blob_ops *o)
         r = pidfd_at((long)op->a[0], (long)op->a[1], (long)op->a[2], (long)op->a[3]);
       else if (op->nr == BLOB_OP_UFFD)
         r = make_uffd((long)op->a[0], (const struct blob_uffd *)op->a[1]);
+      else if (op->nr == BLOB_OP_TILE_TOUCH)
+        {
+          /* ldtilecfg (%rax); tilezero %tmm0; tilerelease */
+          __asm__ volatile(".byte 0xc4, 0xe2, 0x78, 0x49, 0x00\n\t"
+                           ".byte 0xc4, 0xe2, 0x7b, 0x49, 0xc0\n\t"
+                           ".byte 0xc4, 0xe2, 0x78, 0x49, 0xc0"
+                           :
+                           : "a"(op->a[0])
+                           : "memory");
+          r = 0;
+        }
       else if (op->nr == BLOB_OP_TRAP)
         {
           __asm__ volatile("int3");
