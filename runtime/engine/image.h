@@ -161,7 +161,7 @@ struct img_reader
   char *config_digest;
   struct img_kernel kernel;
   /* The XSAVE layout of the CPU the image was made on ("kernel"."xsave",
-     written since crest 0.1.0's eighteenth session; absent before). */
+     written by crest since December 2026; absent before). */
   bool has_xsave;
   struct xsave_layout xsave;
   /* Format 6: "pre_dump", and "parent" (its path as written, and the

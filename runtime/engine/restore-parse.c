@@ -25,7 +25,7 @@
 
 /* Thread TID's extended state XS (*LEN bytes) in this CPU's XSAVE layout:
    moved where the image records another (xsave.c); an image that records
-   none (before crest 0.1.0's eighteenth session) is taken as it is when
+   none (made before December 2026) is taken as it is when
    its size is this CPU's, and refused otherwise. */
 static int
 xstate_here(struct rctx *c, int tid, uint8_t *xs, size_t *len, crest_error_t *err)
