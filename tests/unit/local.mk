@@ -47,6 +47,14 @@ tests_unit_engine_home_CFLAGS = $(CREST_ENGINE_UNIT_CFLAGS)
 tests_unit_engine_home_LDFLAGS = $(SANITIZER_LDFLAGS)
 tests_unit_engine_home_LDADD = $(CREST_ENGINE_UNIT_LIBS)
 
+# Engine: a thread's extended state moved between XSAVE layouts (xsave.c).
+check_PROGRAMS += tests/unit/engine-xsave
+tests_unit_engine_xsave_SOURCES = tests/unit/engine-xsave.c tests/unit/tap.h
+tests_unit_engine_xsave_CPPFLAGS = $(CREST_ENGINE_UNIT_CPPFLAGS)
+tests_unit_engine_xsave_CFLAGS = $(CREST_ENGINE_UNIT_CFLAGS)
+tests_unit_engine_xsave_LDFLAGS = $(SANITIZER_LDFLAGS)
+tests_unit_engine_xsave_LDADD = $(CREST_ENGINE_UNIT_LIBS)
+
 # The default state root's reading of uid_map (rootless podman's namespace).
 check_PROGRAMS += tests/unit/test-state-root
 tests_unit_test_state_root_SOURCES = tests/unit/test-state-root.c tests/unit/tap.h
@@ -77,7 +85,7 @@ tests_unit_test_config_compat_CFLAGS = $(CREST_UNIT_CFLAGS)
 tests_unit_test_config_compat_LDFLAGS = $(SANITIZER_LDFLAGS)
 tests_unit_test_config_compat_LDADD = $(CREST_UNIT_LIBS)
 
-UNIT_TESTS = tests/unit/test-config tests/unit/test-args tests/unit/test-seccomp-profile tests/unit/engine-image tests/unit/engine-sockets tests/unit/engine-home tests/unit/test-state-root \
+UNIT_TESTS = tests/unit/test-config tests/unit/test-args tests/unit/test-seccomp-profile tests/unit/engine-image tests/unit/engine-sockets tests/unit/engine-home tests/unit/engine-xsave tests/unit/test-state-root \
 	tests/unit/test-config-compat tests/unit/func-length.test
 TESTS += $(UNIT_TESTS)
 
