@@ -124,6 +124,7 @@ dump_objects(struct dctx *c, crest_error_t *err)
                               "task %d: fd %d (%s): an unlinked file that is also mapped, cannot "
                               "checkpoint it",
                               c->f[i].pid, c->f[i].fd, c->f[i].path);
+  c->ms_objects = ms_since(&c->t0);
   return 0;
 }
 
@@ -164,6 +165,7 @@ write_tree(struct dctx *c, crest_error_t *err)
   yajl_gen_map_close(g);
   if (img_write_json(c->w, "tree.json", g, err) < 0)
     goto fail;
+  c->ms_tree = ms_since(&c->t0);
   rc = 0;
 fail:
   yajl_gen_free(g);
@@ -349,7 +351,6 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
 
   if (dump_objects(&c, err) < 0)
     goto out;
-  c.ms_objects = ms_since(&c.t0);
   if (fault && strcmp(fault, "dump-signal") == 0)
     kill(getpid(), SIGTERM); /* test hook: crest is told to stop mid-dump */
   if (fault && strcmp(fault, "dump-task-exit") == 0 && c.np > 1)
@@ -365,7 +366,6 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
       goto out;
   if (write_tree(&c, err) < 0)
     goto out;
-  c.ms_tree = ms_since(&c.t0);
   if (check_alive(&c, err) < 0)
     goto out;
   {
