@@ -387,11 +387,8 @@ img_writer_commit(struct img_writer *w, const char *config_digest, int format, c
   jput_str(g, "release", k.release);
   jput_str(g, "machine", k.machine);
   jput_str(g, "vdso_sha256", k.vdso_sha);
-  {
-    struct xsave_layout xl;
-    if (xsave_layout_here(&xl) == 0)
-      xsave_layout_put(g, "xsave", &xl);
-  }
+  if (xsave_layout_here())
+    xsave_layout_put(g, "xsave", xsave_layout_here());
   yajl_gen_map_close(g);
   jput_key(g, "config_digest");
   if (config_digest)

@@ -102,9 +102,9 @@ struct xsave_layout
      CPU's only, not recorded. */
   uint64_t xfd;
 };
-/* This CPU's; -1 without XSAVE. */
-int
-xsave_layout_here(struct xsave_layout *l);
+/* This CPU's (read once); NULL without XSAVE. */
+const struct xsave_layout *
+xsave_layout_here(void);
 void
 xsave_layout_put(yajl_gen g, const char *key, const struct xsave_layout *l);
 int

@@ -211,18 +211,18 @@ home_regs(const struct user_regs_struct *r, struct sigcontext *mc)
 static uint32_t
 home_xsize(const struct dthread *th, uint64_t *feat)
 {
-  struct xsave_layout l;
+  const struct xsave_layout *l = xsave_layout_here();
   uint64_t xcr0, bv;
   uint32_t size = 512 + 64;
   memcpy(&xcr0, th->xstate + 464, 8);
   memcpy(&bv, th->xstate + 512, 8);
   *feat = xcr0;
-  if (xsave_layout_here(&l) < 0 || (bv & l.xfd))
+  if (!l || (bv & l->xfd))
     return (uint32_t)th->xlen;
-  *feat = xcr0 & ~l.xfd;
+  *feat = xcr0 & ~l->xfd;
   for (unsigned i = 2; i < 64; i++)
-    if ((*feat >> i & 1) && l.off[i] + l.len[i] > size)
-      size = l.off[i] + l.len[i];
+    if ((*feat >> i & 1) && l->off[i] + l->len[i] > size)
+      size = l->off[i] + l->len[i];
   return size <= th->xlen ? size : (uint32_t)th->xlen;
 }
 

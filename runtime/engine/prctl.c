@@ -74,8 +74,8 @@ prctl_dump_process(pid_t tid, const struct user_regs_struct *regs, uint64_t mask
      first AMX instruction after restore would end the process (SIGILL).
      Only a CPU with such components has it. */
   {
-    struct xsave_layout xl;
-    if (xsave_layout_here(&xl) == 0 && xl.xfd)
+    const struct xsave_layout *xl = xsave_layout_here();
+    if (xl && xl->xfd)
       {
         uint64_t perm = 0;
         struct iovec l = { &perm, sizeof perm }, r = { (void *)scratch, sizeof perm };
@@ -85,7 +85,7 @@ prctl_dump_process(pid_t tid, const struct user_regs_struct *regs, uint64_t mask
           return -1;
         if (ret == 0 && process_vm_readv(tid, &l, 1, &r, 1, 0) != sizeof perm)
           return crest_error_errno(err, "task %d: read its XSAVE permissions", tid);
-        out->xcomp_perm = ret == 0 ? perm & xl.xfd : 0;
+        out->xcomp_perm = ret == 0 ? perm & xl->xfd : 0;
       }
   }
   /* A private expedited barrier fails with EPERM unless the process
@@ -169,12 +169,12 @@ prctl_parse_process(yajl_val v, int format, struct prctl_proc *p, crest_error_t 
   p->subreaper = s, p->thp_disable = t, p->dumpable = (int)d, p->membarrier = (int)m;
   if (yajl_tree_get(o, (const char *[]){ "xcomp_perm", NULL }, yajl_t_any))
     {
-      struct xsave_layout xl;
+      const struct xsave_layout *xl = xsave_layout_here();
       if (format < CREST_IMAGE_FORMAT_XCOMP)
         return crest_error_make(err, EINVAL, "prctl: xcomp_perm needs a format 12 image");
       if (jget_u64(o, "xcomp_perm", &p->xcomp_perm, err) < 0)
         return -1;
-      if (p->xcomp_perm & ~((xsave_layout_here(&xl) == 0) ? xl.xfd : 0))
+      if (p->xcomp_perm & ~(xl ? xl->xfd : 0))
         return crest_error_make(err, ENOTSUP,
                                 "the process may use XSAVE components %#" PRIx64
                                 " (AMX's tile data: arch_prctl ARCH_REQ_XCOMP_PERM), which this "

@@ -25,35 +25,37 @@
 
 /* Thread TID's extended state XS (*LEN bytes) in this CPU's XSAVE layout:
    moved where the image records another (xsave.c); an image that records
-   none (made before December 2026) is taken as it is when
-   its size is this CPU's, and refused otherwise. */
+   none (made before December 2026) is taken as it is when its size is
+   this CPU's, and refused otherwise. *TILES: the dynamic components (AMX's
+   tile data) it holds. */
 static int
-xstate_here(struct rctx *c, int tid, uint8_t *xs, size_t *len, crest_error_t *err)
+xstate_here(struct rctx *c, int tid, uint8_t *xs, size_t *len, uint64_t *tiles, crest_error_t *err)
 {
   static uint8_t moved[XSTATE_MAX];
-  struct xsave_layout here;
+  const struct xsave_layout *here = xsave_layout_here();
+  uint64_t bv;
 
-  if (xsave_layout_here(&here) < 0)
+  *tiles = 0;
+  if (!here)
     return 0;
-  if (!c->img->has_xsave)
+  if (!c->img->has_xsave && *len != here->size)
+    return crest_error_make(err, ENOTSUP,
+                            "thread %d: its extended state is %zu bytes, this CPU's %" PRIu32
+                            ": the image was made on another CPU and does not record its XSAVE "
+                            "layout",
+                            tid, *len, here->size);
+  if (c->img->has_xsave && !xsave_layout_same(&c->img->xsave, here))
     {
-      if (*len == here.size)
-        return 0;
-      return crest_error_make(err, ENOTSUP,
-                              "thread %d: its extended state is %zu bytes, this CPU's %" PRIu32
-                              ": the image was made on another CPU and does not record its XSAVE "
-                              "layout",
-                              tid, *len, here.size);
+      if (here->size > sizeof moved)
+        return crest_error_make(err, ENOTSUP, "this CPU's extended state is %" PRIu32 " bytes",
+                                here->size);
+      if (xsave_convert(&c->img->xsave, xs, *len, here, moved, err) < 0)
+        return crest_error_wrap(err, "thread %d: made on another CPU", tid);
+      memcpy(xs, moved, here->size);
+      *len = here->size;
     }
-  if (xsave_layout_same(&c->img->xsave, &here))
-    return 0;
-  if (here.size > sizeof moved)
-    return crest_error_make(err, ENOTSUP, "this CPU's extended state is %" PRIu32 " bytes",
-                            here.size);
-  if (xsave_convert(&c->img->xsave, xs, *len, &here, moved, err) < 0)
-    return crest_error_wrap(err, "thread %d: made on another CPU", tid);
-  memcpy(xs, moved, here.size);
-  *len = here.size;
+  if (*len >= 520)
+    memcpy(&bv, xs + 512, 8), *tiles = bv & here->xfd;
   return 0;
 }
 
@@ -74,17 +76,11 @@ parse_thread(struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
                         &t->xlen, err)
              < 0)
     return -1;
-  if (xstate_here(c, (int)tid, xs, &t->xlen, err) < 0)
+  if (xstate_here(c, (int)tid, xs, &t->xlen, &t->tiles, err) < 0)
     return -1;
   if (!(t->xstate = arena_alloc(&c->tracer, t->xlen)))
     return crest_error_errno(err, "thread %d: memory for its extended state", (int)tid);
   memcpy(t->xstate, xs, t->xlen);
-  {
-    struct xsave_layout here;
-    uint64_t bv = 0;
-    if (t->xlen >= 520 && xsave_layout_here(&here) == 0)
-      memcpy(&bv, xs + 512, 8), t->tiles = bv & here.xfd;
-  }
   if (jget_u64(v, "sigmask", &t->sigmask, err) < 0 || jget_u64(v, "rseq", &t->rseq, err) < 0
       || jget_i64(v, "rseq_size", &t->rseq_size, err) < 0
       || jget_u64(v, "rseq_sig", &t->rseq_sig, err) < 0

@@ -13,10 +13,9 @@
 #include <config.h>
 
 #include <cpuid.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <string.h>
-
-#include <errno.h>
 
 #include "engine-int.h"
 #include "image.h"
@@ -48,8 +47,8 @@ comp_name(unsigned i)
     }
 }
 
-int
-xsave_layout_here(struct xsave_layout *l)
+const struct xsave_layout *
+xsave_layout_here(void)
 {
   static struct xsave_layout here;
   static int state; /* 0 not read, 1 read, -1 none (no XSAVE) */
@@ -76,10 +75,7 @@ xsave_layout_here(struct xsave_layout *l)
           state = 1;
         }
     }
-  if (state < 0)
-    return -1;
-  *l = here;
-  return 0;
+  return state > 0 ? &here : NULL;
 }
 
 void
