@@ -337,6 +337,9 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
     crest_debug("checkpoint: task %d: injected calls %s (gadget %#" PRIx64 " with %d pops, "
                 "rt_sigreturn at %#" PRIx64 ")",
                 p->pid, hm[0].sp ? "have a way home" : "have no way home", p->gadget, pops, sigret);
+    /* With a way home, the calls below are chained (pt_chain_begin). */
+    for (size_t t = 0; t < p->nth; t++)
+      pt_chain_begin(p->th[t].tid);
   }
 
 #define INJ(th_, nr_, ...)                                                                         \
@@ -438,6 +441,9 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
 out:
   if (scratch_put(p, &sc, err) < 0)
     rc = -1;
+  for (size_t t = 0; hm && t < p->nth; t++)
+    if (pt_chain_end(p->th[t].tid, &p->th[t].regs, p->th[t].sigmask, err) < 0)
+      rc = -1;
   for (size_t t = 0; hm && t < p->nth; t++)
     if (home_put(p->pid, p->th[t].tid, &hm[t], err) < 0)
       rc = -1;

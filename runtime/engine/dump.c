@@ -102,8 +102,14 @@ dump_objects(struct dctx *c, crest_error_t *err)
               || pt_getxstate(p->th[t].tid, p->th[t].xstate, &p->th[t].xlen, err) < 0)
             return -1;
         }
-      if (inject_state(c, p, err) < 0 || interrupted(err) < 0)
-        return -1;
+      {
+        int r;
+        pt_wait_scope(true);
+        r = inject_state(c, p, err);
+        pt_wait_scope(false);
+        if (r < 0 || interrupted(err) < 0)
+          return -1;
+      }
       if (dump_fds(c, p, err) < 0)
         return -1;
     }

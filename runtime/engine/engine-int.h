@@ -73,6 +73,11 @@ void
 chld_wait_drain(struct chld_wait *w);
 void
 chld_wait_end(struct chld_wait *w);
+/* From pt_wait_scope(true) to pt_wait_scope(false) (nested: the outermost
+   pair counts), SIGCHLD stays blocked and one signalfd serves every
+   pt_wait_stop; the end raises SIGCHLD again if one was taken. */
+void
+pt_wait_scope(bool on);
 int
 pt_getregs(pid_t tid, struct user_regs_struct *r, crest_error_t *err);
 int
@@ -103,6 +108,15 @@ pt_inject_nostep(pid_t tid, const struct user_regs_struct *saved, uint64_t mask,
    of its way home (inject-home.c); 0: its own. */
 void
 pt_set_home(pid_t tid, uint64_t sp);
+/* Chained injected calls: from pt_chain_begin (false where TID has no way
+   home, and nothing changes) to pt_chain_end, TID's injected calls leave it
+   at their syscall-exit stop, every signal blocked, and the next call is
+   run from there: two stops a call instead of three. pt_chain_end takes it
+   back to its interrupt stop with SAVED and its own MASK. */
+bool
+pt_chain_begin(pid_t tid);
+int
+pt_chain_end(pid_t tid, const struct user_regs_struct *saved, uint64_t mask, crest_error_t *err);
 /* The thread's signal mask (the one the image records: PTRACE_GETSIGMASK
    also sees the real mask of a thread in sigsuspend or ppoll). */
 int

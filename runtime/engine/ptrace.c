@@ -160,10 +160,25 @@ chld_wait_end(struct chld_wait *w)
    while TID has not reported, the exits of its other threads are
    collected, or a killed leader's exit would never come. The poll's 1 s is
    a safety net: every wake-up is an event. */
+/* pt_wait_scope: SIGCHLD held blocked and its signalfd kept open across
+   the waits of a stretch of injected calls (three stops each), rather than
+   taken and given back at each wait. */
+static struct chld_wait scope;
+static int scope_depth;
+
+void
+pt_wait_scope(bool on)
+{
+  if (on && scope_depth++ == 0)
+    chld_wait_begin(&scope);
+  else if (!on && scope_depth > 0 && --scope_depth == 0)
+    chld_wait_end(&scope);
+}
+
 int
 pt_wait_stop(pid_t tid, int *status, crest_error_t *err)
 {
-  struct chld_wait w;
+  struct chld_wait own, *w = &own;
   int rc;
   bool waiting = false, woken = false;
 
@@ -191,23 +206,27 @@ pt_wait_stop(pid_t tid, int *status, crest_error_t *err)
       if (!waiting)
         {
           /* Blocked first, then asked again: a SIGCHLD sent before the
-             block was taken by its default action. */
-          chld_wait_begin(&w);
+             block was taken by its default action. In a scope, it was
+             blocked before this wait began. */
+          if (scope_depth > 0)
+            w = &scope;
+          else
+            chld_wait_begin(w);
           waiting = true;
           continue;
         }
       if (woken)
         reap_exited_siblings(tid);
-      p = (struct pollfd){ .fd = w.fd, .events = POLLIN };
-      if (w.fd >= 0)
+      p = (struct pollfd){ .fd = w->fd, .events = POLLIN };
+      if (w->fd >= 0)
         poll(&p, 1, 1000);
       else
         poll(NULL, 0, 10);
-      chld_wait_drain(&w);
+      chld_wait_drain(w);
       woken = true;
     }
-  if (waiting)
-    chld_wait_end(&w);
+  if (waiting && w == &own)
+    chld_wait_end(w);
   return rc;
 }
 
@@ -497,11 +516,14 @@ run_injected(pid_t tid, const struct user_regs_struct *saved, uint64_t mask, cre
   return 0;
 }
 
-/* The ways home (inject-home.c), by thread. */
+/* The ways home (inject-home.c), by thread; CHAIN: its injected calls are
+   chained (pt_chain_begin), PARKED: it waits at the last one's
+   syscall-exit stop, every signal blocked. */
 static struct
 {
   pid_t tid;
   uint64_t sp;
+  bool chain, parked;
 } * homes;
 static size_t nhomes;
 
@@ -521,6 +543,7 @@ pt_set_home(pid_t tid, uint64_t sp)
     return;
   homes = xrealloc(homes, (nhomes + 1) * sizeof *homes);
   homes[nhomes].tid = tid, homes[nhomes].sp = sp;
+  homes[nhomes].chain = homes[nhomes].parked = false;
   nhomes++;
 }
 
@@ -531,6 +554,44 @@ home_of(pid_t tid)
     if (homes[i].tid == tid)
       return homes[i].sp;
   return 0;
+}
+
+static bool *
+parked_of(pid_t tid)
+{
+  for (size_t i = 0; i < nhomes; i++)
+    if (homes[i].tid == tid && homes[i].chain)
+      return &homes[i].parked;
+  return NULL;
+}
+
+bool
+pt_chain_begin(pid_t tid)
+{
+  for (size_t i = 0; i < nhomes; i++)
+    if (homes[i].tid == tid)
+      {
+        homes[i].chain = true;
+        return true;
+      }
+  return false;
+}
+
+int
+pt_chain_end(pid_t tid, const struct user_regs_struct *saved, uint64_t mask, crest_error_t *err)
+{
+  bool *parked = parked_of(tid);
+  int rc = 0;
+  if (parked && *parked)
+    {
+      *parked = false;
+      if (pt_restore_signals(tid, mask, err) < 0 || back_to_interrupt_stop(tid, saved, err) < 0)
+        rc = -1;
+    }
+  for (size_t i = 0; i < nhomes; i++)
+    if (homes[i].tid == tid)
+      homes[i].chain = false;
+  return rc;
 }
 
 static int
@@ -549,10 +610,15 @@ inject_nostep_once(pid_t tid, const struct user_regs_struct *saved, uint64_t mas
   /* Registers first, then the mask, and back in the reverse order: the
      thread's mask is its own whenever its registers are. A signal that
      arrives meanwhile stays pending, SIGTRAP included (nothing here forces
-     one); SIGKILL and SIGSTOP cannot be blocked. */
+     one); SIGKILL and SIGSTOP cannot be blocked. A thread parked at the
+     exit stop of the chain's last call has every signal blocked already,
+     and is taken on from there. */
+  bool *parked = parked_of(tid);
   if (pt_setregs(tid, &r, err) < 0)
     return -1;
-  if (ptrace(PTRACE_SETSIGMASK, tid, sizeof all, &all) < 0)
+  if (parked && *parked)
+    *parked = false;
+  else if (ptrace(PTRACE_SETSIGMASK, tid, sizeof all, &all) < 0)
     {
       crest_error_errno(err, "task %d: block signals", tid);
       pt_setregs(tid, saved, err);
@@ -560,7 +626,23 @@ inject_nostep_once(pid_t tid, const struct user_regs_struct *saved, uint64_t mas
     }
   if (run_injected(tid, saved, mask, err) < 0)
     return -1;
-  if (pt_getregs(tid, &r, err) < 0 || pt_restore_signals(tid, mask, err) < 0)
+  if (pt_getregs(tid, &r, err) < 0)
+    return -1;
+  if (parked && r.rip == gadget + 2 && (long)r.orig_rax == nr)
+    {
+      /* Chained: the thread waits at this exit stop for the next call. If
+         crest dies meanwhile, it runs on to its way home, which puts back
+         its registers and mask, as it would in the middle of a call. */
+      crest_error_t e = NULL;
+      *parked = true;
+      *ret = (long)r.rax;
+      /* Test hook (CREST_FAULT=kill-worker@parked): the worker dies while
+         the thread waits here. */
+      if (dump_fault("parked", &e) < 0)
+        crest_error_release(&e);
+      return 0;
+    }
+  if (pt_restore_signals(tid, mask, err) < 0)
     return -1;
   if (r.rip != gadget + 2 || (long)r.orig_rax != nr)
     {

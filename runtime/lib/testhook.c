@@ -18,7 +18,9 @@ static const char *const knobs[] = {
      engine's tracing worker is killed), kill-both (both), eio (the phase
      fails with EIO), kill-tree (wait only: the process crest waits for is
      SIGKILLed), PHASE one of seize, inject, memory, files, commit,
-     in-call (an injected call in flight, ptrace.c), wait (crest waits for
+     in-call (an injected call in flight, ptrace.c), parked (a thread
+     waits at an injected call's exit stop for the next call of its chain,
+     ptrace.c), wait (crest waits for
      the leader of a process of several threads, every one of them traced
      by crest, ptrace.c); restore-kill:PHASE
      (a process-mode restore SIGKILLs itself at PHASE: checked, files,
