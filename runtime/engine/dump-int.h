@@ -79,6 +79,15 @@ struct dproc
      dumpable for the dump (its /proc files are then the container root's,
      crest's), dumpable again before it is let go (dump-inject.c). */
   bool dumpable_lowered;
+  /* Its page file (mem.c): the name and the runs it holds, kept once
+     written for its children's comparison (mem-cow.c), which maps the file
+     (PF_MAP, PF_LEN; PF_FAILED: it could not). */
+  char *pages_name;
+  struct prun *runs;
+  size_t nruns;
+  const char *pf_map;
+  size_t pf_len;
+  bool pf_failed;
 };
 
 struct dfile

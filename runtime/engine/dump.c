@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "engine.h"
@@ -69,6 +70,10 @@ free_ctx(struct dctx *c)
       free(c->p[i].th);
       free(c->p[i].root_dir);
       free(c->p[i].timers);
+      free(c->p[i].pages_name);
+      free(c->p[i].runs);
+      if (c->p[i].pf_map)
+        munmap((void *)c->p[i].pf_map, c->p[i].pf_len);
     }
   if (c->topfd >= 0)
     close(c->topfd);

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -54,12 +55,15 @@ cow_knob(const char *what)
 struct cow_dump
 {
   pid_t pid, ppid; /* the child and its parent (host PIDs) */
+  struct dproc *pp; /* the parent, whose page file may hold its pages */
+  int dirfd;        /* the image's directory */
   struct vma *pv;  /* the parent's mappings */
   size_t npv;
   int ppm;            /* the parent's pagemap */
   uint64_t (*ref)[2]; /* parent_pages: start, length */
   size_t nref;
   uint64_t shared, equal; /* pages referenced: not exclusively mapped, exclusive but equal */
+  uint64_t in_file;       /* pages compared with the parent's page file */
   char *a, *b;
 };
 
@@ -75,6 +79,7 @@ cow_dump_begin(struct dctx *c, struct dproc *p, struct cow_dump **out, crest_err
     return 0;
   d = xzalloc(sizeof *d);
   d->pid = p->pid, d->ppid = pp->pid;
+  d->pp = pp, d->dirfd = c->w->dirfd;
   if (parse_maps(pp->pid, &d->pv, &d->npv, err) < 0)
     {
       free(d);
@@ -108,20 +113,74 @@ add_ref(struct cow_dump *d, uint64_t addr, uint64_t vs)
   d->nref++;
 }
 
+/* The parent's page at ADDR as its own page file holds it (the parent was
+   checkpointed before its children, and the tree is still since), mapped
+   from the image: read there rather than out of the parent again, once for
+   each of its children. NULL where the file does not hold it (a page the
+   parent shares with its own parent, or a parent not written yet). */
+static const char *
+parent_page(struct cow_dump *d, uint64_t addr)
+{
+  struct dproc *pp = d->pp;
+  size_t lo = 0, hi = pp->nruns;
+
+  if (!pp->pages_name || pp->pf_failed)
+    return NULL;
+  if (!pp->pf_map)
+    {
+      struct stat st;
+      int fd = openat(d->dirfd, pp->pages_name, O_RDONLY | O_CLOEXEC);
+      void *m = MAP_FAILED;
+      if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0)
+        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+      if (fd >= 0)
+        close(fd);
+      if (m == MAP_FAILED)
+        {
+          pp->pf_failed = true;
+          return NULL;
+        }
+      pp->pf_map = m, pp->pf_len = (size_t)st.st_size;
+    }
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      const struct prun *r = &pp->runs[mid];
+      if (addr < r->vaddr)
+        hi = mid;
+      else if (addr >= r->vaddr + r->len)
+        lo = mid + 1;
+      else
+        {
+          uint64_t off = r->off + (addr - r->vaddr);
+          return r->from || off + PAGE > pp->pf_len ? NULL : pp->pf_map + off;
+        }
+    }
+  return NULL;
+}
+
 /* Pages K..J-1 of M (present in both): those equal to the parent's lose
    their present and swap bits in ENT (not saved) and become references. */
 static int
 compare_run(struct cow_dump *d, const struct vma *m, uint64_t *ent, uint64_t k, uint64_t j,
             crest_error_t *err)
 {
+  const char *src[CMP_PAGES];
   while (k < j)
     {
       uint64_t n = j - k < CMP_PAGES ? j - k : CMP_PAGES, addr = m->start + k * PAGE;
-      if (vm_read(d->pid, addr, d->a, n * PAGE, err) < 0
-          || vm_read(d->ppid, addr, d->b, n * PAGE, err) < 0)
+      bool remote = false;
+      if (vm_read(d->pid, addr, d->a, n * PAGE, err) < 0)
         return -1;
       for (uint64_t i = 0; i < n; i++)
-        if (memcmp(d->a + i * PAGE, d->b + i * PAGE, PAGE) == 0)
+        if (!(src[i] = parent_page(d, addr + i * PAGE)))
+          remote = true;
+        else
+          d->in_file++;
+      if (remote && vm_read(d->ppid, addr, d->b, n * PAGE, err) < 0)
+        return -1;
+      for (uint64_t i = 0; i < n; i++)
+        if (memcmp(d->a + i * PAGE, src[i] ? src[i] : d->b + i * PAGE, PAGE) == 0)
           {
             if (ent[k + i] & PM_EXCLUSIVE)
               d->equal++;
@@ -190,8 +249,9 @@ cow_dump_put(struct dctx *c, struct cow_dump *d, yajl_gen g)
     }
   yajl_gen_array_close(g);
   crest_debug("task %d: %" PRIu64 " pages shared with parent %d (%" PRIu64
-              " not exclusively mapped, %" PRIu64 " exclusive with equal content)",
-              d->pid, d->shared + d->equal, d->ppid, d->shared, d->equal);
+              " not exclusively mapped, %" PRIu64 " exclusive with equal content; %" PRIu64
+              " compared with the parent's page file)",
+              d->pid, d->shared + d->equal, d->ppid, d->shared, d->equal, d->in_file);
 }
 
 void

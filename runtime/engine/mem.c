@@ -355,6 +355,12 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
   c->ms_close += ms_since(&ts);
   put_runs(g, name, runs, nruns);
   cow_dump_put(c, cow, g);
+  /* Kept for the children's comparison (mem-cow.c: parent_page). */
+  free(p->pages_name);
+  free(p->runs);
+  p->pages_name = xstrdup(name);
+  p->runs = runs, p->nruns = nruns;
+  runs = NULL;
   rc = 0;
 out:
   if (rc < 0)
