@@ -299,6 +299,24 @@ lower_dumpable(struct dproc *p, crest_error_t *err)
 
 /* Syscalls only the task can answer, injected at a syscall instruction of
    its vDSO, with a scratch area for their answers (scratch_get). */
+/* Each thread's way home (inject-home.c) into HM, below SCRATCH; with one,
+   its calls are chained from here on (pt_chain_begin). */
+static int
+ways_home(struct dproc *p, const struct vma *vv, size_t nv, int pops, uint64_t scratch,
+          struct home *hm, crest_error_t *err)
+{
+  uint64_t sigret = pops < 0 ? 0 : home_find_sigreturn(p->pid, vv, nv);
+  for (size_t t = 0; t < p->nth; t++)
+    if (home_build(p->pid, &p->th[t], vv, nv, pops, sigret, scratch, SCRATCH_LEN, &hm[t], err) < 0)
+      return -1;
+  crest_debug("checkpoint: task %d: injected calls %s (gadget %#" PRIx64 " with %d pops, "
+              "rt_sigreturn at %#" PRIx64 ")",
+              p->pid, hm[0].sp ? "have a way home" : "have no way home", p->gadget, pops, sigret);
+  for (size_t t = 0; t < p->nth; t++)
+    pt_chain_begin(p->th[t].tid);
+  return 0;
+}
+
 int
 inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
 {
@@ -326,21 +344,9 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
   if (scratch_get(p, vv, nv, pops, &sc, err) < 0)
     goto done;
   scratch = (long)sc.addr;
-  {
-    uint64_t sigret = pops < 0 ? 0 : home_find_sigreturn(p->pid, vv, nv);
-    hm = xmalloc(p->nth * sizeof *hm);
-    memset(hm, 0, p->nth * sizeof *hm);
-    for (size_t t = 0; t < p->nth; t++)
-      if (home_build(p->pid, &p->th[t], vv, nv, pops, sigret, sc.addr, SCRATCH_LEN, &hm[t], err)
-          < 0)
-        goto out;
-    crest_debug("checkpoint: task %d: injected calls %s (gadget %#" PRIx64 " with %d pops, "
-                "rt_sigreturn at %#" PRIx64 ")",
-                p->pid, hm[0].sp ? "have a way home" : "have no way home", p->gadget, pops, sigret);
-    /* With a way home, the calls below are chained (pt_chain_begin). */
-    for (size_t t = 0; t < p->nth; t++)
-      pt_chain_begin(p->th[t].tid);
-  }
+  hm = xzalloc(p->nth * sizeof *hm);
+  if (ways_home(p, vv, nv, pops, sc.addr, hm, err) < 0)
+    goto out;
 
 #define INJ(th_, nr_, ...)                                                                         \
   do                                                                                               \

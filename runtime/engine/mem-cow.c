@@ -54,10 +54,10 @@ cow_knob(const char *what)
 
 struct cow_dump
 {
-  pid_t pid, ppid; /* the child and its parent (host PIDs) */
+  pid_t pid, ppid;  /* the child and its parent (host PIDs) */
   struct dproc *pp; /* the parent, whose page file may hold its pages */
   int dirfd;        /* the image's directory */
-  struct vma *pv;  /* the parent's mappings */
+  struct vma *pv;   /* the parent's mappings */
   size_t npv;
   int ppm;            /* the parent's pagemap */
   uint64_t (*ref)[2]; /* parent_pages: start, length */
