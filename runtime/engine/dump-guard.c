@@ -60,6 +60,9 @@ dump_fault_target(pid_t tid)
   fault_target = tid;
 }
 
+/* Which try of crest_engine_dump this worker makes (the first is 1). */
+static int dump_try = 1;
+
 int
 dump_fault(const char *point, crest_error_t *err)
 {
@@ -97,6 +100,9 @@ dump_fault(const char *point, crest_error_t *err)
     kill(fault_target, SIGKILL);
   else if (strcmp(a, "eio") == 0)
     return crest_error_make(err, EIO, "image: write at %s", point);
+  else if (strcmp(a, "eagain") == 0 || (strcmp(a, "eagain-once") == 0 && dump_try == 1))
+    return crest_error_make(err, EAGAIN, "test hook: a passing state at %s (try %d)", point,
+                            dump_try);
   return 0;
 }
 
@@ -232,9 +238,11 @@ worker_died(pid_t w, int st, const struct crest_dump_opts *o, pid_t root, crest_
                           root, (int)w, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
 
-/* Wait for the worker W, forwarding held signals, and read its answer. */
+/* Wait for the worker W, forwarding held signals, and read its answer
+   (*CODE: the errno of its failure, 0 if none was given). */
 static int
-supervise(pid_t w, int fd, pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
+supervise(pid_t w, int fd, pid_t root, const struct crest_dump_opts *o, int *code,
+          crest_error_t *err)
 {
   char buf[4096];
   size_t len = 0;
@@ -265,7 +273,8 @@ supervise(pid_t w, int fd, pid_t root, const struct crest_dump_opts *o, crest_er
   if (WIFEXITED(st) && len)
     {
       char *nl = strchr(buf, '\n');
-      return crest_error_make(err, atoi(buf), "%s", nl ? nl + 1 : buf);
+      *code = atoi(buf);
+      return crest_error_make(err, *code, "%s", nl ? nl + 1 : buf);
     }
   return worker_died(w, st, o, root, err);
 }
@@ -290,30 +299,21 @@ oom_adj(int value)
   return old;
 }
 
-int
-crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
+/* One checkpoint by a worker; *CODE as supervise's. */
+static int
+dump_once(pid_t root, const struct crest_dump_opts *o, int *code, crest_error_t *err)
 {
-  sigset_t hold, old_mask;
   int pfd[2], rc, old_oom;
   pid_t w;
 
-  if (o->image_dir)
-    dump_remove_stale_tmp(o->image_dir);
-  sigemptyset(&hold);
-  for (size_t i = 0; i < ARRAY_SIZE(held_signals); i++)
-    sigaddset(&hold, held_signals[i]);
-  sigprocmask(SIG_BLOCK, &hold, &old_mask);
+  *code = 0;
   if (pipe2(pfd, O_CLOEXEC) < 0)
-    {
-      sigprocmask(SIG_SETMASK, &old_mask, NULL);
-      return crest_error_errno(err, "checkpoint: pipe");
-    }
+    return crest_error_errno(err, "checkpoint: pipe");
   fflush(NULL);
   w = fork();
   if (w < 0)
     {
       close(pfd[0]), close(pfd[1]);
-      sigprocmask(SIG_SETMASK, &old_mask, NULL);
       return crest_error_errno(err, "checkpoint: fork the engine's worker");
     }
   if (w == 0)
@@ -323,10 +323,59 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
     }
   close(pfd[1]);
   old_oom = oom_adj(1000);
-  rc = supervise(w, pfd[0], root, o, err);
+  rc = supervise(w, pfd[0], root, o, code, err);
   close(pfd[0]);
   if (old_oom != INT_MIN)
     oom_adj(old_oom);
+  return rc;
+}
+
+/* A held signal is pending: the caller wants the checkpoint to end. */
+static bool
+held_pending(void)
+{
+  sigset_t pend;
+  sigpending(&pend);
+  for (size_t i = 0; i < ARRAY_SIZE(held_signals); i++)
+    if (sigismember(&pend, held_signals[i]))
+      return true;
+  return false;
+}
+
+/* A checkpoint that failed on a passing state of the tree (EAGAIN: a
+   signal that came while it was seized, a group stop begun meanwhile, a
+   file of /proc held open for a moment, as redis does every 100 ms to read
+   its memory use) has left the tree as it was: it is tried again at once
+   (the tree has run on meanwhile, while the worker let it go and a new
+   one seized it), at most DUMP_TRIES times in all. */
+#define DUMP_TRIES 5
+
+int
+crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
+{
+  sigset_t hold, old_mask;
+  int rc, code;
+
+  if (o->image_dir)
+    dump_remove_stale_tmp(o->image_dir);
+  sigemptyset(&hold);
+  for (size_t i = 0; i < ARRAY_SIZE(held_signals); i++)
+    sigaddset(&hold, held_signals[i]);
+  sigprocmask(SIG_BLOCK, &hold, &old_mask);
+  for (int t = 1;; t++)
+    {
+      dump_try = t;
+      rc = dump_once(root, o, &code, err);
+      if (rc == 0 || code != EAGAIN || t == DUMP_TRIES || held_pending())
+        break;
+      {
+        cleanup_free char *why = crest_error_text(*err);
+        crest_debug("checkpoint: try %d of %d failed (%s); trying again", t, DUMP_TRIES, why);
+      }
+      crest_error_release(err);
+    }
+  if (rc < 0 && code == EAGAIN)
+    crest_error_wrap(err, "tried %d times", DUMP_TRIES);
   if (rc < 0)
     {
       /* A held signal may now do what it was sent for (the worker has let

@@ -87,8 +87,11 @@ files_check_fd(pid_t pid, int fd, const char *link, const struct stat *st, struc
                             : S_ISFIFO(st->st_mode) ? "FIFO"
                             : S_ISCHR(st->st_mode)  ? "character device"
                                                     : "special file");
+  /* EAGAIN: such a file is often held for a moment only (redis reads its
+     memory use in /proc/PID/stat every 100 ms), and the checkpoint is
+     tried again (dump-guard.c). */
   if (task_proc_path(link) && statfs(lpath, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC)
-    return crest_error_make(err, ENOTSUP,
+    return crest_error_make(err, EAGAIN,
                             "task %d: fd %d (%s): a file in /proc of a task is not supported "
                             "(restore would open it before that task exists): cannot checkpoint "
                             "it",

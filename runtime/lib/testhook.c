@@ -17,7 +17,9 @@ static const char *const knobs[] = {
      kill-crest (the crest the caller started is killed), kill-worker (the
      engine's tracing worker is killed), kill-both (both), eio (the phase
      fails with EIO), kill-tree (wait only: the process crest waits for is
-     SIGKILLed), PHASE one of seize, inject, memory, files, commit,
+     SIGKILLed), eagain (the phase fails as a passing state of the tree
+     would, and the checkpoint is tried again), eagain-once (only on the
+     first try), PHASE one of seize, inject, memory, files, commit,
      in-call (an injected call in flight, ptrace.c), parked (a thread
      waits at an injected call's exit stop for the next call of its chain,
      ptrace.c), wait (crest waits for
