@@ -30,7 +30,10 @@ ANN=org.crest.checkpoint-restore=add
 # stdout on descriptor 10 while it writes the count, and a pipe to a process
 # outside the tree is restored only on descriptors 0-2 (docs/engine.md,
 # "Pipe and FIFO"): a checkpoint in that window would be refused.
-COUNTER='exec </dev/null >/dev/null 2>&1; sleep 100000 & i=0; while :; do i=$((i+1)); echo $i > /tmp/count; sleep 0.1; done'
+# The count is appended, a line a write: a file truncated and written again
+# reads empty when the container is checkpointed between the two (seen with
+# two vCPUs: the test then had no count to go on from).
+COUNTER='exec </dev/null >/dev/null 2>&1; sleep 100000 & i=0; while :; do i=$((i+1)); echo $i >> /tmp/count; sleep 0.1; done'
 
 setup_file() {
 	[ "$(id -u)" != 0 ] && command -v podman >/dev/null || return 0
@@ -96,7 +99,7 @@ record() { echo "$XDG_RUNTIME_DIR/crest/containers/$1/state.json"; }
 # The container's root file system (vfs: a plain directory podman keeps).
 bundle_of() { echo "$HOME/.local/share/containers/storage/vfs-containers/$1/userdata"; }
 rootfs_of() { jq -r .root.path "$(bundle_of "$1")/config.json"; }
-count() { cat "$ROOTFS/tmp/count" 2>/dev/null || echo 0; }
+count() { local c; c=$(tail -n 1 "$ROOTFS/tmp/count" 2>/dev/null); echo "${c:-0}"; }
 # tree_states PID: "PID comm state tracer" for PID and its descendants,
 # to say why a container stopped counting (seen once in CI, stock kernel,
 # after --leave-running; not reproduced in two runs after).
@@ -284,7 +287,7 @@ ns_pids() {
 	merged=$(jq -r .root.path "$b/config.json")
 	[[ "$merged" == */overlay/*/merged ]] || fail "the root is not an overlay mount: $merged"
 	init=$("${P[@]}" inspect -f '{{.State.Pid}}' ov)
-	ocount() { cat "/proc/$1/root/tmp/count" 2>/dev/null || echo 0; }
+	ocount() { local c; c=$(tail -n 1 "/proc/$1/root/tmp/count" 2>/dev/null); echo "${c:-0}"; }
 	for ((i = 0; i < 200; i++)); do [ "$(ocount "$init")" -gt 3 ] 2>/dev/null && break; sleep 0.05; done
 	awk '$5 == "/" && / - overlay / { found = 1 } END { exit !found }' "/proc/$init/mountinfo" \
 		|| fail "the container's root is not overlay: $(awk '$5 == "/"' "/proc/$init/mountinfo")"
