@@ -354,7 +354,7 @@ int
 crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
 {
   sigset_t hold, old_mask;
-  int rc, code;
+  int rc, code, t;
 
   if (o->image_dir)
     dump_remove_stale_tmp(o->image_dir);
@@ -362,7 +362,7 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
   for (size_t i = 0; i < ARRAY_SIZE(held_signals); i++)
     sigaddset(&hold, held_signals[i]);
   sigprocmask(SIG_BLOCK, &hold, &old_mask);
-  for (int t = 1;; t++)
+  for (t = 1;; t++)
     {
       dump_try = t;
       rc = dump_once(root, o, &code, err);
@@ -374,8 +374,8 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
       }
       crest_error_release(err);
     }
-  if (rc < 0 && code == EAGAIN)
-    crest_error_wrap(err, "tried %d times", DUMP_TRIES);
+  if (rc < 0 && code == EAGAIN && t > 1)
+    crest_error_wrap(err, "tried %d times", t);
   if (rc < 0)
     {
       /* A held signal may now do what it was sent for (the worker has let
