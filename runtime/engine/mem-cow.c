@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -159,38 +160,96 @@ parent_page(struct cow_dump *d, uint64_t addr)
   return NULL;
 }
 
+/* Pages K..J-1 from START compared, EQ[i] set for page K+i equal to the
+   parent's (A, B: buffers of CMP_PAGES pages). Run by two threads at once
+   on the halves of a long run; the parent's page file is mapped before
+   (parent_page only reads then). */
+struct cmp_part
+{
+  struct cow_dump *d;
+  uint64_t start, k, j, in_file;
+  uint8_t *eq;
+  char *a, *b;
+  crest_error_t err;
+  int rc;
+};
+
+static void *
+compare_part(void *arg)
+{
+  struct cmp_part *c = arg;
+  const char *src[CMP_PAGES];
+  c->rc = 0;
+  for (uint64_t k = c->k; k < c->j;)
+    {
+      uint64_t n = c->j - k < CMP_PAGES ? c->j - k : CMP_PAGES, addr = c->start + k * PAGE;
+      bool remote = false;
+      if (vm_read(c->d->pid, addr, c->a, n * PAGE, &c->err) < 0)
+        return c->rc = -1, NULL;
+      for (uint64_t i = 0; i < n; i++)
+        if (!(src[i] = parent_page(c->d, addr + i * PAGE)))
+          remote = true;
+        else
+          c->in_file++;
+      if (remote && vm_read(c->d->ppid, addr, c->b, n * PAGE, &c->err) < 0)
+        return c->rc = -1, NULL;
+      for (uint64_t i = 0; i < n; i++)
+        c->eq[k - c->k + i] = memcmp(c->a + i * PAGE, src[i] ? src[i] : c->b + i * PAGE, PAGE) == 0;
+      k += n;
+    }
+  return NULL;
+}
+
 /* Pages K..J-1 of M (present in both): those equal to the parent's lose
-   their present and swap bits in ENT (not saved) and become references. */
+   their present and swap bits in ENT (not saved) and become references. A
+   run of at least 2 * CMP_PAGES pages is compared in two halves at once
+   (the second by a thread of its own), as the copies out of the child
+   are most of a tree's checkpoint where children share much. */
 static int
 compare_run(struct cow_dump *d, const struct vma *m, uint64_t *ent, uint64_t k, uint64_t j,
             crest_error_t *err)
 {
-  const char *src[CMP_PAGES];
-  while (k < j)
+  cleanup_free uint8_t *eq = xzalloc(j - k);
+  struct cmp_part part[2] = { { d, m->start, k, j, 0, eq, d->a, d->b, NULL, 0 } };
+  cleanup_free char *bufs = NULL;
+  pthread_t th;
+  bool two = false;
+
+  (void)parent_page(d, m->start + k * PAGE); /* maps the file, if it can */
+  if (j - k >= 2 * CMP_PAGES)
     {
-      uint64_t n = j - k < CMP_PAGES ? j - k : CMP_PAGES, addr = m->start + k * PAGE;
-      bool remote = false;
-      if (vm_read(d->pid, addr, d->a, n * PAGE, err) < 0)
-        return -1;
-      for (uint64_t i = 0; i < n; i++)
-        if (!(src[i] = parent_page(d, addr + i * PAGE)))
-          remote = true;
-        else
-          d->in_file++;
-      if (remote && vm_read(d->ppid, addr, d->b, n * PAGE, err) < 0)
-        return -1;
-      for (uint64_t i = 0; i < n; i++)
-        if (memcmp(d->a + i * PAGE, src[i] ? src[i] : d->b + i * PAGE, PAGE) == 0)
-          {
-            if (ent[k + i] & PM_EXCLUSIVE)
-              d->equal++;
-            else
-              d->shared++;
-            ent[k + i] &= ~(PM_PRESENT | PM_SWAP);
-            add_ref(d, addr + i * PAGE, m->start);
-          }
-      k += n;
+      uint64_t mid = k + (j - k) / 2;
+      bufs = xmalloc(2 * CMP_PAGES * PAGE);
+      part[1] = (struct cmp_part){
+        d, m->start, mid, j, 0, eq + (mid - k), bufs, bufs + CMP_PAGES * PAGE, NULL, 0
+      };
+      part[0].j = mid;
+      two = pthread_create(&th, NULL, compare_part, &part[1]) == 0;
+      if (!two)
+        part[0].j = j;
     }
+  compare_part(&part[0]);
+  if (two)
+    pthread_join(th, NULL);
+  for (int t = 0; t < 2; t++)
+    {
+      d->in_file += part[t].in_file;
+      if (part[t].rc < 0 && !*err)
+        *err = part[t].err, part[t].err = NULL;
+      crest_error_release(&part[t].err);
+    }
+  if (part[0].rc < 0 || part[1].rc < 0)
+    return -1;
+  for (uint64_t i = 0; i < j - k; i++)
+    if (eq[i])
+      {
+        if (ent[k + i] & PM_EXCLUSIVE)
+          d->equal++;
+        else
+          d->shared++;
+        ent[k + i] &= ~(PM_PRESENT | PM_SWAP);
+        add_ref(d, m->start + (k + i) * PAGE, m->start);
+      }
   return 0;
 }
 
