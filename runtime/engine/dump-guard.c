@@ -330,16 +330,17 @@ dump_once(pid_t root, const struct crest_dump_opts *o, int *code, crest_error_t 
   return rc;
 }
 
-/* A held signal is pending: the caller wants the checkpoint to end. */
-static bool
+/* The first held signal pending (the caller wants the checkpoint to
+   end), or 0. */
+static int
 held_pending(void)
 {
   sigset_t pend;
   sigpending(&pend);
   for (size_t i = 0; i < ARRAY_SIZE(held_signals); i++)
     if (sigismember(&pend, held_signals[i]))
-      return true;
-  return false;
+      return held_signals[i];
+  return 0;
 }
 
 /* A checkpoint that failed on a passing state of the tree (EAGAIN: a
@@ -381,19 +382,13 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
       /* A held signal may now do what it was sent for (the worker has let
          the tree go): its default action ends crest, so the reason is
          said first. */
-      sigset_t pend;
-      sigpending(&pend);
-      for (size_t i = 0; i < ARRAY_SIZE(held_signals); i++)
-        if (sigismember(&pend, held_signals[i]))
-          {
-            struct sigaction sa;
-            if (sigaction(held_signals[i], NULL, &sa) == 0 && sa.sa_handler == SIG_DFL && *err)
-              {
-                crest_error_report(err);
-                crest_error_make(err, EINTR, "checkpoint interrupted");
-              }
-            break;
-          }
+      int sig = held_pending();
+      struct sigaction sa;
+      if (sig && sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL && *err)
+        {
+          crest_error_report(err);
+          crest_error_make(err, EINTR, "checkpoint interrupted");
+        }
     }
   sigprocmask(SIG_SETMASK, &old_mask, NULL);
   return rc;

@@ -108,12 +108,12 @@ pt_inject_nostep(pid_t tid, const struct user_regs_struct *saved, uint64_t mask,
    of its way home (inject-home.c); 0: its own. */
 void
 pt_set_home(pid_t tid, uint64_t sp);
-/* Chained injected calls: from pt_chain_begin (false where TID has no way
-   home, and nothing changes) to pt_chain_end, TID's injected calls leave it
+/* Chained injected calls: from pt_chain_begin (nothing changes where TID
+   has no way home) to pt_chain_end, TID's injected calls leave it
    at their syscall-exit stop, every signal blocked, and the next call is
    run from there: two stops a call instead of three. pt_chain_end takes it
    back to its interrupt stop with SAVED and its own MASK. */
-bool
+void
 pt_chain_begin(pid_t tid);
 int
 pt_chain_end(pid_t tid, const struct user_regs_struct *saved, uint64_t mask, crest_error_t *err);

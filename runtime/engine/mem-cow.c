@@ -114,50 +114,68 @@ add_ref(struct cow_dump *d, uint64_t addr, uint64_t vs)
   d->nref++;
 }
 
-/* The parent's page at ADDR as its own page file holds it (the parent was
+/* The parent's pages as its own page file holds them (the parent was
    checkpointed before its children, and the tree is still since), mapped
    from the image: read there rather than out of the parent again, once for
-   each of its children. NULL where the file does not hold it (a page the
-   parent shares with its own parent, or a parent not written yet). */
-static const char *
-parent_page(struct cow_dump *d, uint64_t addr)
+   each of its children. The file mapped (once, for all its children), or
+   false where it cannot be (a parent not written yet, mmap refused). */
+static bool
+parent_file_map(struct cow_dump *d)
 {
   struct dproc *pp = d->pp;
+  struct stat st;
+  int fd;
+  void *m = MAP_FAILED;
+
+  if (pp->pf_map)
+    return true;
+  if (!pp->pages_name || pp->pf_failed)
+    return false;
+  fd = openat(d->dirfd, pp->pages_name, O_RDONLY | O_CLOEXEC);
+  if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0)
+    m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+  if (fd >= 0)
+    close(fd);
+  if (m == MAP_FAILED)
+    {
+      pp->pf_failed = true;
+      return false;
+    }
+  pp->pf_map = m, pp->pf_len = (size_t)st.st_size;
+  return true;
+}
+
+/* The parent's page at ADDR in its mapped page file (parent_file_map
+   first), NULL where the file does not hold it (a page the parent shares
+   with its own parent). *HINT: the run of the
+   last page found, tried first (the pages come in ascending order). */
+static const char *
+parent_page(const struct cow_dump *d, uint64_t addr, size_t *hint)
+{
+  const struct dproc *pp = d->pp;
+  const struct prun *r = *hint < pp->nruns ? &pp->runs[*hint] : NULL;
   size_t lo = 0, hi = pp->nruns;
 
-  if (!pp->pages_name || pp->pf_failed)
-    return NULL;
   if (!pp->pf_map)
+    return NULL;
+  while (!r || addr < r->vaddr || addr >= r->vaddr + r->len)
     {
-      struct stat st;
-      int fd = openat(d->dirfd, pp->pages_name, O_RDONLY | O_CLOEXEC);
-      void *m = MAP_FAILED;
-      if (fd >= 0 && fstat(fd, &st) == 0 && st.st_size > 0)
-        m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-      if (fd >= 0)
-        close(fd);
-      if (m == MAP_FAILED)
-        {
-          pp->pf_failed = true;
-          return NULL;
-        }
-      pp->pf_map = m, pp->pf_len = (size_t)st.st_size;
-    }
-  while (lo < hi)
-    {
-      size_t mid = lo + (hi - lo) / 2;
-      const struct prun *r = &pp->runs[mid];
+      size_t mid;
+      if (lo >= hi)
+        return NULL;
+      mid = lo + (hi - lo) / 2;
+      r = &pp->runs[mid];
       if (addr < r->vaddr)
-        hi = mid;
+        hi = mid, r = NULL;
       else if (addr >= r->vaddr + r->len)
-        lo = mid + 1;
+        lo = mid + 1, r = NULL;
       else
-        {
-          uint64_t off = r->off + (addr - r->vaddr);
-          return r->from || off + PAGE > pp->pf_len ? NULL : pp->pf_map + off;
-        }
+        *hint = mid;
     }
-  return NULL;
+  {
+    uint64_t off = r->off + (addr - r->vaddr);
+    return r->from || off + PAGE > pp->pf_len ? NULL : pp->pf_map + off;
+  }
 }
 
 /* Pages K..J-1 from START compared, EQ[i] set for page K+i equal to the
@@ -179,6 +197,7 @@ compare_part(void *arg)
 {
   struct cmp_part *c = arg;
   const char *src[CMP_PAGES];
+  size_t hint = 0;
   c->rc = 0;
   for (uint64_t k = c->k; k < c->j;)
     {
@@ -187,7 +206,7 @@ compare_part(void *arg)
       if (vm_read(c->d->pid, addr, c->a, n * PAGE, &c->err) < 0)
         return c->rc = -1, NULL;
       for (uint64_t i = 0; i < n; i++)
-        if (!(src[i] = parent_page(c->d, addr + i * PAGE)))
+        if (!(src[i] = parent_page(c->d, addr + i * PAGE, &hint)))
           remote = true;
         else
           c->in_file++;
@@ -215,7 +234,7 @@ compare_run(struct cow_dump *d, const struct vma *m, uint64_t *ent, uint64_t k, 
   pthread_t th;
   bool two = false;
 
-  (void)parent_page(d, m->start + k * PAGE); /* maps the file, if it can */
+  (void)parent_file_map(d); /* before the second thread reads it */
   if (j - k >= 2 * CMP_PAGES)
     {
       uint64_t mid = k + (j - k) / 2;

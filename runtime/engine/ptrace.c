@@ -519,7 +519,7 @@ run_injected(pid_t tid, const struct user_regs_struct *saved, uint64_t mask, cre
 /* The ways home (inject-home.c), by thread; CHAIN: its injected calls are
    chained (pt_chain_begin), PARKED: it waits at the last one's
    syscall-exit stop, every signal blocked. */
-static struct
+static struct home_ent
 {
   pid_t tid;
   uint64_t sp;
@@ -556,42 +556,43 @@ home_of(pid_t tid)
   return 0;
 }
 
-static bool *
-parked_of(pid_t tid)
+/* TID's entry while its calls are chained, else NULL. */
+static struct home_ent *
+chain_of(pid_t tid)
 {
   for (size_t i = 0; i < nhomes; i++)
     if (homes[i].tid == tid && homes[i].chain)
-      return &homes[i].parked;
+      return &homes[i];
   return NULL;
 }
 
-bool
+static bool *
+parked_of(pid_t tid)
+{
+  struct home_ent *h = chain_of(tid);
+  return h ? &h->parked : NULL;
+}
+
+void
 pt_chain_begin(pid_t tid)
 {
   for (size_t i = 0; i < nhomes; i++)
     if (homes[i].tid == tid)
-      {
-        homes[i].chain = true;
-        return true;
-      }
-  return false;
+      homes[i].chain = true;
 }
 
 int
 pt_chain_end(pid_t tid, const struct user_regs_struct *saved, uint64_t mask, crest_error_t *err)
 {
-  bool *parked = parked_of(tid);
-  int rc = 0;
-  if (parked && *parked)
-    {
-      *parked = false;
-      if (pt_restore_signals(tid, mask, err) < 0 || back_to_interrupt_stop(tid, saved, err) < 0)
-        rc = -1;
-    }
-  for (size_t i = 0; i < nhomes; i++)
-    if (homes[i].tid == tid)
-      homes[i].chain = false;
-  return rc;
+  struct home_ent *h = chain_of(tid);
+  bool parked = h && h->parked;
+  if (h)
+    h->chain = h->parked = false;
+  if (!parked)
+    return 0;
+  if (pt_restore_signals(tid, mask, err) < 0 || back_to_interrupt_stop(tid, saved, err) < 0)
+    return -1;
+  return 0;
 }
 
 static int
