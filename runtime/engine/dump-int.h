@@ -181,6 +181,10 @@ struct dctx
   struct shm_table shm; /* objects with no path, mapped in the tree */
   struct ipc_set *ipc;  /* SysV objects of the tree's own IPC namespace (ipc.c) */
   struct chain *chain;  /* --parent-path: the parent image and its ancestors (chain.c) */
+  struct mapped_file *mfiles; /* files mapped in the tree, checked (mapped_file_stat) */
+  size_t nmfiles;
+  const struct dproc *mf_of; /* whose root the key below is (mapped_file_stat) */
+  uint64_t mf_key[4];
   struct predump *pre;  /* --pre-dump: what is copied once the tree runs on (chain.c) */
   /* Container mode: the container's terminal, the pty slave that
      /dev/console names inside the container and that is its init's
@@ -253,6 +257,18 @@ seccomp_dump_check(const struct dproc *p, int expected, int *filters, crest_erro
 int
 open_in_root(const struct dctx *c, const struct dproc *p, const char *path, int flags,
              crest_error_t *err);
+/* A directory's device, inode and mount (statx). */
+int
+dir_id(int fd, uint64_t id[3]);
+/* The file of mapping V of task P, opened in its root (open_in_root) and
+   checked (a regular file, not on a tmpfs the container mounted itself):
+   its stat in *ST. Every mapping of one path seen from one root in one
+   mount namespace is that file: it is opened and checked once a dump. */
+int
+mapped_file_stat(struct dctx *c, const struct dproc *p, const struct vma *v, struct stat *st,
+                 crest_error_t *err);
+void
+mapped_files_free(struct dctx *c);
 /* The regular file FD of task P on a tmpfs the container mounted itself
    (/dev/shm): refused, -1 with ERR. */
 int

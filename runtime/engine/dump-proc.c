@@ -27,21 +27,6 @@
 
 /* --- files --- */
 
-/* A directory's identity: device, inode and mount. Two mounts of one
-   directory show different things below them; only all three together say
-   that two paths lead to the same place. */
-static int
-dir_id(int fd, uint64_t id[3])
-{
-  struct statx sx;
-  if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_INO | STATX_MNT_ID, &sx) < 0)
-    return -1;
-  id[0] = makedev(sx.stx_dev_major, sx.stx_dev_minor);
-  id[1] = sx.stx_ino;
-  id[2] = sx.stx_mask & STATX_MNT_ID ? sx.stx_mnt_id : 0;
-  return 0;
-}
-
 /* The tree's top: the directory every path /proc shows crest for the tree
    (readlink of fd, cwd, exe, root; maps) is relative to. The kernel writes
    those paths as seen from the reader's root directory, or, for a task in

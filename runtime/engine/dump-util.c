@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <linux/magic.h>
 #include <sys/uio.h>
@@ -28,6 +29,21 @@ read_proc(pid_t pid, const char *what, char **out, crest_error_t *err)
   cleanup_free char *path = xasprintf("/proc/%d/%s", pid, what);
   if (read_file(path, out, NULL, 0, err) < 0)
     return crest_error_wrap(err, "task %d", pid);
+  return 0;
+}
+
+/* A directory's identity: device, inode and mount. Two mounts of one
+   directory show different things below them; only all three together say
+   that two paths lead to the same place. */
+int
+dir_id(int fd, uint64_t id[3])
+{
+  struct statx sx;
+  if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_INO | STATX_MNT_ID, &sx) < 0)
+    return -1;
+  id[0] = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+  id[1] = sx.stx_ino;
+  id[2] = sx.stx_mask & STATX_MNT_ID ? sx.stx_mnt_id : 0;
   return 0;
 }
 
@@ -102,6 +118,84 @@ check_volatile_tmpfs(const struct dctx *c, const struct dproc *p, int fd, const 
       break;
     }
   return 0;
+}
+
+/* A file mapped in the tree, found by the path /proc showed for it from
+   the directory whose identity is KEY (dir_id, and the mount namespace's
+   inode; 0 there for the tree's top, open_top). */
+struct mapped_file
+{
+  uint64_t key[4];
+  char *path;
+  struct stat st;
+};
+
+/* KEY of task P's mapped paths: the directory open_in_root resolves them
+   from, in P's mount namespace. */
+static int
+root_key(const struct dctx *c, const struct dproc *p, uint64_t key[4], crest_error_t *err)
+{
+  cleanup_free char *rp = xasprintf("/proc/%d/root", p->pid);
+  cleanup_free char *ns = xasprintf("/proc/%d/ns/mnt", p->pid);
+  cleanup_close int own = -1;
+  struct stat st;
+  if (p->root_dir)
+    {
+      key[3] = 0;
+      if (dir_id(c->topfd, key) < 0)
+        return crest_error_errno(err, "the tree's top directory");
+      return 0;
+    }
+  if ((own = open(rp, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 || dir_id(own, key) < 0
+      || stat(ns, &st) < 0)
+    return crest_error_errno(err, "task %d: its root directory", p->pid);
+  key[3] = st.st_ino;
+  return 0;
+}
+
+int
+mapped_file_stat(struct dctx *c, const struct dproc *p, const struct vma *v, struct stat *st,
+                 crest_error_t *err)
+{
+  const char *path = v->path;
+  cleanup_close int fd = -1;
+  uint64_t *key = c->mf_key;
+  if (c->mf_of != p && root_key(c, p, key, err) < 0)
+    return -1;
+  c->mf_of = p;
+  for (size_t k = 0; k < c->nmfiles; k++)
+    if (memcmp(c->mfiles[k].key, key, sizeof c->mf_key) == 0
+        && strcmp(c->mfiles[k].path, path) == 0)
+      {
+        *st = c->mfiles[k].st;
+        return 0;
+      }
+  if ((fd = open_in_root(c, p, path, O_PATH, err)) < 0)
+    return crest_error_wrap(err, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s", p->pid, v->start,
+                            v->end, path);
+  if (fstat(fd, st) < 0)
+    return crest_error_errno(err, "task %d: mapped file %s: stat", p->pid, path);
+  if (!S_ISREG(st->st_mode))
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: not a regular file",
+                            p->pid, v->start, v->end, path);
+  if (check_volatile_tmpfs(c, p, fd, path, err) < 0)
+    return -1;
+  c->mfiles = xrealloc(c->mfiles, (c->nmfiles + 1) * sizeof *c->mfiles);
+  memcpy(c->mfiles[c->nmfiles].key, key, sizeof c->mf_key);
+  c->mfiles[c->nmfiles].path = xstrdup(path);
+  c->mfiles[c->nmfiles++].st = *st;
+  return 0;
+}
+
+void
+mapped_files_free(struct dctx *c)
+{
+  for (size_t k = 0; k < c->nmfiles; k++)
+    free(c->mfiles[k].path);
+  free(c->mfiles);
+  c->mfiles = NULL;
+  c->nmfiles = 0;
 }
 
 const char *

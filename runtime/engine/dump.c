@@ -85,6 +85,7 @@ free_ctx(struct dctx *c)
     free(c->pp[i].data), free(c->pp[i].path);
   free(c->pp);
   shm_free(&c->shm);
+  mapped_files_free(c);
   ipc_free(c->ipc);
   free(c->fds);
   broker_stop();

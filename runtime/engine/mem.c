@@ -450,26 +450,7 @@ mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       else if (v[i].path)
         {
           struct stat st;
-          cleanup_close int mf = open_in_root(c, p, v[i].path, O_PATH, err);
-          if (mf < 0)
-            {
-              crest_error_wrap(err, "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s", p->pid,
-                               v[i].start, v[i].end, v[i].path);
-              goto fail;
-            }
-          if (fstat(mf, &st) < 0)
-            {
-              crest_error_errno(err, "task %d: mapped file %s: stat", p->pid, v[i].path);
-              goto fail;
-            }
-          if (!S_ISREG(st.st_mode))
-            {
-              crest_error_make(err, ENOTSUP,
-                               "task %d: mapping %" PRIx64 "-%" PRIx64 " of %s: not a regular file",
-                               p->pid, v[i].start, v[i].end, v[i].path);
-              goto fail;
-            }
-          if (check_volatile_tmpfs(c, p, mf, v[i].path, err) < 0)
+          if (mapped_file_stat(c, p, &v[i], &st, err) < 0)
             goto fail;
           /* An overlay file system shows the layer's device and inode in
              maps and its own in stat: a difference is only worth a note. */
