@@ -74,8 +74,8 @@ chld_wait_drain(struct chld_wait *w);
 void
 chld_wait_end(struct chld_wait *w);
 /* From pt_wait_scope(true) to pt_wait_scope(false) (nested: the outermost
-   pair counts), SIGCHLD stays blocked and one signalfd serves every
-   pt_wait_stop; the end raises SIGCHLD again if one was taken. */
+   pair counts), SIGCHLD stays blocked for every pt_wait_stop; the end
+   raises SIGCHLD again if one was taken. */
 void
 pt_wait_scope(bool on);
 int

@@ -156,13 +156,35 @@ chld_wait_end(struct chld_wait *w)
   sigprocmask(SIG_SETMASK, &w->old, NULL);
 }
 
-/* Until TID stops (or exits: an error). Woken by SIGCHLD (chld_wait);
-   while TID has not reported, the exits of its other threads are
-   collected, or a killed leader's exit would never come. The poll's 1 s is
-   a safety net: every wake-up is an event. */
-/* pt_wait_scope: SIGCHLD held blocked and its signalfd kept open across
-   the waits of a stretch of injected calls (three stops each), rather than
-   taken and given back at each wait. */
+/* SIGCHLD blocked, for sigtimedwait (chld_take) rather than a signalfd. */
+static void
+chld_block(struct chld_wait *w)
+{
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  sigprocmask(SIG_BLOCK, &chld, &w->old);
+  w->fd = -1;
+  w->took = false;
+}
+
+/* Until a SIGCHLD comes (taken off the pending set in the same call: one
+   system call where a signalfd takes three), or 1 s, a safety net: every
+   wake-up is an event. */
+static void
+chld_take(struct chld_wait *w)
+{
+  sigset_t chld;
+  struct timespec one = { 1, 0 };
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  if (sigtimedwait(&chld, NULL, &one) == SIGCHLD)
+    w->took = true;
+}
+
+/* pt_wait_scope: SIGCHLD held blocked across the waits of a stretch of
+   injected calls (two stops each), rather than blocked and let through at
+   each wait. */
 static struct chld_wait scope;
 static int scope_depth;
 
@@ -170,11 +192,15 @@ void
 pt_wait_scope(bool on)
 {
   if (on && scope_depth++ == 0)
-    chld_wait_begin(&scope);
+    chld_block(&scope);
   else if (!on && scope_depth > 0 && --scope_depth == 0)
     chld_wait_end(&scope);
 }
 
+/* Until TID stops (or exits: an error). Woken by SIGCHLD (chld_take);
+   while TID has not reported, the exits of its other threads are
+   collected, or a killed leader's exit would never come. Asked first, then
+   waited for: a SIGCHLD an earlier wait took may have been this stop's. */
 int
 pt_wait_stop(pid_t tid, int *status, crest_error_t *err)
 {
@@ -187,7 +213,6 @@ pt_wait_stop(pid_t tid, int *status, crest_error_t *err)
   for (;;)
     {
       pid_t r = waitpid(tid, status, __WALL | WNOHANG);
-      struct pollfd p;
       if (r < 0 && errno == EINTR)
         continue;
       if (r < 0)
@@ -211,18 +236,13 @@ pt_wait_stop(pid_t tid, int *status, crest_error_t *err)
           if (scope_depth > 0)
             w = &scope;
           else
-            chld_wait_begin(w);
+            chld_block(w);
           waiting = true;
           continue;
         }
       if (woken)
         reap_exited_siblings(tid);
-      p = (struct pollfd){ .fd = w->fd, .events = POLLIN };
-      if (w->fd >= 0)
-        poll(&p, 1, 1000);
-      else
-        poll(NULL, 0, 10);
-      chld_wait_drain(w);
+      chld_take(w);
       woken = true;
     }
   if (waiting && w == &own)
