@@ -111,7 +111,9 @@ dump_objects(struct dctx *c, crest_error_t *err)
       {
         int r;
         pt_wait_scope(true);
+        pt_wait_lone(p->nth == 1);
         r = inject_state(c, p, err);
+        pt_wait_lone(false);
         pt_wait_scope(false);
         if (r < 0 || interrupted(err) < 0)
           return -1;

@@ -78,6 +78,11 @@ chld_wait_end(struct chld_wait *w);
    raises SIGCHLD again if one was taken. */
 void
 pt_wait_scope(bool on);
+/* From pt_wait_lone(true) to pt_wait_lone(false), every thread waited for
+   is the only thread of its process, which no other thread can keep from
+   reporting its exit: pt_wait_stop blocks in waitpid (one call). */
+void
+pt_wait_lone(bool on);
 int
 pt_getregs(pid_t tid, struct user_regs_struct *r, crest_error_t *err);
 int

@@ -197,6 +197,16 @@ pt_wait_scope(bool on)
     chld_wait_end(&scope);
 }
 
+/* pt_wait_lone: the threads waited for are each the only thread of their
+   process (set around a single-threaded process's injected calls). */
+static bool lone;
+
+void
+pt_wait_lone(bool on)
+{
+  lone = on;
+}
+
 /* Until TID stops (or exits: an error). Woken by SIGCHLD (chld_take);
    while TID has not reported, the exits of its other threads are
    collected, or a killed leader's exit would never come. Asked first, then
@@ -212,7 +222,9 @@ pt_wait_stop(pid_t tid, int *status, crest_error_t *err)
     wait_fault(tid);
   for (;;)
     {
-      pid_t r = waitpid(tid, status, __WALL | WNOHANG);
+      /* The only thread of its process reports its own exit at once: no
+         sibling can hold it back, and one blocking wait does. */
+      pid_t r = waitpid(tid, status, __WALL | (lone ? 0 : WNOHANG));
       if (r < 0 && errno == EINTR)
         continue;
       if (r < 0)
