@@ -264,9 +264,10 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
       free(runs);
       return -1;
     }
-  /* Without the thread (it could not start) the file is written and
-     hashed in place. */
-  if (img_out_async(&o, err) < 0)
+  /* Without the thread (one buffer's worth, where starting it costs more
+     than it saves; or it could not start) the file is written and hashed
+     in place. */
+  if (own > BATCH && img_out_async(&o, err) < 0)
     crest_error_release(err);
   /* Two buffers in turn: one is written by the image's thread
      (img_out_async) while the next is read out of the task. */
