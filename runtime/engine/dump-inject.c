@@ -317,22 +317,26 @@ ways_home(struct dproc *p, const struct vma *vv, size_t nv, int pops, uint64_t s
   return 0;
 }
 
-int
-inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
+/* A process's injected calls, from inject_open to inject_close: its
+   mappings as they were, the scratch area, every thread's way home. */
+struct inj_sess
 {
-  struct dthread *m = &p->th[0];
-  long ret, scratch;
+  struct vma *vv;
+  size_t nv;
   struct scratch sc;
-  cleanup_free struct vma *vv = NULL;
-  size_t nv = 0;
-  cleanup_free struct home *hm = NULL;
-  int rc = -1, pops = -1;
+  struct home *hm; /* a way home a thread, once they are being built */
+};
 
-  if (parse_maps(p->pid, &vv, &nv, err) < 0)
+int
+inject_open(struct dctx *c, struct dproc *p, crest_error_t *err)
+{
+  struct inj_sess *s = xzalloc(sizeof *s);
+  int pops = -1;
+
+  (void)c;
+  p->inj = s;
+  if (parse_maps(p->pid, &s->vv, &s->nv, err) < 0 || vdso_gadget(p, s->vv, s->nv, &pops, err) < 0)
     return -1;
-  if (vdso_gadget(p, vv, nv, &pops, err) < 0)
-    goto done;
-
   /* Each injected call blocks every signal while it runs and puts the
      thread's own mask back (pt_inject_nostep): a signal arriving meanwhile
      stays pending, and goes into the image with the others. */
@@ -341,12 +345,38 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
       return -1;
   pt_drop_stop_signals(p->stop_sig != 0);
   mark_fresh(p);
-  if (scratch_get(p, vv, nv, pops, &sc, err) < 0)
-    goto done;
-  scratch = (long)sc.addr;
-  hm = xzalloc(p->nth * sizeof *hm);
-  if (ways_home(p, vv, nv, pops, sc.addr, hm, err) < 0)
-    goto out;
+  if (scratch_get(p, s->vv, s->nv, pops, &s->sc, err) < 0)
+    return -1;
+  s->hm = xzalloc(p->nth * sizeof *s->hm);
+  return ways_home(p, s->vv, s->nv, pops, s->sc.addr, s->hm, err);
+}
+
+int
+inject_close(struct dproc *p, crest_error_t *err)
+{
+  struct inj_sess *s = p->inj;
+  int rc = 0;
+
+  if (!s)
+    return 0;
+  pt_drop_stop_signals(p->stop_sig != 0);
+  if (scratch_put(p, &s->sc, err) < 0)
+    rc = -1;
+  for (size_t t = 0; s->hm && t < p->nth; t++)
+    if (pt_chain_end(p->th[t].tid, &p->th[t].regs, p->th[t].sigmask, err) < 0)
+      rc = -1;
+  for (size_t t = 0; s->hm && t < p->nth; t++)
+    if (home_put(p->pid, p->th[t].tid, &s->hm[t], err) < 0)
+      rc = -1;
+  for (size_t i = 0; i < s->nv; i++)
+    free(s->vv[i].path);
+  free(s->vv);
+  free(s->hm);
+  free(s);
+  p->inj = NULL;
+  pt_drop_stop_signals(false);
+  return rc;
+}
 
 #define INJ(th_, nr_, ...)                                                                         \
   do                                                                                               \
@@ -355,46 +385,19 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
       if (pt_inject_nostep((th_)->tid, &(th_)->regs, (th_)->sigmask, p->gadget, (nr_), aa, &ret,   \
                            err)                                                                    \
           < 0)                                                                                     \
-        goto out;                                                                                  \
+        return -1;                                                                                 \
       if (ret < 0 && ret > -4096)                                                                  \
-        {                                                                                          \
-          crest_error_make(err, -ret, "task %d: injected syscall %d", (th_)->tid, (int)(nr_));     \
-          goto out;                                                                                \
-        }                                                                                          \
+        return crest_error_make(err, -ret, "task %d: injected syscall %d", (th_)->tid,             \
+                                (int)(nr_));                                                       \
     }                                                                                              \
   while (0)
 
-  for (int s = 1; s <= 64; s++)
-    {
-      if (s == SIGKILL || s == SIGSTOP)
-        continue;
-      INJ(m, SYS_rt_sigaction, s, 0, scratch + s * 32, 8);
-    }
-  if (vm_read(p->pid, scratch, p->sa, sizeof p->sa, err) < 0 || dump_fault("inject", err) < 0)
-    goto out;
-  for (int w = 0; w < 3; w++)
-    INJ(m, SYS_getitimer, w, scratch + 4096 + w * 32);
-  if (vm_read(p->pid, scratch + 4096, p->itimer, sizeof p->itimer, err) < 0)
-    goto out;
-  /* A periodic ITIMER_REAL that fired while its SIGALRM is still pending
-     (blocked, or the task held here) shows no time left: the kernel re-arms
-     it only when the signal is taken off the queue. It is recorded as due
-     in one interval, which is what it will be once the signal is taken. */
-  for (int w = 0; w < 3; w++)
-    if (!p->itimer[w][2] && !p->itimer[w][3] && (p->itimer[w][0] || p->itimer[w][1]))
-      p->itimer[w][2] = p->itimer[w][0], p->itimer[w][3] = p->itimer[w][1];
-  if (timers_locks(p, m, scratch + 4096, err) < 0)
-    goto out;
-  INJ(m, SYS_brk, 0);
-  p->brk = ret;
-  INJ(m, SYS_prctl, PR_GET_SECUREBITS);
-  p->securebits = ret;
-  if (prctl_dump_process(m->tid, &m->regs, m->sigmask, p->gadget, scratch + 4096 + 1024, &p->pr,
-                         err)
-      < 0)
-    goto out;
-  if (lower_dumpable(p, err) < 0)
-    goto out;
+/* The threads' own state: their prctl attributes, TID addresses and
+   alternate stacks. */
+static int
+inject_threads(struct dctx *c, struct dproc *p, uint64_t scratch, crest_error_t *err)
+{
+  long ret;
   for (size_t t = 0; t < p->nth; t++)
     {
       struct dthread *th = &p->th[t];
@@ -405,14 +408,53 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
                             scratch + 4096 + 1024, p == &c->p[0] && !c->o->root_is_ns_init, &th->pr,
                             err)
           < 0)
-        goto out;
+        return -1;
       INJ(th, SYS_prctl, 40 /* PR_GET_TID_ADDRESS */, scratch + 4096 + 128);
       INJ(th, SYS_sigaltstack, 0, scratch + 4096 + 256);
       if (vm_read(p->pid, scratch + 4096 + 128, &th->clear_tid, 8, err) < 0
           || vm_read(p->pid, scratch + 4096 + 256, v, 24, err) < 0)
-        goto out;
+        return -1;
       th->alt_sp = v[0], th->alt_flags = (int32_t)v[1], th->alt_size = v[2];
     }
+  return 0;
+}
+
+int
+inject_own(struct dctx *c, struct dproc *p, crest_error_t *err)
+{
+  struct dthread *m = &p->th[0];
+  long ret, scratch = (long)p->inj->sc.addr;
+
+  for (int s = 1; s <= 64; s++)
+    {
+      if (s == SIGKILL || s == SIGSTOP)
+        continue;
+      INJ(m, SYS_rt_sigaction, s, 0, scratch + s * 32, 8);
+    }
+  if (vm_read(p->pid, scratch, p->sa, sizeof p->sa, err) < 0 || dump_fault("inject", err) < 0)
+    return -1;
+  for (int w = 0; w < 3; w++)
+    INJ(m, SYS_getitimer, w, scratch + 4096 + w * 32);
+  if (vm_read(p->pid, scratch + 4096, p->itimer, sizeof p->itimer, err) < 0)
+    return -1;
+  /* A periodic ITIMER_REAL that fired while its SIGALRM is still pending
+     (blocked, or the task held here) shows no time left: the kernel re-arms
+     it only when the signal is taken off the queue. It is recorded as due
+     in one interval, which is what it will be once the signal is taken. */
+  for (int w = 0; w < 3; w++)
+    if (!p->itimer[w][2] && !p->itimer[w][3] && (p->itimer[w][0] || p->itimer[w][1]))
+      p->itimer[w][2] = p->itimer[w][0], p->itimer[w][3] = p->itimer[w][1];
+  if (timers_locks(p, m, scratch + 4096, err) < 0)
+    return -1;
+  INJ(m, SYS_brk, 0);
+  p->brk = ret;
+  INJ(m, SYS_prctl, PR_GET_SECUREBITS);
+  p->securebits = ret;
+  if (prctl_dump_process(m->tid, &m->regs, m->sigmask, p->gadget, scratch + 4096 + 1024, &p->pr,
+                         err)
+          < 0
+      || lower_dumpable(p, err) < 0 || inject_threads(c, p, scratch, err) < 0)
+    return -1;
   /* A child of this process in a group stop: has this process collected
      that stop with waitpid(WUNTRACED) already, or is it still to be
      reported? Asked with WNOWAIT, which leaves it as it is. */
@@ -424,39 +466,45 @@ inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
         continue;
       INJ(m, SYS_waitid, P_PID, ch->ipid, scratch + 4096 + 512, WSTOPPED | WNOHANG | WNOWAIT, 0);
       if (vm_read(p->pid, scratch + 4096 + 512, si, sizeof si, err) < 0)
-        goto out;
+        return -1;
       ch->stop_reported = si[4] == 0; /* si_pid: 0 when there was nothing to report */
       crest_debug("checkpoint: task %d stopped by signal %d, its stop %s by its parent %d", ch->pid,
                   ch->stop_sig, ch->stop_reported ? "already collected" : "not yet collected",
                   p->pid);
     }
-  {
-    /* Which pages of its shared memory objects are in memory (shmem.c);
-       the first scratch page is free again. */
-    struct inj_ctx ic = { m->tid, &m->regs, m->sigmask, p->gadget };
-    if (shm_probe(&c->shm, p->pid, inject_cb, &ic, scratch, PAGE, err) < 0)
-      goto out;
-    /* The objects of the tree's own IPC namespace, counted by its root. */
-    if (p == &c->p[0] && ipc_check_ns(c, p, inject_cb, &ic, scratch, SCRATCH_LEN, err) < 0)
-      goto out;
-    /* Segments of a container user the root may not read: by this task? */
-    if (p != &c->p[0] && ipc_pending(c, p, inject_cb, &ic, scratch, SCRATCH_LEN, err) < 0)
-      goto out;
-  }
-  rc = 0;
-out:
-  if (scratch_put(p, &sc, err) < 0)
+  return 0;
+}
+#undef INJ
+
+int
+inject_shared(struct dctx *c, struct dproc *p, crest_error_t *err)
+{
+  struct dthread *m = &p->th[0];
+  uint64_t scratch = p->inj->sc.addr;
+  /* Which pages of its shared memory objects are in memory (shmem.c);
+     the first scratch page is free again. */
+  struct inj_ctx ic = { m->tid, &m->regs, m->sigmask, p->gadget };
+  pt_drop_stop_signals(p->stop_sig != 0);
+  if (shm_probe(&c->shm, p->pid, inject_cb, &ic, scratch, PAGE, err) < 0)
+    return -1;
+  /* The objects of the tree's own IPC namespace, counted by its root. */
+  if (p == &c->p[0] && ipc_check_ns(c, p, inject_cb, &ic, scratch, SCRATCH_LEN, err) < 0)
+    return -1;
+  /* Segments of a container user the root may not read: by this task? */
+  if (p != &c->p[0] && ipc_pending(c, p, inject_cb, &ic, scratch, SCRATCH_LEN, err) < 0)
+    return -1;
+  return 0;
+}
+
+int
+inject_state(struct dctx *c, struct dproc *p, crest_error_t *err)
+{
+  int rc = inject_open(c, p, err);
+  if (rc == 0)
+    rc = inject_own(c, p, err);
+  if (rc == 0)
+    rc = inject_shared(c, p, err);
+  if (inject_close(p, err) < 0)
     rc = -1;
-  for (size_t t = 0; hm && t < p->nth; t++)
-    if (pt_chain_end(p->th[t].tid, &p->th[t].regs, p->th[t].sigmask, err) < 0)
-      rc = -1;
-  for (size_t t = 0; hm && t < p->nth; t++)
-    if (home_put(p->pid, p->th[t].tid, &hm[t], err) < 0)
-      rc = -1;
-done:
-  for (size_t i = 0; i < nv; i++)
-    free(vv[i].path);
-  pt_drop_stop_signals(false);
-  (void)c;
   return rc;
 }

@@ -88,6 +88,7 @@ struct dproc
   const char *pf_map;
   size_t pf_len;
   bool pf_failed;
+  struct inj_sess *inj; /* its injected calls' session (dump-inject.c), while open */
 };
 
 struct dfile
@@ -178,14 +179,14 @@ struct dctx
      closing the page files (the last write, fsync). */
   double ms_seized, ms_objects, ms_tree, ms_commit, ms_plan, ms_readv, ms_out, ms_close;
   bool progress;
-  struct shm_table shm; /* objects with no path, mapped in the tree */
-  struct ipc_set *ipc;  /* SysV objects of the tree's own IPC namespace (ipc.c) */
-  struct chain *chain;  /* --parent-path: the parent image and its ancestors (chain.c) */
+  struct shm_table shm;       /* objects with no path, mapped in the tree */
+  struct ipc_set *ipc;        /* SysV objects of the tree's own IPC namespace (ipc.c) */
+  struct chain *chain;        /* --parent-path: the parent image and its ancestors (chain.c) */
   struct mapped_file *mfiles; /* files mapped in the tree, checked (mapped_file_stat) */
   size_t nmfiles;
   const struct dproc *mf_of; /* whose root the key below is (mapped_file_stat) */
   uint64_t mf_key[4];
-  struct predump *pre;  /* --pre-dump: what is copied once the tree runs on (chain.c) */
+  struct predump *pre; /* --pre-dump: what is copied once the tree runs on (chain.c) */
   /* Container mode: the container's terminal, the pty slave that
      /dev/console names inside the container and that is its init's
      controlling terminal (what crun sets up for process.terminal). */
@@ -449,8 +450,25 @@ timers_put(const struct dproc *p, yajl_gen g);
    crest); raise_dumpable puts that flag back before P is let go. */
 int
 inject_state(struct dctx *c, struct dproc *p, crest_error_t *err);
+/* inject_state in its four steps: the session opened (P's way home and
+   scratch area: P->inj), the calls about P alone, those that read or fill
+   the tree's shared records (its shared memory, its IPC namespace), and
+   the session closed again (whatever failed before: P as it was). */
+int
+inject_open(struct dctx *c, struct dproc *p, crest_error_t *err);
+int
+inject_own(struct dctx *c, struct dproc *p, crest_error_t *err);
+int
+inject_shared(struct dctx *c, struct dproc *p, crest_error_t *err);
+int
+inject_close(struct dproc *p, crest_error_t *err);
 void
 raise_dumpable(struct dproc *p);
+/* dump-par.c: inject_state of every task of the tree, the root's first,
+   then the others' own calls several at once (each in a coroutine of the
+   tracing thread, which runs another while one waits for its task). */
+int
+inject_tree(struct dctx *c, crest_error_t *err);
 
 /* dump-release.c: the tree let go (or killed with KILL_IT, and waited
    for), and a frozen tree's freezer put back as it was. */

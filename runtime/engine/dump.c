@@ -108,19 +108,18 @@ dump_objects(struct dctx *c, crest_error_t *err)
               || pt_getxstate(p->th[t].tid, p->th[t].xstate, &p->th[t].xlen, err) < 0)
             return -1;
         }
-      {
-        int r;
-        pt_wait_scope(true);
-        pt_wait_lone(p->nth == 1);
-        r = inject_state(c, p, err);
-        pt_wait_lone(false);
-        pt_wait_scope(false);
-        if (r < 0 || interrupted(err) < 0)
-          return -1;
-      }
-      if (dump_fds(c, p, err) < 0)
-        return -1;
     }
+  {
+    int r;
+    pt_wait_scope(true);
+    r = inject_tree(c, err);
+    pt_wait_scope(false);
+    if (r < 0 || interrupted(err) < 0)
+      return -1;
+  }
+  for (size_t i = 0; i < c->np; i++)
+    if (!c->p[i].zombie && dump_fds(c, &c->p[i], err) < 0)
+      return -1;
   if (ipc_pending(c, NULL, NULL, NULL, 0, 0, err) < 0)
     return -1;
   if (dump_fault("files", err) < 0 || dump_pipes(c, err) < 0 || files_resolve(c, err) < 0)

@@ -42,8 +42,8 @@ pt_defer_signal(pid_t tid, int sig);
 /* While on, a stop signal a thread takes during an injected syscall is
    dropped instead of failing it: set while the engine works on a process
    that is in a group stop (docs/engine.md). */
-void
-pt_drop_stop_signals(bool on);
+bool
+pt_drop_stop_signals(bool on); /* returns what it was */
 /* Detach, handing back a deferred signal if any. */
 int
 pt_detach(pid_t tid);
@@ -83,6 +83,13 @@ pt_wait_scope(bool on);
    reporting its exit: pt_wait_stop blocks in waitpid (one call). */
 void
 pt_wait_lone(bool on);
+/* In the scope (pt_wait_scope): until a SIGCHLD comes, or 1 s. */
+void
+pt_wait_event(void);
+/* dump-par.c: inside a coroutine of the dump's injected calls, run another
+   until thread TID may have stopped (true); outside of one, false. */
+bool
+par_yield(pid_t tid);
 int
 pt_getregs(pid_t tid, struct user_regs_struct *r, crest_error_t *err);
 int

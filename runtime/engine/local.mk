@@ -19,7 +19,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/xsave.c \
 	runtime/engine/shmem.c runtime/engine/shmem.h \
 	runtime/engine/dump.c runtime/engine/dump-int.h \
-	runtime/engine/dump-inject.c runtime/engine/dump-release.c runtime/engine/dump-proc.c \
+	runtime/engine/dump-inject.c runtime/engine/dump-par.c runtime/engine/dump-release.c runtime/engine/dump-proc.c \
 	runtime/engine/dump-util.c \
 	runtime/engine/broker.c \
 	runtime/engine/mem.c \

@@ -26,10 +26,12 @@ static struct
 
 static bool drop_stop_signals;
 
-void
+bool
 pt_drop_stop_signals(bool on)
 {
+  bool was = drop_stop_signals;
   drop_stop_signals = on;
+  return was;
 }
 
 void
@@ -207,6 +209,12 @@ pt_wait_lone(bool on)
   lone = on;
 }
 
+void
+pt_wait_event(void)
+{
+  chld_take(&scope);
+}
+
 /* Until TID stops (or exits: an error). Woken by SIGCHLD (chld_take);
    while TID has not reported, the exits of its other threads are
    collected, or a killed leader's exit would never come. Asked first, then
@@ -245,16 +253,19 @@ pt_wait_stop(pid_t tid, int *status, crest_error_t *err)
           /* Blocked first, then asked again: a SIGCHLD sent before the
              block was taken by its default action. In a scope, it was
              blocked before this wait began. */
-          if (scope_depth > 0)
-            w = &scope;
-          else
-            chld_block(w);
           waiting = true;
-          continue;
+          if (scope_depth > 0)
+            w = &scope; /* blocked before this wait began: no need to ask again */
+          else
+            {
+              chld_block(w);
+              continue;
+            }
         }
       if (woken)
         reap_exited_siblings(tid);
-      chld_take(w);
+      if (!par_yield(tid))
+        chld_take(w);
       woken = true;
     }
   if (waiting && w == &own)
@@ -659,6 +670,9 @@ inject_nostep_once(pid_t tid, const struct user_regs_struct *saved, uint64_t mas
     }
   if (run_injected(tid, saved, mask, err) < 0)
     return -1;
+  /* Looked up again: the table may have grown while another process's
+     calls ran (dump-par.c). */
+  parked = parked_of(tid);
   if (pt_getregs(tid, &r, err) < 0)
     return -1;
   if (parked && r.rip == gadget + 2 && (long)r.orig_rax == nr)
