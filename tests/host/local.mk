@@ -15,6 +15,12 @@ EXTRA_DIST += tests/host/zdtm-process.test tests/host/zdtm-container.test
 TESTS += tests/host/engine-signals.test
 EXTRA_DIST += tests/host/engine-signals.test
 
+# Several processes' injected calls at once (dump-par.c): a shell and five
+# threaded zdtm-threads through checkpoint and restore, and the worker
+# killed while their calls are under way.
+TESTS += tests/host/engine-parallel.test
+EXTRA_DIST += tests/host/engine-parallel.test
+
 # A terminal container (process.terminal, --console-socket) through
 # checkpoint and restore on a new pty (console-recv, pty-child).
 TESTS += tests/host/checkpoint-console.test
