@@ -32,6 +32,17 @@
 #include "dump-int.h"
 #include "util.h"
 
+/* AddressSanitizer is told of each switch (its own record of the stack in
+   use); a build without it has nothing to tell. */
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/common_interface_defs.h>
+#define FIBER_START(save, bottom, size) __sanitizer_start_switch_fiber(save, bottom, size)
+#define FIBER_FINISH(save, bottom, size) __sanitizer_finish_switch_fiber(save, bottom, size)
+#else
+#define FIBER_START(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
+#define FIBER_FINISH(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
+#endif
+
 #define PAR_WAYS 4             /* processes at once */
 #define PAR_STACK (512u << 10) /* each one's stack, below a guard page */
 
@@ -75,10 +86,16 @@ struct par_slot
   bool busy, done;
   bool drop;  /* pt_drop_stop_signals for its process */
   pid_t wait; /* the thread it waits for */
+  void *fake; /* AddressSanitizer's record of its stack while it waits */
 };
 
 static void *par_home;           /* the loop's stack pointer while a coroutine runs */
 static struct par_slot *par_cur; /* the coroutine running, or NULL */
+/* AddressSanitizer's: the loop's record while a coroutine runs, and where
+   the loop's stack lies. */
+static void *par_home_fake;
+static const void *par_home_bottom;
+static size_t par_home_size;
 
 bool
 par_yield(pid_t tid)
@@ -87,17 +104,21 @@ par_yield(pid_t tid)
   if (!s)
     return false;
   s->wait = tid;
+  FIBER_START(&s->fake, par_home_bottom, par_home_size);
   crest_par_switch(&s->sp, par_home);
+  FIBER_FINISH(s->fake, &par_home_bottom, &par_home_size);
   return true;
 }
 
 static void __attribute__((noreturn)) par_start(void)
 {
   struct par_slot *s = par_cur;
+  FIBER_FINISH(NULL, &par_home_bottom, &par_home_size);
   s->rc = inject_open(s->c, s->p, &s->err);
   if (s->rc == 0)
     s->rc = inject_own(s->c, s->p, &s->err);
   s->done = true;
+  FIBER_START(NULL, par_home_bottom, par_home_size); /* this stack is done with */
   crest_par_switch(&s->sp, par_home);
   abort(); /* never resumed once done */
 }
@@ -109,7 +130,9 @@ par_resume(struct par_slot *s)
   pt_drop_stop_signals(s->drop);
   par_cur = s;
   s->wait = 0;
+  FIBER_START(&par_home_fake, s->stack - PAR_STACK, PAR_STACK);
   crest_par_switch(&par_home, s->sp);
+  FIBER_FINISH(par_home_fake, NULL, NULL);
   par_cur = NULL;
   s->drop = pt_drop_stop_signals(false);
 }
