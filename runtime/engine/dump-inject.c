@@ -485,7 +485,7 @@ inject_shared(struct dctx *c, struct dproc *p, crest_error_t *err)
      the first scratch page is free again. */
   struct inj_ctx ic = { m->tid, &m->regs, m->sigmask, p->gadget };
   pt_drop_stop_signals(p->stop_sig != 0);
-  if (shm_probe(&c->shm, p->pid, inject_cb, &ic, scratch, PAGE, err) < 0)
+  if (shm_probe(&c->shm, p->pid, p->inj->vv, p->inj->nv, inject_cb, &ic, scratch, PAGE, err) < 0)
     return -1;
   /* The objects of the tree's own IPC namespace, counted by its root. */
   if (p == &c->p[0] && ipc_check_ns(c, p, inject_cb, &ic, scratch, SCRATCH_LEN, err) < 0)

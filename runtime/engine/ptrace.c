@@ -255,7 +255,7 @@ pt_wait_stop(pid_t tid, int *status, crest_error_t *err)
              blocked before this wait began. */
           waiting = true;
           if (scope_depth > 0)
-            w = &scope; /* blocked before this wait began: no need to ask again */
+            w = &scope;
           else
             {
               chld_block(w);

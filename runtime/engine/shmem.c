@@ -41,6 +41,7 @@
 #include "log.h"
 #include "shmem.h"
 #include "util.h"
+#include "dump-int.h"
 
 #define SHM_PAGE 4096UL
 #define SHM_MAX (1ULL << 30)
@@ -145,22 +146,15 @@ shmem_name(const char *name)
 }
 
 int
-shm_probe(struct shm_table *t, pid_t pid, shm_inject_fn inject, void *ctx, uint64_t scratch,
-          size_t len, crest_error_t *err)
+shm_probe(struct shm_table *t, pid_t pid, const struct vma *vv, size_t nv, shm_inject_fn inject,
+          void *ctx, uint64_t scratch, size_t len, crest_error_t *err)
 {
-  cleanup_free char *path = xasprintf("/proc/%d/maps", pid);
-  cleanup_free char *maps = NULL;
-  char *save = NULL;
-
-  if (read_file(path, &maps, NULL, 0, err) < 0)
-    return crest_error_wrap(err, "task %d", pid);
-  for (char *l = strtok_r(maps, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+  for (size_t i = 0; i < nv; i++)
     {
-      unsigned long s, e;
-      int pos = 0;
+      uint64_t s = vv[i].start, e = vv[i].end;
       uint64_t npages;
       struct shm_resident *r;
-      if (sscanf(l, "%lx-%lx %*s %*s %*s %*s %n", &s, &e, &pos) < 2 || !pos || !shmem_name(l + pos))
+      if (!vv[i].path || !shmem_name(vv[i].path))
         continue;
       npages = (e - s) / SHM_PAGE;
       t->res = xrealloc(t->res, (t->nres + 1) * sizeof *t->res);

@@ -59,10 +59,12 @@ typedef int (*shm_inject_fn)(void *ctx, long nr, const long a[6], long *ret, cre
 
 /* While task PID runs injected syscalls: ask it, with mincore(2) into its
    scratch page SCRATCH (LEN bytes), which pages of each of its shmem
-   mappings are in memory, mapped by it or not. */
+   mappings are in memory, mapped by it or not. VV: its NV mappings, as
+   parse_maps read them for the injected calls. */
+struct vma;
 int
-shm_probe(struct shm_table *t, pid_t pid, shm_inject_fn inject, void *ctx, uint64_t scratch,
-          size_t len, crest_error_t *err);
+shm_probe(struct shm_table *t, pid_t pid, const struct vma *vv, size_t nv, shm_inject_fn inject,
+          void *ctx, uint64_t scratch, size_t len, crest_error_t *err);
 
 /* Record every mapping of task PID whose object has no path to open again. */
 int
