@@ -314,6 +314,8 @@ int
 mem_plan(const struct dproc *p, const struct vma *v, size_t nv, struct cow_dump *cow,
          const struct chain_proc *cp, struct prun **out, size_t *nout, uint64_t *own,
          crest_error_t *err);
+void
+unfresh(const struct dproc *p, uint64_t start, uint64_t npages, uint64_t *ent);
 int
 parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err);
 void

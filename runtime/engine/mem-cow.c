@@ -1,6 +1,7 @@
 /* crest: copy-on-write kept (docs/engine.md, "Memory shared with the
- * parent"). A child's private anonymous mapping at the same range as one of
- * its parent's (inherited through fork) holds pages that are still the
+ * parent"). A child's private mapping (anonymous, its stack, or the
+ * written pages of a private file mapping) at the same range as one of its
+ * parent's (inherited through fork) holds pages that are still the
  * parent's. At checkpoint those pages, compared by content with the
  * parent's, are not saved again: the child's record lists them as
  * "parent_pages". At restore the parent maps and fills such a mapping
@@ -31,16 +32,40 @@
 
 #define PM_PRESENT (1ULL << 63)
 #define PM_SWAP (1ULL << 62)
+#define PM_FILE (1ULL << 61) /* a page of the file (or shared): not the mapping's own */
 #define PM_EXCLUSIVE (1ULL << 56)
 #define CMP_PAGES 256 /* pages compared per read */
 
 /* Kinds of mapping whose pages may be shared with the parent: private
-   anonymous memory as fork leaves it (the stack, mapped MAP_GROWSDOWN, is
-   left out: it is small and grows). */
+   memory as fork leaves it, anonymous (the heap and the stack too) or the
+   pages written of a private file mapping (a library's data and
+   relocations, say: the rest are the file's, in every process alike). */
 static bool
 cow_kind(const char *kind, bool shared)
 {
-  return !shared && (strcmp(kind, "anon") == 0 || strcmp(kind, "heap") == 0);
+  return !shared
+         && (strcmp(kind, "anon") == 0 || strcmp(kind, "heap") == 0 || strcmp(kind, "stack") == 0
+             || strcmp(kind, "file") == 0);
+}
+
+/* The same mapping in parent and child: range, kind and, for a file, the
+   file and its offset. */
+static bool
+cow_same_dump(const struct vma *a, const struct vma *b)
+{
+  return a->start == b->start && a->end == b->end && strcmp(a->kind, b->kind) == 0
+         && (strcmp(a->kind, "file") != 0
+             || (a->pgoff == b->pgoff && a->ino == b->ino && a->dev_major == b->dev_major
+                 && a->dev_minor == b->dev_minor && a->path && b->path
+                 && strcmp(a->path, b->path) == 0));
+}
+
+/* A page the mapping holds itself, in memory or swapped: every page of an
+   anonymous mapping, of a private file mapping those written (copies). */
+static bool
+own_page(uint64_t e, bool file)
+{
+  return ((e & PM_PRESENT) && !(file && (e & PM_FILE))) || (e & PM_SWAP);
 }
 
 /* Test hook CREST_COW=off|no-premap|aside (testhook.c). */
@@ -280,13 +305,13 @@ cow_dump_filter(struct cow_dump *d, const struct vma *m, uint64_t *ent, uint64_t
 {
   const struct vma *pm = NULL;
   cleanup_free uint64_t *pe = NULL;
+  bool file;
 
   if (!d || !cow_kind(m->kind, m->shared) || !(m->prot & PROT_READ))
     return 0;
+  file = strcmp(m->kind, "file") == 0;
   for (size_t i = 0; i < d->npv && !pm; i++)
-    if (d->pv[i].start == m->start && d->pv[i].end == m->end
-        && cow_kind(d->pv[i].kind, d->pv[i].shared) && strcmp(d->pv[i].kind, m->kind) == 0
-        && (d->pv[i].prot & PROT_READ))
+    if (cow_same_dump(&d->pv[i], m) && !d->pv[i].shared && (d->pv[i].prot & PROT_READ))
       pm = &d->pv[i];
   if (!pm)
     return 0;
@@ -294,7 +319,10 @@ cow_dump_filter(struct cow_dump *d, const struct vma *m, uint64_t *ent, uint64_t
   if (pread(d->ppm, pe, npages * 8, m->start / PAGE * 8) != (ssize_t)(npages * 8))
     return crest_error_errno(err, "task %d: read pagemap of %" PRIx64 "-%" PRIx64, d->ppid,
                              m->start, m->end);
-#define BOTH(k) ((ent[k] & (PM_PRESENT | PM_SWAP)) && (pe[k] & (PM_PRESENT | PM_SWAP)))
+  /* The parent's pages that only the checkpoint's own injected calls made
+     present are not in its image: not to be referred to. */
+  unfresh(d->pp, m->start, npages, pe);
+#define BOTH(k) (own_page(ent[k], file) && own_page(pe[k], file))
   for (uint64_t k = 0; k < npages;)
     {
       uint64_t j = k;
@@ -434,14 +462,19 @@ vma_of(const struct rproc *p, uint64_t a, uint64_t len)
   return -1;
 }
 
-/* The parent's mapping of the same range as P's mapping I. */
+/* The parent's mapping of the same range (and kind, file and offset) as
+   P's mapping M. */
 static long
 parent_vma(const struct rproc *par, const struct rvma *m)
 {
   for (size_t j = 0; j < par->nvmas; j++)
-    if (par->vmas[j].start == m->start && par->vmas[j].end == m->end
-        && strcmp(par->vmas[j].kind, m->kind) == 0 && !par->vmas[j].shared)
-      return (long)j;
+    {
+      const struct rvma *q = &par->vmas[j];
+      if (q->start == m->start && q->end == m->end && strcmp(q->kind, m->kind) == 0 && !q->shared
+          && (strcmp(m->kind, "file") != 0
+              || (q->pgoff == m->pgoff && q->path && m->path && strcmp(q->path, m->path) == 0)))
+        return (long)j;
+    }
   return -1;
 }
 
@@ -462,7 +495,7 @@ resolve_ref(struct rproc *p, struct rproc *par, uint64_t a, uint64_t len, crest_
   struct cow_proc *cw = cow_of(p);
   CHECK(vi >= 0 && parent_vma(par, &p->vmas[vi]) >= 0,
         "process %d: parent_pages %#" PRIx64 "+%#" PRIx64
-        " not in a private anonymous mapping that its parent %d has too",
+        " not in a private mapping that its parent %d has too",
         p->pid, a, len, par->pid);
   CHECK(!overlaps_runs(p, a, len), "process %d: parent_pages %#" PRIx64 " are also in its pages",
         p->pid, a);
@@ -583,8 +616,8 @@ fill_vma(const struct rproc *p, size_t vi, bool src)
 }
 
 /* Mapping I of P, inherited from its parent, which premapped it: what P
-   does not share goes (reads zero, as a page it never had), then P's own
-   pages are written. */
+   does not share goes (reads zero, as a page it never had, or a file
+   mapping's page the file's again), then P's own pages are written. */
 static int
 take_inherited(struct rproc *p, size_t i)
 {
@@ -638,6 +671,47 @@ drop_unshared(const struct rproc *p, const struct cow_proc *pc)
     }
 }
 
+/* Mapping I of P mapped as the blob would (a file's at its offset, from
+   the service descriptor; the stack growing down), writable, in its own
+   place or else aside (p->cow->aside[i]). False where neither can be: the
+   children then copy its pages. */
+static bool
+premap(struct rctx *c, struct rproc *p, size_t i)
+{
+  const struct rvma *m = &p->vmas[i];
+  uint64_t len = m->end - m->start;
+  bool file = m->path != NULL;
+  int flags = MAP_PRIVATE | MAP_FIXED_NOREPLACE | (file ? 0 : MAP_ANONYMOUS)
+              | (strcmp(m->kind, "stack") == 0 ? MAP_GROWSDOWN : 0)
+              | (m->madv & VMF_NORESERVE ? MAP_NORESERVE : 0);
+  int fd = file ? m->svc : -1, e;
+  off_t off = file ? (off_t)(m->pgoff * PAGE) : 0;
+  void *r = cow_knob("aside") ? MAP_FAILED
+                              : mmap((void *)m->start, len, PROT_READ | PROT_WRITE, flags, fd, off);
+  if (r == (void *)m->start)
+    return true;
+  e = r == MAP_FAILED ? errno : EEXIST;
+  if (r != MAP_FAILED)
+    munmap(r, len);
+  r = task_map_aside(c, len, flags & (MAP_NORESERVE | MAP_GROWSDOWN));
+  if (r && file
+      && mmap(r, len, PROT_READ | PROT_WRITE, (flags & ~MAP_FIXED_NOREPLACE) | MAP_FIXED, fd, off)
+             != r)
+    e = errno, munmap(r, len), r = NULL;
+  if (!r)
+    {
+      crest_debug("process %d: mapping %#" PRIx64 "-%#" PRIx64
+                  " not premapped (%s), nor aside: its children copy it",
+                  p->pid, m->start, m->end, strerror(e));
+      return false;
+    }
+  crest_debug("process %d: mapping %#" PRIx64 "-%#" PRIx64
+              " premapped aside at %p (its place is crest's)",
+              p->pid, m->start, m->end, r);
+  p->cow->aside[i] = (uint64_t)r;
+  return true;
+}
+
 /* In task IDX, before it forks its children: the mappings it inherited
    from its parent made its own, and those its children share with it
    mapped and filled, so that they inherit them. A mapping whose place
@@ -671,34 +745,9 @@ cow_premap(struct rctx *c, int idx)
   for (size_t i = 0; p->cow->has_children_refs && i < p->nvmas; i++)
     {
       const struct rvma *m = &p->vmas[i];
-      int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE;
-      void *r;
       if (p->cow->kept[i] || !cow_kind(m->kind, m->shared) || !child_refers(c, p, m)
-          || cow_knob("no-premap"))
+          || cow_knob("no-premap") || !premap(c, p, i))
         continue;
-      if (m->madv & VMF_NORESERVE)
-        flags |= MAP_NORESERVE;
-      r = cow_knob("aside")
-              ? MAP_FAILED
-              : mmap((void *)m->start, m->end - m->start, PROT_READ | PROT_WRITE, flags, -1, 0);
-      if (r != (void *)m->start)
-        {
-          int e = r == MAP_FAILED ? errno : EEXIST;
-          if (r != MAP_FAILED)
-            munmap(r, m->end - m->start);
-          r = task_map_aside(c, m->end - m->start, flags & MAP_NORESERVE);
-          if (!r)
-            {
-              crest_debug("process %d: mapping %#" PRIx64 "-%#" PRIx64
-                          " not premapped (%s), nor aside: its children copy it",
-                          p->pid, m->start, m->end, strerror(e));
-              continue;
-            }
-          crest_debug("process %d: mapping %#" PRIx64 "-%#" PRIx64
-                      " premapped aside at %p (its place is crest's)",
-                      p->pid, m->start, m->end, r);
-          p->cow->aside[i] = (uint64_t)r;
-        }
       if (fill_vma(p, i, true) < 0)
         task_fail(c, idx, "process %d: fill mapping %#" PRIx64 "-%#" PRIx64 ": %s", p->pid,
                   m->start, m->end, strerror(errno));

@@ -160,8 +160,9 @@ add_run(struct prun **runs, size_t *n, uint64_t addr, uint64_t len, int from, ui
 
 /* Entries ENT of the NPAGES pages from START: those the checkpoint's own
    injected calls made present (struct dthread: fresh_mask) read as absent
-   again. A thread's window is 16 pages: most mappings meet none. */
-static void
+   again (in the task's own dump, and in its side of a child's comparison,
+   mem-cow.c). A thread's window is 16 pages: most mappings meet none. */
+void
 unfresh(const struct dproc *p, uint64_t start, uint64_t npages, uint64_t *ent)
 {
   uint64_t end = start + npages * PAGE;
