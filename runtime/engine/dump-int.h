@@ -316,6 +316,15 @@ mem_plan(const struct dproc *p, const struct vma *v, size_t nv, struct cow_dump 
          crest_error_t *err);
 void
 unfresh(const struct dproc *p, uint64_t start, uint64_t npages, uint64_t *ent);
+struct maps_line
+{
+  uint64_t start, end, off, ino;
+  char perms[5];
+  unsigned maj, min;
+  const char *name; /* in the line; "" for none */
+};
+bool
+maps_line(const char *l, struct maps_line *m);
 int
 parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err);
 void

@@ -2,6 +2,7 @@
  * /proc/PID/maps shows them, their advice (vmflags.c), its pages, and the
  * layout of its mm. Objects shared between mappings: shmem.c. */
 #include <config.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -26,6 +27,43 @@
 #include "log.h"
 #include "util.h"
 
+/* One line of /proc/PID/maps ("START-END PERMS OFFSET MAJ:MIN INODE
+   NAME", the name padded, or none) read into *M, or false. By hand: a
+   tree's checkpoint reads maps several times a process, and sscanf was
+   most of the time its parsing took. */
+bool
+maps_line(const char *l, struct maps_line *m)
+{
+  char *p;
+  if (!isxdigit((unsigned char)l[0]))
+    return false;
+  m->start = strtoull(l, &p, 16);
+  if (*p != '-' || !isxdigit((unsigned char)p[1]))
+    return false;
+  m->end = strtoull(p + 1, &p, 16);
+  if (*p != ' ' || strnlen(p + 1, 5) < 5 || p[5] != ' ')
+    return false;
+  memcpy(m->perms, p + 1, 4);
+  m->perms[4] = 0;
+  p += 6;
+  if (!isxdigit((unsigned char)*p))
+    return false;
+  m->off = strtoull(p, &p, 16);
+  if (*p != ' ' || !isxdigit((unsigned char)p[1]))
+    return false;
+  m->maj = (unsigned)strtoul(p + 1, &p, 16);
+  if (*p != ':' || !isxdigit((unsigned char)p[1]))
+    return false;
+  m->min = (unsigned)strtoul(p + 1, &p, 16);
+  if (*p != ' ' || !isdigit((unsigned char)p[1]))
+    return false;
+  m->ino = strtoull(p + 1, &p, 10);
+  if (*p && *p != ' ')
+    return false;
+  m->name = p + strspn(p, " ");
+  return true;
+}
+
 int
 parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
 {
@@ -38,21 +76,20 @@ parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
     return -1;
   for (char *l = strtok_r(maps, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
     {
-      unsigned long s, e, off, ino;
-      char perms[8], dev[16];
-      int pos = 0;
+      struct maps_line ml;
+      unsigned long s, e;
       struct vma x;
       memset(&x, 0, sizeof x);
-      if (sscanf(l, "%lx-%lx %7s %lx %15s %lu %n", &s, &e, perms, &off, dev, &ino, &pos) < 6)
+      if (!maps_line(l, &ml))
         continue;
-      x.start = s, x.end = e, x.pgoff = off / PAGE;
-      x.prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0)
-               | (perms[2] == 'x' ? PROT_EXEC : 0);
-      x.shared = perms[3] == 's';
-      x.ino = ino;
-      if (sscanf(dev, "%x:%x", &x.dev_major, &x.dev_minor) != 2)
-        x.dev_major = x.dev_minor = 0;
-      const char *name = pos ? l + pos : "";
+      s = ml.start, e = ml.end;
+      x.start = s, x.end = e, x.pgoff = ml.off / PAGE;
+      x.prot = (ml.perms[0] == 'r' ? PROT_READ : 0) | (ml.perms[1] == 'w' ? PROT_WRITE : 0)
+               | (ml.perms[2] == 'x' ? PROT_EXEC : 0);
+      x.shared = ml.perms[3] == 's';
+      x.ino = ml.ino;
+      x.dev_major = ml.maj, x.dev_minor = ml.min;
+      const char *name = ml.name;
       if (*name == 0 || strncmp(name, "[anon:", 6) == 0)
         strcpy(x.kind, "anon");
       else if (strcmp(name, "[heap]") == 0)
@@ -73,7 +110,7 @@ parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
           /* A SysV segment (ipc.c): "sysv", the shmid in the inode field. */
           if (strncmp(name, "/SYSV", 5) == 0)
             {
-              if (ipc_sysv_map(pid, s, e, name, ino, err) < 0)
+              if (ipc_sysv_map(pid, s, e, name, ml.ino, err) < 0)
                 {
                   free(v);
                   return -1;

@@ -115,25 +115,22 @@ shm_collect(struct shm_table *t, pid_t pid, crest_error_t *err)
   t->pids[t->npids++] = pid;
   for (char *l = strtok_r(maps, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
     {
-      unsigned long s, e, off, ino;
-      unsigned maj, min;
-      char perms[8];
-      int pos = 0;
+      struct maps_line ml;
       struct shm_obj *o;
-      if (sscanf(l, "%lx-%lx %7s %lx %x:%x %lu %n", &s, &e, perms, &off, &maj, &min, &ino, &pos) < 7
-          || !pos || !pathless(l + pos))
+      if (!maps_line(l, &ml) || !*ml.name || !pathless(ml.name))
         continue;
-      o = find_obj(t, maj, min, ino);
+      o = find_obj(t, ml.maj, ml.min, ml.ino);
       if (!o)
-        o = add_obj(t, maj, min, ino, l + pos);
-      if (perms[3] == 's' && (o->seals & SEALS_NO_SHARED))
+        o = add_obj(t, ml.maj, ml.min, ml.ino, ml.name);
+      if (ml.perms[3] == 's' && (o->seals & SEALS_NO_SHARED))
         return crest_error_make(err, ENOTSUP,
-                                "task %d: mapping %lx-%lx of %s: shared, of a memfd sealed "
-                                "against writes (seals %#x), which restore cannot map again",
-                                pid, s, e, o->path, o->seals);
+                                "task %d: mapping %" PRIx64 "-%" PRIx64
+                                " of %s: shared, of a memfd "
+                                "sealed against writes (seals %#x), which restore cannot map again",
+                                pid, ml.start, ml.end, o->path, o->seals);
       o->m = xrealloc(o->m, (o->nm + 1) * sizeof *o->m);
-      o->m[o->nm].pid = pid, o->m[o->nm].start = s, o->m[o->nm].end = e;
-      o->m[o->nm].pgoff = off / SHM_PAGE, o->m[o->nm].shared = perms[3] == 's';
+      o->m[o->nm].pid = pid, o->m[o->nm].start = ml.start, o->m[o->nm].end = ml.end;
+      o->m[o->nm].pgoff = ml.off / SHM_PAGE, o->m[o->nm].shared = ml.perms[3] == 's';
       o->nm++;
     }
   return 0;

@@ -3,6 +3,7 @@
  * back by the restorer blob after the mapping exists; what crest cannot put
  * back is refused at checkpoint, naming the mapping and the flag. */
 #include <config.h>
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -67,6 +68,27 @@ static const struct
   { "gd", "a growsdown mapping other than the stack" },
 };
 
+/* A mapping's first line in smaps ("START-END ..."): its start in *START.
+   False for the other lines ("Rss:  4 kB", "VmFlags: rd wr"): read by hand,
+   as smaps has about 25 lines a mapping (sscanf on each was the most of
+   the checkpoint's own time parsing /proc). */
+static bool
+smaps_head(const char *line, uint64_t *start)
+{
+  char *end;
+  uint64_t s;
+  if (!isxdigit((unsigned char)line[0]))
+    return false;
+  s = strtoull(line, &end, 16);
+  if (*end != '-' || !isxdigit((unsigned char)end[1]))
+    return false;
+  (void)strtoull(end + 1, &end, 16);
+  if (*end != ' ')
+    return false;
+  *start = s;
+  return true;
+}
+
 int
 vmflags_load(pid_t pid, struct vmflags_ent **out, size_t *n, crest_error_t *err)
 {
@@ -79,9 +101,8 @@ vmflags_load(pid_t pid, struct vmflags_ent **out, size_t *n, crest_error_t *err)
     return -1;
   for (line = strtok_r(t, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
     {
-      uint64_t s, e;
-      char c;
-      if (sscanf(line, "%" SCNx64 "-%" SCNx64 "%c", &s, &e, &c) == 3 && c == ' ')
+      uint64_t s;
+      if (smaps_head(line, &s))
         {
           *out = xrealloc(*out, (*n + 1) * sizeof **out);
           (*out)[*n].start = s;
@@ -112,7 +133,6 @@ vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, 
 {
   const char *f = NULL;
   char tok[8];
-  int used;
   *bits = 0;
   for (size_t i = 0; i < n && !f; i++)
     if (v[i].start == start)
@@ -128,8 +148,11 @@ vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, 
   /* The vDSO and vvar are the kernel's own: mapped again by the kernel. */
   if (!f || strcmp(kind, "vdso") == 0 || strncmp(kind, "vvar", 4) == 0)
     return 0;
-  for (; sscanf(f, " %7s%n", tok, &used) == 1; f += used)
+  for (size_t len; *(f += strspn(f, " \t")); f += len)
     {
+      len = strcspn(f, " \t");
+      memcpy(tok, f, len < sizeof tok ? len : sizeof tok - 1);
+      tok[len < sizeof tok ? len : sizeof tok - 1] = 0;
       bool known = in_list(tok, derived, sizeof derived / sizeof derived[0]);
       for (size_t k = 0; !known && k < sizeof restored / sizeof restored[0]; k++)
         if (strcmp(tok, restored[k].tok) == 0)

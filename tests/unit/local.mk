@@ -40,6 +40,13 @@ tests_unit_engine_sockets_LDFLAGS = $(SANITIZER_LDFLAGS)
 tests_unit_engine_sockets_LDADD = $(CREST_ENGINE_UNIT_LIBS)
 
 # Engine: the way home of an injected call (inject-home.c).
+check_PROGRAMS += tests/unit/engine-maps
+tests_unit_engine_maps_SOURCES = tests/unit/engine-maps.c tests/unit/tap.h
+tests_unit_engine_maps_CPPFLAGS = $(CREST_ENGINE_UNIT_CPPFLAGS)
+tests_unit_engine_maps_CFLAGS = $(CREST_ENGINE_UNIT_CFLAGS)
+tests_unit_engine_maps_LDFLAGS = $(SANITIZER_LDFLAGS)
+tests_unit_engine_maps_LDADD = $(CREST_ENGINE_UNIT_LIBS)
+
 check_PROGRAMS += tests/unit/engine-home
 tests_unit_engine_home_SOURCES = tests/unit/engine-home.c tests/unit/tap.h
 tests_unit_engine_home_CPPFLAGS = $(CREST_ENGINE_UNIT_CPPFLAGS)
@@ -85,7 +92,7 @@ tests_unit_test_config_compat_CFLAGS = $(CREST_UNIT_CFLAGS)
 tests_unit_test_config_compat_LDFLAGS = $(SANITIZER_LDFLAGS)
 tests_unit_test_config_compat_LDADD = $(CREST_UNIT_LIBS)
 
-UNIT_TESTS = tests/unit/test-config tests/unit/test-args tests/unit/test-seccomp-profile tests/unit/engine-image tests/unit/engine-sockets tests/unit/engine-home tests/unit/engine-xsave tests/unit/test-state-root \
+UNIT_TESTS = tests/unit/test-config tests/unit/test-args tests/unit/test-seccomp-profile tests/unit/engine-image tests/unit/engine-sockets tests/unit/engine-home tests/unit/engine-maps tests/unit/engine-xsave tests/unit/test-state-root \
 	tests/unit/test-config-compat tests/unit/func-length.test
 TESTS += $(UNIT_TESTS)
 
