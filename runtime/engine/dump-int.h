@@ -88,6 +88,10 @@ struct dproc
   const char *pf_map;
   size_t pf_len;
   bool pf_failed;
+  /* Its mappings as its memory dump read them (mem_dump), kept for its
+     children's comparison (mem-cow.c): the tree is still meanwhile. */
+  struct vma *maps;
+  size_t nmaps;
   struct inj_sess *inj; /* its injected calls' session (dump-inject.c), while open */
 };
 

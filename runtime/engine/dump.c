@@ -74,6 +74,7 @@ free_ctx(struct dctx *c)
       free(c->p[i].runs);
       if (c->p[i].pf_map)
         munmap((void *)c->p[i].pf_map, c->p[i].pf_len);
+      free_vmas(c->p[i].maps, c->p[i].nmaps);
     }
   if (c->topfd >= 0)
     close(c->topfd);

@@ -80,10 +80,10 @@ cow_knob(const char *what)
 
 struct cow_dump
 {
-  pid_t pid, ppid;  /* the child and its parent (host PIDs) */
-  struct dproc *pp; /* the parent, whose page file may hold its pages */
-  int dirfd;        /* the image's directory */
-  struct vma *pv;   /* the parent's mappings */
+  pid_t pid, ppid;      /* the child and its parent (host PIDs) */
+  struct dproc *pp;     /* the parent, whose page file may hold its pages */
+  int dirfd;            /* the image's directory */
+  const struct vma *pv; /* the parent's mappings (its dproc's) */
   size_t npv;
   int ppm;            /* the parent's pagemap */
   uint64_t (*ref)[2]; /* parent_pages: start, length */
@@ -106,11 +106,14 @@ cow_dump_begin(struct dctx *c, struct dproc *p, struct cow_dump **out, crest_err
   d = xzalloc(sizeof *d);
   d->pid = p->pid, d->ppid = pp->pid;
   d->pp = pp, d->dirfd = c->w->dirfd;
-  if (parse_maps(pp->pid, &d->pv, &d->npv, err) < 0)
+  /* The parent's mappings as its own dump read them (it is dumped before
+     its children), not read again for each child. */
+  if (!pp->maps && parse_maps(pp->pid, &pp->maps, &pp->nmaps, err) < 0)
     {
       free(d);
       return -1;
     }
+  d->pv = pp->maps, d->npv = pp->nmaps;
   pm = xasprintf("/proc/%d/pagemap", pp->pid);
   d->ppm = open(pm, O_RDONLY | O_CLOEXEC);
   if (d->ppm < 0)
@@ -367,7 +370,6 @@ cow_dump_free(struct cow_dump *d)
     return;
   if (d->ppm >= 0)
     close(d->ppm);
-  free_vmas(d->pv, d->npv);
   free(d->ref), free(d->a), free(d->b);
   free(d);
 }

@@ -77,13 +77,11 @@ parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
   for (char *l = strtok_r(maps, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
     {
       struct maps_line ml;
-      unsigned long s, e;
       struct vma x;
       memset(&x, 0, sizeof x);
       if (!maps_line(l, &ml))
         continue;
-      s = ml.start, e = ml.end;
-      x.start = s, x.end = e, x.pgoff = ml.off / PAGE;
+      x.start = ml.start, x.end = ml.end, x.pgoff = ml.off / PAGE;
       x.prot = (ml.perms[0] == 'r' ? PROT_READ : 0) | (ml.perms[1] == 'w' ? PROT_WRITE : 0)
                | (ml.perms[2] == 'x' ? PROT_EXEC : 0);
       x.shared = ml.perms[3] == 's';
@@ -110,9 +108,9 @@ parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
           /* A SysV segment (ipc.c): "sysv", the shmid in the inode field. */
           if (strncmp(name, "/SYSV", 5) == 0)
             {
-              if (ipc_sysv_map(pid, s, e, name, ml.ino, err) < 0)
+              if (ipc_sysv_map(pid, ml.start, ml.end, name, ml.ino, err) < 0)
                 {
-                  free(v);
+                  free_vmas(v, nv);
                   return -1;
                 }
               strcpy(x.kind, "sysv");
@@ -129,18 +127,20 @@ parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
         }
       else
         {
-          free(v);
-          return crest_error_make(err, ENOTSUP,
-                                  "task %d: mapping %lx-%lx of type %s is not supported", pid, s, e,
-                                  name);
+          free_vmas(v, nv);
+          return crest_error_make(
+              err, ENOTSUP, "task %d: mapping %" PRIx64 "-%" PRIx64 " of type %s is not supported",
+              pid, x.start, x.end, name);
         }
       if (x.shared && strcmp(x.kind, "file") != 0 && strcmp(x.kind, "memfile") != 0
           && strcmp(x.kind, "sysv") != 0)
         {
-          free(v);
+          free(x.path);
+          free_vmas(v, nv);
           return crest_error_make(err, ENOTSUP,
-                                  "task %d: shared anonymous mapping %lx-%lx is not supported", pid,
-                                  s, e);
+                                  "task %d: shared anonymous mapping %" PRIx64 "-%" PRIx64
+                                  " is not supported",
+                                  pid, x.start, x.end);
         }
       v = xrealloc(v, (nv + 1) * sizeof *v);
       v[nv++] = x;
@@ -511,6 +511,8 @@ mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       || dump_memory(c, p, v, nv, cow, g, err) < 0)
     goto fail;
   rc = 0;
+  free_vmas(p->maps, p->nmaps); /* read already only if a child came first */
+  p->maps = v, p->nmaps = nv, v = NULL, nv = 0;
 fail:
   cow_dump_free(cow);
   free_vmas(v, nv);
