@@ -4,7 +4,7 @@ oci_hooks_crest_oci_hook_SOURCES = oci-hooks/crest-oci-hook.c \
 	runtime/src/state.c runtime/src/oci-config.c
 oci_hooks_crest_oci_hook_CPPFLAGS = $(CREST_FRONTEND_CPPFLAGS)
 oci_hooks_crest_oci_hook_CFLAGS = $(AM_CFLAGS) $(SANITIZER_CFLAGS) $(YAJL_CFLAGS)
-oci_hooks_crest_oci_hook_LDFLAGS = $(SANITIZER_LDFLAGS)
+oci_hooks_crest_oci_hook_LDFLAGS = $(CREST_LDFLAGS) $(SANITIZER_LDFLAGS)
 oci_hooks_crest_oci_hook_LDADD = $(CREST_LIB) $(YAJL_LIBS)
 
 # The hooks.d file for podman and CRI-O (containers-hooks.json(5)). It names

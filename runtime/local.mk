@@ -24,7 +24,7 @@ runtime_src_crest_SOURCES = runtime/src/main.c $(CREST_FRONTEND_SOURCES) \
 	runtime/src/seccomp-profile.c runtime/src/seccomp-profile.h
 runtime_src_crest_CPPFLAGS = $(CREST_FRONTEND_CPPFLAGS)
 runtime_src_crest_CFLAGS = $(AM_CFLAGS) $(SANITIZER_CFLAGS) $(YAJL_CFLAGS) $(SECCOMP_CFLAGS) $(LIBCAP_CFLAGS) $(LIBARCHIVE_CFLAGS)
-runtime_src_crest_LDFLAGS = $(SANITIZER_LDFLAGS)
+runtime_src_crest_LDFLAGS = $(CREST_LDFLAGS) $(SANITIZER_LDFLAGS)
 # libarchive is loaded at run time (cr-archive.c: la_load), not linked.
 runtime_src_crest_LDADD = $(CREST_ENGINE_LIB) $(CREST_LIB) $(YAJL_LIBS) $(SECCOMP_LIBS) $(LIBCAP_LIBS) -ldl
 

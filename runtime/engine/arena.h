@@ -16,6 +16,14 @@ enum arena_kind
                      sealed read-only (arena_seal) once written */
   ARENA_DONTFORK, /* private, and absent from every fork (MADV_DONTFORK):
                      for what only crest's own process reads */
+  ARENA_FILE,     /* written through a shared mapping of a memfd, then
+                     (arena_seal) mapped privately and read-only: a fork
+                     copies no page table entry of it and a task faults in
+                     only the pages it reads, as with ARENA_SHARED, while a
+                     process that writes it after arena_unseal writes its
+                     own copy, as in private memory. Without memfd_create
+                     (an old kernel, a seccomp filter) it is private
+                     anonymous memory, sealed by mprotect alone. */
 };
 
 struct arena
@@ -28,9 +36,13 @@ struct arena
 void *
 arena_alloc(struct arena *a, size_t size);
 /* Every chunk read-only from now on (ARENA_SHARED after its last write:
-   a stray write by any process is a fault, not a change the others see). */
-void
+   a stray write by any process is a fault, not a change the others see).
+   -1 (errno set) if a chunk could not be: ARENA_FILE's may still be shared. */
+int
 arena_seal(struct arena *a);
+/* ARENA_FILE: writable again, in this process only. */
+void
+arena_unseal(struct arena *a);
 void
 arena_free(struct arena *a);
 

@@ -447,7 +447,7 @@ files_parse_fds(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
 
   n = jget_array(v, "fds", &items, err);
   CHECK(n >= 0 && n <= 65536, "process %d: %ld descriptors", p->pid, n);
-  p->fds = xzalloc((n + 1) * sizeof *p->fds);
+  p->fds = plan_zalloc(c, (n + 1) * sizeof *p->fds);
   for (long i = 0; i < n; i++)
     {
       int64_t fd, file;

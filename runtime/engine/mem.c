@@ -549,7 +549,7 @@ mem_parse_vmas(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
   /* VMAs: page aligned, ordered, inside the user address space. */
   n = jget_array(v, "vmas", &items, err);
   CHECK(n > 0 && n <= 65536, "process %d: %ld mappings", p->pid, n);
-  p->vmas = xzalloc(n * sizeof *p->vmas);
+  p->vmas = plan_zalloc(c, n * sizeof *p->vmas);
   for (long i = 0; i < n; i++)
     {
       struct rvma *m = &p->vmas[i];
@@ -661,7 +661,7 @@ mem_parse_pages(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
   }
   n = jget_array(v, "pages", &items, err);
   CHECK(n >= 0 && n <= (1 << 24), "process %d: %ld page runs", p->pid, n);
-  p->runs = xzalloc((n + 1) * sizeof *p->runs);
+  p->runs = plan_zalloc(c, (n + 1) * sizeof *p->runs);
   for (long i = 0; i < n; i++)
     {
       struct rrun *r = &p->runs[i];

@@ -174,6 +174,7 @@ struct rctx
   yajl_val tree;       /* while parsing only: jtree_drop_nodes frees it */
   struct jtree *jt;    /* tree.json's arenas; its strings live to the end */
   struct arena tracer; /* what only the tracer reads: kept out of the tasks */
+  struct arena plan;   /* what the tasks read and never write (plan_zalloc) */
   struct rproc *p;
   size_t np;
   size_t *kids; /* indices into p, grouped by parent (rproc.kid0) */
@@ -280,6 +281,10 @@ void
 fault_kill(const char *phase);
 
 /* The restore's readers of one kind of object's records. */
+/* N zeroed bytes of the plan's arena (c->plan: what the tasks read from
+   their inherited copy of crest and never write); aborts when out of memory. */
+void *
+plan_zalloc(struct rctx *c, size_t n);
 int
 creds_parse(yajl_val cr, struct rproc *p, crest_error_t *err);
 int

@@ -59,6 +59,15 @@ xstate_here(struct rctx *c, int tid, uint8_t *xs, size_t *len, uint64_t *tiles, 
   return 0;
 }
 
+void *
+plan_zalloc(struct rctx *c, size_t n)
+{
+  void *p = arena_alloc(&c->plan, n ? n : 1);
+  if (!p)
+    oom();
+  return p;
+}
+
 static int
 parse_thread(struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
 {
@@ -109,7 +118,7 @@ parse_thread(struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
     return crest_error_wrap(err, "thread %d", t->tid);
   n = jget_array(v, "pending", &items, err);
   CHECK(n >= 0 && n <= 64, "thread %d: bad pending signal list", t->tid);
-  t->pending = xzalloc((n + 1) * 128);
+  t->pending = plan_zalloc(c, (n + 1) * 128);
   for (long i = 0; i < n; i++)
     {
       yajl_val wrap = NULL;
@@ -285,7 +294,7 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
 
   n = jget_array(v, "threads", &items, err);
   CHECK(n >= 1 && n <= 4096, "process %d: %ld threads", p->pid, n);
-  p->th = xzalloc(n * sizeof *p->th);
+  p->th = plan_zalloc(c, n * sizeof *p->th);
   /* nth counts the threads parsed so far: free_ctx frees what they hold
      also when one fails. */
   for (long i = 0; i < n; i++)
@@ -350,6 +359,7 @@ parse_tree(struct rctx *c, crest_error_t *err)
   /* A namespace init's restore finishes in a helper it forks (restore.c:
      helper_fork), which needs them. */
   c->tracer.kind = c->o->as_ns_init ? ARENA_PRIVATE : ARENA_DONTFORK;
+  c->plan.kind = ARENA_FILE;
   if (img_reader_json_tree(c->img, "tree.json", &c->jt, &c->tree, err) < 0)
     return -1;
   if (jget_i64(c->tree, "root", &root, err) < 0)
@@ -357,7 +367,7 @@ parse_tree(struct rctx *c, crest_error_t *err)
   n = jget_array(c->tree, "processes", &items, err);
   if (n < 1 || n > 65536)
     return crest_error_make(err, EINVAL, "image %s: tree.json: bad process list", c->o->image_dir);
-  c->p = xzalloc(n * sizeof *c->p);
+  c->p = plan_zalloc(c, n * sizeof *c->p);
   c->np = n;
   for (long i = 0; i < n; i++)
     if (parse_process(c, items[i], &c->p[i], err) < 0)

@@ -118,18 +118,17 @@ free_ctx(struct rctx *c)
   for (size_t i = 0; i < c->np; i++)
     {
       struct rproc *p = &c->p[i];
-      for (size_t t = 0; t < p->nth; t++)
-        free(p->th[t].pending);
-      free(p->th), free(p->vmas), free(p->runs), free(p->fds), free(p->groups), free(p->auxv);
+      free(p->groups), free(p->auxv);
       free(p->shared_pending), free(p->timers);
       cow_free(p);
     }
   for (size_t i = 0; i < c->nf; i++)
     free(c->f[i].priv), free(c->f[i].u.ext), free(c->f[i].deleted_dir.ext);
-  free(c->p), free(c->kids), free(c->f), free(c->pp), free(c->mf);
+  free(c->kids), free(c->f), free(c->pp), free(c->mf);
   ipc_free(c->ipc);
   jtree_free(c->jt);
   arena_free(&c->tracer);
+  arena_free(&c->plan); /* c->p and what it points to */
   img_reader_free(c->img);
   for (int i = 0; i < c->nchain; i++)
     img_reader_free(c->chain[i]);
@@ -319,6 +318,8 @@ restore_as_init(struct rctx *c, sigset_t *all, sigset_t *old, crest_error_t *err
   sigprocmask(SIG_BLOCK, all, old);
   h = helper_fork(c);
   c->helper = h;
+  if (h <= 0)
+    arena_unseal(&c->plan); /* the helper's own copy */
   if (h < 0)
     {
       crest_error_errno(err, "restore: create the finishing helper");
@@ -478,9 +479,19 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
   if (open_report(&c, err) < 0 || ipc_restore(&c, err) < 0)
     goto out;
   sigfillset(&all);
+  /* The plan is complete: from here the tasks, forks of crest, read it
+     from a mapping no process writes (arena.h), and crest writes only its
+     own copy once they exist. */
+  if (arena_seal(&c.plan) < 0)
+    {
+      crest_error_errno(err, "restore: seal the plan");
+      arena_unseal(&c.plan);
+      goto out;
+    }
   if (o->as_ns_init)
     {
       restore_as_init(&c, &all, &old, err);
+      arena_unseal(&c.plan);
       goto out;
     }
   prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -489,10 +500,12 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
   restore_bounding_prime();
   if (create_task(&c, 0) < 0)
     {
+      arena_unseal(&c.plan); /* keeps errno */
       crest_error_errno(err, "restore: create process %d", c.p[0].pid);
       sigprocmask(SIG_SETMASK, &old, NULL);
       goto out;
     }
+  arena_unseal(&c.plan); /* crest's own copy from here on */
   close(c.report[1]);
   c.report[1] = -1;
   fault_kill("created");

@@ -53,7 +53,7 @@ cleanup_errorp(crest_error_t *err)
   crest_error_release(err);
 }
 
-static void
+void
 oom(void)
 {
   static const char msg[] = "crest: out of memory\n";

@@ -36,6 +36,9 @@ char *
 xstrdup(const char *s);
 char *
 xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* What they do when there is none: says so and aborts. */
+void
+oom(void) __attribute__((noreturn));
 
 /* LEN bytes as lower-case hex into OUT (2 * LEN + 1 bytes, NUL-terminated). */
 void

@@ -679,6 +679,79 @@ test_arena(void)
   tap_ok(!a[0].head && !a[1].head && !a[2].head, "arena_free leaves each arena empty");
 }
 
+/* The perms and name of the mapping of this process that holds ADDR, from
+   /proc/self/maps, in PERMS (5 bytes) and NAME (CAP bytes); false if none. */
+static bool
+mapping_of(const void *addr, char *perms, char *name, size_t cap)
+{
+  char line[512];
+  bool found = false;
+  FILE *f = fopen("/proc/self/maps", "r");
+  while (f && !found && fgets(line, sizeof line, f))
+    {
+      unsigned long lo, hi;
+      int pos = 0;
+      if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", &lo, &hi, perms, &pos) >= 3 && pos > 0
+          && (uintptr_t)addr >= lo && (uintptr_t)addr < hi)
+        {
+          snprintf(name, cap, "%s", line + pos);
+          name[strcspn(name, "\n")] = 0;
+          found = true;
+        }
+    }
+  if (f)
+    fclose(f);
+  return found;
+}
+
+/* ARENA_FILE (the restore's plan): written shared, sealed into a private
+   read-only mapping of its memfd, private again once unsealed. */
+static void
+test_arena_file(void)
+{
+  struct arena f = { NULL, ARENA_FILE };
+  char *s = arena_alloc(&f, 16), *big = arena_alloc(&f, 300 << 10), perms[8] = "", name[256] = "";
+  char bperms[8] = "", bname[256] = "";
+  int sync[2] = { -1, -1 }, st = -1;
+  pid_t pid = -1;
+  bool fresh = s && big && ((uintptr_t)s | (uintptr_t)big) % 16 == 0 && s[15] == 0
+               && big[(300 << 10) - 1] == 0;
+  tap_ok(fresh, "arena (file): 16 bytes and 300 KiB, 16-aligned and zeroed");
+  if (!fresh)
+    return;
+  s[0] = 'x', big[200000] = 'b';
+  tap_ok(arena_seal(&f) == 0 && mapping_of(s, perms, name, sizeof name)
+             && mapping_of(big, bperms, bname, sizeof bname) && strcmp(perms, "r--p") == 0
+             && strcmp(bperms, "r--p") == 0 && strstr(name, "memfd:crest-plan")
+             && strstr(bname, "memfd:crest-plan") && s[0] == 'x' && big[200000] == 'b',
+         "arena (file), sealed: each chunk mapped privately and read-only from its memfd, "
+         "the bytes kept (%s %s, %s %s)",
+         perms, name, bperms, bname);
+  tap_ok(child_sees(s, 'x', false) == 0 && child_sees(big + 200000, 'b', false) == 0
+             && child_sees(s, 'y', true) == -1 && s[0] == 'x',
+         "arena (file), sealed: a forked child reads it, its write faults, nothing changed");
+  /* A child forked before the parent's write, which reads after it. */
+  if (pipe(sync) == 0 && (pid = fork()) == 0)
+    {
+      char go;
+      _exit(read(sync[0], &go, 1) == 1 && s[0] == 'x' && big[200000] == 'b' ? 0 : 1);
+    }
+  else if (sync[0] >= 0 && pid > 0)
+    {
+      arena_unseal(&f);
+      s[0] = 'w', big[200000] = 'c';
+      if (write(sync[1], "g", 1) != 1 || waitpid(pid, &st, 0) != pid)
+        st = -1;
+    }
+  tap_ok(st == 0 && s[0] == 'w' && big[200000] == 'c' && child_sees(s, 'w', false) == 0,
+         "arena (file), unsealed: the writes are the writer's own (a child forked before them "
+         "still reads the bytes of the seal, one forked after reads them)");
+  if (sync[0] >= 0)
+    close(sync[0]), close(sync[1]);
+  arena_free(&f);
+  tap_ok(!f.head, "arena_free leaves the file arena empty");
+}
+
 /* jtree: the string values are sealed once parsed (a task that wrote one
    would change it for every other); the nodes are not shared. */
 static void
@@ -758,6 +831,7 @@ main(void)
   test_sums_name();
   test_jtree_empty();
   test_arena();
+  test_arena_file();
   test_jtree_strings();
   test_hex_runs();
   /* SHA-256 against the FIPS 180-4 examples. */
