@@ -40,6 +40,7 @@ zdtm_cycle() {
 @test "zdtm-anon-mem in a container" { zdtm_cycle anon-mem; }
 @test "zdtm-heap in a container" { zdtm_cycle heap; }
 @test "zdtm-file-private in a container" { zdtm_cycle file-private; }
+@test "zdtm-vm-account in a container" { zdtm_cycle vm-account; }
 @test "zdtm-threads in a container" { zdtm_cycle threads; }
 @test "zdtm-ptree in a container" { zdtm_cycle ptree; }
 @test "zdtm-fds in a container" { zdtm_cycle fds; }

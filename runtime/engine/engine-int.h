@@ -211,7 +211,12 @@ struct ptimer
 #define VMF_LOCKED 0x200u
 #define VMF_LOCKONFAULT 0x400u
 #define VMF_LOCKS (VMF_LOCKED | VMF_LOCKONFAULT)
-#define VMF_ALL 0x7ffu
+/* Format 13: a private mapping the kernel does not charge to the commit
+   accounting (VmFlags without "ac" nor "nr": never made writable): mapped
+   by the blob at its own protections, never writable, its pages written
+   through /proc/self/mem (mem.c: fill_ops). */
+#define VMF_NOACCOUNT 0x800u
+#define VMF_ALL 0xfffu
 struct vmflags_ent;
 int
 vmflags_load(pid_t pid, struct vmflags_ent **out, size_t *n, crest_error_t *err);

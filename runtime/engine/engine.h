@@ -23,7 +23,7 @@
    root directory of its own ("root_dir"): a reader of version 1 would ignore
    the key and restore the process running, or without its chroot, so such
    an image must not look like version 1 to it. */
-#define CREST_IMAGE_FORMAT 12
+#define CREST_IMAGE_FORMAT 13
 #define CREST_IMAGE_FORMAT_STOP 2
 #define CREST_IMAGE_FORMAT_CHROOT 2
 /* Format 3: records of docs/engine.md's attribute tables (mapping advice
@@ -60,6 +60,9 @@
    components (AMX's tile data) it has been permitted to use
    (arch_prctl ARCH_REQ_XCOMP_PERM); see docs/image-format.md. */
 #define CREST_IMAGE_FORMAT_XCOMP 12
+/* Format 13: a mapping's "madv" may hold VMF_NOACCOUNT (0x800), a private
+   mapping without VmFlags "ac"; see docs/image-format.md. */
+#define CREST_IMAGE_FORMAT_NOACCT 13
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */
 #define XSTATE_MAX 16384
 

@@ -133,7 +133,7 @@ vma_lazy(const struct rproc *p, size_t i)
      kernel takes itself, which a user-mode-only userfaultfd fails. So is
      every mapping of a process under mlockall(MCL_FUTURE). */
   if (p->zombie || p->cow || p->stop_sig || m->shared || !(m->prot & PROT_READ)
-      || (m->madv & VMF_LOCKS) || p->mcl
+      || (m->madv & (VMF_LOCKS | VMF_NOACCOUNT)) || p->mcl
       || (strcmp(m->kind, "anon") != 0 && strcmp(m->kind, "heap") != 0))
     return false;
   for (size_t k = 0; k < p->nruns; k++)
@@ -304,7 +304,7 @@ lazy_pages_ops(const struct rproc *p, const struct rrun *r, struct oplist *l)
     any |= p->vmas[i].lazy;
   if (!any)
     {
-      PAGES_OPS(l, RUN_SVC(p, r), r->vaddr, r->len, r->off);
+      fill_ops(p, l, RUN_SVC(p, r), r->vaddr, r->len, r->off);
       return;
     }
   while (a < end)
@@ -321,7 +321,7 @@ lazy_pages_ops(const struct rproc *p, const struct rrun *r, struct oplist *l)
       else if (k < p->nvmas && p->vmas[k].start < end)
         e = p->vmas[k].start;
       if (!lazy)
-        PAGES_OPS(l, RUN_SVC(p, r), a, e - a, r->off + (a - r->vaddr));
+        fill_ops(p, l, RUN_SVC(p, r), a, e - a, r->off + (a - r->vaddr));
       a = e;
     }
 }

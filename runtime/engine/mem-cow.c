@@ -747,8 +747,11 @@ cow_premap(struct rctx *c, int idx)
   for (size_t i = 0; p->cow->has_children_refs && i < p->nvmas; i++)
     {
       const struct rvma *m = &p->vmas[i];
-      if (p->cow->kept[i] || !cow_kind(m->kind, m->shared) || !child_refers(c, p, m)
-          || cow_knob("no-premap") || !premap(c, p, i))
+      /* Not one never writable: premapped writable, the kernel would
+         charge it to the commit accounting (VmFlags "ac"), which the
+         original never was; its children copy its pages instead. */
+      if (p->cow->kept[i] || !cow_kind(m->kind, m->shared) || (m->madv & VMF_NOACCOUNT)
+          || !child_refers(c, p, m) || cow_knob("no-premap") || !premap(c, p, i))
         continue;
       if (fill_vma(p, i, true) < 0)
         task_fail(c, idx, "process %d: fill mapping %#" PRIx64 "-%#" PRIx64 ": %s", p->pid,
@@ -815,6 +818,79 @@ cow_unmap_ops(const struct rproc *p, uint64_t base, uint64_t size, struct oplist
 
 /* P's pages: its own runs and, in mappings not inherited, its parent's
    pages it shares, read from the page file holding them. */
+/* The index of P's first mapping that ends after A (nvmas if none). */
+static size_t
+vma_after(const struct rproc *p, uint64_t a)
+{
+  size_t lo = 0, hi = p->nvmas;
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      if (p->vmas[mid].end <= a)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  return lo;
+}
+
+/* Does [A, A + LEN) meet one of P's mappings never writable? */
+static bool
+meets_noacct(const struct rproc *p, uint64_t a, uint64_t len)
+{
+  for (size_t k = vma_after(p, a); k < p->nvmas && p->vmas[k].start < a + len; k++)
+    if (p->vmas[k].madv & VMF_NOACCOUNT)
+      return true;
+  return false;
+}
+
+bool
+fill_needs_force(const struct rproc *p)
+{
+  for (size_t i = 0; i < p->nruns; i++)
+    if (meets_noacct(p, p->runs[i].vaddr, p->runs[i].len))
+      return true;
+  for (size_t i = 0; p->cow && i < p->cow->nsrc; i++)
+    if (meets_noacct(p, p->cow->src[i].vaddr, p->cow->src[i].len))
+      return true;
+  return false;
+}
+
+static int force_mem = -1;
+static uint64_t force_buf;
+
+void
+fill_force_set(int mem, uint64_t buf)
+{
+  force_mem = mem, force_buf = buf;
+}
+
+void
+fill_ops(const struct rproc *p, struct oplist *l, int svc, uint64_t vaddr, uint64_t len,
+         uint64_t off)
+{
+  size_t k = vma_after(p, vaddr);
+  while (len)
+    {
+      uint64_t e = vaddr + len;
+      bool force = false;
+      while (k < p->nvmas && p->vmas[k].end <= vaddr)
+        k++;
+      if (k < p->nvmas && p->vmas[k].start <= vaddr)
+        {
+          force = (p->vmas[k].madv & VMF_NOACCOUNT) != 0;
+          e = p->vmas[k].end < e ? p->vmas[k].end : e;
+        }
+      else if (k < p->nvmas && p->vmas[k].start < e)
+        e = p->vmas[k].start;
+      if (force)
+        OP(l, BLOB_OP_FORCE_FILL, svc, vaddr, e - vaddr, off, force_mem, force_buf);
+      else
+        PAGES_OPS(l, svc, vaddr, e - vaddr, off);
+      off += e - vaddr, len -= e - vaddr, vaddr = e;
+    }
+}
+
 void
 cow_page_ops(const struct rproc *p, struct oplist *l)
 {
@@ -835,7 +911,7 @@ cow_page_ops(const struct rproc *p, struct oplist *l)
           if (k < p->nvmas && p->vmas[k].end < e)
             e = p->vmas[k].end;
           if (!cow_kept(p, k))
-            PAGES_OPS(l, p->pages_svc, a, e - a, r->off + (a - r->vaddr));
+            fill_ops(p, l, p->pages_svc, a, e - a, r->off + (a - r->vaddr));
           a = e;
         }
     }
@@ -843,6 +919,6 @@ cow_page_ops(const struct rproc *p, struct oplist *l)
     {
       const struct cow_src *s = &p->cow->src[i];
       if (!p->cow->kept[s->vma])
-        PAGES_OPS(l, s->from->pages_svc, s->vaddr, s->len, s->off);
+        fill_ops(p, l, s->from->pages_svc, s->vaddr, s->len, s->off);
     }
 }

@@ -473,6 +473,8 @@ mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
         int w = vmflags_put(g, vf, nvf, p->pid, v[i].start, v[i].end, v[i].kind, err);
         if (w == 2 && c->w->format < CREST_IMAGE_FORMAT_TIMERS)
           c->w->format = CREST_IMAGE_FORMAT_TIMERS; /* format 9: mlock */
+        if (w == 3 && c->w->format < CREST_IMAGE_FORMAT_NOACCT)
+          c->w->format = CREST_IMAGE_FORMAT_NOACCT;
         if (put_attrs(c, w) < 0)
           goto fail;
       }
@@ -575,7 +577,10 @@ mem_parse_vmas(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
             return -1;
           CHECK(c->img->format >= CREST_IMAGE_FORMAT_ATTRS && madv > 0 && madv <= VMF_ALL
                     && (!(madv & VMF_LOCKS) || c->img->format >= CREST_IMAGE_FORMAT_TIMERS)
-                    && (!(madv & VMF_LOCKONFAULT) || (madv & VMF_LOCKED)),
+                    && (!(madv & VMF_LOCKONFAULT) || (madv & VMF_LOCKED))
+                    && (!(madv & VMF_NOACCOUNT)
+                        || (c->img->format >= CREST_IMAGE_FORMAT_NOACCT && !m->shared
+                            && !(madv & VMF_NORESERVE))),
                 "process %d: mapping %ld: bad madv %lld (format %d)", p->pid, i, (long long)madv,
                 c->img->format);
           m->madv = (uint32_t)madv;

@@ -39,6 +39,8 @@ op_name(long nr)
       return "mprotect";
     case BLOB_OP_PREAD_FULL:
       return "read pages";
+    case BLOB_OP_FORCE_FILL:
+      return "write pages through /proc/self/mem";
     case BLOB_OP_CLONE_THREAD:
       return "clone3 (thread)";
     case BLOB_OP_UFFD:

@@ -390,6 +390,19 @@ void
 cow_unmap_ops(const struct rproc *p, uint64_t base, uint64_t size, struct oplist *l);
 void
 cow_page_ops(const struct rproc *p, struct oplist *l);
+/* Pages [VADDR, VADDR + LEN) of P read from page file SVC at OFF: into
+   place (PAGES_OPS), or, in a mapping never writable (VMF_NOACCOUNT),
+   through /proc/self/mem (fill_force_set). */
+void
+fill_ops(const struct rproc *p, struct oplist *l, int svc, uint64_t vaddr, uint64_t len,
+         uint64_t off);
+/* Does P have pages to write into a mapping never writable? */
+bool
+fill_needs_force(const struct rproc *p);
+/* In the task: its /proc/self/mem and the blob's buffer of BLOB_FORCE_BUF
+   bytes, for fill_ops. */
+void
+fill_force_set(int mem, uint64_t buf);
 
 /* restore-finish.c: every thread parked, checked and set going again
    (its registers, masks, stops), the blobs unmapped, the tree detached. */

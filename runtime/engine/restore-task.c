@@ -549,7 +549,12 @@ mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, ui
     {
       struct rvma *m = &p->vmas[i];
       int flags = MAP_FIXED | (m->shared ? MAP_SHARED : MAP_PRIVATE);
-      int prot = m->shared ? m->prot : m->prot | PROT_WRITE | PROT_READ;
+      /* Writable until filled, but for a private mapping that was never
+         writable: the kernel would charge it to the commit accounting
+         (VmFlags "ac") for good, which it was not (fill_ops writes its
+         pages through /proc/self/mem). */
+      int prot
+          = m->shared || (m->madv & VMF_NOACCOUNT) ? m->prot : m->prot | PROT_WRITE | PROT_READ;
       if (strcmp(m->kind, "vdso") == 0 || strncmp(m->kind, "vvar", 4) == 0 || cow_kept(p, i))
         continue;
       if (strcmp(m->kind, "sysv") == 0)
@@ -581,7 +586,7 @@ mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, ui
       if (strcmp(m->kind, "sysv") == 0 && m->prot != at_prot)
         OP(l, SYS_mprotect, m->start, m->end - m->start, m->prot, 0, 0, 0);
       if (m->shared || strcmp(m->kind, "vdso") == 0 || strncmp(m->kind, "vvar", 4) == 0
-          || m->prot == (PROT_READ | PROT_WRITE))
+          || m->prot == (PROT_READ | PROT_WRITE) || (m->madv & VMF_NOACCOUNT))
         continue;
       OP(l, SYS_mprotect, m->start, m->end - m->start, m->prot, 0, 0, 0);
     }
@@ -836,6 +841,7 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   struct bld b;
   struct oplist main_ops = { 0 }, *tops;
   uint8_t *region;
+  int force_fd = -1;
 
   if (!(c->o->as_ns_init && idx == 0))
     prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -854,6 +860,20 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   /* After the children exist (each one drops its own), before setresuid
      could clear the capabilities the drops need. */
   restore_bounding(c, idx, p);
+  /* The pages of a mapping never writable are written through the
+     process's own memory file (fill_ops), opened while the process is
+     still crest's (its owner then), above the service range: the blob
+     closes it with the rest. */
+  if (fill_needs_force(p))
+    {
+      int mem = open("/proc/self/mem", O_RDWR | O_CLOEXEC);
+      if (mem < 0 || (force_fd = fcntl(mem, F_DUPFD_CLOEXEC, c->svc_next)) < 0)
+        task_fail(c, idx,
+                  "process %d: open /proc/self/mem (to write the pages of a mapping that was "
+                  "never writable): %s",
+                  p->pid, strerror(errno));
+      close(mem);
+    }
 
   creds_restore(c, idx, p);
   task_attrs(c, idx, p);
@@ -872,7 +892,8 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
                * sizeof(struct blob_op)
          + p->nvmas * 16 + 512 /* lazy.c */
          + 65536 + p->auxv_len + p->nth * (4096 + 128 * 64) + p->nshared_pending * 128
-         + p->ntimers * 128 + (p->nth - 1) * THREAD_STACK + MAIN_STACK + c->o->seccomp_len + 64;
+         + p->ntimers * 128 + (p->nth - 1) * THREAD_STACK + MAIN_STACK + c->o->seccomp_len + 64
+         + (force_fd >= 0 ? BLOB_FORCE_BUF + PAGE : 0);
   for (size_t k = 0; k < nsp; k++)
     size += sp[k].end - sp[k].start;
   size = (size + PAGE - 1) & ~(PAGE - 1);
@@ -887,6 +908,8 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   for (size_t k = 0; k < nsp; k++)
     scratch += sp[k].end - sp[k].start;
   scratch = bld_alloc(&b, scratch, PAGE, NULL);
+  if (force_fd >= 0)
+    fill_force_set(force_fd, bld_alloc(&b, BLOB_FORCE_BUF, PAGE, NULL));
 
   mem_ops(p, sp, nsp, base, size, scratch, &main_ops);
   lazy_task_ops(c, p, &main_ops, &b);

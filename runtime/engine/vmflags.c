@@ -43,7 +43,10 @@ static const struct
 
 /* Flags that follow from what the image already records (protections,
    sharing, the stack, the kind of mapping) or that only track state
-   (soft-dirty, accounting), or belong to other architectures. */
+   (soft-dirty), or belong to other architectures. "ac" (charged to the
+   commit accounting) follows from the protections of every mapping but a
+   private one that was never writable, which lacks it: that one records
+   VMF_NOACCOUNT (vmflags_check). */
 static const char *derived[]
     = { "rd", "wr", "ex", "sh", "mr", "mw", "me", "ms", "dw", "ac", "sd", "bt", "mt", "ar" };
 
@@ -133,6 +136,10 @@ vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, 
 {
   const char *f = NULL;
   char tok[8];
+  /* "ac", or not a private mapping the kernel could charge: shared ("sh";
+     "ms" alone for a shared mapping of a file open read-only) or
+     MAP_NORESERVE ("nr"). */
+  bool charged = false;
   *bits = 0;
   for (size_t i = 0; i < n && !f; i++)
     if (v[i].start == start)
@@ -154,6 +161,8 @@ vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, 
       memcpy(tok, f, len < sizeof tok ? len : sizeof tok - 1);
       tok[len < sizeof tok ? len : sizeof tok - 1] = 0;
       bool known = in_list(tok, derived, sizeof derived / sizeof derived[0]);
+      charged |= strcmp(tok, "ac") == 0 || strcmp(tok, "sh") == 0 || strcmp(tok, "ms") == 0
+                 || strcmp(tok, "nr") == 0;
       for (size_t k = 0; !known && k < sizeof restored / sizeof restored[0]; k++)
         if (strcmp(tok, restored[k].tok) == 0)
           *bits |= restored[k].bit, known = true;
@@ -170,6 +179,8 @@ vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, 
                               "to crest: cannot checkpoint it",
                               pid, start, end, tok);
     }
+  if (!charged)
+    *bits |= VMF_NOACCOUNT;
   return 0;
 }
 
@@ -197,8 +208,8 @@ vmflags_advice(uint32_t bit)
 }
 
 /* Check the mapping (vmflags_check) and write its "madv" when it has
-   advice: -1 refused, 1 written, 2 written with a lock (format 9), 0
-   nothing to write. */
+   advice: -1 refused, 1 written, 2 written with a lock (format 9), 3
+   written with VMF_NOACCOUNT (format 13), 0 nothing to write. */
 int
 vmflags_put(yajl_gen g, const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start,
             uint64_t end, const char *kind, crest_error_t *err)
@@ -209,5 +220,5 @@ vmflags_put(yajl_gen g, const struct vmflags_ent *v, size_t n, pid_t pid, uint64
   if (!bits)
     return 0;
   jput_int(g, "madv", bits);
-  return bits & VMF_LOCKS ? 2 : 1;
+  return bits & VMF_NOACCOUNT ? 3 : bits & VMF_LOCKS ? 2 : 1;
 }

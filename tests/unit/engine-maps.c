@@ -1,12 +1,16 @@
 /* crest: unit tests of the reading of a /proc/PID/maps line (maps_line,
  * mem.c, TAP): lines as the kernel prints them, lines it does not, and
  * every line of this process's own maps read alike by maps_line and by
- * sscanf, the way it was read before. */
+ * sscanf, the way it was read before; and which of its own mappings
+ * vmflags_check (vmflags.c) records as never charged (VMF_NOACCOUNT). */
 #include <config.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "dump-int.h"
 #include "tap.h"
 
@@ -80,6 +84,67 @@ own_maps(void)
          n, same);
 }
 
+/* vmflags_check's VMF_NOACCOUNT on this process's own mappings: a private
+   mapping never writable has it; one written (then made read-only), one
+   with MAP_NORESERVE, a shared one and a shared mapping of a file open
+   read-only ("ms" without "sh") have not. */
+static void
+own_accounting(void)
+{
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  char path[] = "/tmp/crest-engine-maps.XXXXXX";
+  int fd = mkstemp(path), rfd;
+  struct
+  {
+    const char *what;
+    void *at;
+    bool want;
+  } m[5] = {
+    { "private, read-only from the start", NULL, true },
+    { "private, written then read-only", NULL, false },
+    { "private, writable, MAP_NORESERVE", NULL, false },
+    { "shared anonymous, read-only", NULL, false },
+    { "shared file open read-only, read-only", NULL, false },
+  };
+  struct vmflags_ent *v = NULL;
+  size_t nv = 0;
+  crest_error_t err = NULL;
+
+  m[0].at = mmap(NULL, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  m[1].at = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m[1].at != MAP_FAILED)
+    memset(m[1].at, 1, page), mprotect(m[1].at, page, PROT_READ);
+  m[2].at = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                 -1, 0);
+  m[3].at = mmap(NULL, page, PROT_READ, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (fd >= 0 && ftruncate(fd, (off_t)page) == 0 && (rfd = open(path, O_RDONLY)) >= 0)
+    {
+      m[4].at = mmap(NULL, page, PROT_READ, MAP_SHARED, rfd, 0);
+      close(rfd);
+    }
+  if (vmflags_load(getpid(), &v, &nv, &err) < 0)
+    {
+      tap_ok(0, "vmflags_load of this process");
+      crest_error_release(&err);
+      return;
+    }
+  for (size_t i = 0; i < 5; i++)
+    {
+      uint32_t bits = 0;
+      int rc = m[i].at && m[i].at != MAP_FAILED
+                   ? vmflags_check(v, nv, getpid(), (uint64_t)(uintptr_t)m[i].at,
+                                   (uint64_t)(uintptr_t)m[i].at + page, i == 3 ? "memfile" : "anon",
+                                   &bits, &err)
+                   : -1;
+      tap_ok(rc == 0 && ((bits & VMF_NOACCOUNT) != 0) == m[i].want, "VMF_NOACCOUNT %s: %s",
+             m[i].want ? "set" : "not set", m[i].what);
+      crest_error_release(&err);
+    }
+  free(v);
+  if (fd >= 0)
+    close(fd), unlink(path);
+}
+
 int
 main(void)
 {
@@ -99,5 +164,6 @@ main(void)
              "read: \"%s\"", c->line);
     }
   own_maps();
+  own_accounting();
   return tap_done();
 }

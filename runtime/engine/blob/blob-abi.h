@@ -31,6 +31,12 @@
    TILERELEASE, the thread's first use of AMX's tile data, after which the
    kernel has room for it (the process holds the permission). */
 #define BLOB_OP_TILE_TOUCH (-1005)
+/* a0 = fd, a1 = addr, a2 = len, a3 = off, a4 = /proc/self/mem, a5 = a
+   buffer of BLOB_FORCE_BUF bytes: the pages read there and written to
+   their place through /proc/self/mem, which writes a mapping that is not
+   writable (a private mapping never made writable keeps it so). */
+#define BLOB_OP_FORCE_FILL (-1006)
+#define BLOB_FORCE_BUF (64u << 10)
 
 /* Checks on a result. */
 #define BLOB_CHECK_NONE 0

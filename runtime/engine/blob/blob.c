@@ -47,6 +47,32 @@ pread_full(long fd, uint64_t addr, uint64_t len, uint64_t off)
   return 0;
 }
 
+/* BLOB_OP_FORCE_FILL: [ADDR, ADDR + LEN) from FD at OFF, through BUF and
+   the process's own /proc/self/mem (MEM). */
+static long
+force_fill(long fd, uint64_t addr, uint64_t len, uint64_t off, long mem, uint64_t buf)
+{
+  while (len)
+    {
+      uint64_t chunk = len > BLOB_FORCE_BUF ? BLOB_FORCE_BUF : len;
+      long r = pread_full(fd, buf, chunk, off);
+      if (r < 0)
+        return r;
+      for (uint64_t done = 0; done < chunk;)
+        {
+          long w = sys6(18 /* pwrite64 */, mem, (long)(buf + done), (long)(chunk - done),
+                        (long)(addr + done), 0, 0);
+          if (w == -4 /* EINTR */)
+            continue;
+          if (w <= 0)
+            return w < 0 ? w : -5; /* EIO */
+          done += w;
+        }
+      addr += chunk, len -= chunk, off += chunk;
+    }
+  return 0;
+}
+
 /* pidfd_open(PID, FLAGS) as descriptor FD (its close-on-exec flag CLOEXEC). */
 static long
 pidfd_at(long pid, long flags, long fd, long cloexec)
@@ -105,6 +131,8 @@ blob_run_ops(struct blob_ops *o)
         r = blob_clone_thread((void *)op->a[0], (long)op->a[1], (struct blob_ops *)op->a[2]);
       else if (op->nr == BLOB_OP_PREAD_FULL)
         r = pread_full((long)op->a[0], op->a[1], op->a[2], op->a[3]);
+      else if (op->nr == BLOB_OP_FORCE_FILL)
+        r = force_fill((long)op->a[0], op->a[1], op->a[2], op->a[3], (long)op->a[4], op->a[5]);
       else if (op->nr == BLOB_OP_PIDFD)
         r = pidfd_at((long)op->a[0], (long)op->a[1], (long)op->a[2], (long)op->a[3]);
       else if (op->nr == BLOB_OP_UFFD)
