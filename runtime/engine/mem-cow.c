@@ -816,8 +816,6 @@ cow_unmap_ops(const struct rproc *p, uint64_t base, uint64_t size, struct oplist
       }
 }
 
-/* P's pages: its own runs and, in mappings not inherited, its parent's
-   pages it shares, read from the page file holding them. */
 /* The index of P's first mapping that ends after A (nvmas if none). */
 static size_t
 vma_after(const struct rproc *p, uint64_t a)
@@ -891,6 +889,8 @@ fill_ops(const struct rproc *p, struct oplist *l, int svc, uint64_t vaddr, uint6
     }
 }
 
+/* P's pages: its own runs and, in mappings not inherited, its parent's
+   pages it shares, read from the page file holding them. */
 void
 cow_page_ops(const struct rproc *p, struct oplist *l)
 {
