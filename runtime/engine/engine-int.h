@@ -216,7 +216,11 @@ struct ptimer
    by the blob at its own protections, never writable, its pages written
    through /proc/self/mem (mem.c: fill_ops). */
 #define VMF_NOACCOUNT 0x800u
-#define VMF_ALL 0xfffu
+/* Format 13: a shared mapping of a file that was open for writing
+   (VmFlags "sh": it may be made writable), whatever its protections now:
+   the file is opened for reading and writing to map it again. */
+#define VMF_SHAREDWRITE 0x1000u
+#define VMF_ALL 0x1fffu
 struct vmflags_ent;
 int
 vmflags_load(pid_t pid, struct vmflags_ent **out, size_t *n, crest_error_t *err);

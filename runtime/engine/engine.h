@@ -61,7 +61,8 @@
    (arch_prctl ARCH_REQ_XCOMP_PERM); see docs/image-format.md. */
 #define CREST_IMAGE_FORMAT_XCOMP 12
 /* Format 13: a mapping's "madv" may hold VMF_NOACCOUNT (0x800), a private
-   mapping without VmFlags "ac"; see docs/image-format.md. */
+   mapping without VmFlags "ac", or VMF_SHAREDWRITE (0x1000), a shared
+   mapping of a file open for writing; see docs/image-format.md. */
 #define CREST_IMAGE_FORMAT_NOACCT 13
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */
 #define XSTATE_MAX 16384

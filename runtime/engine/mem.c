@@ -580,7 +580,10 @@ mem_parse_vmas(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
                     && (!(madv & VMF_LOCKONFAULT) || (madv & VMF_LOCKED))
                     && (!(madv & VMF_NOACCOUNT)
                         || (c->img->format >= CREST_IMAGE_FORMAT_NOACCT && !m->shared
-                            && !(madv & VMF_NORESERVE))),
+                            && !(madv & VMF_NORESERVE)))
+                    && (!(madv & VMF_SHAREDWRITE)
+                        || (c->img->format >= CREST_IMAGE_FORMAT_NOACCT && m->shared
+                            && strcmp(kind, "file") == 0)),
                 "process %d: mapping %ld: bad madv %lld (format %d)", p->pid, i, (long long)madv,
                 c->img->format);
           m->madv = (uint32_t)madv;

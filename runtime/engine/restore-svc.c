@@ -165,8 +165,10 @@ open_proc_files(struct rctx *c, struct rproc *p, struct svc_files *sf, crest_err
             return crest_error_wrap(err, "restore: process %d: mapping of %s", p->pid, m->path);
           continue;
         }
-      m->svc = svc_open_path(c, sf, m->path, m->shared && (m->prot & PROT_WRITE) ? 2 : 1,
-                             m->file_size, p->pid, err);
+      m->svc = svc_open_path(
+          c, sf, m->path,
+          m->shared && ((m->prot & PROT_WRITE) || (m->madv & VMF_SHAREDWRITE)) ? 2 : 1,
+          m->file_size, p->pid, err);
       if (m->svc < 0)
         return -1;
     }

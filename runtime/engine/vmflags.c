@@ -139,7 +139,7 @@ vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, 
   /* "ac", or not a private mapping the kernel could charge: shared ("sh";
      "ms" alone for a shared mapping of a file open read-only) or
      MAP_NORESERVE ("nr"). */
-  bool charged = false;
+  bool charged = false, sh = false;
   *bits = 0;
   for (size_t i = 0; i < n && !f; i++)
     if (v[i].start == start)
@@ -161,6 +161,7 @@ vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, 
       memcpy(tok, f, len < sizeof tok ? len : sizeof tok - 1);
       tok[len < sizeof tok ? len : sizeof tok - 1] = 0;
       bool known = in_list(tok, derived, sizeof derived / sizeof derived[0]);
+      sh |= strcmp(tok, "sh") == 0;
       charged |= strcmp(tok, "ac") == 0 || strcmp(tok, "sh") == 0 || strcmp(tok, "ms") == 0
                  || strcmp(tok, "nr") == 0;
       for (size_t k = 0; !known && k < sizeof restored / sizeof restored[0]; k++)
@@ -181,6 +182,11 @@ vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, 
     }
   if (!charged)
     *bits |= VMF_NOACCOUNT;
+  /* A shared mapping of a file shows "sh" only if the file was open for
+     writing (else the kernel clears it and "mw"): an mprotect may make it
+     writable, whatever its protections now. */
+  if (sh && strcmp(kind, "file") == 0)
+    *bits |= VMF_SHAREDWRITE;
   return 0;
 }
 
@@ -209,7 +215,8 @@ vmflags_advice(uint32_t bit)
 
 /* Check the mapping (vmflags_check) and write its "madv" when it has
    advice: -1 refused, 1 written, 2 written with a lock (format 9), 3
-   written with VMF_NOACCOUNT (format 13), 0 nothing to write. */
+   written with VMF_NOACCOUNT or VMF_SHAREDWRITE (format 13), 0 nothing to
+   write. */
 int
 vmflags_put(yajl_gen g, const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start,
             uint64_t end, const char *kind, crest_error_t *err)
@@ -220,5 +227,5 @@ vmflags_put(yajl_gen g, const struct vmflags_ent *v, size_t n, pid_t pid, uint64
   if (!bits)
     return 0;
   jput_int(g, "madv", bits);
-  return bits & VMF_NOACCOUNT ? 3 : bits & VMF_LOCKS ? 2 : 1;
+  return bits & (VMF_NOACCOUNT | VMF_SHAREDWRITE) ? 3 : bits & VMF_LOCKS ? 2 : 1;
 }

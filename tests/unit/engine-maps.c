@@ -2,7 +2,8 @@
  * mem.c, TAP): lines as the kernel prints them, lines it does not, and
  * every line of this process's own maps read alike by maps_line and by
  * sscanf, the way it was read before; and which of its own mappings
- * vmflags_check (vmflags.c) records as never charged (VMF_NOACCOUNT). */
+ * vmflags_check (vmflags.c) records as never charged (VMF_NOACCOUNT) or
+ * as shared mappings of a file open for writing (VMF_SHAREDWRITE). */
 #include <config.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -99,12 +100,13 @@ own_accounting(void)
     const char *what;
     void *at;
     bool want;
-  } m[5] = {
+  } m[6] = {
     { "private, read-only from the start", NULL, true },
     { "private, written then read-only", NULL, false },
     { "private, writable, MAP_NORESERVE", NULL, false },
     { "shared anonymous, read-only", NULL, false },
     { "shared file open read-only, read-only", NULL, false },
+    { "shared file open for writing, read-only", NULL, false },
   };
   struct vmflags_ent *v = NULL;
   size_t nv = 0;
@@ -121,6 +123,7 @@ own_accounting(void)
     {
       m[4].at = mmap(NULL, page, PROT_READ, MAP_SHARED, rfd, 0);
       close(rfd);
+      m[5].at = mmap(NULL, page, PROT_READ, MAP_SHARED, fd, 0);
     }
   if (vmflags_load(getpid(), &v, &nv, &err) < 0)
     {
@@ -128,16 +131,19 @@ own_accounting(void)
       crest_error_release(&err);
       return;
     }
-  for (size_t i = 0; i < 5; i++)
+  for (size_t i = 0; i < 6; i++)
     {
       uint32_t bits = 0;
+      const char *kind = i == 3 ? "memfile" : i >= 4 ? "file" : "anon";
       int rc = m[i].at && m[i].at != MAP_FAILED
                    ? vmflags_check(v, nv, getpid(), (uint64_t)(uintptr_t)m[i].at,
-                                   (uint64_t)(uintptr_t)m[i].at + page, i == 3 ? "memfile" : "anon",
-                                   &bits, &err)
+                                   (uint64_t)(uintptr_t)m[i].at + page, kind, &bits, &err)
                    : -1;
       tap_ok(rc == 0 && ((bits & VMF_NOACCOUNT) != 0) == m[i].want, "VMF_NOACCOUNT %s: %s",
              m[i].want ? "set" : "not set", m[i].what);
+      if (i >= 4)
+        tap_ok(rc == 0 && ((bits & VMF_SHAREDWRITE) != 0) == (i == 5), "VMF_SHAREDWRITE %s: %s",
+               i == 5 ? "set" : "not set", m[i].what);
       crest_error_release(&err);
     }
   free(v);

@@ -78,5 +78,17 @@ main(int argc, char **argv)
         zdtm_fail("a write to the file does not show in page 1: not a mapping of it any more");
       close(fd);
     }
+  /* The file was open for writing when it was mapped: the read-only and
+     the PROT_NONE pages may be made writable again (VmFlags "sh mw"), and
+     a write through them reaches the file. */
+  for (int i = 1; i <= 2; i++)
+    if (mprotect(m + i * PG, PG, PROT_READ | PROT_WRITE) < 0)
+      zdtm_fail("page %d: mprotect to read-write: %s (the file was open for writing)", i,
+                strerror(errno));
+    else
+      {
+        m[i * PG + 5] = (char)(0x50 + i);
+        mprotect(m + i * PG, PG, i == 1 ? PROT_READ : PROT_NONE);
+      }
   zdtm_finish();
 }
