@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "engine.h"
 #include "arena.h"
+#include "dump-int.h"
 #include "image.h"
 #include "digest.h"
 #include "sha256.h"
@@ -680,7 +681,8 @@ test_arena(void)
 }
 
 /* The perms and name of the mapping of this process that holds ADDR, from
-   /proc/self/maps, in PERMS (5 bytes) and NAME (CAP bytes); false if none. */
+   /proc/self/maps (read by the engine's maps_line), in PERMS (5 bytes) and
+   NAME (CAP bytes); false if none. */
 static bool
 mapping_of(const void *addr, char *perms, char *name, size_t cap)
 {
@@ -689,13 +691,12 @@ mapping_of(const void *addr, char *perms, char *name, size_t cap)
   FILE *f = fopen("/proc/self/maps", "r");
   while (f && !found && fgets(line, sizeof line, f))
     {
-      unsigned long lo, hi;
-      int pos = 0;
-      if (sscanf(line, "%lx-%lx %4s %*s %*s %*s %n", &lo, &hi, perms, &pos) >= 3 && pos > 0
-          && (uintptr_t)addr >= lo && (uintptr_t)addr < hi)
+      struct maps_line m;
+      line[strcspn(line, "\n")] = 0;
+      if (maps_line(line, &m) && (uintptr_t)addr >= m.start && (uintptr_t)addr < m.end)
         {
-          snprintf(name, cap, "%s", line + pos);
-          name[strcspn(name, "\n")] = 0;
+          memcpy(perms, m.perms, sizeof m.perms);
+          snprintf(name, cap, "%s", m.name);
           found = true;
         }
     }

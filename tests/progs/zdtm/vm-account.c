@@ -44,8 +44,7 @@ vmflags_at(const void *at, char *out, size_t cap)
   snprintf(want, sizeof want, "%lx-", (unsigned long)at);
   while (f && !found && fgets(line, sizeof line, f))
     {
-      if (strchr(line, '-') && strncmp(line, "VmFlags", 7) != 0 && line[0] != ' '
-          && strncmp(line, want, strlen(want)) == 0)
+      if (strncmp(line, want, strlen(want)) == 0)
         in = true;
       else if (in && strncmp(line, "VmFlags:", 8) == 0)
         {
