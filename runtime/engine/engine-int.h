@@ -328,6 +328,10 @@ struct lock_rec
 {
   int kind, write;
   int64_t start, len;
+  /* flock: the process that took it, as /proc shows it ("lock:" lines,
+     /proc/locks): at checkpoint as crest sees it, in the image and at
+     restore the tree's own PID; 0 for none of the tree's. */
+  int64_t owner;
 };
 struct lock_set
 {

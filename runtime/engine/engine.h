@@ -23,7 +23,7 @@
    root directory of its own ("root_dir"): a reader of version 1 would ignore
    the key and restore the process running, or without its chroot, so such
    an image must not look like version 1 to it. */
-#define CREST_IMAGE_FORMAT 13
+#define CREST_IMAGE_FORMAT 14
 #define CREST_IMAGE_FORMAT_STOP 2
 #define CREST_IMAGE_FORMAT_CHROOT 2
 /* Format 3: records of docs/engine.md's attribute tables (mapping advice
@@ -64,6 +64,9 @@
    mapping without VmFlags "ac", or VMF_SHAREDWRITE (0x1000), a shared
    mapping of a file open for writing; see docs/image-format.md. */
 #define CREST_IMAGE_FORMAT_NOACCT 13
+/* Format 14: a flock entry of "locks" may have a fifth number, the PID of
+   the tree's process that took it (restored by that process). */
+#define CREST_IMAGE_FORMAT_FLOCKPID 14
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */
 #define XSTATE_MAX 16384
 

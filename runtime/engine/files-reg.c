@@ -104,7 +104,20 @@ files_put_attrs(struct dctx *c, const struct dfile *f, yajl_gen g)
     unlinked_put(g, &f->u);
   if (f->deleted_dir)
     deleted_dir_put(g, &f->u);
-  put_attrs(c, locks_put(g, &f->locks, (1u << LOCK_KIND_FLOCK) | (1u << LOCK_KIND_OFD)));
+  {
+    /* A flock's taker as the tree knows it: a live process of the tree,
+       or none (crest takes it at restore). */
+    struct lock_set ls = f->locks;
+    for (size_t i = 0; i < ls.n; i++)
+      if (ls.l[i].owner)
+        {
+          struct dproc *q = find_proc(c, (pid_t)ls.l[i].owner);
+          ls.l[i].owner = q && !q->zombie ? q->ipid : 0;
+          if (ls.l[i].owner && c->w->format < CREST_IMAGE_FORMAT_FLOCKPID)
+            c->w->format = CREST_IMAGE_FORMAT_FLOCKPID;
+        }
+    put_attrs(c, locks_put(g, &ls, (1u << LOCK_KIND_FLOCK) | (1u << LOCK_KIND_OFD)));
+  }
 }
 
 static bool

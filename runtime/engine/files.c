@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -388,6 +389,17 @@ file_place(struct rctx *c, struct rfile *f, int fd, bool seek, crest_error_t *er
     }
   if ((f->svc = svc_place(c, fd, err)) < 0)
     return -1;
+  for (size_t k = 0; k < f->locks.n; k++)
+    {
+      int64_t who = f->locks.l[k].owner;
+      bool live = false;
+      for (size_t i = 0; who && !live && i < c->np; i++)
+        live = c->p[i].pid == who && !c->p[i].zombie;
+      if (who && !live)
+        return crest_error_make(err, EINVAL,
+                                "image: %s: its flock's taker %lld is no live process of the tree",
+                                f->path, (long long)who);
+    }
   if (f->locks.n && locks_apply_ofd(f->svc, f->path, &f->locks, err) < 0)
     return -1;
   return 0;
@@ -499,4 +511,16 @@ files_install(struct rctx *c, int idx, const struct rproc *p)
       if (fcntl(fd, F_SETFD, want->cloexec ? FD_CLOEXEC : 0) < 0)
         task_fail(c, idx, "process %d: fd %d: set close-on-exec: %s", p->pid, fd, strerror(errno));
     }
+  /* The flocks this process took (locks_apply_ofd left them): on crest's
+     descriptor of the open file description, which it may no longer hold
+     a descriptor of itself. */
+  for (size_t i = 0; i < c->nf; i++)
+    for (size_t k = 0; k < c->f[i].locks.n; k++)
+      {
+        const struct lock_rec *l = &c->f[i].locks.l[k];
+        if (l->kind == LOCK_KIND_FLOCK && l->owner == p->pid
+            && flock(c->f[i].svc, (l->write ? LOCK_EX : LOCK_SH) | LOCK_NB) < 0)
+          task_fail(c, idx, "process %d: %s: take its flock again: %s", p->pid, c->f[i].path,
+                    strerror(errno));
+      }
 }

@@ -26,12 +26,12 @@ static int
 parse_line(const char *line, struct lock_rec *l, const char **why)
 {
   char kind[16], mode[16], rw[16], end[32];
-  long long start;
+  long long start, pid;
   int n;
   *why = NULL;
-  if (sscanf(line, "lock:\t%*d: %15s %15s %15s %*d %*s %lld %31s%n", kind, mode, rw, &start, end,
-             &n)
-      != 5)
+  if (sscanf(line, "lock:\t%*d: %15s %15s %15s %lld %*s %lld %31s%n", kind, mode, rw, &pid, &start,
+             end, &n)
+      != 6)
     {
       *why = strstr(line, "->") ? NULL : "a lock line crest cannot read";
       return 0; /* "->": a task waiting for the lock, not a lock */
@@ -49,6 +49,7 @@ parse_line(const char *line, struct lock_rec *l, const char **why)
   l->write = strcmp(rw, "WRITE") == 0;
   l->start = start;
   l->len = strcmp(end, "EOF") == 0 ? 0 : strtoll(end, NULL, 10) - start + 1;
+  l->owner = l->kind == LOCK_KIND_FLOCK && pid > 0 ? pid : 0;
   return 1;
 }
 
@@ -101,6 +102,8 @@ locks_put(yajl_gen g, const struct lock_set *s, unsigned kinds_mask)
         yajl_gen_integer(g, s->l[i].write);
         yajl_gen_integer(g, s->l[i].start);
         yajl_gen_integer(g, s->l[i].len);
+        if (s->l[i].owner)
+          yajl_gen_integer(g, s->l[i].owner);
         yajl_gen_array_close(g);
       }
   yajl_gen_array_close(g);
@@ -120,19 +123,21 @@ locks_parse(yajl_val v, int format, unsigned kinds_mask, struct lock_set *out, c
   for (size_t i = 0; i < a->u.array.len; i++)
     {
       yajl_val e = a->u.array.values[i];
-      long long x[4];
-      if (!YAJL_IS_ARRAY(e) || e->u.array.len != 4)
+      long long x[5] = { 0 };
+      size_t len = YAJL_IS_ARRAY(e) ? e->u.array.len : 0;
+      if (len != 4 && (len != 5 || format < CREST_IMAGE_FORMAT_FLOCKPID))
         return crest_error_make(err, EINVAL, "locks: entry %zu malformed", i);
-      for (int k = 0; k < 4; k++)
+      for (size_t k = 0; k < len; k++)
         {
           if (!YAJL_IS_INTEGER(e->u.array.values[k]))
             return crest_error_make(err, EINVAL, "locks: entry %zu malformed", i);
           x[k] = YAJL_GET_INTEGER(e->u.array.values[k]);
         }
       if (x[0] < 1 || x[0] > 3 || !((kinds_mask >> x[0]) & 1) || (x[1] != 0 && x[1] != 1)
-          || x[2] < 0 || x[3] < 0)
+          || x[2] < 0 || x[3] < 0
+          || (len == 5 && (x[0] != LOCK_KIND_FLOCK || x[4] < 1 || x[4] >= (1 << 22))))
         return crest_error_make(err, EINVAL, "locks: entry %zu out of range", i);
-      out->l[i] = (struct lock_rec){ (int)x[0], (int)x[1], x[2], x[3] };
+      out->l[i] = (struct lock_rec){ (int)x[0], (int)x[1], x[2], x[3], x[4] };
     }
   out->n = a->u.array.len;
   return 0;
@@ -148,6 +153,8 @@ locks_flock(const struct lock_rec *l, struct flock *fl)
   fl->l_len = l->len;
 }
 
+/* A flock the tree's process S->l[I].owner took is taken by that process
+   (locks_take_flock): the one who takes it is who /proc shows. */
 int
 locks_apply_ofd(int fd, const char *path, const struct lock_set *s, crest_error_t *err)
 {
@@ -156,6 +163,8 @@ locks_apply_ofd(int fd, const char *path, const struct lock_set *s, crest_error_
       struct flock fl;
       int r;
       locks_flock(&s->l[i], &fl);
+      if (s->l[i].kind == LOCK_KIND_FLOCK && s->l[i].owner)
+        continue;
       if (s->l[i].kind == LOCK_KIND_FLOCK)
         r = flock(fd, (s->l[i].write ? LOCK_EX : LOCK_SH) | LOCK_NB);
       else if (s->l[i].kind == LOCK_KIND_OFD)

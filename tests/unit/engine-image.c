@@ -820,6 +820,48 @@ test_hex_runs(void)
   yajl_gen_free(g);
 }
 
+/* Lock records: the taker's PID of a flock line is kept (an OFD lock's
+   -1 is none), and an image gives it only in format 14, only to a flock. */
+static void
+test_lock_records(void)
+{
+  struct lock_set ls;
+  crest_error_t err = NULL;
+  const char *info = "pos:\t0\nflags:\t02\nlock:\t1: FLOCK  ADVISORY  WRITE 4242 00:1f:12 0 EOF\n"
+                     "lock:\t2: OFDLCK ADVISORY  READ  -1 00:1f:12 10 19\n";
+  int r = locks_read(1, 3, info, "/f", &ls, &err);
+  tap_ok(r == 0 && ls.n == 2 && ls.l[0].kind == LOCK_KIND_FLOCK && ls.l[0].owner == 4242
+             && ls.l[1].kind == LOCK_KIND_OFD && ls.l[1].owner == 0 && ls.l[1].start == 10
+             && ls.l[1].len == 10,
+         "fdinfo lock lines: a flock's taker kept, an OFD lock's -1 read as none");
+  crest_error_release(&err);
+  static const struct
+  {
+    const char *json;
+    int format;
+    int64_t owner; /* -1: refused */
+  } cases[] = {
+    { "{\"locks\": [[2, 1, 0, 0, 77]]}", 14, 77 }, { "{\"locks\": [[2, 1, 0, 0, 77]]}", 13, -1 },
+    { "{\"locks\": [[3, 1, 0, 0, 77]]}", 14, -1 }, { "{\"locks\": [[2, 1, 0, 0, 0]]}", 14, -1 },
+    { "{\"locks\": [[2, 1, 0, 0]]}", 14, 0 },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    {
+      char ebuf[128];
+      yajl_val v = yajl_tree_parse(cases[i].json, ebuf, sizeof ebuf);
+      r = locks_parse(v, cases[i].format, (1u << LOCK_KIND_FLOCK) | (1u << LOCK_KIND_OFD), &ls,
+                      &err);
+      if (cases[i].owner < 0)
+        tap_ok(r < 0 && err, "locks %s in format %d refused", cases[i].json, cases[i].format);
+      else
+        tap_ok(r == 0 && ls.n == 1 && ls.l[0].owner == cases[i].owner,
+               "locks %s in format %d: taker %lld", cases[i].json, cases[i].format,
+               (long long)cases[i].owner);
+      crest_error_release(&err);
+      yajl_tree_free(v);
+    }
+}
+
 int
 main(void)
 {
@@ -835,6 +877,7 @@ main(void)
   test_arena_file();
   test_jtree_strings();
   test_hex_runs();
+  test_lock_records();
   /* SHA-256 against the FIPS 180-4 examples. */
   sha256_hex_of("", 0, hex);
   tap_is_str(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
