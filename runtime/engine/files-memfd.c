@@ -45,16 +45,21 @@ parse_memfd(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
 int
 memfile_svc(struct rctx *c, const char *data, const char *path, crest_error_t *err)
 {
-  char name[64];
+  char name[250]; /* a memfd's name: at most 249 bytes (NAME_MAX - "memfd:") */
   const char *base;
+  size_t len;
   uint64_t size;
   int fd, in;
   for (size_t k = 0; k < c->nmf; k++)
     if (strcmp(c->mf[k].data, data) == 0)
       return c->mf[k].svc;
   base = strncmp(path, "/memfd:", 7) == 0 ? path + 7 : path;
-  snprintf(name, sizeof name, "%s", base);
-  name[strcspn(name, " ")] = 0;
+  /* The name maps showed, without the " (deleted)" every memfd's has (a
+     deleted file's name comes back as a memfd's: docs/engine.md). */
+  len = strlen(base);
+  if (len >= 10 && strcmp(base + len - 10, " (deleted)") == 0)
+    len -= 10;
+  snprintf(name, sizeof name, "%.*s", (int)len, base);
   /* Sealing allowed: a memfd descriptor gets its seals back at the end
      (memfd_seal). */
   fd = syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_ALLOW_SEALING);

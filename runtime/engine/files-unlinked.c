@@ -197,6 +197,31 @@ unlinked_parse(yajl_val v, int format, long id, uint64_t dsize, struct unlinked_
   return 0;
 }
 
+/* Remove TMP, the file or directory (DIR) made for PATH, so that what
+   stays open of it shows PATH's name as the original did ("PATH
+   (deleted)"): renamed to PATH first when nothing has that name now (an
+   open file's name is its dentry's, which the rename moves), else removed
+   under its own name (a name of PATH's directory can then be told apart by
+   its ".crest-PID" suffix: docs/engine.md, known losses). */
+static void
+remove_as(const char *tmp, const char *path, bool dir)
+{
+  struct stat a, b;
+  const char *name = tmp;
+  if (lstat(tmp, &a) == 0
+      && syscall(SYS_renameat2, AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+    {
+      name = path;
+      /* Only what was renamed: not a file another process put there since. */
+      if (lstat(path, &b) < 0 || a.st_ino != b.st_ino || a.st_dev != b.st_dev)
+        return;
+    }
+  if (dir)
+    rmdir(name);
+  else
+    unlink(name);
+}
+
 /* Recreate the file beside PATH, refill it from DATA, reopen it with FLAGS
    and unlink it again. */
 int
@@ -243,7 +268,7 @@ unlinked_open(struct img_reader *img, const char *data, const char *path, struct
 fail:
   crest_error_errno(err, "restore: refill unlinked file %s", path);
 out:
-  unlink(tmp);
+  remove_as(tmp, path, false);
   return fd;
 }
 
@@ -292,6 +317,6 @@ deleted_dir_open(const char *path, const struct unlinked_info *u, int flags, cre
         close(fd);
       fd = -1;
     }
-  rmdir(tmp);
+  remove_as(tmp, path, true);
   return fd;
 }
