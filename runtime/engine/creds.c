@@ -284,6 +284,45 @@ creds_setid_ops(const struct rproc *p, struct oplist *l)
   OP(l, SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0, 0);
 }
 
+/* A zombie of format 14, about to exit: its credentials as /proc showed
+   them (its securebits do not show). Plain calls: no blob, no seize. */
+void
+creds_zombie(struct rctx *c, int idx, const struct rproc *p)
+{
+  struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+  struct __user_cap_data_struct d[2];
+  restore_bounding(c, idx, p);
+  creds_fs(c, idx, p);
+  if (creds_change(p))
+    {
+      prctl(PR_SET_KEEPCAPS, 1);
+      if (setresgid(p->gids[0], p->gids[1], p->gids[2]) < 0
+          || setresuid(p->uids[0], p->uids[1], p->uids[2]) < 0)
+        task_fail(c, idx, "process %d (a zombie): set its user and group IDs: %s", p->pid,
+                  strerror(errno));
+      setfsgid(p->gids[3]);
+      setfsuid(p->uids[3]);
+      prctl(PR_SET_KEEPCAPS, 0);
+    }
+  memset(d, 0, sizeof d);
+  for (int k = 0; k < 2; k++)
+    {
+      d[k].inheritable = (uint32_t)(p->caps[0] >> 32 * k);
+      d[k].permitted = (uint32_t)(p->caps[1] >> 32 * k);
+      d[k].effective = (uint32_t)(p->caps[2] >> 32 * k);
+    }
+  if (syscall(SYS_capset, &h, d) < 0)
+    task_fail(c, idx, "process %d (a zombie): capset: %s", p->pid, strerror(errno));
+  if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+    task_fail(c, idx, "process %d (a zombie): clear its ambient set: %s", p->pid, strerror(errno));
+  for (int cap = 0; cap < 64; cap++)
+    if ((p->caps[4] >> cap) & 1 && prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0) < 0)
+      task_fail(c, idx, "process %d (a zombie): raise ambient capability %d: %s", p->pid, cap,
+                strerror(errno));
+  if (p->nnp && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+    task_fail(c, idx, "process %d (a zombie): no_new_privs: %s", p->pid, strerror(errno));
+}
+
 /* ON: the task's effective IDs for a moment (a SysV segment of mode 0600
    of its user attached: shmat checks the effective IDs, not the file-system
    ones); else back to the restorer's, which the real UID, still the
@@ -392,6 +431,11 @@ user_ns(struct dctx *c, crest_error_t *err)
     {
       struct stat t;
       cleanup_free char *tp = xasprintf("/proc/%d/ns/user", c->p[i].pid);
+      /* A zombie that was not dumpable shows its namespaces to no one
+         below root on kernels that keep a dead task's dumpable flag (6.18
+         does): its own are of no use to a restore anyway. */
+      if (stat(tp, &t) < 0 && c->p[i].zombie && errno == EACCES)
+        continue;
       if (stat(tp, &t) < 0)
         return crest_error_errno(err, "task %d: its user namespace", c->p[i].pid);
       if (t.st_dev != r.st_dev || t.st_ino != r.st_ino)
@@ -558,6 +602,8 @@ cr_regainable(const struct rproc *p)
   ssize_t n;
   if (p->uids[1] == 0 && (p->caps[3] & cr) && !(p->securebits & (1 << 0) /* SECBIT_NOROOT */))
     return true;
+  if (!p->exe) /* a zombie */
+    return false;
   memset(&fc, 0, sizeof fc);
   n = getxattr(p->exe, "security.capability", &fc, sizeof fc);
   return n >= (ssize_t)XATTR_CAPS_SZ_2
@@ -571,7 +617,7 @@ check_caps(struct rctx *c, uint64_t bound, const char *whose, crest_error_t *err
 {
   static const char *const set[] = { "inheritable", "permitted", "effective", NULL, "ambient" };
   for (size_t i = 0; i < c->np; i++)
-    for (int k = 0; k < 5 && !c->p[i].zombie; k++)
+    for (int k = 0; k < 5 && (!c->p[i].zombie || c->p[i].zstate); k++)
       {
         uint64_t b = bound;
         uint64_t extra;

@@ -472,6 +472,28 @@ inject_own(struct dctx *c, struct dproc *p, crest_error_t *err)
                   ch->stop_sig, ch->stop_reported ? "already collected" : "not yet collected",
                   p->pid);
     }
+  /* A zombie child whose exit status /proc hides (zombie_process): what
+     this process's wait() would get, asked with WNOWAIT. siginfo: si_code
+     at 8, si_pid at 16, si_status at 24. */
+  for (size_t k = 1; k < c->np; k++)
+    {
+      struct dproc *ch = &c->p[k];
+      int32_t si[8];
+      if (!ch->zombie || !ch->status_hidden || ch->ppid != p->pid)
+        continue;
+      memset(si, 0, sizeof si);
+      INJ(m, SYS_waitid, P_PID, ch->ipid, scratch + 4096 + 512, WEXITED | WNOHANG | WNOWAIT, 0);
+      if (vm_read(p->pid, scratch + 4096 + 512, si, sizeof si, err) < 0)
+        return -1;
+      if (si[4] != ch->ipid || si[2] < CLD_EXITED || si[2] > CLD_DUMPED)
+        continue; /* not shown: dump_zombie refuses it */
+      ch->exit_status = si[2] == CLD_EXITED   ? (si[6] & 0xff) << 8
+                        : si[2] == CLD_KILLED ? si[6] & 0x7f
+                                              : (si[6] & 0x7f) | 0x80;
+      ch->status_hidden = false;
+      crest_debug("checkpoint: zombie %d's exit status %#x, from its parent %d", ch->pid,
+                  ch->exit_status, p->pid);
+    }
   return 0;
 }
 #undef INJ

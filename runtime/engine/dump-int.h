@@ -68,6 +68,9 @@ struct dproc
   struct prctl_proc pr;
   bool zombie;     /* exited, waiting for its parent's wait() */
   int exit_status; /* then: the status wait() will report */
+  /* and /proc hides it (a zombie that was not dumpable, on kernels that
+     keep that flag): its parent is asked with waitid(WNOWAIT) */
+  bool status_hidden;
   /* In a group stop (kill -STOP, ^Z): the stop signal, else 0. */
   int stop_sig;
   /* Its parent, seized with it, has already collected that stop with
@@ -381,6 +384,8 @@ int
 check_groups(struct dctx *c, crest_error_t *err);
 int
 dump_zombie(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err);
+int
+put_rlimits(struct dproc *p, yajl_gen g, crest_error_t *err);
 
 /* ipc.c: SysV IPC and POSIX message queues, refused in one line (not
    restored yet): a mapping of a SysV segment (its maps NAME "/SYSV<key>",

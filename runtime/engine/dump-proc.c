@@ -186,7 +186,7 @@ dump_exe_cwd(struct dctx *c, struct dproc *p, char *exe, char *cwd, crest_error_
   return 0;
 }
 
-static int
+int
 put_rlimits(struct dproc *p, yajl_gen g, crest_error_t *err)
 {
   jput_key(g, "rlimits");

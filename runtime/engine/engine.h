@@ -65,8 +65,11 @@
    mapping of a file open for writing; see docs/image-format.md. */
 #define CREST_IMAGE_FORMAT_NOACCT 13
 /* Format 14: a flock entry of "locks" may have a fifth number, the PID of
-   the tree's process that took it (restored by that process). */
+   the tree's process that took it (restored by that process); a zombie
+   has what /proc shows of it (signal dispositions and mask, limits,
+   credentials, nice, personality). */
 #define CREST_IMAGE_FORMAT_FLOCKPID 14
+#define CREST_IMAGE_FORMAT_ZOMBIE 14
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */
 #define XSTATE_MAX 16384
 

@@ -120,12 +120,18 @@ check_groups(struct dctx *c, crest_error_t *err)
   return pstree_check_groups(c->np, ids, ids + c->np, ids + 2 * c->np, err);
 }
 
-/* Is PID a process that has exited and waits for its parent's wait() (its
-   whole thread group gone, only the leader's entry left)? Then *STATUS is
-   what wait() will report, from the exit_code field of /proc/PID/stat. */
+/* Is P a process that has exited and waits for its parent's wait() (its
+   whole thread group gone, only the leader's entry left)? Then its
+   exit_status is what wait() will report, from the exit_code field of
+   /proc/PID/stat, which shows 0 to a reader without ptrace access (a
+   zombie that was not dumpable, where the kernel keeps that flag: 6.18
+   does): status_hidden then, and its parent is asked (inject_own). */
 static int
-zombie_process(pid_t pid, bool *zombie, int *status, crest_error_t *err)
+zombie_process(struct dproc *p, crest_error_t *err)
 {
+  pid_t pid = p->pid;
+  bool *zombie = &p->zombie;
+  int *status = &p->exit_status;
   cleanup_free char *st = NULL, *statb = NULL;
   cleanup_free char *path = xasprintf("/proc/%d/task", pid);
   const char *s;
@@ -153,8 +159,11 @@ zombie_process(pid_t pid, bool *zombie, int *status, crest_error_t *err)
   for (t = q ? strtok_r(q + 2, " \n", &save) : NULL; t; t = strtok_r(NULL, " \n", &save), field++)
     if (field == 52)
       {
+        char ns[64], link[64];
         *status = atoi(t);
         *zombie = true;
+        snprintf(ns, sizeof ns, "/proc/%d/ns/user", (int)pid);
+        p->status_hidden = *status == 0 && readlink(ns, link, sizeof link) < 0 && errno == EACCES;
         return 0;
       }
   return crest_error_make(err, ENOTSUP, "task %d: zombie whose exit status /proc does not show",
@@ -180,7 +189,7 @@ exited_meanwhile(struct dctx *c, struct dproc *p, bool *gone, crest_error_t *err
   *gone
       = read_proc(p->pid, "status", &st, &e2) < 0 || !(s = status_field(st, "State")) || *s == 'X';
   crest_error_release(&e2);
-  if (!*gone && (zombie_process(p->pid, &p->zombie, &p->exit_status, &e2) < 0 || !p->zombie))
+  if (!*gone && (zombie_process(p, &e2) < 0 || !p->zombie))
     {
       crest_error_release(&e2);
       return 0;
@@ -240,7 +249,7 @@ seize_process(struct dctx *c, struct dproc *p, crest_error_t *err)
   bool gone = false;
   bool again = true;
   int stopsig = 0;
-  if (zombie_process(p->pid, &p->zombie, &p->exit_status, err) < 0)
+  if (zombie_process(p, err) < 0)
     return exited_meanwhile(c, p, &gone, err) ? gone : -1;
   if (p->zombie && p == &c->p[0])
     return crest_error_make(err, ENOTSUP, "task %d: the root of the tree is a zombie", p->pid);
@@ -398,14 +407,39 @@ collect_tree(struct dctx *c, crest_error_t *err)
   return 0;
 }
 
-/* A zombie: only what its parent's wait() will see. */
+/* A zombie: what its parent's wait() will see, and what /proc still shows
+   of it (format 14): its signal dispositions (SigIgn, SigCgt: a handler's
+   address is gone with its memory) and blocked signals, its limits,
+   credentials, nice value and personality. */
 int
 dump_zombie(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
 {
-  cleanup_free char *name = NULL;
-  if (read_proc(p->pid, "comm", &name, err) < 0)
+  static const char *const sk[] = { "SigBlk", "SigIgn", "SigCgt" };
+  static const char *const jk[] = { "sigblk", "sigign", "sigcgt" };
+  cleanup_free char *name = NULL, *status = NULL, *statb = NULL, *pers = NULL;
+  crest_error_t e2 = NULL;
+  const char *q;
+  long nice = 0;
+  if (p->status_hidden)
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: a zombie whose exit status neither /proc nor its parent "
+                            "showed, cannot checkpoint it",
+                            p->pid);
+  if (read_proc(p->pid, "comm", &name, err) < 0 || read_proc(p->pid, "status", &status, err) < 0
+      || read_proc(p->pid, "stat", &statb, err) < 0)
     return -1;
   name[strcspn(name, "\n")] = 0;
+  /* nice: field 19, the 17th after the name's ")" */
+  q = strrchr(statb, ')');
+  for (int f = 0; q && f < 17; f++)
+    q = strchr(q + 1, ' ');
+  if (!q)
+    return crest_error_make(err, EINVAL, "task %d: cannot parse /proc stat", p->pid);
+  nice = strtol(q + 1, NULL, 10);
+  /* Unreadable when the zombie was not dumpable (ptrace access): then to
+     its own user too, and it is left as the restore makes it. */
+  if (read_proc(p->pid, "personality", &pers, &e2) < 0)
+    crest_error_release(&e2);
   yajl_gen_map_open(g);
   jput_int(g, "pid", p->ipid);
   jput_int(g, "ppid", find_proc(c, p->ppid) ? find_proc(c, p->ppid)->ipid : 0);
@@ -414,6 +448,20 @@ dump_zombie(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   jput_bool(g, "zombie", true);
   jput_int(g, "exit_status", p->exit_status);
   jput_str(g, "comm", name);
+  for (int k = 0; k < 3; k++)
+    {
+      const char *s = status_field(status, sk[k]);
+      if (!s)
+        return crest_error_make(err, EINVAL, "task %d: no %s in /proc status", p->pid, sk[k]);
+      jput_u64(g, jk[k], strtoull(s, NULL, 16));
+    }
+  jput_int(g, "nice", nice);
+  if (pers)
+    jput_u64(g, "personality", strtoull(pers, NULL, 16));
+  if (creds_put(c, p, status, g, err) < 0 || put_rlimits(p, g, err) < 0)
+    return -1;
   yajl_gen_map_close(g);
+  if (c->w->format < CREST_IMAGE_FORMAT_ZOMBIE)
+    c->w->format = CREST_IMAGE_FORMAT_ZOMBIE;
   return 0;
 }

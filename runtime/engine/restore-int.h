@@ -123,6 +123,10 @@ struct rproc
   bool zombie;      /* exited before the checkpoint, not yet waited for */
   int exit_status;  /* then: the status its parent's wait() gets */
   const char *comm; /* and its name */
+  /* a zombie of format 14: what /proc shows of it (else left as crest's) */
+  bool zstate, zpers;
+  uint64_t zsig[3]; /* blocked, ignored, caught */
+  int znice;
   /* In a group stop at checkpoint: its stop signal (else 0), and whether
      its parent had already collected that stop with waitpid(WUNTRACED). */
   int stop_sig;
@@ -310,6 +314,8 @@ void
 creds_restore(struct rctx *c, int idx, const struct rproc *p);
 void
 creds_fs(struct rctx *c, int idx, const struct rproc *p);
+void
+creds_zombie(struct rctx *c, int idx, const struct rproc *p);
 bool
 creds_change(const struct rproc *p);
 void

@@ -158,10 +158,52 @@ has_key(yajl_val v, const char *key)
   return false;
 }
 
-/* A zombie: its IDs and its exit status are all there is. 1: V is one,
-   0: it is not, -1: bad. */
 static int
-parse_zombie(yajl_val v, struct rproc *p, crest_error_t *err)
+parse_rlimits(yajl_val v, struct rproc *p, crest_error_t *err)
+{
+  yajl_val *items;
+  long n = jget_array(v, "rlimits", &items, err);
+  CHECK(n == RLIM_NLIMITS, "process %d: %ld rlimits, expected %d", p->pid, n, RLIM_NLIMITS);
+  for (long i = 0; i < n; i++)
+    if (jget_u64(items[i], "cur", &p->rl[i][0], err) < 0
+        || jget_u64(items[i], "max", &p->rl[i][1], err) < 0)
+      return -1;
+  return 0;
+}
+
+/* What a zombie of format 14 shows besides its IDs and exit status. */
+static int
+parse_zombie_state(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
+{
+  static const char *const jk[] = { "sigblk", "sigign", "sigcgt" };
+  yajl_val cr = yajl_tree_get(v, (const char *[]){ "creds", NULL }, yajl_t_object);
+  int64_t nice;
+  CHECK(c->img->format >= CREST_IMAGE_FORMAT_ZOMBIE && cr,
+        "process %d: a zombie's state in an image of format %d, or without creds", p->pid,
+        c->img->format);
+  for (int k = 0; k < 3; k++)
+    if (jget_u64(v, jk[k], &p->zsig[k], err) < 0)
+      return -1;
+  if (jget_i64(v, "nice", &nice, err) < 0 || creds_parse(cr, p, err) < 0
+      || parse_rlimits(v, p, err) < 0)
+    return -1;
+  CHECK(nice >= -20 && nice <= 19, "process %d: nice %lld", p->pid, (long long)nice);
+  p->znice = (int)nice;
+  if (has_key(v, "personality"))
+    {
+      if (jget_u64(v, "personality", &p->personality, err) < 0)
+        return -1;
+      CHECK(p->personality <= UINT32_MAX, "process %d: personality out of range", p->pid);
+      p->zpers = true;
+    }
+  p->zstate = true;
+  return 0;
+}
+
+/* A zombie: its IDs and its exit status, and in format 14 what /proc
+   shows of it. 1: V is one, 0: it is not, -1: bad. */
+static int
+parse_zombie(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
 {
   int64_t pid, ppid, pgid, sid;
   crest_error_t e2 = NULL;
@@ -185,6 +227,8 @@ parse_zombie(yajl_val v, struct rproc *p, crest_error_t *err)
       p->exit_status = (int)st;
       if (jget_str(v, "comm", &p->comm, err) < 0)
         return -1;
+      if (has_key(v, "sigblk") && parse_zombie_state(c, v, p, err) < 0)
+        return -1;
       return 1;
     }
   return 0;
@@ -198,7 +242,7 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
   long n;
 
   {
-    int z = parse_zombie(v, p, err);
+    int z = parse_zombie(c, v, p, err);
     if (z != 0)
       return z < 0 ? -1 : 0;
   }
@@ -240,12 +284,8 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
   CHECK(p->umask >= 0 && p->umask <= 0777 && p->oom >= -1000 && p->oom <= 1000
             && p->personality <= UINT32_MAX,
         "process %d: umask, oom_score_adj or personality out of range", p->pid);
-  n = jget_array(v, "rlimits", &items, err);
-  CHECK(n == RLIM_NLIMITS, "process %d: %ld rlimits, expected %d", p->pid, n, RLIM_NLIMITS);
-  for (long i = 0; i < n; i++)
-    if (jget_u64(items[i], "cur", &p->rl[i][0], err) < 0
-        || jget_u64(items[i], "max", &p->rl[i][1], err) < 0)
-      return -1;
+  if (parse_rlimits(v, p, err) < 0)
+    return -1;
   if (mem_parse_mm(mm, p, err) < 0)
     return -1;
   if (sig_parse_process(v, p, err) < 0)

@@ -334,26 +334,113 @@ thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplis
     OP(l, SYS_prctl, PR_SET_PDEATHSIG, t->pr.pdeathsig, 0, 0, 0, 0);
 }
 
-/* A zombie of the image: exit the way it did, so that its parent's wait()
-   gets the same status. A signal death is made without a core dump (and
-   without the core flag in the status, which is not reproduced). */
-static void __attribute__((noreturn)) zombie_exit(const struct rproc *p)
+static void
+zombie_noop(int sig)
+{
+  (void)sig;
+}
+
+/* The signals whose default action dumps core (the kernel's
+   SIG_KERNEL_COREDUMP_MASK). */
+static bool
+core_signal(int sig)
+{
+  return sig == SIGQUIT || sig == SIGILL || sig == SIGTRAP || sig == SIGABRT || sig == SIGBUS
+         || sig == SIGFPE || sig == SIGSEGV || sig == SIGXCPU || sig == SIGXFSZ || sig == SIGSYS;
+}
+
+/* Will a death by a core signal with these limits write no core? Only with
+   a soft RLIMIT_CORE of 0 and a core_pattern that is a file's (a pipe's
+   helper is started whatever the limit). */
+static bool
+core_off(const struct rproc *p)
+{
+  char pat[2] = "";
+  int fd = open("/proc/sys/kernel/core_pattern", O_RDONLY | O_CLOEXEC);
+  if (fd >= 0)
+    {
+      if (read(fd, pat, 1) < 0)
+        pat[0] = '|';
+      close(fd);
+    }
+  return p->rl[RLIMIT_CORE][0] == 0 && fd >= 0 && pat[0] != '|';
+}
+
+/* What /proc shows of a zombie of format 14 besides its IDs: signal
+   dispositions (a caught signal gets a handler of crest's: a zombie's
+   address space is gone), limits, nice, personality, credentials, and
+   its blocked signals last. The signal it dies of (SIG) stays at its
+   default action, unblocked. */
+static void
+zombie_state(struct rctx *c, int idx, const struct rproc *p, int sig)
+{
+  uint64_t mine = sig ? 1ULL << (sig - 1) : 0, mask;
+  struct ksigaction libc = { 0, 0, 0, 0 };
+  struct sigaction sa;
+  /* libc's return trampoline, for a handler that may yet run before the
+     exit: from a handler libc installs. */
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = zombie_noop;
+  sigaction(SIGUSR1, &sa, NULL);
+  syscall(SYS_rt_sigaction, SIGUSR1, NULL, &libc, 8);
+  for (int s = 1; s <= 64; s++)
+    {
+      uint64_t bit = 1ULL << (s - 1);
+      struct ksigaction ka = { (uint64_t)(uintptr_t)SIG_DFL, 0, 0, 0 };
+      if (s == SIGKILL || s == SIGSTOP)
+        continue;
+      if (!(mine & bit) && (p->zsig[1] & bit))
+        ka.handler = (uint64_t)(uintptr_t)SIG_IGN;
+      else if (!(mine & bit) && (p->zsig[2] & bit))
+        ka = (struct ksigaction){ (uint64_t)(uintptr_t)zombie_noop, libc.flags, libc.restorer, 0 };
+      if (syscall(SYS_rt_sigaction, s, &ka, NULL, 8) < 0)
+        task_fail(c, idx, "process %d (a zombie): signal %d's action: %s", p->pid, s,
+                  strerror(errno));
+    }
+  for (int r = 0; r < RLIM_NLIMITS; r++)
+    {
+      struct rlimit rl = { p->rl[r][0], p->rl[r][1] };
+      if (setrlimit(r, &rl) < 0)
+        task_fail(c, idx, "process %d (a zombie): limit %d: %s", p->pid, r, strerror(errno));
+    }
+  if (getpriority(PRIO_PROCESS, 0) != p->znice && setpriority(PRIO_PROCESS, 0, p->znice) < 0)
+    task_fail(c, idx, "process %d (a zombie): nice %d: %s", p->pid, p->znice, strerror(errno));
+  if (p->zpers && personality(p->personality) < 0)
+    task_fail(c, idx, "process %d (a zombie): personality %#" PRIx64 ": %s", p->pid, p->personality,
+              strerror(errno));
+  creds_zombie(c, idx, p);
+  mask = p->zsig[0] & ~mine;
+  syscall(SYS_rt_sigprocmask, SIG_SETMASK, &mask, NULL, 8);
+}
+
+/* A zombie of the image: what /proc shows of it (format 14), then it exits
+   the way it did, so that its parent's wait() gets the same status. A
+   signal death is made without a core dump (and without the core flag in
+   the status, which is not reproduced): a core signal's death is made
+   not dumpable unless its limits already prevent a core (the zombie's
+   namespace links then refuse its user on kernels that keep a dead task's
+   dumpable flag: docs/engine.md). */
+static void __attribute__((noreturn)) zombie_exit(struct rctx *c, int idx, const struct rproc *p)
 {
   int st = p->exit_status;
-  prctl(PR_SET_NAME, p->comm); /* all a zombie shows but its IDs */
-  if (WIFSIGNALED(st))
+  int sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+  prctl(PR_SET_NAME, p->comm);
+  if (p->zstate)
+    zombie_state(c, idx, p, sig);
+  if (sig)
     {
-      struct rlimit none = { 0, 0 };
-      sigset_t s;
-      int sig = WTERMSIG(st);
+      uint64_t unblock = 1ULL << (sig - 1);
       if (WCOREDUMP(st))
         crest_debug("process %d: died with a core dump; restored without one", p->pid);
-      setrlimit(RLIMIT_CORE, &none);
-      prctl(PR_SET_DUMPABLE, 0);
+      if (core_signal(sig) && !p->zstate)
+        {
+          struct rlimit none = { 0, 0 };
+          setrlimit(RLIMIT_CORE, &none);
+        }
+      if (core_signal(sig) && !(p->zstate && core_off(p)))
+        prctl(PR_SET_DUMPABLE, 0);
       signal(sig, SIG_DFL);
-      sigemptyset(&s);
-      sigaddset(&s, sig);
-      sigprocmask(SIG_UNBLOCK, &s, NULL);
+      syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &unblock, NULL, 8);
       kill(getpid(), sig);
     }
   _exit(WEXITSTATUS(st));
@@ -852,7 +939,7 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   task_session(c, idx, p);
 
   if (p->zombie)
-    zombie_exit(p);
+    zombie_exit(c, idx, p);
 
   cow_premap(c, idx);
   task_children(c, idx, p);

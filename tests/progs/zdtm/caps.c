@@ -48,112 +48,11 @@ struct creds
 
 static int last_cap;
 
-static int
-get_caps(uint64_t *inh, uint64_t *prm, uint64_t *eff)
-{
-  struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-  struct __user_cap_data_struct d[2];
-  memset(d, 0, sizeof(d));
-  if (syscall(SYS_capget, &h, d) < 0)
-    return -1;
-  *inh = d[0].inheritable | (uint64_t)d[1].inheritable << 32;
-  *prm = d[0].permitted | (uint64_t)d[1].permitted << 32;
-  *eff = d[0].effective | (uint64_t)d[1].effective << 32;
-  return 0;
-}
-
-static int
-set_caps(uint64_t inh, uint64_t prm, uint64_t eff)
-{
-  struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-  struct __user_cap_data_struct d[2] = {
-    { (uint32_t)eff, (uint32_t)prm, (uint32_t)inh },
-    { (uint32_t)(eff >> 32), (uint32_t)(prm >> 32), (uint32_t)(inh >> 32) },
-  };
-  return syscall(SYS_capset, &h, d);
-}
-
-/* Does this kernel let a task that holds CAP_CHECKPOINT_RESTORE in its own
-   user namespace, but not CAP_SETPCAP, drop CAP_CHECKPOINT_RESTORE from its
-   bounding set (what the restore of a task that did not have it needs)?
-   A child enters a new user namespace, where it holds every capability and
-   a full bounding set, takes CAP_SETPCAP out of its effective set and
-   tries. 1: allowed; 0: refused (EPERM); -1: could not be asked (WHY). */
-static int
-probe_bnd_drop(char *why, size_t len)
-{
-  int pfd[2], st;
-  int res[2] = { 0, 0 }; /* step, errno */
-  pid_t pid;
-
-  if (pipe(pfd) < 0)
-    {
-      snprintf(why, len, "pipe: %s", strerror(errno));
-      return -1;
-    }
-  pid = fork();
-  if (pid < 0)
-    {
-      snprintf(why, len, "fork: %s", strerror(errno));
-      close(pfd[0]);
-      close(pfd[1]);
-      return -1;
-    }
-  if (pid == 0)
-    {
-      uint64_t inh, prm, eff;
-      close(pfd[0]);
-      if (unshare(CLONE_NEWUSER) < 0)
-        res[0] = 1, res[1] = errno;
-      else if (get_caps(&inh, &prm, &eff) < 0)
-        res[0] = 2, res[1] = errno;
-      else if (set_caps(inh, prm, eff & ~(1ULL << CAP_SETPCAP)) < 0)
-        res[0] = 3, res[1] = errno;
-      else if (prctl(PR_CAPBSET_DROP, CAP_CHECKPOINT_RESTORE, 0, 0, 0) < 0)
-        res[0] = 4, res[1] = errno;
-      else if (prctl(PR_CAPBSET_READ, CAP_CHECKPOINT_RESTORE, 0, 0, 0) != 0)
-        res[0] = 5, res[1] = 0;
-      if (write(pfd[1], res, sizeof res) != sizeof res)
-        _exit(3);
-      _exit(0);
-    }
-  close(pfd[1]);
-  if (read(pfd[0], res, sizeof res) != sizeof res)
-    res[0] = -1;
-  close(pfd[0]);
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-    ;
-  switch (res[0])
-    {
-    case 0:
-      return 1;
-    case 4:
-      if (res[1] == EPERM)
-        return 0;
-      snprintf(why, len, "PR_CAPBSET_DROP: %s", strerror(res[1]));
-      return -1;
-    case 1:
-      snprintf(why, len, "unshare(CLONE_NEWUSER): %s", strerror(res[1]));
-      return -1;
-    case 2:
-    case 3:
-      snprintf(why, len, "%s in a new user namespace: %s", res[0] == 2 ? "capget" : "capset",
-               strerror(res[1]));
-      return -1;
-    case 5:
-      snprintf(why, len, "PR_CAPBSET_DROP succeeded but the capability is still there");
-      return -1;
-    default:
-      snprintf(why, len, "the probing child died");
-      return -1;
-    }
-}
-
 static void
 get_creds(struct creds *c)
 {
   memset(c, 0, sizeof(*c));
-  get_caps(&c->inh, &c->prm, &c->eff);
+  zdtm_get_caps(&c->inh, &c->prm, &c->eff);
   for (int i = 0; i <= last_cap; i++)
     {
       if (prctl(PR_CAPBSET_READ, i, 0, 0, 0) == 1)
@@ -191,7 +90,7 @@ compare(const struct creds *want)
       int allowed;
       if (!(want->bnd & cr) && got.bnd == (want->bnd | cr))
         {
-          allowed = probe_bnd_drop(why, sizeof why);
+          allowed = zdtm_probe_bnd_drop(why, sizeof why);
           if (allowed == 0)
             zdtm_known("bnd keeps CAP_CHECKPOINT_RESTORE after restore (expected 0x%016" PRIx64
                        ", got 0x%016" PRIx64
@@ -237,7 +136,7 @@ main(int argc, char **argv)
   if (argc == 2 && strcmp(argv[1], "--probe-bnd-drop") == 0)
     {
       char why[256];
-      int allowed = probe_bnd_drop(why, sizeof why);
+      int allowed = zdtm_probe_bnd_drop(why, sizeof why);
       if (allowed < 0)
         printf("unknown: %s\n", why);
       else
@@ -249,7 +148,7 @@ main(int argc, char **argv)
     if (prctl(PR_CAPBSET_READ, last_cap, 0, 0, 0) < 0)
       break;
   last_cap--;
-  if (get_caps(&inh, &prm, &eff) < 0)
+  if (zdtm_get_caps(&inh, &prm, &eff) < 0)
     zdtm_error("capget: %s", strerror(errno));
   if (prm & (1ULL << CAP_SETPCAP))
     {
@@ -273,7 +172,7 @@ main(int argc, char **argv)
     {
       eff &= ~(1ULL << low);
       inh |= 1ULL << pick;
-      if (set_caps(inh, prm, eff) < 0)
+      if (zdtm_set_caps(inh, prm, eff) < 0)
         zdtm_error("capset: %s", strerror(errno));
       if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, pick, 0, 0) < 0)
         zdtm_error("ambient raise %d: %s", pick, strerror(errno));

@@ -93,4 +93,16 @@ zdtm_fill(void *p, size_t len, uint32_t seed, uint64_t base);
 size_t
 zdtm_check(const void *p, size_t len, uint32_t seed, uint64_t base);
 
+/* The calling thread's inheritable, permitted and effective sets: 0, or -1
+   with errno. */
+int
+zdtm_get_caps(uint64_t *inh, uint64_t *prm, uint64_t *eff);
+int
+zdtm_set_caps(uint64_t inh, uint64_t prm, uint64_t eff);
+/* Does this kernel let a task that holds CAP_CHECKPOINT_RESTORE in its own
+   user namespace, but not CAP_SETPCAP, drop it from its bounding set? 1:
+   allowed; 0: refused; -1: could not be asked (WHY). */
+int
+zdtm_probe_bnd_drop(char *why, size_t len);
+
 #endif
