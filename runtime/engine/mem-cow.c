@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -399,6 +400,7 @@ struct cow_proc
      own place). Inherited by the children with the mapping. */
   uint64_t *aside;
   bool has_children_refs; /* a child refers to its pages */
+  bool heap_brk;          /* its heap made by brk() in place (premap_heap) */
 };
 
 static struct cow_proc *
@@ -688,6 +690,8 @@ premap(struct rctx *c, struct rproc *p, size_t i)
               | (m->madv & VMF_NORESERVE ? MAP_NORESERVE : 0);
   int fd = file ? m->svc : -1, e;
   off_t off = file ? (off_t)(m->pgoff * PAGE) : 0;
+  if (p->cow->heap_brk && strcmp(m->kind, "heap") == 0)
+    return true; /* made in place (premap_heap) */
   void *r = cow_knob("aside") ? MAP_FAILED
                               : mmap((void *)m->start, len, PROT_READ | PROT_WRITE, flags, fd, off);
   if (r == (void *)m->start)
@@ -712,6 +716,73 @@ premap(struct rctx *c, struct rproc *p, size_t i)
               p->pid, m->start, m->end, r);
   p->cow->aside[i] = (uint64_t)r;
   return true;
+}
+
+/* This process's own layout as PR_SET_MM_MAP takes it (exe and auxv left
+   as they are), from /proc/self/stat and brk(0). */
+static bool
+self_mm(struct mm_map *mm)
+{
+  char buf[1024], *q;
+  uint64_t f[53] = { 0 };
+  int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC), n = 4;
+  ssize_t len = fd < 0 ? -1 : read(fd, buf, sizeof buf - 1);
+  if (fd >= 0)
+    close(fd);
+  if (len <= 0 || !(buf[len] = 0, q = strrchr(buf, ')')) || strlen(q) < 4)
+    return false;
+  for (char *t = q + 4; *t && n < 53; n++) /* from field 4, past ") S " */
+    {
+      f[n] = strtoull(t, &t, 10);
+      while (*t == ' ')
+        t++;
+    }
+  if (n < 52)
+    return false;
+  *mm = (struct mm_map){ f[26], f[27],       f[45], f[46], f[47], (uint64_t)syscall(SYS_brk, 0),
+                         f[28], f[48],       f[49], f[50], f[51], 0,
+                         0,     (uint32_t)-1 };
+  return true;
+}
+
+/* P's heap made in place by brk(), as the kernel made it (mem_heap_by_brk),
+   in the task before it forks the children that share it: the mm fields
+   are the image's for that call, crest's own again after it (its malloc
+   knows its own break). False, with nothing made, when brk() would not
+   (crest's memory lies there). */
+static bool
+premap_heap(struct rctx *c, int idx, const struct rproc *p)
+{
+  struct mm_map self, tmp = p->mm;
+  long r;
+  if (cow_knob("aside") || !self_mm(&self))
+    return false;
+  tmp.brk = tmp.start_brk, tmp.auxv = 0, tmp.auxv_size = 0, tmp.exe_fd = (uint32_t)-1;
+  if (prctl(PR_SET_MM, PR_SET_MM_MAP, &tmp, sizeof tmp, 0) < 0)
+    return false;
+  r = syscall(SYS_brk, p->mm.brk);
+  if (prctl(PR_SET_MM, PR_SET_MM_MAP, &self, sizeof self, 0) < 0)
+    task_fail(c, idx, "process %d: give crest's own memory layout back after making its heap: %s",
+              p->pid, strerror(errno));
+  return r == (long)p->mm.brk;
+}
+
+/* Mapping I of P premapped and filled, for its children to inherit, when
+   they refer to its pages. */
+static void
+premap_fill(struct rctx *c, int idx, struct rproc *p, size_t i)
+{
+  const struct rvma *m = &p->vmas[i];
+  /* Not one never writable: premapped writable, the kernel would charge
+     it to the commit accounting (VmFlags "ac"), which the original never
+     was; its children copy its pages instead. */
+  if (p->cow->kept[i] || !cow_kind(m->kind, m->shared) || (m->madv & VMF_NOACCOUNT)
+      || !child_refers(c, p, m) || cow_knob("no-premap") || !premap(c, p, i))
+    return;
+  if (fill_vma(p, i, true) < 0)
+    task_fail(c, idx, "process %d: fill mapping %#" PRIx64 "-%#" PRIx64 ": %s", p->pid, m->start,
+              m->end, strerror(errno));
+  p->cow->kept[i] = true;
 }
 
 /* In task IDX, before it forks its children: the mappings it inherited
@@ -744,19 +815,23 @@ cow_premap(struct rctx *c, int idx)
       p->cow->kept[i] = true;
     }
   drop_unshared(p, pc);
+  /* The heap, when its children share all of it, by brk(), once what lies
+     below it is mapped: a mapping made next to it after would merge with
+     it (premap_heap). */
+  size_t h0 = 0, h1 = 0;
+  bool all = p->cow->has_children_refs && mem_heap_by_brk(p, &h0, &h1) && !cow_knob("no-premap");
+  for (size_t i = h0; all && i < h1; i++)
+    all = !p->cow->kept[i] && child_refers(c, p, &p->vmas[i]);
+  if (!all)
+    h0 = h1 = 0;
   for (size_t i = 0; p->cow->has_children_refs && i < p->nvmas; i++)
+    if (i < h0 || i >= h1)
+      premap_fill(c, idx, p, i);
+  if (h1 > h0)
     {
-      const struct rvma *m = &p->vmas[i];
-      /* Not one never writable: premapped writable, the kernel would
-         charge it to the commit accounting (VmFlags "ac"), which the
-         original never was; its children copy its pages instead. */
-      if (p->cow->kept[i] || !cow_kind(m->kind, m->shared) || (m->madv & VMF_NOACCOUNT)
-          || !child_refers(c, p, m) || cow_knob("no-premap") || !premap(c, p, i))
-        continue;
-      if (fill_vma(p, i, true) < 0)
-        task_fail(c, idx, "process %d: fill mapping %#" PRIx64 "-%#" PRIx64 ": %s", p->pid,
-                  m->start, m->end, strerror(errno));
-      p->cow->kept[i] = true;
+      p->cow->heap_brk = premap_heap(c, idx, p);
+      for (size_t i = h0; i < h1; i++)
+        premap_fill(c, idx, p, i);
     }
 }
 

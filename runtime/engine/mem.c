@@ -523,6 +523,41 @@ fail:
 }
 
 /* The "mm" record MM of process P. */
+/* Can P's heap be made again the way the kernel made it, by brk() from its
+   start_brk? Its mappings of kind heap must be *FIRST .. *END - 1, back to
+   back from start_brk to brk's page, private, anonymous, and of nothing
+   brk() does not make (MAP_NORESERVE, never writable). The kernel's brk()
+   extends only the heap's own mapping, never one below start_brk: a heap
+   made by mmap() next to a mapping of the same flags (a static program's
+   bss without address randomisation) merges with it, where the original
+   had two. */
+bool
+mem_heap_by_brk(const struct rproc *p, size_t *first, size_t *end)
+{
+  uint64_t want = p->mm.start_brk, top = (p->mm.brk + PAGE - 1) & ~(uint64_t)(PAGE - 1);
+  size_t i = 0, f;
+  if (p->mm.brk <= p->mm.start_brk || (p->mm.start_brk & (PAGE - 1)))
+    return false;
+  while (i < p->nvmas && strcmp(p->vmas[i].kind, "heap") != 0)
+    i++;
+  if (i == p->nvmas || p->vmas[i].start != want)
+    return false;
+  for (f = i; i < p->nvmas && strcmp(p->vmas[i].kind, "heap") == 0 && p->vmas[i].start == want; i++)
+    {
+      const struct rvma *m = &p->vmas[i];
+      if (m->shared || m->path || (m->madv & (VMF_NORESERVE | VMF_NOACCOUNT)))
+        return false;
+      want = m->end;
+    }
+  if (want != top)
+    return false;
+  *first = f, *end = i;
+  for (; i < p->nvmas; i++)
+    if (strcmp(p->vmas[i].kind, "heap") == 0)
+      return false;
+  return true;
+}
+
 int
 mem_parse_mm(yajl_val mm, struct rproc *p, crest_error_t *err)
 {

@@ -599,14 +599,35 @@ check_specials(struct rctx *c, int idx, const struct rproc *p, const struct spec
               p->pid, nvsp, nsp);
 }
 
+/* Is P's heap made by the blob with brk() (mem_heap_by_brk: *FIRST ..
+   *END - 1)? Not when any of it is kept (premapped: premap_heap made it
+   or mmap did), nor when a mapping the blob keeps lies where brk() would
+   grow it or within the page above (brk() refuses then): the blob region
+   [BASE, BASE + SIZE), a kept mapping. */
+static bool
+heap_ops_by_brk(const struct rproc *p, uint64_t base, uint64_t size, size_t *first, size_t *end)
+{
+  uint64_t lo, hi;
+  if (!mem_heap_by_brk(p, first, end))
+    return false;
+  lo = p->vmas[*first].start, hi = p->vmas[*end - 1].end + PAGE;
+  if (base < hi && base + size > lo)
+    return false;
+  for (size_t i = 0; i < p->nvmas; i++)
+    if (cow_kept(p, i) && p->vmas[i].start < hi && p->vmas[i].end > lo)
+      return false;
+  return true;
+}
+
 /* The mappings: 1. the vDSO and vvar out of the way, 2. everything else
    gone, 3. the vDSO where it was, 4. the target mappings, filled, then
    their protections and advice. The blob region is BASE, SIZE long;
    SCRATCH is room for the specials SP. */
 static void
 mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, uint64_t size,
-        uint64_t scratch, struct oplist *l)
+        uint64_t scratch, struct oplist *l, struct bld *b)
 {
+  size_t heap0 = 0, heap1 = 0;
   /* 1. the vDSO and vvar out of the way, 2. everything else gone,
      3. the vDSO where it was. */
   {
@@ -632,9 +653,24 @@ mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, ui
   }
   /* 4. the target mappings, writable until filled. */
   bool as_task = false; /* SysV segments attached with the task's IDs */
+  if (!heap_ops_by_brk(p, base, size, &heap0, &heap1))
+    heap0 = heap1 = 0;
   for (size_t i = 0; i < p->nvmas; i++)
     {
       struct rvma *m = &p->vmas[i];
+      if (i == heap0 && heap1)
+        {
+          /* The heap by brk(), from start_brk, with the image's layout
+             but the break at start_brk for that call (exe and auxv
+             untouched: step 5 sets them). */
+          struct mm_map mm = p->mm;
+          mm.brk = mm.start_brk, mm.auxv = 0, mm.auxv_size = 0, mm.exe_fd = (uint32_t)-1;
+          OP(l, SYS_prctl, PR_SET_MM, PR_SET_MM_MAP, bld_alloc(b, sizeof mm, 8, &mm), sizeof mm, 0,
+             0);
+          OPEQ(l, SYS_brk, (int64_t)p->mm.brk, p->mm.brk, 0, 0, 0, 0, 0);
+        }
+      if (i >= heap0 && i < heap1)
+        continue;
       int flags = MAP_FIXED | (m->shared ? MAP_SHARED : MAP_PRIVATE);
       /* Writable until filled, but for a private mapping that was never
          writable: the kernel would charge it to the commit accounting
@@ -998,7 +1034,7 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   if (force_fd >= 0)
     fill_force_set(force_fd, bld_alloc(&b, BLOB_FORCE_BUF, PAGE, NULL));
 
-  mem_ops(p, sp, nsp, base, size, scratch, &main_ops);
+  mem_ops(p, sp, nsp, base, size, scratch, &main_ops, &b);
   lazy_task_ops(c, p, &main_ops, &b);
   mm_sig_ops(p, &main_ops, &b);
   tops = xzalloc(p->nth * sizeof *tops);

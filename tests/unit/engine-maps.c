@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "dump-int.h"
+#include "restore-int.h"
 #include "tap.h"
 
 struct mcase
@@ -151,6 +152,94 @@ own_accounting(void)
     close(fd), unlink(path);
 }
 
+/* mem_heap_by_brk: which heaps the restore makes with brk(). */
+static void
+heap_by_brk(void)
+{
+  static const struct
+  {
+    const char *what;
+    uint64_t start_brk, brk;
+    struct rvma v[3];
+    size_t nv;
+    bool ok;
+    size_t first, end;
+  } heaps[] = {
+    { "bss then the heap from start_brk to brk's page",
+      0x512000,
+      0x533123,
+      { { .start = 0x4ca000, .end = 0x512000, .kind = "anon" },
+        { .start = 0x512000, .end = 0x534000, .kind = "heap" } },
+      2,
+      true,
+      1,
+      2 },
+    { "a heap split in two by mprotect",
+      0x512000,
+      0x534000,
+      { { .start = 0x512000, .end = 0x520000, .kind = "heap", .prot = PROT_READ },
+        { .start = 0x520000, .end = 0x534000, .kind = "heap" } },
+      2,
+      true,
+      0,
+      2 },
+    { "a heap not at start_brk",
+      0x510000,
+      0x534000,
+      { { .start = 0x512000, .end = 0x534000, .kind = "heap" } },
+      1,
+      false,
+      0,
+      0 },
+    { "a heap past brk's page",
+      0x512000,
+      0x520000,
+      { { .start = 0x512000, .end = 0x534000, .kind = "heap" } },
+      1,
+      false,
+      0,
+      0 },
+    { "a heap with a hole",
+      0x512000,
+      0x534000,
+      { { .start = 0x512000, .end = 0x520000, .kind = "heap" },
+        { .start = 0x521000, .end = 0x534000, .kind = "heap" } },
+      2,
+      false,
+      0,
+      0 },
+    { "a MAP_NORESERVE heap",
+      0x512000,
+      0x534000,
+      { { .start = 0x512000, .end = 0x534000, .kind = "heap", .madv = VMF_NORESERVE } },
+      1,
+      false,
+      0,
+      0 },
+    { "an empty heap (brk at start_brk)",
+      0x512000,
+      0x512000,
+      { { .start = 0x4ca000, .end = 0x512000, .kind = "anon" } },
+      1,
+      false,
+      0,
+      0 },
+  };
+  for (size_t k = 0; k < sizeof heaps / sizeof heaps[0]; k++)
+    {
+      struct rproc p;
+      struct rvma v[3];
+      size_t f = 99, e = 99;
+      memset(&p, 0, sizeof p);
+      memcpy(v, heaps[k].v, sizeof v);
+      p.vmas = v, p.nvmas = heaps[k].nv;
+      p.mm.start_brk = heaps[k].start_brk, p.mm.brk = heaps[k].brk;
+      bool ok = mem_heap_by_brk(&p, &f, &e);
+      tap_ok(ok == heaps[k].ok && (!ok || (f == heaps[k].first && e == heaps[k].end)),
+             "heap by brk: %s: %s", heaps[k].what, ok ? "yes" : "no");
+    }
+}
+
 int
 main(void)
 {
@@ -171,5 +260,6 @@ main(void)
     }
   own_maps();
   own_accounting();
+  heap_by_brk();
   return tap_done();
 }

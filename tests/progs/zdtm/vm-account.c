@@ -9,8 +9,9 @@
  * - a private mapping of a file, read-only, one page written through
  *   /proc/self/mem (a debugger's breakpoint): not charged;
  * - anonymous, writable, MAP_NORESERVE: not charged ("nr");
- * and the mappings of files in /proc/self/maps (a mapping charged next to
- * one that is not, of the same file, stays apart from it). */
+ * and as many mappings in /proc/self/maps as before (a mapping charged
+ * next to one that is not, of the same file, stays apart from it; a
+ * static program's bss and heap without address randomisation too). */
 #define _GNU_SOURCE
 #include "zdtm.h"
 
@@ -62,12 +63,10 @@ vmflags_at(const void *at, char *out, size_t cap)
   return found;
 }
 
-/* This process's /proc/self/maps lines that name a file (a mapping that
-   is charged next to one that is not, both of one file, stays apart from
-   it), a line each in LINES (at most 64 kept); their number. Anonymous
-   mappings are checked one by one above: two that lie side by side with
-   the same flags, as a static program's bss and its heap without address
-   randomisation, come back as one (a separate matter, not of accounting). */
+/* This process's /proc/self/maps lines, a line each in LINES (at most 64
+   kept); their number. A mapping that is charged next to one that is not,
+   both of one file, stays apart from it; so do a static program's bss and
+   its heap without address randomisation (the heap made by brk()). */
 static int
 read_maps(char lines[][160])
 {
@@ -76,8 +75,6 @@ read_maps(char lines[][160])
   FILE *f = fopen("/proc/self/maps", "re");
   while (f && fgets(line, sizeof line, f))
     {
-      if (!strchr(line, '/'))
-        continue;
       if (n < 64)
         {
           line[strcspn(line, "\n")] = 0;
@@ -208,10 +205,10 @@ main(int argc, char **argv)
       int k = 0;
       while (k < 63 && k < nbefore && k < nafter && strcmp(maps_before[k], maps_after[k]) == 0)
         k++;
-      zdtm_fail(
-          "/proc/self/maps has %d mappings of files, %d before the checkpoint; the first that "
-          "differs: before [%s], after [%s]",
-          nafter, nbefore, k < nbefore ? maps_before[k] : "", k < nafter ? maps_after[k] : "");
+      zdtm_fail("/proc/self/maps has %d mappings, %d before the checkpoint; the first that "
+                "differs: before [%s], after [%s]",
+                nafter, nbefore, k < nbefore ? maps_before[k] : "",
+                k < nafter ? maps_after[k] : "");
     }
   unlink(path);
   zdtm_finish();
