@@ -10,6 +10,8 @@ EXTRA_DIST += tests/host/rootless-env
 # containers on this host's kernel.
 TESTS += tests/host/zdtm-process.test tests/host/zdtm-container.test
 EXTRA_DIST += tests/host/zdtm-process.test tests/host/zdtm-container.test
+# What /proc shows of a tree, for a comparison before and after (zdtm-process).
+EXTRA_DIST += tests/host/procstate
 
 # Signals that arrive while the dump works on a task (zdtm-sigstorm).
 TESTS += tests/host/engine-signals.test
