@@ -530,7 +530,8 @@ fail:
    extends only the heap's own mapping, never one below start_brk: a heap
    made by mmap() next to a mapping of the same flags (a static program's
    bss without address randomisation) merges with it, where the original
-   had two. */
+   had two. A mapping of kind heap that ends at start_brk is not the heap:
+   kernels before 6.x's fix of the label (6.1) call the bss "[heap]" too. */
 bool
 mem_heap_by_brk(const struct rproc *p, size_t *first, size_t *end)
 {
@@ -538,7 +539,8 @@ mem_heap_by_brk(const struct rproc *p, size_t *first, size_t *end)
   size_t i = 0, f;
   if (p->mm.brk <= p->mm.start_brk || (p->mm.start_brk & (PAGE - 1)))
     return false;
-  while (i < p->nvmas && strcmp(p->vmas[i].kind, "heap") != 0)
+  while (i < p->nvmas
+         && (strcmp(p->vmas[i].kind, "heap") != 0 || p->vmas[i].end <= p->mm.start_brk))
     i++;
   if (i == p->nvmas || p->vmas[i].start != want)
     return false;

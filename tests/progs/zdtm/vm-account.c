@@ -209,6 +209,10 @@ main(int argc, char **argv)
                 "differs: before [%s], after [%s]",
                 nafter, nbefore, k < nbefore ? maps_before[k] : "",
                 k < nafter ? maps_after[k] : "");
+      for (int i = 0; i < nbefore && i < 64; i++)
+        zdtm_note("before: %s", maps_before[i]);
+      for (int i = 0; i < nafter && i < 64; i++)
+        zdtm_note("after: %s", maps_after[i]);
     }
   unlink(path);
   zdtm_finish();
