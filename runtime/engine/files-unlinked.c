@@ -70,21 +70,15 @@ copy_range(int in, uint64_t off, uint64_t len, struct img_out *o, char *buf, cre
   return 0;
 }
 
-int
-unlinked_dump(struct img_writer *w, pid_t pid, int fd, int flags, const struct stat *st, int id,
-              struct unlinked_info *u, char **data, crest_error_t *err)
+/* The data extents of IN, SIZE bytes, into the image file *DATA. */
+static int
+scan_extents(pid_t pid, int fd, int in, int id, uint64_t size, struct unlinked_info *u, char **data,
+             struct img_writer *w, crest_error_t *err)
 {
-  cleanup_close int in = readable(pid, fd, flags, err);
-  cleanup_free char *buf = NULL;
+  cleanup_free char *buf = xmalloc(CHUNK);
   struct img_out o;
-  uint64_t size = st->st_size, off = 0;
-  if (in < 0)
-    return -1;
-  u->present = true;
-  u->size = size;
-  u->mode = st->st_mode & 07777;
+  uint64_t off = 0;
   *data = xasprintf("file-%d.img", id);
-  buf = xmalloc(CHUNK);
   if (img_out_open(w, *data, &o, err) < 0)
     return -1;
   while (off < size)
@@ -112,6 +106,28 @@ fail:
 fail_wrapped:
   img_out_close(&o, NULL);
   return crest_error_wrap(err, "task %d: fd %d: unlinked file", pid, fd);
+}
+
+int
+unlinked_dump(struct img_writer *w, pid_t pid, int fd, int flags, const struct stat *st, int id,
+              struct unlinked_info *u, char **data, crest_error_t *err)
+{
+  cleanup_close int in = readable(pid, fd, flags, err);
+  off_t was;
+  int rc;
+  if (in < 0)
+    return -1;
+  u->present = true;
+  u->size = st->st_size;
+  u->mode = st->st_mode & 07777;
+  /* IN may be the tree's own open file description (pidfd_getfd), whose
+     offset SEEK_DATA and SEEK_HOLE move: put back after the scan (the
+     tree is stopped meanwhile; the bytes are read with pread). */
+  was = lseek(in, 0, SEEK_CUR);
+  rc = scan_extents(pid, fd, in, id, st->st_size, u, data, w, err);
+  if (was >= 0 && lseek(in, was, SEEK_SET) != was && rc == 0)
+    rc = crest_error_errno(err, "task %d: fd %d: unlinked file: put its offset back", pid, fd);
+  return rc;
 }
 
 void
@@ -222,6 +238,46 @@ remove_as(const char *tmp, const char *path, bool dir)
     unlink(name);
 }
 
+/* A file made with O_TMPFILE (FLAGS has it): made so again in PATH's
+   directory (it shows as "DIR/#INODE (deleted)", with the new inode's
+   number), filled from D (DSIZE bytes) through that open file
+   description itself, which FLAGS describes (O_TMPFILE needs write access:
+   the original had it). */
+static int
+tmpfile_open(int d, uint64_t dsize, const char *path, struct unlinked_info *u, int flags,
+             crest_error_t *err)
+{
+  cleanup_free char *dir = xstrdup(path);
+  cleanup_free char *buf = xmalloc(CHUNK);
+  char *slash = strrchr(dir, '/');
+  int fd;
+  if (!slash)
+    return crest_error_make(err, EINVAL, "restore: unlinked file %s: not an absolute path", path);
+  slash[slash == dir] = 0;
+  fd = open(dir, flags, 0600);
+  if (fd < 0)
+    return crest_error_errno(err, "restore: recreate unlinked file %s with O_TMPFILE", path);
+  if (!u->present && add_extent(u, 0, dsize, err) < 0)
+    goto out;
+  if (u->present && ftruncate(fd, u->size) < 0)
+    goto fail;
+  for (size_t i = 0; i < u->next; i++)
+    for (uint64_t done = 0; done < u->ext[i][1];)
+      {
+        size_t n = u->ext[i][1] - done < CHUNK ? u->ext[i][1] - done : CHUNK;
+        if (read_all(d, buf, n) < 0 || pwrite(fd, buf, n, u->ext[i][0] + done) != (ssize_t)n)
+          goto fail;
+        done += n;
+      }
+  if (!u->present || (fchmod(fd, u->mode) == 0 && fchown(fd, u->uid, u->gid) == 0))
+    return fd;
+fail:
+  crest_error_errno(err, "restore: refill unlinked file %s", path);
+out:
+  close(fd);
+  return -1;
+}
+
 /* Recreate the file beside PATH, refill it from DATA, reopen it with FLAGS
    and unlink it again. */
 int
@@ -236,6 +292,8 @@ unlinked_open(struct img_reader *img, const char *data, const char *path, struct
   int fd = -1;
   if (d < 0)
     return -1;
+  if ((flags & O_TMPFILE) == O_TMPFILE)
+    return tmpfile_open(d, dsize, path, u, flags, err);
   w = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (w < 0)
     return crest_error_errno(err, "restore: recreate unlinked file %s", path);

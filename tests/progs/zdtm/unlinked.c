@@ -1,5 +1,8 @@
 /* zdtm-unlinked: a file that is open but unlinked keeps its contents, size,
- * offset and zero link count; the file is not re-linked under its name. */
+ * offset and zero link count; the file is not re-linked under its name. A
+ * second descriptor (dup) shares its open file description and offset
+ * still (the checkpoint's scan of the file's data extents moved the
+ * shared offset once, and the two came back as two). */
 #define _GNU_SOURCE
 #include "zdtm.h"
 
@@ -18,7 +21,7 @@ main(int argc, char **argv)
   size_t len = 300000;
   uint8_t *buf = malloc(len);
   struct stat st;
-  int fd;
+  int fd, fd2;
 
   zdtm_init(argc, argv);
   fd = mkstemp(path);
@@ -30,6 +33,9 @@ main(int argc, char **argv)
   if (unlink(path) < 0)
     zdtm_error("unlink %s: %s", path, strerror(errno));
   lseek(fd, 4242, SEEK_SET);
+  fd2 = dup(fd);
+  if (fd2 < 0)
+    zdtm_error("dup: %s", strerror(errno));
 
   zdtm_ready();
   zdtm_wait();
@@ -45,6 +51,13 @@ main(int argc, char **argv)
     }
   if (lseek(fd, 0, SEEK_CUR) != 4242)
     zdtm_fail("fd %d: offset expected 4242, got %ld", fd, (long)lseek(fd, 0, SEEK_CUR));
+  if (lseek(fd2, 0, SEEK_CUR) != 4242)
+    zdtm_fail("fd %d (a dup of %d): offset expected 4242, got %ld", fd2, fd,
+              (long)lseek(fd2, 0, SEEK_CUR));
+  lseek(fd, 777, SEEK_SET);
+  if (lseek(fd2, 0, SEEK_CUR) != 777)
+    zdtm_fail("fd %d and its dup %d no longer share their offset", fd, fd2);
+  lseek(fd, 4242, SEEK_SET);
   memset(buf, 0, len);
   if (pread(fd, buf, len, 0) != (ssize_t)len)
     zdtm_fail("fd %d: short read", fd);
