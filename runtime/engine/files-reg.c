@@ -179,14 +179,20 @@ reg_open(struct rctx *c, struct rfile *f, int flags, crest_error_t *err)
   int fd;
   if (f->u.same_as >= 0)
     {
-      /* Another open of an unlinked file restored before: its inode. */
+      /* Another open of an unlinked file restored before: its inode,
+         through the link /proc shows, which O_NOFOLLOW would refuse
+         (that flag is lost: docs/engine.md). */
       cleanup_free char *lp = xasprintf("/proc/self/fd/%d", c->f[f->u.same_as].svc);
-      fd = open(lp, flags);
+      fd = open(lp, flags & ~O_NOFOLLOW);
+      if (fd < 0)
+        return crest_error_errno(err, "restore: %s: open it again", f->path);
     }
   else if (f->data)
     {
-      /* An unlinked file (files-unlinked.c). */
-      fd = unlinked_open(c->img, f->data, f->path, &f->u, flags, err);
+      /* An unlinked file (files-unlinked.c); made with O_TMPFILE again
+         when it was (files_open took the flag out). */
+      int tmpfile = (f->flags & O_TMPFILE) == O_TMPFILE ? O_TMPFILE : 0;
+      fd = unlinked_open(c->img, f->data, f->path, &f->u, flags | tmpfile, err);
       if (fd < 0)
         return -1;
     }

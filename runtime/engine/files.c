@@ -413,9 +413,12 @@ files_open(struct rctx *c, crest_error_t *err)
   for (size_t i = 0; i < c->nf; i++)
     {
       struct rfile *f = &c->f[i];
-      /* O_ASYNC comes last, with its owner (files_fown). */
-      int flags
-          = (f->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY | O_ASYNC)) | O_CLOEXEC | O_NOCTTY;
+      /* O_ASYNC comes last, with its owner (files_fown). A file made with
+         O_TMPFILE keeps that flag (O_DIRECTORY with a bit of its own) in
+         its status flags: reopened without it, as any file. */
+      int tmpfile = (f->flags & O_TMPFILE) == O_TMPFILE ? O_TMPFILE : 0;
+      int flags = (f->flags & ~(O_CREAT | O_EXCL | O_TRUNC | O_NOCTTY | O_ASYNC | tmpfile))
+                  | O_CLOEXEC | O_NOCTTY;
       if (f->ops->open && f->ops->open(c, f, flags, err) < 0)
         return -1;
     }
