@@ -41,6 +41,7 @@ zdtm_cycle() {
 @test "zdtm-heap in a container" { zdtm_cycle heap; }
 @test "zdtm-file-private in a container" { zdtm_cycle file-private; }
 @test "zdtm-vm-account in a container" { zdtm_cycle vm-account; }
+@test "zdtm-vm-apart in a container" { zdtm_cycle vm-apart; }
 @test "zdtm-threads in a container" { zdtm_cycle threads; }
 @test "zdtm-ptree in a container" { zdtm_cycle ptree; }
 @test "zdtm-fds in a container" { zdtm_cycle fds; }

@@ -400,7 +400,8 @@ struct cow_proc
      own place). Inherited by the children with the mapping. */
   uint64_t *aside;
   bool has_children_refs; /* a child refers to its pages */
-  bool heap_brk;          /* its heap made by brk() in place (premap_heap) */
+  bool heap_brk;          /* its heap made by brk() in place (premap_heap): */
+  size_t heap0, heap1;    /* its mappings heap0 .. heap1 - 1 */
 };
 
 static struct cow_proc *
@@ -690,10 +691,13 @@ premap(struct rctx *c, struct rproc *p, size_t i)
               | (m->madv & VMF_NORESERVE ? MAP_NORESERVE : 0);
   int fd = file ? m->svc : -1, e;
   off_t off = file ? (off_t)(m->pgoff * PAGE) : 0;
-  if (p->cow->heap_brk && strcmp(m->kind, "heap") == 0)
+  if (p->cow->heap_brk && i >= p->cow->heap0 && i < p->cow->heap1)
     return true; /* made in place (premap_heap) */
-  void *r = cow_knob("aside") ? MAP_FAILED
-                              : mmap((void *)m->start, len, PROT_READ | PROT_WRITE, flags, fd, off);
+  /* One that must stay apart from the mapping below it (mem_keep_apart):
+     aside, so that the blob's move gives it an offset of its own. */
+  void *r = cow_knob("aside") || mem_keep_apart(p, i)
+                ? MAP_FAILED
+                : mmap((void *)m->start, len, PROT_READ | PROT_WRITE, flags, fd, off);
   if (r == (void *)m->start)
     return true;
   e = r == MAP_FAILED ? errno : EEXIST;
@@ -757,14 +761,15 @@ premap_heap(struct rctx *c, int idx, const struct rproc *p)
   long r;
   if (cow_knob("aside") || !self_mm(&self))
     return false;
+  uint64_t to = p->vmas[p->cow->heap1 - 1].end;
   tmp.brk = tmp.start_brk, tmp.auxv = 0, tmp.auxv_size = 0, tmp.exe_fd = (uint32_t)-1;
   if (prctl(PR_SET_MM, PR_SET_MM_MAP, &tmp, sizeof tmp, 0) < 0)
     return false;
-  r = syscall(SYS_brk, p->mm.brk);
+  r = syscall(SYS_brk, to);
   if (prctl(PR_SET_MM, PR_SET_MM_MAP, &self, sizeof self, 0) < 0)
     task_fail(c, idx, "process %d: give crest's own memory layout back after making its heap: %s",
               p->pid, strerror(errno));
-  return r == (long)p->mm.brk;
+  return r == (long)to;
 }
 
 /* Mapping I of P premapped and filled, for its children to inherit, when
@@ -829,6 +834,7 @@ cow_premap(struct rctx *c, int idx)
       premap_fill(c, idx, p, i);
   if (h1 > h0)
     {
+      p->cow->heap0 = h0, p->cow->heap1 = h1;
       p->cow->heap_brk = premap_heap(c, idx, p);
       for (size_t i = h0; i < h1; i++)
         premap_fill(c, idx, p, i);

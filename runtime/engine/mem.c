@@ -523,19 +523,46 @@ fail:
 }
 
 /* The "mm" record MM of process P. */
+static bool
+anonymous(const struct rvma *m)
+{
+  return strcmp(m->kind, "anon") == 0 || strcmp(m->kind, "heap") == 0;
+}
+
+/* Must mapping I of P be kept apart from the one below it? Two anonymous
+   private mappings side by side with the same protections and flags are
+   one to the kernel unless something kept them apart (an offset that does
+   not follow on, after mremap moved one; anon_vmas of their own): made by
+   mmap() in place, they would merge. Such a mapping is made aside and
+   moved into place (mremap keeps the offset of where it was made: it does
+   not follow on from its neighbour's). */
+bool
+mem_keep_apart(const struct rproc *p, size_t i)
+{
+  const struct rvma *a, *m;
+  if (i == 0 || i >= p->nvmas)
+    return false;
+  a = &p->vmas[i - 1], m = &p->vmas[i];
+  return a->end == m->start && anonymous(a) && anonymous(m) && !a->shared && !m->shared && !a->path
+         && !m->path && a->prot == m->prot && a->madv == m->madv;
+}
+
 /* Can P's heap be made again the way the kernel made it, by brk() from its
-   start_brk? Its mappings of kind heap must be *FIRST .. *END - 1, back to
-   back from start_brk to brk's page, private, anonymous, and of nothing
-   brk() does not make (MAP_NORESERVE, never writable). The kernel's brk()
-   extends only the heap's own mapping, never one below start_brk: a heap
-   made by mmap() next to a mapping of the same flags (a static program's
-   bss without address randomisation) merges with it, where the original
-   had two. A mapping of kind heap that ends at start_brk is not the heap:
-   kernels before 6.x's fix of the label (6.1) call the bss "[heap]" too. */
+   start_brk? Its mappings of kind heap from start_brk, back to back,
+   private, anonymous, and of nothing brk() does not make (MAP_NORESERVE,
+   never writable), are *FIRST .. *END - 1, up to the first one the kernel
+   kept apart from the one below it (mem_keep_apart: that one and those
+   above it are made by mmap(), aside when they must stay apart); brk()
+   then goes to the end of *END - 1. The kernel's brk() extends only the
+   heap's own mapping, never one below start_brk: a heap made by mmap()
+   next to a mapping of the same flags (a static program's bss without
+   address randomisation) merges with it, where the original had two. A
+   mapping of kind heap that ends at start_brk is not the heap: kernels
+   before the label's fix (6.1) call the bss "[heap]" too. */
 bool
 mem_heap_by_brk(const struct rproc *p, size_t *first, size_t *end)
 {
-  uint64_t want = p->mm.start_brk, top = (p->mm.brk + PAGE - 1) & ~(uint64_t)(PAGE - 1);
+  uint64_t want = p->mm.start_brk;
   size_t i = 0, f;
   if (p->mm.brk <= p->mm.start_brk || (p->mm.start_brk & (PAGE - 1)))
     return false;
@@ -544,19 +571,18 @@ mem_heap_by_brk(const struct rproc *p, size_t *first, size_t *end)
     i++;
   if (i == p->nvmas || p->vmas[i].start != want)
     return false;
-  for (f = i; i < p->nvmas && strcmp(p->vmas[i].kind, "heap") == 0 && p->vmas[i].start == want; i++)
+  for (f = i; i < p->nvmas && strcmp(p->vmas[i].kind, "heap") == 0 && p->vmas[i].start == want
+              && (i == f || !mem_keep_apart(p, i));
+       i++)
     {
       const struct rvma *m = &p->vmas[i];
       if (m->shared || m->path || (m->madv & (VMF_NORESERVE | VMF_NOACCOUNT)))
-        return false;
+        break;
       want = m->end;
     }
-  if (want != top)
+  if (i == f)
     return false;
   *first = f, *end = i;
-  for (; i < p->nvmas; i++)
-    if (strcmp(p->vmas[i].kind, "heap") == 0)
-      return false;
   return true;
 }
 

@@ -292,6 +292,8 @@ plan_zalloc(struct rctx *c, size_t n);
 int
 creds_parse(yajl_val cr, struct rproc *p, crest_error_t *err);
 bool
+mem_keep_apart(const struct rproc *p, size_t i);
+bool
 mem_heap_by_brk(const struct rproc *p, size_t *first, size_t *end);
 int
 mem_parse_mm(yajl_val mm, struct rproc *p, crest_error_t *err);

@@ -204,6 +204,31 @@ map_in_gap(const struct rproc *p, size_t np, uint64_t size, int prot, int flags,
   return NULL;
 }
 
+/* Where the blob makes the mappings it must keep apart from their
+   neighbours (mem_keep_apart) before it moves them into place: a range
+   free in every task of the tree and in this one, as long as the longest
+   of them, with a page free on either side (find_gap: a mapping made there
+   has no neighbour to merge with). Reserved here, freed by the blob with
+   the rest of crest's memory. 0: none needed, or none found (the mappings
+   then merge: a debug line says so). */
+static uint64_t
+task_apart_area(struct rctx *c, const struct rproc *p)
+{
+  uint64_t len = 0, base;
+  for (size_t i = 0; i < p->nvmas; i++)
+    if (mem_keep_apart(p, i) && !cow_kept(p, i) && p->vmas[i].end - p->vmas[i].start > len)
+      len = p->vmas[i].end - p->vmas[i].start;
+  if (!len)
+    return 0;
+  if (!map_in_gap(c->p, c->np, len, PROT_NONE, MAP_NORESERVE, &base))
+    {
+      crest_debug("process %d: no room to make mappings apart: some merge with their neighbours",
+                  p->pid);
+      return 0;
+    }
+  return base;
+}
+
 /* SIZE bytes of private anonymous memory (FLAGS: MAP_NORESERVE or 0)
    where no task of the tree has a mapping: a mapping that its children
    share and whose own place crest's memory holds waits there until the
@@ -625,7 +650,7 @@ heap_ops_by_brk(const struct rproc *p, uint64_t base, uint64_t size, size_t *fir
    SCRATCH is room for the specials SP. */
 static void
 mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, uint64_t size,
-        uint64_t scratch, struct oplist *l, struct bld *b)
+        uint64_t scratch, uint64_t apart, struct oplist *l, struct bld *b)
 {
   size_t heap0 = 0, heap1 = 0;
   /* 1. the vDSO and vvar out of the way, 2. everything else gone,
@@ -660,14 +685,15 @@ mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, ui
       struct rvma *m = &p->vmas[i];
       if (i == heap0 && heap1)
         {
-          /* The heap by brk(), from start_brk, with the image's layout
-             but the break at start_brk for that call (exe and auxv
-             untouched: step 5 sets them). */
+          /* The heap by brk(), from start_brk to the end of its last
+             mapping brk() makes, with the image's layout but the break at
+             start_brk for that call (exe and auxv untouched: step 5 sets
+             them, and the break). */
           struct mm_map mm = p->mm;
           mm.brk = mm.start_brk, mm.auxv = 0, mm.auxv_size = 0, mm.exe_fd = (uint32_t)-1;
           OP(l, SYS_prctl, PR_SET_MM, PR_SET_MM_MAP, bld_alloc(b, sizeof mm, 8, &mm), sizeof mm, 0,
              0);
-          OPEQ(l, SYS_brk, (int64_t)p->mm.brk, p->mm.brk, 0, 0, 0, 0, 0);
+          OPEQ(l, SYS_brk, (int64_t)p->vmas[heap1 - 1].end, p->vmas[heap1 - 1].end, 0, 0, 0, 0, 0);
         }
       if (i >= heap0 && i < heap1)
         continue;
@@ -694,6 +720,14 @@ mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, ui
         flags |= MAP_GROWSDOWN;
       if (m->madv & VMF_NORESERVE)
         flags |= MAP_NORESERVE;
+      if (apart && mem_keep_apart(p, i))
+        {
+          /* Made at APART (free: task_apart_area), moved into place. */
+          OPEQ(l, SYS_mmap, (int64_t)apart, apart, m->end - m->start, prot, flags, (uint64_t)-1, 0);
+          OPEQ(l, SYS_mremap, (int64_t)m->start, apart, m->end - m->start, m->end - m->start,
+               MREMAP_MAYMOVE | MREMAP_FIXED, m->start, 0);
+          continue;
+        }
       OPEQ(l, SYS_mmap, (int64_t)m->start, m->start, m->end - m->start, prot, flags,
            m->path ? (uint64_t)m->svc : (uint64_t)-1, m->path ? m->pgoff * PAGE : 0);
     }
@@ -1034,7 +1068,7 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   if (force_fd >= 0)
     fill_force_set(force_fd, bld_alloc(&b, BLOB_FORCE_BUF, PAGE, NULL));
 
-  mem_ops(p, sp, nsp, base, size, scratch, &main_ops, &b);
+  mem_ops(p, sp, nsp, base, size, scratch, task_apart_area(c, p), &main_ops, &b);
   lazy_task_ops(c, p, &main_ops, &b);
   mm_sig_ops(p, &main_ops, &b);
   tops = xzalloc(p->nth * sizeof *tops);

@@ -200,23 +200,32 @@ heap_by_brk(void)
       false,
       0,
       0 },
-    { "a heap past brk's page",
+    { "a heap past brk's page (brk() to its end, the break set after)",
       0x512000,
       0x520000,
       { { .start = 0x512000, .end = 0x534000, .kind = "heap" } },
       1,
-      false,
+      true,
       0,
-      0 },
-    { "a heap with a hole",
+      1 },
+    { "a heap with a hole: brk() makes the part below it",
       0x512000,
       0x534000,
       { { .start = 0x512000, .end = 0x520000, .kind = "heap" },
         { .start = 0x521000, .end = 0x534000, .kind = "heap" } },
       2,
-      false,
+      true,
       0,
-      0 },
+      1 },
+    { "two heap mappings the kernel kept apart: brk() makes the first",
+      0x512000,
+      0x534000,
+      { { .start = 0x512000, .end = 0x520000, .kind = "heap", .prot = 3 },
+        { .start = 0x520000, .end = 0x534000, .kind = "heap", .prot = 3 } },
+      2,
+      true,
+      0,
+      1 },
     { "a MAP_NORESERVE heap",
       0x512000,
       0x534000,
@@ -249,6 +258,29 @@ heap_by_brk(void)
     }
 }
 
+/* mem_keep_apart: which mappings are made aside and moved into place. */
+static void
+keep_apart(void)
+{
+  struct rvma v[5] = {
+    { .start = 0x10000, .end = 0x20000, .kind = "anon", .prot = 3 },
+    { .start = 0x20000, .end = 0x30000, .kind = "anon", .prot = 3 },
+    { .start = 0x30000, .end = 0x40000, .kind = "anon", .prot = 1 },
+    { .start = 0x41000, .end = 0x50000, .kind = "anon", .prot = 1 },
+    { .start = 0x50000, .end = 0x60000, .kind = "anon", .prot = 1, .madv = VMF_NORESERVE },
+  };
+  struct rproc p;
+  memset(&p, 0, sizeof p);
+  p.vmas = v, p.nvmas = 5;
+  tap_ok(!mem_keep_apart(&p, 0), "keep apart: the first mapping has nothing below it");
+  tap_ok(mem_keep_apart(&p, 1), "keep apart: side by side, same protections and flags");
+  tap_ok(!mem_keep_apart(&p, 2), "keep apart: other protections (the kernel keeps them apart)");
+  tap_ok(!mem_keep_apart(&p, 3), "keep apart: a gap below");
+  tap_ok(!mem_keep_apart(&p, 4), "keep apart: other flags (MAP_NORESERVE)");
+  v[1].shared = true;
+  tap_ok(!mem_keep_apart(&p, 1), "keep apart: a shared mapping (a memory object of its own)");
+}
+
 int
 main(void)
 {
@@ -270,5 +302,6 @@ main(void)
   own_maps();
   own_accounting();
   heap_by_brk();
+  keep_apart();
   return tap_done();
 }
