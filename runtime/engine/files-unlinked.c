@@ -238,6 +238,31 @@ remove_as(const char *tmp, const char *path, bool dir)
     unlink(name);
 }
 
+/* W refilled from D (DSIZE bytes): its size, then its data extents
+   (format 1 and 2: the whole file, holes written as zeros). -1 with ERR
+   set. */
+static int
+refill(int d, uint64_t dsize, int w, struct unlinked_info *u, crest_error_t *err)
+{
+  cleanup_free char *buf = xmalloc(CHUNK);
+  if (!u->present)
+    {
+      if (add_extent(u, 0, dsize, err) < 0)
+        return -1;
+    }
+  else if (ftruncate(w, u->size) < 0)
+    return crest_error_errno(err, "truncate");
+  for (size_t i = 0; i < u->next; i++)
+    for (uint64_t done = 0; done < u->ext[i][1];)
+      {
+        size_t n = u->ext[i][1] - done < CHUNK ? u->ext[i][1] - done : CHUNK;
+        if (read_all(d, buf, n) < 0 || pwrite(w, buf, n, u->ext[i][0] + done) != (ssize_t)n)
+          return crest_error_errno(err, "write");
+        done += n;
+      }
+  return 0;
+}
+
 /* A file made with O_TMPFILE (FLAGS has it): made so again in PATH's
    directory (it shows as "DIR/#INODE (deleted)", with the new inode's
    number), filled from D (DSIZE bytes) through that open file
@@ -248,7 +273,6 @@ tmpfile_open(int d, uint64_t dsize, const char *path, struct unlinked_info *u, i
              crest_error_t *err)
 {
   cleanup_free char *dir = xstrdup(path);
-  cleanup_free char *buf = xmalloc(CHUNK);
   char *slash = strrchr(dir, '/');
   int fd;
   if (!slash)
@@ -257,22 +281,14 @@ tmpfile_open(int d, uint64_t dsize, const char *path, struct unlinked_info *u, i
   fd = open(dir, flags, 0600);
   if (fd < 0)
     return crest_error_errno(err, "restore: recreate unlinked file %s with O_TMPFILE", path);
-  if (!u->present && add_extent(u, 0, dsize, err) < 0)
-    goto out;
-  if (u->present && ftruncate(fd, u->size) < 0)
-    goto fail;
-  for (size_t i = 0; i < u->next; i++)
-    for (uint64_t done = 0; done < u->ext[i][1];)
-      {
-        size_t n = u->ext[i][1] - done < CHUNK ? u->ext[i][1] - done : CHUNK;
-        if (read_all(d, buf, n) < 0 || pwrite(fd, buf, n, u->ext[i][0] + done) != (ssize_t)n)
-          goto fail;
-        done += n;
-      }
+  if (refill(d, dsize, fd, u, err) < 0)
+    {
+      crest_error_wrap(err, "restore: refill unlinked file %s", path);
+      goto out;
+    }
   if (!u->present || (fchmod(fd, u->mode) == 0 && fchown(fd, u->uid, u->gid) == 0))
     return fd;
-fail:
-  crest_error_errno(err, "restore: refill unlinked file %s", path);
+  crest_error_errno(err, "restore: set the mode and owner of unlinked file %s", path);
 out:
   close(fd);
   return -1;
@@ -287,7 +303,6 @@ unlinked_open(struct img_reader *img, const char *data, const char *path, struct
   uint64_t dsize;
   cleanup_close int d = img_reader_open_file(img, data, &dsize, err);
   cleanup_free char *tmp = xasprintf("%s.crest-%d", path, (int)getpid());
-  cleanup_free char *buf = NULL;
   cleanup_close int w = -1;
   int fd = -1;
   if (d < 0)
@@ -297,22 +312,11 @@ unlinked_open(struct img_reader *img, const char *data, const char *path, struct
   w = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (w < 0)
     return crest_error_errno(err, "restore: recreate unlinked file %s", path);
-  buf = xmalloc(CHUNK);
-  if (!u->present) /* format 1 and 2: the whole file, holes written as zeros */
+  if (refill(d, dsize, w, u, err) < 0)
     {
-      if (add_extent(u, 0, dsize, err) < 0)
-        goto out;
+      crest_error_wrap(err, "restore: refill unlinked file %s", path);
+      goto out;
     }
-  else if (ftruncate(w, u->size) < 0)
-    goto fail;
-  for (size_t i = 0; i < u->next; i++)
-    for (uint64_t done = 0; done < u->ext[i][1];)
-      {
-        size_t n = u->ext[i][1] - done < CHUNK ? u->ext[i][1] - done : CHUNK;
-        if (read_all(d, buf, n) < 0 || pwrite(w, buf, n, u->ext[i][0] + done) != (ssize_t)n)
-          goto fail;
-        done += n;
-      }
   fd = open(tmp, flags);
   if (fd < 0)
     goto fail;

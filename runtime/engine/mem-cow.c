@@ -715,9 +715,15 @@ premap(struct rctx *c, struct rproc *p, size_t i)
                   p->pid, m->start, m->end, strerror(e));
       return false;
     }
-  crest_debug("process %d: mapping %#" PRIx64 "-%#" PRIx64
-              " premapped aside at %p (its place is crest's)",
-              p->pid, m->start, m->end, r);
+  if (mem_keep_apart(p, i))
+    {
+      /* An anon_vma of its own (mem_keep_apart): a page written, dropped. */
+      *(volatile uint8_t *)r = 1;
+      madvise(r, PAGE, MADV_DONTNEED);
+    }
+  crest_debug("process %d: mapping %#" PRIx64 "-%#" PRIx64 " premapped aside at %p (%s)", p->pid,
+              m->start, m->end, r,
+              mem_keep_apart(p, i) ? "to stay apart from the one below" : "its place is crest's");
   p->cow->aside[i] = (uint64_t)r;
   return true;
 }

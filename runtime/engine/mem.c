@@ -533,9 +533,12 @@ anonymous(const struct rvma *m)
    private mappings side by side with the same protections and flags are
    one to the kernel unless something kept them apart (an offset that does
    not follow on, after mremap moved one; anon_vmas of their own): made by
-   mmap() in place, they would merge. Such a mapping is made aside and
-   moved into place (mremap keeps the offset of where it was made: it does
-   not follow on from its neighbour's). */
+   mmap() in place, they would merge. Such a mapping is made aside, given
+   an anon_vma of its own (a page written, then dropped: the kernel
+   relocates the offset of a moved mapping that never had a page, 6.18
+   does) and moved into place, where its offset and anon_vma keep it
+   apart. Not one never writable (VMF_NOACCOUNT): no page of it can be
+   written without charging it. */
 bool
 mem_keep_apart(const struct rproc *p, size_t i)
 {
@@ -544,7 +547,7 @@ mem_keep_apart(const struct rproc *p, size_t i)
     return false;
   a = &p->vmas[i - 1], m = &p->vmas[i];
   return a->end == m->start && anonymous(a) && anonymous(m) && !a->shared && !m->shared && !a->path
-         && !m->path && a->prot == m->prot && a->madv == m->madv;
+         && !m->path && a->prot == m->prot && a->madv == m->madv && !(m->madv & VMF_NOACCOUNT);
 }
 
 /* Can P's heap be made again the way the kernel made it, by brk() from its

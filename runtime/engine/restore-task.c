@@ -722,10 +722,14 @@ mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, ui
         flags |= MAP_NORESERVE;
       if (apart && mem_keep_apart(p, i))
         {
-          /* Made at APART (free: task_apart_area), moved into place. */
+          /* Made at APART (free: task_apart_area), its first page
+             written (by clock_gettime: an anon_vma of its own), moved
+             into place, that page dropped again (mem_keep_apart). */
           OPEQ(l, SYS_mmap, (int64_t)apart, apart, m->end - m->start, prot, flags, (uint64_t)-1, 0);
+          OP(l, SYS_clock_gettime, CLOCK_MONOTONIC, apart, 0, 0, 0, 0);
           OPEQ(l, SYS_mremap, (int64_t)m->start, apart, m->end - m->start, m->end - m->start,
                MREMAP_MAYMOVE | MREMAP_FIXED, m->start, 0);
+          OP(l, SYS_madvise, m->start, PAGE, MADV_DONTNEED, 0, 0, 0);
           continue;
         }
       OPEQ(l, SYS_mmap, (int64_t)m->start, m->start, m->end - m->start, prot, flags,

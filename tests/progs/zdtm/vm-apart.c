@@ -5,9 +5,12 @@
  * (copy-on-write: the restore premaps them for it).
  *
  * Before READY: A (8 pages) is mapped, B (4 pages) is mapped elsewhere and
- * moved with mremap to just above A; both are filled with a pattern. After
- * restore: /proc/self/maps still shows A and B as two lines, with every
- * byte, in the parent and in the child. */
+ * moved with mremap to just above A; both are filled with a pattern. The
+ * child then grows the heap it shares with its parent (sbrk): the kernel
+ * makes the growth a mapping of its own (the shared part's anon_vma is
+ * not the child's alone), so its [heap] is two mappings. After restore:
+ * /proc/self/maps still shows A and B as two lines, with every byte, in the
+ * parent and in the child, and the child's heap as two [heap] lines. */
 #define _GNU_SOURCE
 #include "zdtm.h"
 
@@ -44,6 +47,20 @@ apart(uint8_t *a, size_t la, size_t lb, char *why, size_t len)
   if (f)
     fclose(f);
   return first && second;
+}
+
+/* The number of [heap] lines of /proc/self/maps. */
+static int
+heaps(void)
+{
+  char line[512];
+  int n = 0;
+  FILE *f = fopen("/proc/self/maps", "re");
+  while (f && fgets(line, sizeof line, f))
+    n += strstr(line, "[heap]") != NULL;
+  if (f)
+    fclose(f);
+  return n;
 }
 
 static void
@@ -88,10 +105,21 @@ main(int argc, char **argv)
     zdtm_error("fork: %s", strerror(errno));
   if (child == 0)
     {
+      uint8_t *h = sbrk(0);
+      int n;
+      if (sbrk(16 * PAGE) == (void *)-1)
+        zdtm_error("child: sbrk: %s", strerror(errno));
+      zdtm_fill(h, 16 * PAGE, 73, 0);
+      n = heaps();
       zdtm_wait();
       check("child", a, la, lb);
+      if (heaps() != n)
+        zdtm_fail("child: %d [heap] mappings, %d before the checkpoint", heaps(), n);
+      if (zdtm_check(h, 16 * PAGE, 73, 0) != (size_t)-1)
+        zdtm_fail("child: its heap's growth differs");
       _exit(zdtm_status());
     }
+  usleep(200000); /* the child has grown its heap */
   zdtm_ready();
   zdtm_wait();
   check("parent", a, la, lb);
