@@ -16,7 +16,8 @@ EXTRA_DIST += tests/host/procstate
 # Programs nobody here wrote (CPython, perl, busybox sh and httpd) through
 # two checkpoint/restore cycles, /proc compared (tests/host/procstate).
 TESTS += tests/host/real-programs.test
-EXTRA_DIST += tests/host/real-programs.test tests/host/real/py-state.py tests/host/real/pl-state.pl
+EXTRA_DIST += tests/host/real-programs.test tests/host/real/py-state.py tests/host/real/py-async.py \
+    tests/host/real/pl-state.pl
 
 # Signals that arrive while the dump works on a task (zdtm-sigstorm).
 TESTS += tests/host/engine-signals.test
