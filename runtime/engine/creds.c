@@ -284,6 +284,18 @@ creds_setid_ops(const struct rproc *p, struct oplist *l)
   OP(l, SYS_prctl, PR_SET_DUMPABLE, 1, 0, 0, 0, 0);
 }
 
+/* P's inheritable, permitted and effective sets as capset(2) takes them (D[0], D[1]). */
+void
+creds_cap_data(const struct rproc *p, struct __user_cap_data_struct *d)
+{
+  for (int k = 0; k < 2; k++)
+    {
+      d[k].inheritable = (uint32_t)(p->caps[0] >> 32 * k);
+      d[k].permitted = (uint32_t)(p->caps[1] >> 32 * k);
+      d[k].effective = (uint32_t)(p->caps[2] >> 32 * k);
+    }
+}
+
 /* A zombie of format 14, about to exit: its credentials as /proc showed
    them (its securebits do not show). Plain calls: no blob, no seize. */
 void
@@ -304,13 +316,7 @@ creds_zombie(struct rctx *c, int idx, const struct rproc *p)
       setfsuid(p->uids[3]);
       prctl(PR_SET_KEEPCAPS, 0);
     }
-  memset(d, 0, sizeof d);
-  for (int k = 0; k < 2; k++)
-    {
-      d[k].inheritable = (uint32_t)(p->caps[0] >> 32 * k);
-      d[k].permitted = (uint32_t)(p->caps[1] >> 32 * k);
-      d[k].effective = (uint32_t)(p->caps[2] >> 32 * k);
-    }
+  creds_cap_data(p, d);
   if (syscall(SYS_capset, &h, d) < 0)
     task_fail(c, idx, "process %d (a zombie): capset: %s", p->pid, strerror(errno));
   if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
@@ -434,10 +440,12 @@ user_ns(struct dctx *c, crest_error_t *err)
       /* A zombie that was not dumpable shows its namespaces to no one
          below root on kernels that keep a dead task's dumpable flag (6.18
          does): its own are of no use to a restore anyway. */
-      if (stat(tp, &t) < 0 && c->p[i].zombie && errno == EACCES)
-        continue;
       if (stat(tp, &t) < 0)
-        return crest_error_errno(err, "task %d: its user namespace", c->p[i].pid);
+        {
+          if (c->p[i].zombie && errno == EACCES)
+            continue;
+          return crest_error_errno(err, "task %d: its user namespace", c->p[i].pid);
+        }
       if (t.st_dev != r.st_dev || t.st_ino != r.st_ino)
         return crest_error_make(
             err, ENOTSUP, "task %d: a user namespace of its own (nested), cannot checkpoint it",

@@ -71,6 +71,7 @@ struct dproc
   /* and /proc hides it (a zombie that was not dumpable, on kernels that
      keep that flag): its parent is asked with waitid(WNOWAIT) */
   bool status_hidden;
+  long znice; /* a zombie's nice value (stat field 19) */
   /* In a group stop (kill -STOP, ^Z): the stop signal, else 0. */
   int stop_sig;
   /* Its parent, seized with it, has already collected that stop with

@@ -394,7 +394,8 @@ file_place(struct rctx *c, struct rfile *f, int fd, bool seek, crest_error_t *er
       int64_t who = f->locks.l[k].owner;
       bool live = false;
       for (size_t i = 0; who && !live && i < c->np; i++)
-        live = c->p[i].pid == who && !c->p[i].zombie;
+        if ((live = c->p[i].pid == who && !c->p[i].zombie))
+          c->p[i].takes_flock = true;
       if (who && !live)
         return crest_error_make(err, EINVAL,
                                 "image: %s: its flock's taker %lld is no live process of the tree",
@@ -517,7 +518,7 @@ files_install(struct rctx *c, int idx, const struct rproc *p)
   /* The flocks this process took (locks_apply_ofd left them): on crest's
      descriptor of the open file description, which it may no longer hold
      a descriptor of itself. */
-  for (size_t i = 0; i < c->nf; i++)
+  for (size_t i = 0; p->takes_flock && i < c->nf; i++)
     for (size_t k = 0; k < c->f[i].locks.n; k++)
       {
         const struct lock_rec *l = &c->f[i].locks.l[k];

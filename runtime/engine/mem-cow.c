@@ -691,11 +691,12 @@ premap(struct rctx *c, struct rproc *p, size_t i)
               | (m->madv & VMF_NORESERVE ? MAP_NORESERVE : 0);
   int fd = file ? m->svc : -1, e;
   off_t off = file ? (off_t)(m->pgoff * PAGE) : 0;
+  bool apart = mem_keep_apart(p, i);
   if (p->cow->heap_brk && i >= p->cow->heap0 && i < p->cow->heap1)
     return true; /* made in place (premap_heap) */
   /* One that must stay apart from the mapping below it (mem_keep_apart):
      aside, so that the blob's move gives it an offset of its own. */
-  void *r = cow_knob("aside") || mem_keep_apart(p, i)
+  void *r = cow_knob("aside") || apart
                 ? MAP_FAILED
                 : mmap((void *)m->start, len, PROT_READ | PROT_WRITE, flags, fd, off);
   if (r == (void *)m->start)
@@ -715,7 +716,7 @@ premap(struct rctx *c, struct rproc *p, size_t i)
                   p->pid, m->start, m->end, strerror(e));
       return false;
     }
-  if (mem_keep_apart(p, i))
+  if (apart)
     {
       /* An anon_vma of its own (mem_keep_apart): a page written, dropped. */
       *(volatile uint8_t *)r = 1;
@@ -723,7 +724,7 @@ premap(struct rctx *c, struct rproc *p, size_t i)
     }
   crest_debug("process %d: mapping %#" PRIx64 "-%#" PRIx64 " premapped aside at %p (%s)", p->pid,
               m->start, m->end, r,
-              mem_keep_apart(p, i) ? "to stay apart from the one below" : "its place is crest's");
+              apart ? "to stay apart from the one below" : "its place is crest's");
   p->cow->aside[i] = (uint64_t)r;
   return true;
 }

@@ -157,7 +157,9 @@ zombie_process(struct dproc *p, crest_error_t *err)
     return -1;
   q = strrchr(statb, ')');
   for (t = q ? strtok_r(q + 2, " \n", &save) : NULL; t; t = strtok_r(NULL, " \n", &save), field++)
-    if (field == 52)
+    if (field == 19)
+      p->znice = strtol(t, NULL, 10);
+    else if (field == 52)
       {
         char ns[64], link[64];
         *status = atoi(t);
@@ -416,26 +418,16 @@ dump_zombie(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
 {
   static const char *const sk[] = { "SigBlk", "SigIgn", "SigCgt" };
   static const char *const jk[] = { "sigblk", "sigign", "sigcgt" };
-  cleanup_free char *name = NULL, *status = NULL, *statb = NULL, *pers = NULL;
+  cleanup_free char *name = NULL, *status = NULL, *pers = NULL;
   crest_error_t e2 = NULL;
-  const char *q;
-  long nice = 0;
   if (p->status_hidden)
     return crest_error_make(err, ENOTSUP,
                             "task %d: a zombie whose exit status neither /proc nor its parent "
                             "showed, cannot checkpoint it",
                             p->pid);
-  if (read_proc(p->pid, "comm", &name, err) < 0 || read_proc(p->pid, "status", &status, err) < 0
-      || read_proc(p->pid, "stat", &statb, err) < 0)
+  if (read_proc(p->pid, "comm", &name, err) < 0 || read_proc(p->pid, "status", &status, err) < 0)
     return -1;
   name[strcspn(name, "\n")] = 0;
-  /* nice: field 19, the 17th after the name's ")" */
-  q = strrchr(statb, ')');
-  for (int f = 0; q && f < 17; f++)
-    q = strchr(q + 1, ' ');
-  if (!q)
-    return crest_error_make(err, EINVAL, "task %d: cannot parse /proc stat", p->pid);
-  nice = strtol(q + 1, NULL, 10);
   /* Unreadable when the zombie was not dumpable (ptrace access): then to
      its own user too, and it is left as the restore makes it. */
   if (read_proc(p->pid, "personality", &pers, &e2) < 0)
@@ -455,7 +447,7 @@ dump_zombie(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
         return crest_error_make(err, EINVAL, "task %d: no %s in /proc status", p->pid, sk[k]);
       jput_u64(g, jk[k], strtoull(s, NULL, 16));
     }
-  jput_int(g, "nice", nice);
+  jput_int(g, "nice", p->znice);
   if (pers)
     jput_u64(g, "personality", strtoull(pers, NULL, 16));
   if (creds_put(c, p, status, g, err) < 0 || put_rlimits(p, g, err) < 0)

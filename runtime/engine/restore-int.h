@@ -125,6 +125,7 @@ struct rproc
   const char *comm; /* and its name */
   /* a zombie of format 14: what /proc shows of it (else left as crest's) */
   bool zstate, zpers;
+  bool takes_flock; /* it took a flock of the image (files_install takes it again) */
   uint64_t zsig[3]; /* blocked, ignored, caught */
   int znice;
   /* In a group stop at checkpoint: its stop signal (else 0), and whether
@@ -320,6 +321,9 @@ void
 creds_fs(struct rctx *c, int idx, const struct rproc *p);
 void
 creds_zombie(struct rctx *c, int idx, const struct rproc *p);
+struct __user_cap_data_struct;
+void
+creds_cap_data(const struct rproc *p, struct __user_cap_data_struct *d);
 bool
 creds_change(const struct rproc *p);
 void

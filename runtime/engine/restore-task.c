@@ -342,9 +342,7 @@ thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplis
   {
     struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
     struct __user_cap_data_struct d[2];
-    d[0].effective = p->caps[2], d[1].effective = p->caps[2] >> 32;
-    d[0].permitted = p->caps[1], d[1].permitted = p->caps[1] >> 32;
-    d[0].inheritable = p->caps[0], d[1].inheritable = p->caps[0] >> 32;
+    creds_cap_data(p, d);
     OP(l, SYS_capset, bld_alloc(b, sizeof h, 8, &h), bld_alloc(b, sizeof d, 8, d), 0, 0, 0, 0);
     OP(l, SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0, 0);
     for (int cap = 0; cap < 64; cap++)
