@@ -64,7 +64,9 @@ zdtm_cycle() {
 	zdtm_cycle chroot
 }
 
-@test "zdtm-nonroot in a container (tasks under UID 1000 of the container: its config gives CAP_SETUID and CAP_SETGID and maps subordinate IDs)" {
+# other_uids: the config gives CAP_SETUID and CAP_SETGID and maps
+# subordinate IDs (1..65535 of the container), and /tmp takes their files.
+other_uids() {
 	local sub
 	sub=$(awk -F: -v u="$(id -un)" '$1 == u { print $2; exit }' /etc/subuid)
 	[ -n "$sub" ] || fail "no subordinate UIDs for $(id -un) in /etc/subuid"
@@ -72,7 +74,16 @@ zdtm_cycle() {
 		| .linux.uidMappings = [{containerID: 0, hostID: '"$(id -u)"', size: 1}, {containerID: 1, hostID: '"$sub"', size: 65535}]
 		| .linux.gidMappings = [{containerID: 0, hostID: '"$(id -g)"', size: 1}, {containerID: 1, hostID: '"$sub"', size: 65535}]'
 	chmod 1777 "$BUNDLE/rootfs/tmp"
+}
+
+@test "zdtm-nonroot in a container (tasks under UID 1000 of the container: its config gives CAP_SETUID and CAP_SETGID and maps subordinate IDs)" {
+	other_uids
 	zdtm_cycle nonroot
+}
+
+@test "zdtm-stopped as UID 1000 in a container (a parent of another UID than the restorer's has its children's stops reported once)" {
+	other_uids
+	zdtm_cycle stopped
 }
 
 # Memory with no path to open again (runtime/engine/shmem.c): on the stock

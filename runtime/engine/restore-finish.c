@@ -212,14 +212,16 @@ finish_process(struct rproc *p, crest_error_t *err)
    the collection is repeated where P had made it (stop_reported), and the
    SIGCHLD is taken back unless one was pending at checkpoint, so that P
    sees neither twice. P makes the calls itself, from the blob's syscall
-   instruction, with a scratch area far below its stack pointer on the
-   blob's own stack. */
+   instruction, with no memory of its own written or read: P may run under
+   another UID already, whose memory crest may not touch (wait4 names the
+   child it collected; rt_sigtimedwait's set and timeout are the blob's
+   constants). */
 static int
 fixup_parent(struct rctx *c, struct rproc *p, crest_error_t *err)
 {
   struct rthread *m = &p->th[0];
   struct user_regs_struct r;
-  uint64_t gadget = p->base + BLOB_OFF_SYSCALL, scratch;
+  uint64_t gadget = p->base + BLOB_OFF_SYSCALL;
   bool any = false;
   long ret;
 
@@ -229,36 +231,29 @@ fixup_parent(struct rctx *c, struct rproc *p, crest_error_t *err)
     return 0;
   if (pt_getregs(m->tid, &r, err) < 0)
     return -1;
-  scratch = (r.rsp - 4096) & ~63UL; /* the blob's stack is MAIN_STACK deep */
   for (size_t k = 1; k < c->np; k++)
     {
       struct rproc *ch = &c->p[k];
-      int32_t si[8] = { 0 };
-      long a[6] = { P_PID, ch->pid, (long)scratch, WSTOPPED | WNOHANG, 0, 0 };
-      struct iovec l = { si, sizeof si }, rv = { (void *)scratch, sizeof si };
+      long a[6] = { ch->pid, 0, WUNTRACED | WNOHANG, 0, 0, 0 };
       if (ch->ppid != p->pid || !ch->stop_sig || ch->zombie || !ch->stop_reported)
         continue;
-      if (pt_inject(m->tid, &r, gadget, SYS_waitid, a, &ret, err) < 0)
+      if (pt_inject(m->tid, &r, gadget, SYS_wait4, a, &ret, err) < 0)
         return crest_error_wrap(err, "restore: process %d: collect the stop of %d", p->pid,
                                 ch->pid);
       if (ret < 0)
         return crest_error_make(err, (int)-ret, "restore: process %d: collect the stop of %d",
                                 p->pid, ch->pid);
-      if (process_vm_readv(p->pid, &l, 1, &rv, 1, 0) != sizeof si)
-        return crest_error_errno(err, "restore: process %d: read waitid's answer", p->pid);
-      if (si[4] != ch->pid)
+      if (ret != ch->pid)
         return crest_error_make(err, EPROTO,
-                                "restore: process %d: no stop of %d to collect (waitid found %d)",
-                                p->pid, ch->pid, si[4]);
+                                "restore: process %d: no stop of %d to collect (wait4: %ld)",
+                                p->pid, ch->pid, ret);
     }
   if (!sig_in(p->shared_pending, p->nshared_pending, SIGCHLD)
       && !sig_in(m->pending, m->npending, SIGCHLD))
     {
-      uint64_t set = 1ULL << (SIGCHLD - 1), zero[2] = { 0, 0 };
-      struct iovec l[2] = { { &set, 8 }, { zero, 16 } }, rv = { (void *)scratch, 24 };
-      long a[6] = { (long)scratch, 0, (long)scratch + 8, 8, 0, 0 };
-      if (process_vm_writev(p->pid, l, 2, &rv, 1, 0) != 24)
-        return crest_error_errno(err, "restore: process %d: write its scratch area", p->pid);
+      long a[6] = {
+        (long)(p->base + BLOB_OFF_SIGCHLD_SET), 0, (long)(p->base + BLOB_OFF_ZERO_TIMEOUT), 8, 0, 0
+      };
       if (pt_inject(m->tid, &r, gadget, SYS_rt_sigtimedwait, a, &ret, err) < 0)
         return crest_error_wrap(err, "restore: process %d: take back SIGCHLD", p->pid);
       if (ret != SIGCHLD && ret != -EAGAIN)

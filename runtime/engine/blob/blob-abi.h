@@ -11,6 +11,10 @@
   8 /* "syscall; int3": where the engine makes a task                                              \
        issue a syscall with ptrace */
 
+/* 8 bytes, the signal set {SIGCHLD}, then a struct timespec of zero. */
+#define BLOB_OFF_SIGCHLD_SET 16
+#define BLOB_OFF_ZERO_TIMEOUT 24
+
 #define BLOB_MAGIC 0x63726573746f7265ULL /* "crestore" */
 
 /* Pseudo syscall numbers handled by the blob itself. */

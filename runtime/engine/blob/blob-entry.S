@@ -9,6 +9,12 @@ blob_start:
 	syscall
 	int3
 1:	jmp 1b
+	.org 16
+	/* offset 16: data the engine points injected calls at in a task whose
+	   memory it may not write (one of another UID): rt_sigtimedwait's set
+	   {SIGCHLD} and a zero timeout */
+	.quad 1 << 16
+	.quad 0, 0
 
 	.text
 	.globl blob_clone_thread

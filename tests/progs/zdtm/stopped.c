@@ -27,6 +27,9 @@
  * SIGHUP (the kernel sends SIGHUP and SIGCONT to a process group that
  * becomes orphaned with a stopped member).
  *
+ * In a container that maps UID 1000 and gives CAP_SETUID and CAP_SETGID the
+ * tree runs as UID 1000 (zdtm_become).
+ *
  * "root": the root alone, with two more threads, for a harness that stops
  * it from outside (kill -STOP) and continues it (kill -CONT) before
  * SIGTERM; it checks that it was continued by exactly one SIGCONT, never
@@ -302,6 +305,11 @@ tree(void)
   char ch, seen[256];
   siginfo_t si;
 
+  /* The whole tree as UID 1000 where the container maps it: the restore
+     then collects and takes back the stops' reports in a parent of another
+     UID than its own. */
+  if (zdtm_become(1000) < 0)
+    zdtm_error("become UID 1000: %s", strerror(errno));
   handle(SIGCHLD, on_chld);
   if (pipe(fds) < 0)
     zdtm_error("pipe: %s", strerror(errno));

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <linux/capability.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -268,6 +269,30 @@ zdtm_tcp_pair(int *l, struct sockaddr_in *a, int *c, int *s)
   if (setsockopt(*c, SOL_TCP, TCP_NODELAY, &one, sizeof one) < 0
       || connect(*c, (struct sockaddr *)a, sizeof *a) < 0 || (*s = accept(*l, NULL, NULL)) < 0)
     zdtm_error("connection: %s", strerror(errno));
+}
+
+int
+zdtm_become(unsigned id)
+{
+  char map[512];
+  long inner, outer, count;
+  bool mapped = false;
+  uint64_t inh, prm, eff, need = 1ULL << CAP_SETUID | 1ULL << CAP_SETGID;
+  gid_t g = id;
+  int fd = open("/proc/self/uid_map", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd < 0 ? -1 : read(fd, map, sizeof map - 1);
+  if (fd >= 0)
+    close(fd);
+  map[n > 0 ? n : 0] = 0;
+  for (char *l = map; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] == '\n'))
+    if (sscanf(l, "%ld %ld %ld", &inner, &outer, &count) == 3 && inner <= (long)id
+        && (long)id < inner + count)
+      mapped = true;
+  if (!mapped || getuid() != 0 || zdtm_get_caps(&inh, &prm, &eff) < 0 || (eff & need) != need)
+    return 0;
+  if (setgroups(1, &g) < 0 || setresgid(id, id, id) < 0 || setresuid(id, id, id) < 0)
+    return -1;
+  return 1;
 }
 
 /* The calling thread's capability sets (capget, capset). */

@@ -99,6 +99,11 @@ int
 zdtm_get_caps(uint64_t *inh, uint64_t *prm, uint64_t *eff);
 int
 zdtm_set_caps(uint64_t inh, uint64_t prm, uint64_t eff);
+/* Become UID and GID ID (its only group) where this user namespace maps
+   it and the caller is root with CAP_SETUID and CAP_SETGID (a
+   container's init): 1 done, 0 not here, -1 failed (errno). */
+int
+zdtm_become(unsigned id);
 /* Does this kernel let a task that holds CAP_CHECKPOINT_RESTORE in its own
    user namespace, but not CAP_SETPCAP, drop it from its bounding set? 1:
    allowed; 0: refused; -1: could not be asked (WHY). */
