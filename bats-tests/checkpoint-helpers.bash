@@ -29,6 +29,17 @@
 #   zdtm_run ID PROG          run zdtm-PROG as the container's init, wait for
 #                             its READY file (protocol: tests/README.md)
 #   zdtm_verdict ID           SIGTERM the init, wait for RESULT, assert PASS
+#   cr_procstate ID FILE      what /proc shows of every live task of the
+#                             container (tests/host/procstate, in the
+#                             tree's own PIDs) into FILE; capability 40 of
+#                             the bounding set left out where
+#                             bnd_drop_probe says refused (the known gap)
+#   cr_procstate_same ID FILE [ERE]
+#                             assert: cr_procstate of the container now is
+#                             FILE (the differing lines on failure), lines
+#                             that match ERE (grep -E) left out of both: what
+#                             the program itself changes once it runs (the
+#                             caller checks that apart)
 #   bnd_drop_probe            "allowed", "refused" or "unknown: REASON": does
 #                             this kernel let a task holding
 #                             CAP_CHECKPOINT_RESTORE but not CAP_SETPCAP drop
@@ -345,4 +356,27 @@ bnd_drop_probe() {
 	# counts, or bats' errexit would end the caller at `x=$(bnd_drop_probe)`
 	# on a kernel that refuses (the stock one).
 	"$PROGS/zdtm-caps" --probe-bnd-drop || true
+}
+
+cr_procstate() {
+	local ign=
+	[ -n "${_CR_BND_PROBE:-}" ] || _CR_BND_PROBE=$(bnd_drop_probe)
+	[ "$_CR_BND_PROBE" != refused ] || ign=0000010000000000
+	# shellcheck disable=SC2046 # a list of PIDs
+	PROCSTATE_BND_IGNORE=$ign "$CREST_TESTS/bin/procstate" $(cr_tasks "$1") >"$2"
+	[ -s "$2" ] || fail "cr_procstate $1: nothing read of its tasks"
+}
+
+cr_procstate_same() {
+	local now=$2.now d left=
+	cr_procstate "$1" "$now"
+	if [ -n "${3:-}" ]; then
+		left="; lines matching $3 left out"
+		grep -Ev -- "$3" "$2" >"$2.kept" || true
+		grep -Ev -- "$3" "$now" >"$now.kept" || true
+		d=$(diff "$2.kept" "$now.kept")
+	else
+		d=$(diff "$2" "$now")
+	fi || fail "/proc shows another state than before the checkpoint (tests/host/procstate; < before, > after$left):
+$d"
 }

@@ -40,9 +40,22 @@
 #   svc_expect NAME PATTERN [SECS]
 #                             wait until $SVC/NAME.out holds PATTERN (grep -E)
 #   svc_ms                    milliseconds since the epoch
-#   svc_cycle ID              checkpoint container ID, then restore it, each
-#                             asserted to succeed; sets SVC_CKPT_MS,
-#                             SVC_REST_MS and SVC_IMG_KIB (the figures)
+#   svc_cycle ID [ERE]        checkpoint container ID, then restore it, each
+#                             asserted to succeed, and /proc of its tasks
+#                             compared before and after (cr_procstate_same,
+#                             lines matching ERE left out; ERE "-": not
+#                             compared, for a program that changes it on
+#                             its own: see svc_cycle_stopped);
+#                             sets SVC_CKPT_MS, SVC_REST_MS and SVC_IMG_KIB
+#                             (the figures) and SVC_PROC_MS (the time the
+#                             comparison took, for a figure that spans
+#                             the cycle to leave out)
+#   svc_cycle_stopped ID      svc_cycle of the container's tree stopped
+#                             (SIGSTOP to every task, SIGCONT after the
+#                             comparison): /proc compared with nothing of
+#                             the program running in between (PostgreSQL's
+#                             background writer grows its heap on its own
+#                             timer: seen within 20 s with no checkpoint)
 #
 # A service runs as its container's init through a shell script the suite
 # writes into $SVC (the in-container clients are children of that script, so
@@ -108,7 +121,10 @@ svc_ms() {
 }
 
 svc_cycle() {
-	local t0 t1
+	local t0 t1 proc=$BATS_TEST_TMPDIR/$1.proc
+	t0=$(svc_ms)
+	[ "${2:-}" = - ] || cr_procstate "$1" "$proc"
+	SVC_PROC_MS=$(($(svc_ms) - t0))
 	t0=$(svc_ms)
 	cr_checkpoint "$1"
 	t1=$(svc_ms)
@@ -120,6 +136,35 @@ svc_cycle() {
 	t1=$(svc_ms)
 	[ "$status" = 0 ] || fail "restore: $output"
 	SVC_REST_MS=$((t1 - t0))
+	[ "${2:-}" = - ] || cr_procstate_same "$1" "$proc" "${2:-}"
+	SVC_PROC_MS=$((SVC_PROC_MS + $(svc_ms) - t1))
+}
+
+svc_cycle_stopped() {
+	_svc_signal "$1" STOP T
+	svc_cycle "$1"
+	_svc_signal "$1" CONT '[^T]'
+}
+
+# _svc_signal ID SIG STATES: SIG to every task of container ID, then wait
+# until each is in a state of the bracket expression STATES. The init from
+# here (it is the test user's; inside, its namespace's init takes no
+# signal it has no handler for); the others by the container's root
+# (crest exec: some run under other container UIDs), `kill -1` sparing the
+# sender.
+_svc_signal() {
+	local p i ok
+	kill -"$2" "$(cr_init "$1")" || fail "SIG$2 to the init of $1 failed"
+	"$CREST" exec "$1" /bin/sh -c "kill -$2 -1" || fail "SIG$2 to the tasks of $1 (crest exec) failed"
+	for ((i = 0; i < 100; i++)); do
+		ok=1
+		for p in $(cr_tasks "$1"); do
+			_proc_state "$p" && [[ $PROC_STATE != $3 ]] && { ok=; break; }
+		done
+		[ -z "$ok" ] || return 0
+		sleep 0.1
+	done
+	fail "the tasks of $1 are not in state $3 10 s after SIG$2"
 }
 
 # _svc_listening PID PORT: /proc/PID/net/tcp{,6} (the network namespace of

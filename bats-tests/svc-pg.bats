@@ -156,8 +156,8 @@ pg_uids() {
 	[ -n "$uids" ] && [[ $uids != *$'\n'* ]] || fail "postgres processes under several UIDs: [$uids]"
 	[ "${uids%% *}" != "$(id -u)" ] || fail "postgres runs as the test user itself, not as a container user"
 	n=$(cr_tasks "$ID" | wc -w)
-	svc_cycle "$ID"
-	echo "# PostgreSQL ($n tasks): checkpoint ${SVC_CKPT_MS} ms, restore ${SVC_REST_MS} ms, image ${SVC_IMG_KIB} KiB" >&3
+	svc_cycle_stopped "$ID"
+	echo "# PostgreSQL ($n tasks, stopped): checkpoint ${SVC_CKPT_MS} ms, restore ${SVC_REST_MS} ms, image ${SVC_IMG_KIB} KiB" >&3
 	[ "$(pg_uids "$ID")" = "$uids" ] || fail "postgres UIDs after restore: [$(pg_uids "$ID")], before [$uids]"
 	[ "$(cr_tasks "$ID" | wc -w)" = "$n" ] || fail "$n tasks before, $(cr_tasks "$ID" | wc -w) after"
 	# The session is the same one, still in its transaction.
@@ -171,7 +171,8 @@ pg_uids() {
 	pg_sess "insert into t values (6001, 'after'); select count(*) from t;"
 	[ "$REPLY" = 1002 ] || fail "insert after restore: [$REPLY]"
 	rm -rf "$IMAGE"
-	svc_cycle "$ID"
+	# Running: what /proc shows is the program's to change meanwhile.
+	svc_cycle "$ID" -
 	[ "$(pg_new "select count(*), max(id) from t")" = "1002|6001" ] || fail "after a second cycle: [$(pg_new "select count(*), max(id) from t")]"
 	pg_sess "select count(*) from t;"
 	[ "$REPLY" = 1002 ] || fail "the session after a second cycle: [$REPLY]"

@@ -70,7 +70,7 @@ py_pids() {
 		sleep 0.1
 	done
 	[ "$got" = "$WANT" ] || fail "after restore the server gives $got, not the file ($WANT)"
-	echo "# python3 http.server: checkpoint $SVC_CKPT_MS ms, restore $SVC_REST_MS ms, image $SVC_IMG_KIB KiB, unavailable $(($(svc_ms) - last)) ms (from the last answer before the checkpoint to the first after the restore, with curl through crest exec)" >&3
+	echo "# python3 http.server: checkpoint $SVC_CKPT_MS ms, restore $SVC_REST_MS ms, image $SVC_IMG_KIB KiB, unavailable $(($(svc_ms) - last - SVC_PROC_MS)) ms (from the last answer before the checkpoint to the first after the restore, with curl through crest exec)" >&3
 }
 
 @test "python3 http.server: --leave-running keeps the original serving, and the image restores under a new ID beside it" {
