@@ -1,11 +1,15 @@
 #!/usr/bin/env bats
-# vm-kernel: patched stock
+# vm-kernel: stock
 # "Nothing lost silently": each case of tests/progs/zdtm/lost.c (one
 # attribute the kernel shows) as the init of a rootless busybox container,
 # restored or refused at checkpoint as the attribute tables of
 # docs/engine.md say. A suite of its own so that image/vm-suites can run it
 # in a second VM beside checkpoint-zdtm.bats. The same cases run in process
-# mode on the host (tests/host/zdtm-process.test).
+# mode on the host (tests/host/zdtm-process.test). On the stock kernel
+# only, the one users run: no case takes another path on the patched one
+# (map_files, TCP_REPAIR and the bounding set's drop are checkpoint-zdtm's
+# and the services suites', on both), and the VM suites' time is the CI's
+# critical path.
 
 load helpers
 load checkpoint-helpers

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# vm-kernel: patched stock
+# vm-kernel: stock
 # Real rootless podman (Debian's, in the VM image) with crest's OCI hook:
 # a container podman starts with the grant annotation is recorded by
 # crest-oci-hook, and `crest checkpoint` / `crest restore` take it over
@@ -12,7 +12,9 @@
 # podman's user namespace; the image has no fuse-overlayfs): podman mounts
 # it in its own mount namespace and unmounts it when the container ends, so
 # the restore runs in that namespace (podman unshare) after `podman mount`.
-# The containers run under podman's default seccomp profile.
+# The containers run under podman's default seccomp profile. On the stock
+# kernel only, the one podman's users run: nothing here depends on the
+# patch series.
 #
 # What podman shows: after crest's checkpoint podman's conmon sees its
 # container end: `Exited (137)`; after crest's restore the container runs
