@@ -55,7 +55,8 @@
 #                             comparison): /proc compared with nothing of
 #                             the program running in between (PostgreSQL's
 #                             background writer grows its heap on its own
-#                             timer: seen within 20 s with no checkpoint)
+#                             timer: seen within 20 s with no checkpoint),
+#                             but for signal masks and pending sets (below)
 #
 # A service runs as its container's init through a shell script the suite
 # writes into $SVC (the in-container clients are children of that script, so
@@ -142,7 +143,12 @@ svc_cycle() {
 
 svc_cycle_stopped() {
 	_svc_signal "$1" STOP T
-	svc_cycle "$1"
+	# Left out: the pending signals (the tree's own timers fire while it
+	# is stopped: PostgreSQL's SIGALRM) and the blocked mask (a task
+	# stopped inside sigsuspend, as a shell's wait is, shows the mask of
+	# the call; restored, it shows its own until it runs and calls again:
+	# docs/engine.md, "Stopped tasks").
+	svc_cycle "$1" '^[0-9]+ (thread [0-9]+ )?status: (SigBlk|SigPnd|ShdPnd):'
 	_svc_signal "$1" CONT '[^T]'
 }
 
