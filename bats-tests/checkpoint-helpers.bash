@@ -30,7 +30,7 @@
 #                             its READY file (protocol: tests/README.md)
 #   zdtm_verdict ID           SIGTERM the init, wait for RESULT, assert PASS
 #   cr_procstate ID FILE      what /proc shows of every live task of the
-#                             container (tests/host/procstate, in the
+#                             container (tests/progs/procstate, in the
 #                             tree's own PIDs) into FILE; capability 40 of
 #                             the bounding set left out where
 #                             bnd_drop_probe says refused (the known gap)
@@ -363,7 +363,7 @@ cr_procstate() {
 	[ -n "${_CR_BND_PROBE:-}" ] || _CR_BND_PROBE=$(bnd_drop_probe)
 	[ "$_CR_BND_PROBE" != refused ] || ign=0000010000000000
 	# shellcheck disable=SC2046 # a list of PIDs
-	PROCSTATE_BND_IGNORE=$ign "$CREST_TESTS/bin/procstate" $(cr_tasks "$1") >"$2"
+	PROCSTATE_BND_IGNORE=$ign "$PROGS/procstate" $(cr_tasks "$1") >"$2"
 	[ -s "$2" ] || fail "cr_procstate $1: nothing read of its tasks"
 }
 
@@ -377,6 +377,6 @@ cr_procstate_same() {
 		d=$(diff "$2.kept" "$now.kept")
 	else
 		d=$(diff "$2" "$now")
-	fi || fail "/proc shows another state than before the checkpoint (tests/host/procstate; < before, > after$left):
+	fi || fail "/proc shows another state than before the checkpoint (tests/progs/procstate; < before, > after$left):
 $d"
 }

@@ -10,11 +10,9 @@ EXTRA_DIST += tests/host/rootless-env
 # containers on this host's kernel.
 TESTS += tests/host/zdtm-process.test tests/host/zdtm-container.test
 EXTRA_DIST += tests/host/zdtm-process.test tests/host/zdtm-container.test
-# What /proc shows of a tree, for a comparison before and after (zdtm-process).
-EXTRA_DIST += tests/host/procstate
 
 # Programs nobody here wrote (CPython, perl, busybox sh and httpd) through
-# two checkpoint/restore cycles, /proc compared (tests/host/procstate).
+# two checkpoint/restore cycles, /proc compared (tests/progs/procstate).
 TESTS += tests/host/real-programs.test
 EXTRA_DIST += tests/host/real-programs.test tests/host/real/py-state.py tests/host/real/py-async.py \
     tests/host/real/pl-state.pl

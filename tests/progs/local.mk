@@ -242,3 +242,9 @@ tests_progs_svc_conn_LDFLAGS = -static
 check_PROGRAMS += tests/progs/memfile
 tests_progs_memfile_SOURCES = tests/progs/engine-memfile-prog.c
 tests_progs_memfile_LDFLAGS = -static
+
+# What /proc shows of a tree, normalised, for a comparison before checkpoint
+# and after restore (the host tests' and the VM suites' cr_procstate).
+check_PROGRAMS += tests/progs/procstate
+tests_progs_procstate_SOURCES = tests/progs/procstate.c
+tests_progs_procstate_LDFLAGS = -static
