@@ -26,7 +26,8 @@ teardown() {
 }
 
 # zdtm-lost CASE (tests/progs/zdtm/lost.c: one attribute per case)
-# as the container's init. WANT "restore": checkpoint, restore, the program
+# as the container's init. WANT "restore": checkpoint, restore, /proc
+# compared (cr_procstate_same), the program
 # checks the value. Otherwise WANT is a word the one-line refusal must hold;
 # the container then runs on untouched and its own check passes. A case the
 # kernel cannot set up (no THP, no guard regions in 6.1...) is a skip that
@@ -47,12 +48,14 @@ lost_case() {
 	fi
 	init=$(cr_init "$id")
 	before=$(cr_ns_pids "$id")
+	cr_procstate "$id" "$BATS_TEST_TMPDIR/proc"
 	cr_checkpoint "$id" --file-locks
 	if [ "$want" = restore ]; then
 		[ "$status" = 0 ] || fail "checkpoint of zdtm-lost $c failed: $output"
 		cr_gone "$id"
 		cr_restore "$id"
 		[ "$status" = 0 ] || fail "restore of zdtm-lost $c failed: $output"
+		cr_procstate_same "$id" "$BATS_TEST_TMPDIR/proc"
 	else
 		[ "$status" != 0 ] || fail "checkpoint of zdtm-lost $c succeeded (expected a refusal naming $want)"
 		[ "${#lines[@]}" = 1 ] || fail "the refusal is not one line: $output"

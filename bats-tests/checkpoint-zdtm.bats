@@ -1,8 +1,8 @@
 #!/usr/bin/env bats
 # vm-kernel: patched stock
 # Every zdtm program (tests/README.md) as the init of a rootless
-# busybox container: checkpoint, restore, then the program checks its own
-# state. The same programs run in process mode on the host
+# busybox container: checkpoint, restore, what /proc shows of its tasks
+# compared (cr_procstate_same), then the program checks its own state. The same programs run in process mode on the host
 # (tests/host/zdtm-process.test).
 
 load helpers
@@ -23,6 +23,7 @@ zdtm_cycle() {
 	local prog=$1 id="z-$1-$$" before after
 	zdtm_run "$id" "$prog"
 	before=$(cr_ns_pids "$id")
+	cr_procstate "$id" "$BATS_TEST_TMPDIR/proc"
 	# shellcheck disable=SC2086 # ZDTM_CKPT_FLAGS: zero or more flags
 	cr_checkpoint "$id" ${ZDTM_CKPT_FLAGS:-}
 	[ "$status" = 0 ] || fail "checkpoint of zdtm-$prog failed: $output"
@@ -34,6 +35,7 @@ zdtm_cycle() {
 	[ "$(image_stamp "$IMAGE")" = "$sum" ] || fail "restore changed the image"
 	after=$(cr_ns_pids "$id")
 	[ "$after" = "$before" ] || fail "PIDs and names differ: before [$before] after [$after]"
+	cr_procstate_same "$id" "$BATS_TEST_TMPDIR/proc"
 	zdtm_verdict "$id"
 }
 
@@ -109,6 +111,7 @@ other_uids() {
 	[ "$status" = 0 ] || fail "restore of zdtm-shm-tree failed: $output"
 	after=$(cr_ns_pids "$id")
 	[ "$after" = "$before" ] || fail "PIDs and names differ: before [$before] after [$after]"
+	cr_procstate_same "$id" "$BATS_TEST_TMPDIR/proc"
 	zdtm_verdict "$id"
 }
 @test "zdtm-memfd in a container (descriptors: name, size, seals, contents, offset; shared with a mapping)" { zdtm_cycle memfd; }
