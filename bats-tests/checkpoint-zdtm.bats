@@ -2,7 +2,8 @@
 # vm-kernel: patched stock
 # Every zdtm program (tests/README.md) as the init of a rootless
 # busybox container: checkpoint, restore, what /proc shows of its tasks
-# compared (cr_procstate_same), then the program checks its own state. The same programs run in process mode on the host
+# compared (cr_procstate_same), then the program checks its own state.
+# The same programs run in process mode on the host
 # (tests/host/zdtm-process.test).
 
 load helpers
@@ -100,6 +101,7 @@ other_uids() {
 	local id="z-shm-tree-$$" before after files
 	zdtm_run "$id" shm-tree
 	before=$(cr_ns_pids "$id")
+	cr_procstate "$id" "$BATS_TEST_TMPDIR/proc"
 	cr_checkpoint "$id"
 	[ "$status" = 0 ] || fail "checkpoint of zdtm-shm-tree failed: $output"
 	cr_gone "$id"
