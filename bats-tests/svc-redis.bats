@@ -94,7 +94,7 @@ refused_still_serving() {
 	[ "$(grep -c "^svc-conn ended" "$SVC/conn.log")" = 0 ] || fail "the connection ended: $(cat "$SVC/conn.log")"
 }
 
-@test "redis: 10,000 keys survive a checkpoint with no connection open; both listeners (127.0.0.1, ::1), expiry, jemalloc and the lazy-free thread work after restore" {
+@test "redis: 10,000 keys survive a checkpoint with no connection open; both listeners (127.0.0.1, ::1), expiry, jemalloc and the lazy-free thread work after restore; /proc the same across a stopped cycle" {
 	ID="redis-$$"
 	local t0 t1 t2
 	redis_start "$ID"
@@ -145,6 +145,16 @@ refused_still_serving() {
 	[ -n "$freed" ] || fail "the lazy-free thread freed nothing after FLUSHALL ASYNC: $(grep lazyfree <<<"$REPLY")"
 	rcmd DBSIZE
 	[ "$REPLY" = ":0" ] || fail "DBSIZE after FLUSHALL: [$REPLY]"
+	# A second cycle with the tree stopped: what /proc shows of redis
+	# (its bio and jemalloc threads) and of the client's shell compared,
+	# with nothing of redis's own timers run in between (svc_cycle_stopped).
+	rcmd "SET after-flush yes"
+	conn_close
+	rm -rf "$IMAGE"
+	svc_cycle_stopped "$ID"
+	echo 127.0.0.1 >"$SVC/conn-on"
+	rcmd "GET after-flush"
+	[ "$(tail -1 <<<"$REPLY")" = "yes" ] || fail "GET after the stopped cycle: [$REPLY]"
 }
 
 @test "redis: checkpoint --tcp-close with a connection open: the client's connection comes back closed, it reconnects, the keys are there" {
