@@ -242,6 +242,33 @@ traced_by_other(pid_t pid, pid_t tid, const char *status, crest_error_t *err)
   return 0;
 }
 
+/* K, a child of a container's init, is the finishing helper of an earlier
+   restore of that container (restore.c, restore_as_init): a zombie named
+   crest-restoring until the init reaps it, which an init that reaps no
+   child it did not make never does. It is crest's, not the program's:
+   left out, as if reaped, or the next restore would make it again, with
+   the restorer's capabilities, which the config need not give. */
+static bool
+restorer_zombie(const struct dctx *c, pid_t k)
+{
+  char path[64], buf[512], *q;
+  ssize_t n;
+  int fd;
+  if (!c->o->root_is_ns_init)
+    return false;
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)k);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0)
+    return false;
+  buf[n] = 0;
+  q = strrchr(buf, ')');
+  return q && q[1] == ' ' && q[2] == 'Z'
+         && strncmp(buf + strcspn(buf, "("), "(crest-restoring)", 17) == 0;
+}
 /* Seize every thread of PID, repeating until the set is stable. Returns 1
    when PID exited before any of it was seized and nothing is left of it
    (see exited_meanwhile). */
@@ -397,7 +424,7 @@ collect_tree(struct dctx *c, crest_error_t *err)
           for (s = strtok_r(kids, " \n", &save); s; s = strtok_r(NULL, " \n", &save))
             {
               pid_t k = atoi(s);
-              if (k <= 0 || find_proc(c, k))
+              if (k <= 0 || find_proc(c, k) || (i == 0 && restorer_zombie(c, k)))
                 continue;
               c->p = xrealloc(c->p, (c->np + 1) * sizeof *c->p);
               memset(&c->p[c->np], 0, sizeof *c->p);

@@ -660,6 +660,152 @@ check_file_locks(const char *id, pid_t init, crest_error_t *err)
   return 0;
 }
 
+/* ---- mounts the container made itself ---- */
+
+/* A mount point of mountinfo, its octal escapes (\040 for a space...)
+   decoded, in place. */
+static char *
+mount_unescape(char *s)
+{
+  char *o = s;
+  for (char *i = s; *i; i++, o++)
+    if (i[0] == '\\' && i[1] >= '0' && i[1] <= '3' && i[2] >= '0' && i[2] <= '7' && i[3] >= '0'
+        && i[3] <= '7')
+      *o = (char)((i[1] - '0') * 64 + (i[2] - '0') * 8 + (i[3] - '0')), i += 3;
+    else
+      *o = *i;
+  *o = '\0';
+  return s;
+}
+
+/* How many mounts crun makes at MP for CFG (0: none), and whether a mount
+   below MP is crun's too (*below: a recursive bind, or /sys, which crun
+   binds recursively from the host where it cannot mount sysfs). The root,
+   the config's mounts, its masked and read-only paths and devices, the
+   devices crun always binds (rootless: from the host), the console, and
+   the restorer's and image's binds of a restored container. */
+static int
+mounts_made_at(yajl_val cfg, const char *mp, bool *below)
+{
+  static const char *const always[] = { "/",
+                                        "/dev/null",
+                                        "/dev/zero",
+                                        "/dev/full",
+                                        "/dev/tty",
+                                        "/dev/random",
+                                        "/dev/urandom",
+                                        "/dev/console",
+                                        IN_DEV_RESTORER,
+                                        IN_DEV_IMAGE,
+                                        IN_ROOT_RESTORER,
+                                        IN_ROOT_IMAGE };
+  static const char *const lists[][2]
+      = { { "linux", "maskedPaths" }, { "linux", "readonlyPaths" } };
+  yajl_val mounts = crest_config_member(cfg, "mounts"), lx = crest_config_member(cfg, "linux");
+  yajl_val devices = lx ? crest_config_member(lx, "devices") : NULL;
+  size_t mpl = strlen(mp);
+  int n = 0;
+  *below = false;
+  for (size_t i = 0; i < ARRAY_SIZE(always); i++)
+    n += strcmp(always[i], mp) == 0;
+  for (size_t i = 0; mounts && YAJL_IS_ARRAY(mounts) && i < mounts->u.array.len; i++)
+    {
+      yajl_val m = mounts->u.array.values[i], d = crest_config_member(m, "destination"),
+               o = crest_config_member(m, "options");
+      const char *dest = d && YAJL_IS_STRING(d) ? d->u.string : NULL;
+      size_t dl = dest ? strlen(dest) : 0;
+      bool rbind = strcmp(dest ? dest : "", "/sys") == 0;
+      while (dl > 1 && dest[dl - 1] == '/')
+        dl--;
+      for (size_t k = 0; o && YAJL_IS_ARRAY(o) && k < o->u.array.len; k++)
+        rbind |= YAJL_IS_STRING(o->u.array.values[k])
+                 && strcmp(o->u.array.values[k]->u.string, "rbind") == 0;
+      if (!dest)
+        continue;
+      if (dl == mpl && strncmp(dest, mp, dl) == 0)
+        n++;
+      else if (rbind && mpl > dl && strncmp(dest, mp, dl) == 0 && mp[dl] == '/')
+        *below = true;
+    }
+  for (size_t l = 0; lx && l < ARRAY_SIZE(lists); l++)
+    {
+      yajl_val a = crest_config_member(lx, lists[l][1]);
+      for (size_t i = 0; a && YAJL_IS_ARRAY(a) && i < a->u.array.len; i++)
+        n += YAJL_IS_STRING(a->u.array.values[i])
+             && strcmp(a->u.array.values[i]->u.string, mp) == 0;
+    }
+  for (size_t i = 0; devices && YAJL_IS_ARRAY(devices) && i < devices->u.array.len; i++)
+    {
+      yajl_val d = crest_config_member(devices->u.array.values[i], "path");
+      n += d && YAJL_IS_STRING(d) && strcmp(d->u.string, mp) == 0;
+    }
+  return n;
+}
+
+/* A mount the container's tasks made themselves (mount(2) with
+   CAP_SYS_ADMIN in the container's user namespace) is not in the config,
+   and a restore, which has crun make the container again from the config,
+   would not make it: its files (a tmpfs's) and what it hides would be
+   lost, silently. Refused in one line: a mount point of INIT's mount
+   table that the config does not make, or more mounts at one than it
+   makes (one mounted over another). A mount remounted with other options
+   is not seen (docs/engine.md). */
+static int
+check_mounts(const char *id, pid_t init, const char *config_text, crest_error_t *err)
+{
+  cleanup_free char *path = xasprintf("/proc/%d/mountinfo", (int)init), *text = NULL;
+  char *save = NULL;
+  yajl_val cfg = NULL;
+  crest_error_t e = NULL;
+  int rc = 0;
+  if (read_file(path, &text, NULL, 16u << 20, &e) < 0
+      || crest_config_parse(config_text, &cfg, &e) < 0)
+    {
+      rc = crest_error_wrap(&e, "container `%s`: checkpoint: its mount table", id);
+      *err = e;
+      goto out;
+    }
+  for (char *line = strtok_r(text, "\n", &save); line && rc == 0;
+       line = strtok_r(NULL, "\n", &save))
+    {
+      char mp[4096], type[64] = "?", *dash = strstr(line, " - ");
+      bool below;
+      int made, seen = 0;
+      if (sscanf(line, "%*u %*u %*u:%*u %*s %4095s", mp) != 1)
+        continue;
+      if (dash)
+        sscanf(dash + 3, "%63s", type);
+      mount_unescape(mp);
+      made = mounts_made_at(cfg, mp, &below);
+      if (below)
+        continue;
+      /* the mounts at MP so far, this one included */
+      for (char *l = text; l <= line; l += strlen(l) + 1)
+        {
+          char other[4096];
+          if (sscanf(l, "%*u %*u %*u:%*u %*s %4095s", other) == 1
+              && strcmp(mount_unescape(other), mp) == 0)
+            seen++;
+        }
+      if (made == 0)
+        rc = crest_error_make(err, ENOTSUP,
+                              "container `%s`: checkpoint: a %s mount on %s that the container "
+                              "made itself (its config has none there): a restore would not "
+                              "make it again, and what it holds would be lost",
+                              id, type, mp);
+      else if (seen > made)
+        rc = crest_error_make(err, ENOTSUP,
+                              "container `%s`: checkpoint: a %s mount on %s over the one its "
+                              "config makes there, made by the container itself: a restore "
+                              "would not make it again, and what it holds would be lost",
+                              id, type, mp);
+    }
+out:
+  if (cfg)
+    yajl_tree_free(cfg);
+  return rc;
+}
+
 /* What engines look for in a checkpoint directory (stats-dump,
    inventory.img), and what --export needs. The image itself is complete
    already: a failure here is a warning. */
@@ -756,6 +902,8 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
       goto fail_state;
     }
 
+  if (check_mounts(id, init, config_text, err) < 0)
+    goto fail_state;
   memset(&d, 0, sizeof d);
   if (seccomp_filters_of(id, config_text, &d.seccomp_filters, err) < 0)
     goto fail_state;

@@ -92,3 +92,7 @@ EXTRA_DIST += tests/host/xsave-layout.test
 # restore; tile data in use refused (CPUs with AMX only).
 TESTS += tests/host/amx.test
 EXTRA_DIST += tests/host/amx.test
+
+# Mounts a container made itself are refused at checkpoint (container-cr.c).
+TESTS += tests/host/container-mounts.test
+EXTRA_DIST += tests/host/container-mounts.test
