@@ -448,6 +448,19 @@ inject_own(struct dctx *c, struct dproc *p, crest_error_t *err)
     return -1;
   INJ(m, SYS_brk, 0);
   p->brk = ret;
+  /* A container's host and domain names, which its tasks may have set
+     (sethostname with CAP_SYS_ADMIN in its user namespace): a restore has
+     crun make the container with these (uts.json). */
+  if (c->o->root_is_ns_init && p == &c->p[0])
+    {
+      char u[6][65];
+      INJ(m, SYS_uname, (long)(scratch + 4096 + 2048));
+      if (vm_read(p->pid, scratch + 4096 + 2048, u, sizeof u, err) < 0)
+        return -1;
+      memcpy(c->uts[0], u[1], 65), memcpy(c->uts[1], u[5], 65);
+      c->uts[0][64] = c->uts[1][64] = 0;
+      c->has_uts = true;
+    }
   INJ(m, SYS_prctl, PR_GET_SECUREBITS);
   p->securebits = ret;
   if (prctl_dump_process(m->tid, &m->regs, m->sigmask, p->gadget, scratch + 4096 + 1024, &p->pr,

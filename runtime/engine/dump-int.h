@@ -166,6 +166,10 @@ broker_stop(void);
 struct dctx
 {
   const struct crest_dump_opts *o;
+  /* A container's UTS names (its init's uname: nodename, domainname),
+     for uts.json; has_uts once read. */
+  char uts[2][65];
+  bool has_uts;
   bool foreign_userns; /* the tree lives in another user namespace than crest */
   struct idmap uidmap, gidmap;
   pid_t root;

@@ -179,6 +179,17 @@ write_tree(struct dctx *c, crest_error_t *err)
   yajl_gen_map_close(g);
   if (img_write_json(c->w, "tree.json", g, err) < 0)
     goto fail;
+  if (c->has_uts)
+    {
+      yajl_gen_free(g);
+      g = yajl_gen_alloc(NULL);
+      yajl_gen_map_open(g);
+      jput_str(g, "nodename", c->uts[0]);
+      jput_str(g, "domainname", c->uts[1]);
+      yajl_gen_map_close(g);
+      if (img_write_json(c->w, "uts.json", g, err) < 0)
+        goto fail;
+    }
   c->ms_tree = ms_since(&c->t0);
   rc = 0;
 fail:

@@ -1094,18 +1094,43 @@ has_dev_tmpfs(yajl_val mounts)
    CAP_CHECKPOINT_RESTORE granted as `--cap-checkpoint-restore=add` grants it
    (oci-config.c): the checkpointed capabilities plus that one, which each
    restored task drops again unless it held it. */
+/* A container's host and domain names at checkpoint (the engine's
+   uts.json), when the image has them. */
+struct image_uts
+{
+  bool has;
+  char node[65], dom[65];
+};
+
+/* Does CONFIG give the container a namespace of TYPE of its own? */
+static bool
+has_namespace(yajl_val config, const char *type)
+{
+  yajl_val lx = crest_config_member(config, "linux");
+  yajl_val ns = lx ? crest_config_member(lx, "namespaces") : NULL;
+  for (size_t i = 0; ns && YAJL_IS_ARRAY(ns) && i < ns->u.array.len; i++)
+    {
+      yajl_val t = crest_config_member(ns->u.array.values[i], "type"),
+               path = crest_config_member(ns->u.array.values[i], "path");
+      if (t && YAJL_IS_STRING(t) && strcmp(t->u.string, type) == 0 && !path)
+        return true;
+    }
+  return false;
+}
+
 static int
-restore_config_with(yajl_val config, const char *restorer, const char *image, char *const *chain,
-                    int nchain, char **out, size_t *len, crest_error_t *err);
+restore_config_with(yajl_val config, const char *restorer, const char *image,
+                    const struct image_uts *uts, char *const *chain, int nchain, char **out,
+                    size_t *len, crest_error_t *err);
 static int
-make_restore_config(yajl_val config, const char *restorer, const char *image, char **out,
-                    size_t *len, crest_error_t *err)
+make_restore_config(yajl_val config, const char *restorer, const char *image,
+                    const struct image_uts *uts, char **out, size_t *len, crest_error_t *err)
 {
   char **chain = NULL;
   int nchain = 0, rc;
   if (crest_engine_image_chain(image, &chain, &nchain, err) < 0)
     return -1;
-  rc = restore_config_with(config, restorer, image, chain, nchain, out, len, err);
+  rc = restore_config_with(config, restorer, image, uts, chain, nchain, out, len, err);
   for (int k = 0; k < nchain; k++)
     free(chain[k]);
   free(chain);
@@ -1113,8 +1138,9 @@ make_restore_config(yajl_val config, const char *restorer, const char *image, ch
 }
 
 static int
-restore_config_with(yajl_val config, const char *restorer, const char *image, char *const *chain,
-                    int nchain, char **out, size_t *len, crest_error_t *err)
+restore_config_with(yajl_val config, const char *restorer, const char *image,
+                    const struct image_uts *uts, char *const *chain, int nchain, char **out,
+                    size_t *len, crest_error_t *err)
 {
   bool in_dev = has_dev_tmpfs(crest_config_member(config, "mounts"));
   const char *in_restorer = in_dev ? IN_DEV_RESTORER : IN_ROOT_RESTORER;
@@ -1162,6 +1188,10 @@ restore_config_with(yajl_val config, const char *restorer, const char *image, ch
                                  .binds = binds,
                                  .nbinds = 2 + (size_t)nchain,
                                  .drop_seccomp = late > 0 };
+  /* The names the container had (uts.json), where it has a UTS namespace
+     of its own: crun gives them to the new one. */
+  if (uts && uts->has && has_namespace(config, "uts"))
+    e.hostname = uts->node, e.domainname = uts->dom;
   yajl_val process = crest_config_member(config, "process");
 
   if (!process || !YAJL_IS_OBJECT(process))
@@ -1367,7 +1397,8 @@ check_restore_config(const char *id, yajl_val config,
 static int
 load_image_config(const char *id, const char *image,
                   const struct crest_container_restore_opts *opts, char **config_path,
-                  char **config_text, size_t *config_len, yajl_val *config, crest_error_t *err)
+                  char **config_text, size_t *config_len, yajl_val *config, struct image_uts *uts,
+                  crest_error_t *err)
 {
   struct img_reader *rd = NULL;
   int r;
@@ -1385,6 +1416,25 @@ load_image_config(const char *id, const char *image,
                               id);
     }
   r = img_reader_read(rd, IMAGE_CONFIG, 16u << 20, config_text, config_len, err);
+  memset(uts, 0, sizeof *uts);
+  if (r == 0 && img_reader_find(rd, "uts.json"))
+    {
+      cleanup_free char *text = NULL;
+      size_t tl = 0;
+      yajl_val u = NULL, node, dom;
+      r = img_reader_read(rd, "uts.json", 4096, &text, &tl, err);
+      if (r == 0 && (r = crest_config_parse(text, &u, err)) == 0)
+        {
+          node = crest_config_member(u, "nodename"), dom = crest_config_member(u, "domainname");
+          uts->has = node && YAJL_IS_STRING(node) && dom && YAJL_IS_STRING(dom)
+                     && strlen(node->u.string) < sizeof uts->node
+                     && strlen(dom->u.string) < sizeof uts->dom;
+          if (uts->has)
+            strcpy(uts->node, node->u.string), strcpy(uts->dom, dom->u.string);
+        }
+      if (u)
+        yajl_tree_free(u);
+    }
   img_reader_free(rd);
   if (r < 0)
     return crest_error_wrap(err, "container `%s`: restore", id);
@@ -1675,6 +1725,7 @@ crest_container_restore(struct crest_global *g, const char *id,
   char msg[2048] = "", real[PATH_MAX];
   struct crest_state st;
   yajl_val config = NULL;
+  struct image_uts uts;
   size_t config_len = 0, restore_len = 0;
   int sync[2] = { -1, -1 }, status = 0;
   cleanup_close int crun_err = -1;
@@ -1691,7 +1742,9 @@ crest_container_restore(struct crest_global *g, const char *id,
   image = xstrdup(real);
 
   /* Everything that can be checked is checked before anything is created. */
-  if (load_image_config(id, image, opts, &config_path, &config_text, &config_len, &config, err) < 0)
+  if (load_image_config(id, image, opts, &config_path, &config_text, &config_len, &config, &uts,
+                        err)
+      < 0)
     return -1;
   restorer = find_restorer();
   if (!restorer)
@@ -1723,7 +1776,7 @@ crest_container_restore(struct crest_global *g, const char *id,
       return crest_error_make(err, EEXIST,
                               "container `%s`: restore: a container with this ID exists", id);
     }
-  if (make_restore_config(config, restorer, image, &restore_text, &restore_len, err) < 0)
+  if (make_restore_config(config, restorer, image, &uts, &restore_text, &restore_len, err) < 0)
     {
       yajl_tree_free(config);
       return crest_error_wrap(err, "container `%s`: restore", id);

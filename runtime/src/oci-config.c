@@ -319,6 +319,10 @@ gen_object(struct gen_state *st, yajl_val v, enum ctx ctx)
       int r;
       if (ctx == CTX_LINUX && st->edit->drop_seccomp && strcmp(key, "seccomp") == 0)
         continue;
+      if (ctx == CTX_ROOT
+          && ((st->edit->hostname && strcmp(key, "hostname") == 0)
+              || (st->edit->domainname && strcmp(key, "domainname") == 0)))
+        continue;
       gen_str(st->g, key);
       saw_mounts |= ctx == CTX_ROOT && strcmp(key, "mounts") == 0;
       saw_env |= ctx == CTX_PROCESS && strcmp(key, "env") == 0;
@@ -359,6 +363,15 @@ gen_object(struct gen_state *st, yajl_val v, enum ctx ctx)
     {
       gen_str(st->g, "mounts");
       gen_edited(st, "mounts", NULL, ctx);
+    }
+  for (int k = 0; ctx == CTX_ROOT && k < 2; k++)
+    {
+      const char *name = k == 0 ? st->edit->hostname : st->edit->domainname;
+      if (name)
+        {
+          gen_str(st->g, k == 0 ? "hostname" : "domainname");
+          gen_str(st->g, name);
+        }
     }
   yajl_gen_map_close(st->g);
   return 0;

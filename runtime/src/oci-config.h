@@ -69,6 +69,9 @@ struct crest_config_edit
   /* Leaves linux.seccomp out (the restorer installs the profile itself at
      the end of the restore: docs/restore.md, "Seccomp"). */
   bool drop_seccomp;
+  /* When not NULL, the config's hostname and domainname become these (a
+     container's own at checkpoint: its tasks may have set them). */
+  const char *hostname, *domainname;
 };
 
 /* Serialise ROOT to JSON with EDIT applied on the way (every other value is

@@ -276,5 +276,36 @@ main(void)
            "a missing cap_last_cap is an error with its errno");
     crest_error_release(&err);
   }
+  /* hostname and domainname: replaced where the config has them, added
+     where it has not, every other value kept. */
+  for (int withname = 0; withname < 2; withname++)
+    {
+      const char *text = withname ? "{\"ociVersion\":\"1.0.0\",\"hostname\":\"cfg\",\"root\":{}}"
+                                  : "{\"ociVersion\":\"1.0.0\",\"root\":{}}";
+      struct crest_config_edit e = { .grant = CREST_GRANT_NONE };
+      yajl_val in = parse(text), out = NULL;
+      char *o = NULL;
+      const char *hp[] = { "hostname", NULL }, *dp[] = { "domainname", NULL },
+                 *vp[] = { "ociVersion", NULL };
+      e.hostname = "set-by-it", e.domainname = "its.domain";
+      if (in && crest_config_edit(in, &e, &o, NULL, &err) == 0)
+        out = parse(o);
+      tap_is_str(out ? crest_config_get_string(out, hp) : NULL, "set-by-it", "edit: hostname %s",
+                 withname ? "replaced" : "added");
+      tap_is_str(out ? crest_config_get_string(out, dp) : NULL, "its.domain",
+                 "edit: domainname added (hostname %s)", withname ? "in the config" : "absent");
+      tap_is_str(out ? crest_config_get_string(out, vp) : NULL, "1.0.0",
+                 "edit: the other values kept (hostname %s)",
+                 withname ? "in the config" : "absent");
+      tap_ok(o && !strstr(o, "\"cfg\"") && strstr(o, "\"hostname\"")
+                 && !strstr(strstr(o, "\"hostname\"") + 1, "\"hostname\""),
+             "edit: one hostname key, the old value gone (hostname %s)",
+             withname ? "in the config" : "absent");
+      if (out)
+        yajl_tree_free(out);
+      if (in)
+        yajl_tree_free(in);
+      free(o);
+    }
   return tap_done();
 }
