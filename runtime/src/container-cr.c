@@ -17,12 +17,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <net/if.h>
+#include <sched.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -901,6 +905,184 @@ check_tmpfs_files(const char *id, pid_t init, const char *config_text, crest_err
   return rc;
 }
 
+/* ---- the container's own network namespace ---- */
+
+/* What /proc/<task>/net shows of a network namespace's interfaces,
+   addresses and routes, one line each, counters left out: interface
+   names (dev), IPv6 addresses (if_inet6), IPv4 and IPv6 routes without
+   their reference and use counts, the IPv4 addresses and routes of the
+   FIB (fib_trie: each leaf as "TABLE address ADDR/LEN SCOPE TYPE"). DIR is /proc/<pid>/net or
+   /proc/self/net. */
+static char *
+net_view(const char *dir)
+{
+  static const char *const files[] = { "dev", "if_inet6", "route", "ipv6_route", "fib_trie" };
+  char *out = NULL, table[32] = "", leaf[64] = "";
+  size_t len = 0;
+  FILE *m = open_memstream(&out, &len);
+  for (size_t f = 0; f < ARRAY_SIZE(files); f++)
+    {
+      cleanup_free char *path = xasprintf("%s/%s", dir, files[f]), *text = NULL;
+      crest_error_t e = NULL;
+      char *save = NULL;
+      int n = 0;
+      if (read_file(path, &text, NULL, 1u << 20, &e) < 0)
+        {
+          crest_error_release(&e);
+          continue;
+        }
+      for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save), n++)
+        {
+          char *w[16];
+          int k = 0;
+          if (f == 0) /* dev: two header lines, then "NAME: counters" */
+            {
+              if (n >= 2)
+                fprintf(m, "dev %.*s\n", (int)strcspn(l + strspn(l, " "), ":"), l + strspn(l, " "));
+              continue;
+            }
+          if (f == 4) /* fib_trie: "TABLE:", "|-- ADDR", "/LEN SCOPE TYPE" */
+            {
+              char *t = l + strspn(l, " |-+");
+              if (l[0] != ' ')
+                snprintf(table, sizeof table, "%.*s", (int)strcspn(l, ":"), l);
+              else if (strncmp(l + strspn(l, " "), "|-- ", 4) == 0)
+                snprintf(leaf, sizeof leaf, "%s", t);
+              else if (*t == '/')
+                fprintf(m, "%s address %s%s\n", table, leaf, t);
+              continue;
+            }
+          char *wsave = NULL;
+          for (char *t = strtok_r(l, " \t", &wsave); t && k < 16; t = strtok_r(NULL, " \t", &wsave))
+            w[k++] = t;
+          fprintf(m, "%s", files[f]);
+          for (int i = 0; i < k; i++)
+            /* route: RefCnt, Use (4, 5); ipv6_route: refcnt, use (6, 7) */
+            if (!(f == 2 && (i == 4 || i == 5)) && !(f == 3 && (i == 6 || i == 7)))
+              fprintf(m, " %s", w[i]);
+          fputc('\n', m);
+        }
+    }
+  fclose(m);
+  return out;
+}
+
+/* net_view of a network namespace as crun makes it (new, lo up), made in
+   a child in user and network namespaces of its own; NULL when that
+   cannot be done here. */
+static char *
+fresh_net_view(void)
+{
+  int p[2];
+  pid_t pid;
+  char *out = NULL;
+  size_t len = 0, cap = 0;
+  if (pipe2(p, O_CLOEXEC) < 0)
+    return NULL;
+  pid = fork();
+  if (pid == 0)
+    {
+      struct ifreq ifr;
+      int s;
+      char *v;
+      memset(&ifr, 0, sizeof ifr);
+      snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+      if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0 || (s = socket(AF_INET, SOCK_DGRAM, 0)) < 0
+          || ioctl(s, SIOCGIFFLAGS, &ifr) < 0
+          || (ifr.ifr_flags |= IFF_UP, ioctl(s, SIOCSIFFLAGS, &ifr)) < 0
+          || !(v = net_view("/proc/self/net")))
+        _exit(1);
+      if (write(p[1], v, strlen(v)) < 0)
+        _exit(1);
+      _exit(0);
+    }
+  close(p[1]);
+  for (ssize_t r = 1; pid > 0 && r > 0;)
+    {
+      if (len + 4096 + 1 > cap)
+        out = xrealloc(out, cap = cap * 2 + 4096 + 1);
+      r = read(p[0], out + len, 4096);
+      if (r > 0)
+        len += (size_t)r;
+    }
+  close(p[0]);
+  if (pid > 0)
+    {
+      int st;
+      while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+        ;
+      if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && out)
+        {
+          out[len] = '\0';
+          return out;
+        }
+    }
+  free(out);
+  return NULL;
+}
+
+/* The first line of A that B lacks, or NULL. */
+static char *
+first_missing(const char *a, const char *b)
+{
+  for (const char *l = a; *l; l += strcspn(l, "\n") + (l[strcspn(l, "\n")] == '\n'))
+    {
+      size_t n = strcspn(l, "\n");
+      bool found = false;
+      for (const char *q = b; *q && !found; q += strcspn(q, "\n") + (q[strcspn(q, "\n")] == '\n'))
+        found = strcspn(q, "\n") == n && strncmp(q, l, n) == 0;
+      if (!found)
+        return xasprintf("%.*s", (int)n, l);
+    }
+  return NULL;
+}
+
+/* A network namespace crun makes new for the container (no path in the
+   config) is made again new at restore, with lo up and nothing else: an
+   interface, address or route the container's tasks added (with
+   CAP_NET_ADMIN in its user namespace), or lo taken down, would be lost.
+   Refused in one line, the first difference named. Not checked where the
+   config sets net.* sysctls (a new namespace with them is not made here
+   to compare). */
+static int
+check_netns(const char *id, pid_t init, const char *config_text, crest_error_t *err)
+{
+  yajl_val cfg = NULL, lx, ns, sys;
+  crest_error_t e = NULL;
+  bool fresh = false;
+  if (crest_config_parse(config_text, &cfg, &e) < 0)
+    {
+      crest_error_release(&e);
+      return 0;
+    }
+  lx = crest_config_member(cfg, "linux");
+  ns = lx ? crest_config_member(lx, "namespaces") : NULL;
+  sys = lx ? crest_config_member(lx, "sysctl") : NULL;
+  for (size_t i = 0; ns && YAJL_IS_ARRAY(ns) && i < ns->u.array.len; i++)
+    {
+      yajl_val t = crest_config_member(ns->u.array.values[i], "type"),
+               path = crest_config_member(ns->u.array.values[i], "path");
+      fresh |= t && YAJL_IS_STRING(t) && strcmp(t->u.string, "network") == 0 && !path;
+    }
+  for (size_t i = 0; sys && YAJL_IS_OBJECT(sys) && i < sys->u.object.len; i++)
+    fresh &= strncmp(sys->u.object.keys[i], "net.", 4) != 0;
+  yajl_tree_free(cfg);
+  if (!fresh)
+    return 0;
+  cleanup_free char *dir = xasprintf("/proc/%d/net", (int)init);
+  cleanup_free char *now = net_view(dir), *ref = fresh_net_view();
+  cleanup_free char *extra = now && ref ? first_missing(now, ref) : NULL;
+  cleanup_free char *gone = now && ref && !extra ? first_missing(ref, now) : NULL;
+  if (extra || gone)
+    return crest_error_make(
+        err, ENOTSUP,
+        "container `%s`: checkpoint: its network namespace %s [%s] (/proc/net), "
+        "where a new one with lo up, which a restore has crun make, %s: it "
+        "would be lost",
+        id, extra ? "shows" : "lacks", extra ? extra : gone, extra ? "does not" : "does");
+  return 0;
+}
+
 /* What engines look for in a checkpoint directory (stats-dump,
    inventory.img), and what --export needs. The image itself is complete
    already: a failure here is a warning. */
@@ -998,7 +1180,8 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
     }
 
   if (check_mounts(id, init, config_text, err) < 0
-      || check_tmpfs_files(id, init, config_text, err) < 0)
+      || check_tmpfs_files(id, init, config_text, err) < 0
+      || check_netns(id, init, config_text, err) < 0)
     goto fail_state;
   memset(&d, 0, sizeof d);
   if (seccomp_filters_of(id, config_text, &d.seccomp_filters, err) < 0)
