@@ -664,6 +664,22 @@ check_file_locks(const char *id, pid_t init, crest_error_t *err)
   return 0;
 }
 
+/* Does CONFIG give the container a namespace of TYPE of its own? */
+static bool
+has_namespace(yajl_val config, const char *type)
+{
+  yajl_val lx = crest_config_member(config, "linux");
+  yajl_val ns = lx ? crest_config_member(lx, "namespaces") : NULL;
+  for (size_t i = 0; ns && YAJL_IS_ARRAY(ns) && i < ns->u.array.len; i++)
+    {
+      yajl_val t = crest_config_member(ns->u.array.values[i], "type"),
+               path = crest_config_member(ns->u.array.values[i], "path");
+      if (t && YAJL_IS_STRING(t) && strcmp(t->u.string, type) == 0 && !path)
+        return true;
+    }
+  return false;
+}
+
 /* ---- mounts the container made itself ---- */
 
 /* A mount point of mountinfo, its octal escapes (\040 for a space...)
@@ -755,20 +771,13 @@ mounts_made_at(yajl_val cfg, const char *mp, bool *below)
    makes (one mounted over another). A mount remounted with other options
    is not seen (docs/engine.md). */
 static int
-check_mounts(const char *id, pid_t init, const char *config_text, crest_error_t *err)
+check_mounts(const char *id, pid_t init, yajl_val cfg, crest_error_t *err)
 {
   cleanup_free char *path = xasprintf("/proc/%d/mountinfo", (int)init), *text = NULL;
   char *save = NULL;
-  yajl_val cfg = NULL;
-  crest_error_t e = NULL;
   int rc = 0;
-  if (read_file(path, &text, NULL, 16u << 20, &e) < 0
-      || crest_config_parse(config_text, &cfg, &e) < 0)
-    {
-      rc = crest_error_wrap(&e, "container `%s`: checkpoint: its mount table", id);
-      *err = e;
-      goto out;
-    }
+  if (read_file(path, &text, NULL, 16u << 20, err) < 0)
+    return crest_error_wrap(err, "container `%s`: checkpoint: its mount table", id);
   for (char *line = strtok_r(text, "\n", &save); line && rc == 0;
        line = strtok_r(NULL, "\n", &save))
     {
@@ -804,9 +813,6 @@ check_mounts(const char *id, pid_t init, const char *config_text, crest_error_t 
                               "would not make it again, and what it holds would be lost",
                               id, type, mp);
     }
-out:
-  if (cfg)
-    yajl_tree_free(cfg);
   return rc;
 }
 
@@ -867,17 +873,10 @@ made_by_crun(yajl_val cfg, const char *dir, const char *name)
    through INIT's root (a chroot'd init's is not the container's: then
    not seen). */
 static int
-check_tmpfs_files(const char *id, pid_t init, const char *config_text, crest_error_t *err)
+check_tmpfs_files(const char *id, pid_t init, yajl_val cfg, crest_error_t *err)
 {
-  yajl_val cfg = NULL, mounts;
-  crest_error_t e = NULL;
+  yajl_val mounts = crest_config_member(cfg, "mounts");
   int rc = 0;
-  if (crest_config_parse(config_text, &cfg, &e) < 0)
-    {
-      crest_error_release(&e);
-      return 0;
-    }
-  mounts = crest_config_member(cfg, "mounts");
   for (size_t i = 0; rc == 0 && mounts && YAJL_IS_ARRAY(mounts) && i < mounts->u.array.len; i++)
     {
       yajl_val m = mounts->u.array.values[i], d = crest_config_member(m, "destination"),
@@ -901,7 +900,6 @@ check_tmpfs_files(const char *id, pid_t init, const char *config_text, crest_err
                                 de->d_name, d->u.string);
       closedir(dp);
     }
-  yajl_tree_free(cfg);
   return rc;
 }
 
@@ -1045,28 +1043,13 @@ first_missing(const char *a, const char *b)
    config sets net.* sysctls (a new namespace with them is not made here
    to compare). */
 static int
-check_netns(const char *id, pid_t init, const char *config_text, crest_error_t *err)
+check_netns(const char *id, pid_t init, yajl_val cfg, crest_error_t *err)
 {
-  yajl_val cfg = NULL, lx, ns, sys;
-  crest_error_t e = NULL;
-  bool fresh = false;
-  if (crest_config_parse(config_text, &cfg, &e) < 0)
-    {
-      crest_error_release(&e);
-      return 0;
-    }
-  lx = crest_config_member(cfg, "linux");
-  ns = lx ? crest_config_member(lx, "namespaces") : NULL;
-  sys = lx ? crest_config_member(lx, "sysctl") : NULL;
-  for (size_t i = 0; ns && YAJL_IS_ARRAY(ns) && i < ns->u.array.len; i++)
-    {
-      yajl_val t = crest_config_member(ns->u.array.values[i], "type"),
-               path = crest_config_member(ns->u.array.values[i], "path");
-      fresh |= t && YAJL_IS_STRING(t) && strcmp(t->u.string, "network") == 0 && !path;
-    }
+  yajl_val lx = crest_config_member(cfg, "linux");
+  yajl_val sys = lx ? crest_config_member(lx, "sysctl") : NULL;
+  bool fresh = has_namespace(cfg, "network");
   for (size_t i = 0; sys && YAJL_IS_OBJECT(sys) && i < sys->u.object.len; i++)
     fresh &= strncmp(sys->u.object.keys[i], "net.", 4) != 0;
-  yajl_tree_free(cfg);
   if (!fresh)
     return 0;
   cleanup_free char *dir = xasprintf("/proc/%d/net", (int)init);
@@ -1081,6 +1064,23 @@ check_netns(const char *id, pid_t init, const char *config_text, crest_error_t *
         "would be lost",
         id, extra ? "shows" : "lacks", extra ? extra : gone, extra ? "does not" : "does");
   return 0;
+}
+
+/* What the container changed of what its config has crun make (mounts,
+   tmpfs files, its network namespace): refused before the dump. */
+static int
+check_own_state(const char *id, pid_t init, const char *config_text, crest_error_t *err)
+{
+  yajl_val cfg = NULL;
+  int rc;
+  if (crest_config_parse(config_text, &cfg, err) < 0)
+    return crest_error_wrap(err, "container `%s`: checkpoint: its config", id);
+  rc = check_mounts(id, init, cfg, err) < 0 || check_tmpfs_files(id, init, cfg, err) < 0
+               || check_netns(id, init, cfg, err) < 0
+           ? -1
+           : 0;
+  yajl_tree_free(cfg);
+  return rc;
 }
 
 /* What engines look for in a checkpoint directory (stats-dump,
@@ -1179,9 +1179,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
       goto fail_state;
     }
 
-  if (check_mounts(id, init, config_text, err) < 0
-      || check_tmpfs_files(id, init, config_text, err) < 0
-      || check_netns(id, init, config_text, err) < 0)
+  if (check_own_state(id, init, config_text, err) < 0)
     goto fail_state;
   memset(&d, 0, sizeof d);
   if (seccomp_filters_of(id, config_text, &d.seccomp_filters, err) < 0)
@@ -1284,22 +1282,6 @@ struct image_uts
   bool has;
   char node[65], dom[65];
 };
-
-/* Does CONFIG give the container a namespace of TYPE of its own? */
-static bool
-has_namespace(yajl_val config, const char *type)
-{
-  yajl_val lx = crest_config_member(config, "linux");
-  yajl_val ns = lx ? crest_config_member(lx, "namespaces") : NULL;
-  for (size_t i = 0; ns && YAJL_IS_ARRAY(ns) && i < ns->u.array.len; i++)
-    {
-      yajl_val t = crest_config_member(ns->u.array.values[i], "type"),
-               path = crest_config_member(ns->u.array.values[i], "path");
-      if (t && YAJL_IS_STRING(t) && strcmp(t->u.string, type) == 0 && !path)
-        return true;
-    }
-  return false;
-}
 
 static int
 restore_config_with(yajl_val config, const char *restorer, const char *image,
@@ -1896,6 +1878,21 @@ pid_file_dir_ok(const char *id, const char *pid_file, crest_error_t *err)
   return 0;
 }
 
+/* WHAT (the image, the bundle) at PATH, absolute and resolved; NULL with
+   ERR when it cannot be. */
+static char *
+resolved_path(const char *id, const char *what, const char *path, crest_error_t *err)
+{
+  char real[PATH_MAX];
+  cleanup_free char *abs = abs_path(path);
+  if (!abs || !realpath(abs, real))
+    {
+      crest_error_errno(err, "container `%s`: restore: %s `%s`", id, what, path);
+      return NULL;
+    }
+  return xstrdup(real);
+}
+
 int
 crest_container_restore(struct crest_global *g, const char *id,
                         const struct crest_container_restore_opts *opts, crest_error_t *err)
@@ -1905,7 +1902,7 @@ crest_container_restore(struct crest_global *g, const char *id,
   cleanup_free char *state_dir = NULL, *saved_config = NULL, *restore_config = NULL,
                     *restore_text = NULL;
   cleanup_free char *pid_file = NULL;
-  char msg[2048] = "", real[PATH_MAX];
+  char msg[2048] = "";
   struct crest_state st;
   yajl_val config = NULL;
   struct image_uts uts;
@@ -1917,12 +1914,9 @@ crest_container_restore(struct crest_global *g, const char *id,
 
   if (crest_validate_id(id, err) < 0)
     return -1;
-  image = abs_path(opts->image_path ? opts->image_path : "checkpoint");
-  if (!image || !realpath(image, real))
-    return crest_error_errno(err, "container `%s`: restore: image `%s`", id,
-                             opts->image_path ? opts->image_path : "checkpoint");
-  free(image);
-  image = xstrdup(real);
+  image = resolved_path(id, "image", opts->image_path ? opts->image_path : "checkpoint", err);
+  if (!image)
+    return -1;
 
   /* Everything that can be checked is checked before anything is created. */
   if (load_image_config(id, image, opts, &config_path, &config_text, &config_len, &config, &uts,
@@ -1937,15 +1931,12 @@ crest_container_restore(struct crest_global *g, const char *id,
           err, ENOENT, "container `%s`: restore: cannot find crest-restorer (set CREST_RESTORER)",
           id);
     }
-  bundle = abs_path(opts->bundle ? opts->bundle : ".");
-  if (!bundle || !realpath(bundle, real))
+  bundle = resolved_path(id, "bundle", opts->bundle ? opts->bundle : ".", err);
+  if (!bundle)
     {
       yajl_tree_free(config);
-      return crest_error_errno(err, "container `%s`: restore: bundle `%s`", id,
-                               opts->bundle ? opts->bundle : ".");
+      return -1;
     }
-  free(bundle);
-  bundle = xstrdup(real);
   /* podman and CRI-O restore from a new bundle: it runs with that
      bundle's config when the image fits it (config-compat.h). */
   if (crest_restore_bundle_config(bundle, &config, &config_text, &config_len, err) < 0)
