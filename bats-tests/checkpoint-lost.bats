@@ -88,6 +88,11 @@ lost_case() {
 @test "zdtm-lost thp-disable: restored" { lost_case thp-disable restore; }
 @test "zdtm-lost dumpable: restored" { lost_case dumpable restore; }
 @test "zdtm-lost timerslack: restored" { lost_case timerslack restore; }
+@test "zdtm-lost keyring-thread: refused" { lost_case keyring-thread "thread keyring"; }
+@test "zdtm-lost keyring-process: refused" { lost_case keyring-process "process keyring"; }
+@test "zdtm-lost keyring-session: refused" { lost_case keyring-session "session keyring"; }
+@test "zdtm-lost keyring-session-given: refused (a key in crun's session keyring)" { lost_case keyring-session-given "session keyring"; }
+@test "zdtm-lost keyring-user: refused (the user namespace is made again)" { lost_case keyring-user "user keyring"; }
 @test "zdtm-lost membarrier: restored" { lost_case membarrier restore; }
 @test "zdtm-lost posix-timer: restored" { lost_case posix-timer restore; }
 @test "zdtm-lost mlock: restored" { lost_case mlock restore; }

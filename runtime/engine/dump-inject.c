@@ -27,6 +27,13 @@
 
 #include "dump-int.h"
 
+const char *const crest_dump_injected[] = {
+  "mmap",          "munmap",           "mincore",         "prctl",  "arch_prctl", "membarrier",
+  "sigaltstack",   "rt_sigaction",     "getitimer",       "brk",    "uname",      "waitid",
+  "semctl",        "msgctl",           "shmctl",          "msgrcv", "shmat",      "shmdt",
+  "timer_gettime", "timer_getoverrun", "restart_syscall", NULL
+};
+
 /* shmem.c's probe runs its syscalls through this, without single-step as
    every injected call of the dump. */
 struct inj_ctx
@@ -392,8 +399,8 @@ inject_close(struct dproc *p, crest_error_t *err)
     }                                                                                              \
   while (0)
 
-/* The threads' own state: their prctl attributes, TID addresses and
-   alternate stacks. */
+/* The threads' own state: their prctl attributes, TID addresses,
+   alternate stacks and keyrings. */
 static int
 inject_threads(struct dctx *c, struct dproc *p, uint64_t scratch, crest_error_t *err)
 {
@@ -415,6 +422,9 @@ inject_threads(struct dctx *c, struct dproc *p, uint64_t scratch, crest_error_t 
           || vm_read(p->pid, scratch + 4096 + 256, v, 24, err) < 0)
         return -1;
       th->alt_sp = v[0], th->alt_flags = (int32_t)v[1], th->alt_size = v[2];
+      struct inj_ctx ic = { th->tid, &th->regs, th->sigmask, p->gadget };
+      if (keys_dump_thread(c, p, t, inject_cb, &ic, scratch + 4096 + 3072, err) < 0)
+        return -1;
     }
   return 0;
 }

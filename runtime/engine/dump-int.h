@@ -170,6 +170,9 @@ struct dctx
      for uts.json; has_uts once read. */
   char uts[2][65];
   bool has_uts;
+  /* Keyrings (keyrings.c): crest's own session keyring and the tree's
+     root's (0: none, or no keys in this kernel). */
+  long own_session_key, session_key;
   bool foreign_userns; /* the tree lives in another user namespace than crest */
   struct idmap uidmap, gidmap;
   pid_t root;
@@ -461,6 +464,17 @@ predump_finish(struct dctx *c, crest_error_t *err);
    ERR. */
 int
 soft_dirty_probe(crest_error_t *err);
+
+/* keyrings.c: thread T of P's keyrings, asked by keyctl calls injected
+   through INJECT (SCRATCH: 1 KiB the task may write); refused when a
+   restore would not give them back. The root's main thread first. */
+typedef int (*keys_inject_fn)(void *ctx, long nr, const long a[6], long *ret, crest_error_t *err);
+int
+keys_dump_thread(struct dctx *c, struct dproc *p, size_t t, keys_inject_fn inject, void *ctx,
+                 uint64_t scratch, crest_error_t *err);
+/* crest's own session keyring (0: none). */
+long
+keys_own_session(void);
 
 /* timers.c: the dump side (SCRATCH: 32 bytes the task may write). */
 typedef int (*timers_inject_fn)(void *ctx, long nr, const long a[6], long *ret, crest_error_t *err);

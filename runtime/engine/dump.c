@@ -110,6 +110,15 @@ dump_objects(struct dctx *c, crest_error_t *err)
             return -1;
         }
     }
+  /* Before a call is injected: a task under a filter of its own (or in
+     strict mode) could be killed by one; the container's profile has been
+     checked by the caller against the calls the dump injects. */
+  for (size_t i = 0; i < c->np; i++)
+    {
+      int filters;
+      if (!c->p[i].zombie && seccomp_dump_check(&c->p[i], c->o->seccomp_filters, &filters, err) < 0)
+        return -1;
+    }
   {
     int r;
     pt_wait_scope(true);
@@ -317,6 +326,7 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
   c.o = o;
   c.root = root;
   c.topfd = -1;
+  c.own_session_key = keys_own_session();
   clock_gettime(CLOCK_MONOTONIC, &c.t0);
   if (root <= 0)
     return crest_error_make(err, EINVAL, "checkpoint: bad PID %d", root);

@@ -170,7 +170,18 @@ struct crest_dump_opts
      thread with another count (a filter it installed itself) is refused,
      and the count is recorded for the restore to check (seccomp.c). */
   int seccomp_filters;
+  /* The tree's own seccomp profile denies keyctl, add_key and request_key
+     (a container's: crest's front end reads it), so its tasks can have
+     no keys of their own, and keyctl is not injected to ask (keyrings.c). */
+  bool no_keyctl;
 };
+
+/* The system calls a checkpoint injects into the tree's tasks (what only a
+   task can answer: dump-inject.c and the files it calls), NULL-ended;
+   keyctl besides, unless crest_dump_opts.no_keyctl. A seccomp profile of
+   the tree's that would kill or trap a task on one of them must be refused
+   by the caller before the dump. */
+extern const char *const crest_dump_injected[];
 
 /* Checkpoint the tree rooted at ROOT (ROOT and all its descendants, every
    thread) into o->image_dir.

@@ -27,6 +27,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/lazy.c runtime/engine/lazy-sys.c \
 	runtime/engine/chain.c \
 	runtime/engine/seccomp.c \
+	runtime/engine/keyrings.c \
 	runtime/engine/sig.c \
 	runtime/engine/creds.c \
 	runtime/engine/pstree.c \

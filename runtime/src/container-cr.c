@@ -484,47 +484,6 @@ no_setid_cap(const char *config_text)
   return why;
 }
 
-static bool
-action_allows(yajl_val a)
-{
-  return a && YAJL_IS_STRING(a)
-         && (strcmp(a->u.string, "SCMP_ACT_ALLOW") == 0
-             || strcmp(a->u.string, "SCMP_ACT_LOG") == 0);
-}
-
-static bool
-rule_names(yajl_val rule, const char *name)
-{
-  yajl_val names = crest_config_member(rule, "names"), one = crest_config_member(rule, "name");
-  if (one && YAJL_IS_STRING(one) && strcmp(one->u.string, name) == 0)
-    return true;
-  for (size_t i = 0; names && YAJL_IS_ARRAY(names) && i < names->u.array.len; i++)
-    if (YAJL_IS_STRING(names->u.array.values[i])
-        && strcmp(names->u.array.values[i]->u.string, name) == 0)
-      return true;
-  return false;
-}
-
-/* Does profile SECCOMP (an OCI linux.seccomp) let any call of NAME through?
-   A rule without argument conditions decides; else the default action. */
-static bool
-profile_allows(yajl_val seccomp, const char *name)
-{
-  yajl_val rules = crest_config_member(seccomp, "syscalls");
-  bool denied = false;
-  for (size_t i = 0; rules && YAJL_IS_ARRAY(rules) && i < rules->u.array.len; i++)
-    {
-      yajl_val r = rules->u.array.values[i], args = crest_config_member(r, "args");
-      bool plain = !args || YAJL_IS_NULL(args) || (YAJL_IS_ARRAY(args) && !args->u.array.len);
-      if (!plain || !rule_names(r, name))
-        continue;
-      if (action_allows(crest_config_member(r, "action")))
-        return true;
-      denied = true;
-    }
-  return !denied && action_allows(crest_config_member(seccomp, "defaultAction"));
-}
-
 /* A profile denying what the restore needs (its tracer ptraces the tasks
    and reads them with process_vm_*) cannot be the restorer's: crun then
    starts the restorer without it, and the restorer installs it in every
@@ -543,7 +502,7 @@ late_seccomp(yajl_val cfg, struct crest_seccomp_bpf *bpf, crest_error_t *err)
   const char *denied = NULL;
 
   for (size_t i = 0; sc && i < ARRAY_SIZE(needed) && !denied; i++)
-    if (!profile_allows(sc, needed[i]))
+    if (!crest_seccomp_allows(sc, needed[i]))
       denied = needed[i];
   if (!denied)
     return 0;
@@ -575,7 +534,8 @@ late_seccomp(yajl_val cfg, struct crest_seccomp_bpf *bpf, crest_error_t *err)
    agent outside) is refused: the agent's side is not crest's to carry
    over. */
 static int
-seccomp_filters_of(const char *id, const char *config_text, int *n, crest_error_t *err)
+seccomp_filters_of(const char *id, const char *config_text, int *n, bool *no_keyctl,
+                   crest_error_t *err)
 {
   const char *sp[] = { "linux", "seccomp", NULL };
   const char *lp[] = { "linux", "seccomp", "listenerPath", NULL };
@@ -584,8 +544,10 @@ seccomp_filters_of(const char *id, const char *config_text, int *n, crest_error_
   *n = 0;
   if (crest_config_parse(config_text, &cfg, err) < 0)
     return crest_error_wrap(err, "container `%s`: checkpoint: its config", id);
-  if (yajl_tree_get(cfg, sp, yajl_t_object))
-    *n = 1;
+  yajl_val sc = yajl_tree_get(cfg, sp, yajl_t_object);
+  int keys = sc ? crest_seccomp_keyctl(sc) : 1;
+  *n = sc ? 1 : 0;
+  *no_keyctl = keys == 0;
   if (crest_config_get_string(cfg, lp))
     rc = crest_error_make(
         err, ENOTSUP,
@@ -594,6 +556,22 @@ seccomp_filters_of(const char *id, const char *config_text, int *n, crest_error_
         id);
   else if (late_seccomp(cfg, NULL, err) < 0)
     rc = crest_error_wrap(err, "container `%s`: checkpoint", id);
+  else if (keys < 0)
+    rc = crest_error_make(err, ENOTSUP,
+                          "container `%s`: checkpoint: its linux.seccomp lets add_key or "
+                          "request_key (or some keyctl calls) through but not every keyctl "
+                          "call, so crest cannot ask its tasks for their keys",
+                          id);
+  /* The calls the checkpoint injects into every task must not kill one. */
+  for (size_t i = 0; sc && rc == 0 && crest_dump_injected[i]; i++)
+    {
+      const char *act = crest_seccomp_harms(sc, crest_dump_injected[i]);
+      if (act)
+        rc = crest_error_make(err, ENOTSUP,
+                              "container `%s`: checkpoint: its linux.seccomp answers %s with %s, "
+                              "and the checkpoint calls it in every task: cannot checkpoint it",
+                              id, crest_dump_injected[i], act);
+    }
   yajl_tree_free(cfg);
   return rc;
 }
@@ -1182,7 +1160,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
   if (check_own_state(id, init, config_text, err) < 0)
     goto fail_state;
   memset(&d, 0, sizeof d);
-  if (seccomp_filters_of(id, config_text, &d.seccomp_filters, err) < 0)
+  if (seccomp_filters_of(id, config_text, &d.seccomp_filters, &d.no_keyctl, err) < 0)
     goto fail_state;
   /* Part of the image like the engine's files, written before the commit:
      a failure to write it fails the dump, with the tree untouched. */

@@ -276,3 +276,99 @@ crest_seccomp_arg(const struct crest_seccomp_bpf *b)
     n += sprintf(s + n, "%02x", b->prog[i]);
   return s;
 }
+
+/* --- what a profile does to one call, read from the JSON (the checks a
+   checkpoint makes before it injects calls into the container's tasks) --- */
+
+static bool
+action_allows(yajl_val a)
+{
+  return a && YAJL_IS_STRING(a)
+         && (strcmp(a->u.string, "SCMP_ACT_ALLOW") == 0
+             || strcmp(a->u.string, "SCMP_ACT_LOG") == 0);
+}
+
+/* An action that ends the task or stops it (kill, trap, an agent's
+   answer), rather than failing the call. */
+static bool
+action_harms(yajl_val a)
+{
+  return !a || !YAJL_IS_STRING(a)
+         || (strncmp(a->u.string, "SCMP_ACT_KILL", 13) == 0
+             || strcmp(a->u.string, "SCMP_ACT_TRAP") == 0
+             || strcmp(a->u.string, "SCMP_ACT_NOTIFY") == 0);
+}
+
+static bool
+rule_names(yajl_val rule, const char *name)
+{
+  yajl_val names = crest_config_member(rule, "names"), one = crest_config_member(rule, "name");
+  if (one && YAJL_IS_STRING(one) && strcmp(one->u.string, name) == 0)
+    return true;
+  for (size_t i = 0; names && YAJL_IS_ARRAY(names) && i < names->u.array.len; i++)
+    if (YAJL_IS_STRING(names->u.array.values[i])
+        && strcmp(names->u.array.values[i]->u.string, name) == 0)
+      return true;
+  return false;
+}
+
+static bool
+rule_plain(yajl_val rule)
+{
+  yajl_val args = crest_config_member(rule, "args");
+  return !args || YAJL_IS_NULL(args) || (YAJL_IS_ARRAY(args) && !args->u.array.len);
+}
+
+bool
+crest_seccomp_allows(yajl_val seccomp, const char *name)
+{
+  yajl_val rules = crest_config_member(seccomp, "syscalls");
+  bool denied = false;
+  for (size_t i = 0; rules && YAJL_IS_ARRAY(rules) && i < rules->u.array.len; i++)
+    {
+      yajl_val r = rules->u.array.values[i];
+      if (!rule_plain(r) || !rule_names(r, name))
+        continue;
+      if (action_allows(crest_config_member(r, "action")))
+        return true;
+      denied = true;
+    }
+  return !denied && action_allows(crest_config_member(seccomp, "defaultAction"));
+}
+
+const char *
+crest_seccomp_harms(yajl_val seccomp, const char *name)
+{
+  yajl_val rules = crest_config_member(seccomp, "syscalls"), def;
+  bool plain = false;
+  for (size_t i = 0; rules && YAJL_IS_ARRAY(rules) && i < rules->u.array.len; i++)
+    {
+      yajl_val r = rules->u.array.values[i], a = crest_config_member(r, "action");
+      if (!rule_names(r, name))
+        continue;
+      if (action_harms(a))
+        return a && YAJL_IS_STRING(a) ? a->u.string : "an action crest does not know";
+      plain = plain || rule_plain(r);
+    }
+  def = crest_config_member(seccomp, "defaultAction");
+  if (!plain && action_harms(def))
+    return def && YAJL_IS_STRING(def) ? def->u.string : "an action crest does not know";
+  return NULL;
+}
+
+int
+crest_seccomp_keyctl(yajl_val seccomp)
+{
+  yajl_val rules = crest_config_member(seccomp, "syscalls");
+  for (size_t i = 0; rules && YAJL_IS_ARRAY(rules) && i < rules->u.array.len; i++)
+    {
+      yajl_val r = rules->u.array.values[i];
+      if (!rule_plain(r) && rule_names(r, "keyctl"))
+        return -1;
+    }
+  if (crest_seccomp_allows(seccomp, "keyctl"))
+    return 1;
+  return crest_seccomp_allows(seccomp, "add_key") || crest_seccomp_allows(seccomp, "request_key")
+             ? -1
+             : 0;
+}

@@ -84,6 +84,69 @@ edit(bool drop)
   yajl_tree_free(v);
 }
 
+/* What a profile does to one call, read from its JSON (the checks before
+   the checkpoint injects calls into the tasks). */
+static yajl_val
+parsed(const char *text)
+{
+  char eb[256];
+  yajl_val v = yajl_tree_parse(text, eb, sizeof eb);
+  if (!v)
+    {
+      printf("Bail out! bad test JSON: %s\n", eb);
+      exit(1);
+    }
+  return v;
+}
+
+static void
+reading(void)
+{
+  yajl_val p = parsed(
+      "{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":["
+      "{\"names\":[\"getitimer\"],\"action\":\"SCMP_ACT_KILL_PROCESS\"},"
+      "{\"names\":[\"prctl\"],\"action\":\"SCMP_ACT_TRAP\",\"args\":[{\"index\":0,"
+      "\"value\":4,\"op\":\"SCMP_CMP_EQ\"}]},"
+      "{\"names\":[\"uname\"],\"action\":\"SCMP_ACT_ERRNO\"},"
+      "{\"names\":[\"keyctl\",\"add_key\",\"request_key\"],\"action\":\"SCMP_ACT_ERRNO\"}]}");
+  const char *a = crest_seccomp_harms(p, "getitimer"), *t = crest_seccomp_harms(p, "prctl");
+  tap_ok(a && strcmp(a, "SCMP_ACT_KILL_PROCESS") == 0, "a call the profile kills on: named (%s)",
+         a ? a : "none");
+  tap_ok(t && strcmp(t, "SCMP_ACT_TRAP") == 0,
+         "a call it traps for some arguments only: named all the same (%s)", t ? t : "none");
+  tap_ok(!crest_seccomp_harms(p, "uname") && !crest_seccomp_harms(p, "brk"),
+         "a call it fails with an errno, and one it lets through: harmless");
+  tap_ok(crest_seccomp_keyctl(p) == 0,
+         "keyctl, add_key and request_key denied: no keys to ask for");
+  yajl_tree_free(p);
+
+  p = parsed("{\"defaultAction\":\"SCMP_ACT_KILL\",\"syscalls\":[{\"names\":[\"brk\"],"
+             "\"action\":\"SCMP_ACT_ALLOW\"},{\"names\":[\"mmap\"],\"action\":"
+             "\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":2,\"value\":3,\"op\":\"SCMP_CMP_EQ\"}]}]}");
+  a = crest_seccomp_harms(p, "waitid"), t = crest_seccomp_harms(p, "mmap");
+  tap_ok(a && strcmp(a, "SCMP_ACT_KILL") == 0 && !crest_seccomp_harms(p, "brk") && t
+             && strcmp(t, "SCMP_ACT_KILL") == 0,
+         "a default that kills: a call no rule names, or one allowed for some arguments only, "
+         "is named; one allowed plainly is not");
+  tap_ok(crest_seccomp_keyctl(p) == 0, "keyctl killed by the default: never injected");
+  yajl_tree_free(p);
+
+  p = parsed("{\"defaultAction\":\"SCMP_ACT_ALLOW\",\"syscalls\":[{\"names\":[\"keyctl\"],"
+             "\"action\":\"SCMP_ACT_ERRNO\"}]}");
+  tap_ok(crest_seccomp_keyctl(p) == -1,
+         "keyctl denied, add_key let through: keys cannot be asked for");
+  yajl_tree_free(p);
+  p = parsed("{\"defaultAction\":\"SCMP_ACT_ERRNO\",\"syscalls\":[{\"names\":[\"keyctl\"],"
+             "\"action\":\"SCMP_ACT_ALLOW\",\"args\":[{\"index\":0,\"value\":0,\"op\":"
+             "\"SCMP_CMP_EQ\"}]}]}");
+  tap_ok(crest_seccomp_keyctl(p) == -1, "keyctl allowed for some arguments only: cannot be asked");
+  yajl_tree_free(p);
+  p = parsed("{\"defaultAction\":\"SCMP_ACT_ALLOW\"}");
+  tap_ok(crest_seccomp_keyctl(p) == 1 && !crest_seccomp_harms(p, "mmap"),
+         "a profile allowing everything: keyctl asked, nothing harms");
+  yajl_tree_free(p);
+}
+
 int
 main(void)
 {
@@ -139,5 +202,6 @@ main(void)
           "architecture SCMP_ARCH_NOPE", "an unknown architecture");
   edit(true);
   edit(false);
+  reading();
   return tap_done();
 }

@@ -423,6 +423,116 @@ chk_guard(void)
     zdtm_fail("guard region: a write to it did not fault");
 }
 
+/* --- keyrings (keyctl(2)): a task's own keyrings, and keys in them --- */
+
+#define K_THREAD (-1)
+#define K_PROCESS (-2)
+#define K_SESSION (-3)
+#define K_USER (-4)
+
+static long
+keyctl5(long op, long a, long b, long c, long d)
+{
+  return syscall(SYS_keyctl, op, a, b, c, d);
+}
+
+/* Add a user key "zdtm-lost" holding "kept" to keyring RING. */
+static void
+key_into(long ring, const char *what)
+{
+  long k = syscall(SYS_add_key, "user", "zdtm-lost", "kept", 4L, ring);
+  if (k < 0)
+    {
+      if (errno == ENOSYS || errno == EPERM)
+        unsupported(what);
+      zdtm_error("add_key to the %s: %s", what, strerror(errno));
+    }
+}
+
+/* Is the key still in keyring RING, holding what it held? */
+static void
+key_in(long ring, const char *what)
+{
+  char b[16] = "";
+  long k = keyctl5(10 /* KEYCTL_SEARCH */, ring, (long)"user", (long)"zdtm-lost", 0);
+  if (k < 0)
+    zdtm_fail("%s: key zdtm-lost gone (%s)", what, strerror(errno));
+  else if (keyctl5(11 /* KEYCTL_READ */, k, (long)b, sizeof b - 1, 0) < 0 && errno == EACCES)
+    {
+      /* Not the task's possession (a key of a user keyring its session
+         keyring does not link, as crun's does not), so not readable by
+         it: only its description can be checked. */
+      char d[128] = "";
+      if (keyctl5(6 /* KEYCTL_DESCRIBE */, k, (long)d, sizeof d - 1, 0) < 0
+          || !strstr(d, ";zdtm-lost"))
+        zdtm_fail("%s: key zdtm-lost described as \"%s\"", what, d);
+    }
+  else if (strcmp(b, "kept") != 0)
+    zdtm_fail("%s: key zdtm-lost holds \"%s\"", what, b);
+}
+
+static void
+set_key_thread(void)
+{
+  key_into(K_THREAD, "thread keyring");
+}
+
+static void
+chk_key_thread(void)
+{
+  key_in(K_THREAD, "thread keyring");
+}
+
+static void
+set_key_process(void)
+{
+  key_into(K_PROCESS, "process keyring");
+}
+
+static void
+chk_key_process(void)
+{
+  key_in(K_PROCESS, "process keyring");
+}
+
+/* A session keyring of its own (keyctl session NAME), holding a key. */
+static void
+set_key_session(void)
+{
+  if (keyctl5(1 /* KEYCTL_JOIN_SESSION_KEYRING */, (long)"zdtm-lost", 0, 0, 0) < 0)
+    {
+      if (errno == ENOSYS || errno == EPERM)
+        unsupported("keyctl join");
+      zdtm_error("keyctl join: %s", strerror(errno));
+    }
+  key_into(K_SESSION, "session keyring");
+}
+
+/* A key in the session keyring it was given (a container's: crun's). */
+static void
+set_key_session_given(void)
+{
+  key_into(K_SESSION, "session keyring");
+}
+
+static void
+chk_key_session(void)
+{
+  key_in(K_SESSION, "session keyring");
+}
+
+static void
+set_key_user(void)
+{
+  key_into(K_USER, "user keyring");
+}
+
+static void
+chk_key_user(void)
+{
+  key_in(K_USER, "user keyring");
+}
+
 /* --- prctl and membarrier --- */
 
 static void
@@ -1778,6 +1888,11 @@ static const struct
   { "madv-nohugepage", set_nh, chk_madv },
   { "guard-region", set_guard, chk_guard },
   { "subreaper", set_subreaper, chk_subreaper },
+  { "keyring-thread", set_key_thread, chk_key_thread },
+  { "keyring-process", set_key_process, chk_key_process },
+  { "keyring-session", set_key_session, chk_key_session },
+  { "keyring-session-given", set_key_session_given, chk_key_session },
+  { "keyring-user", set_key_user, chk_key_user },
   { "pdeathsig", set_pdeath, NULL },
   { "pdeathsig-root", set_pdeath_root, chk_pdeath_root },
   { "thp-disable", set_thp, chk_thp },

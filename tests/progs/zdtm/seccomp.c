@@ -17,7 +17,10 @@
  * with errno E; the setup checks it does (else ERROR), the verdict that it
  * still does.
  * ZDTM_SECCOMP_OWN=main|thread: that thread installs a filter of its own
- * (allowing everything, with no_new_privs), which a checkpoint must refuse. */
+ * (allowing everything, with no_new_privs), which a checkpoint must refuse.
+ * ZDTM_SECCOMP_OWN=strict: the process enters strict mode once ready and
+ * waits in read(0); a byte on stdin makes it write "alive" to stdout and
+ * exit (no verdict file). */
 #define _GNU_SOURCE
 #include "zdtm.h"
 
@@ -229,6 +232,21 @@ main(int argc, char **argv)
   probe_uffd = pr && strcmp(pr, "userfaultfd") == 0;
   probe_ptrace = pr && strcmp(pr, "ptrace") == 0;
   nprobe = probe_ptrace ? NPROBE : 1;
+  if (own && strcmp(own, "strict") == 0)
+    {
+      /* Strict mode: read, write, _exit and sigreturn only, anything else
+         kills. Ready, then blocked in read(0) until a byte comes; then
+         "alive" on stdout. A checkpoint must refuse it without a call
+         injected (one would kill it). */
+      char c;
+      long r;
+      zdtm_ready();
+      if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_STRICT) != 0)
+        zdtm_error("PR_SET_SECCOMP strict: %s", strerror(errno));
+      r = syscall(SYS_read, 0, &c, 1);
+      syscall(SYS_write, 1, r == 1 ? "alive\n" : "read failed\n", r == 1 ? 6 : 12);
+      syscall(SYS_exit, 0);
+    }
   if (own && strcmp(own, "main") == 0)
     own_filter();
   if (getenv("ZDTM_SECCOMP_CHILD"))
