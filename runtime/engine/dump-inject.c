@@ -27,12 +27,29 @@
 
 #include "dump-int.h"
 
-const char *const crest_dump_injected[] = {
-  "mmap",          "munmap",           "mincore",         "prctl",  "arch_prctl", "membarrier",
-  "sigaltstack",   "rt_sigaction",     "getitimer",       "brk",    "uname",      "waitid",
-  "semctl",        "msgctl",           "shmctl",          "msgrcv", "shmat",      "shmdt",
-  "timer_gettime", "timer_getoverrun", "restart_syscall", NULL
-};
+const char *const crest_dump_injected[] = { "mmap",
+                                            "munmap",
+                                            "mincore",
+                                            "prctl",
+                                            "arch_prctl",
+                                            "membarrier",
+                                            "sigaltstack",
+                                            "rt_sigaction",
+                                            "getitimer",
+                                            "brk",
+                                            "uname",
+                                            "waitid",
+                                            "semctl",
+                                            "msgctl",
+                                            "shmctl",
+                                            "msgrcv",
+                                            "shmat",
+                                            "shmdt",
+                                            "timer_gettime",
+                                            "timer_getoverrun",
+                                            "restart_syscall",
+                                            "rt_sigreturn",
+                                            NULL };
 
 /* shmem.c's probe runs its syscalls through this, without single-step as
    every injected call of the dump. */
