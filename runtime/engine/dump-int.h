@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include "affinity.h"
 #include "engine-int.h"
 #include "files.h"
 #include "shmem.h"
@@ -66,6 +67,7 @@ struct dproc
   uint64_t brk;
   long securebits;
   struct prctl_proc pr;
+  cpu_set_t cpus;  /* the CPUs its cpuset allows (dump_process) */
   bool zombie;     /* exited, waiting for its parent's wait() */
   int exit_status; /* then: the status wait() will report */
   /* and /proc hides it (a zombie that was not dumpable, on kernels that

@@ -205,6 +205,37 @@ put_rlimits(struct dproc *p, yajl_gen g, crest_error_t *err)
   return 0;
 }
 
+/* A thread's CPU affinity, when narrower than what its cpuset allows (a
+   restore elsewhere then keeps every CPU of its own), and its I/O
+   priority, when set (ioprio_get's raw value: 0 follows the nice value). */
+static int
+dump_affinity(struct dctx *c, struct dproc *p, struct dthread *th, yajl_gen g, crest_error_t *err)
+{
+  cpu_set_t cs;
+  long io;
+  CPU_ZERO(&cs);
+  if (sched_getaffinity(th->tid, sizeof cs, &cs) < 0)
+    return crest_error_errno(err, "task %d: sched_getaffinity", th->tid);
+  if (!CPU_EQUAL(&cs, &p->cpus))
+    {
+      char list[1024];
+      cpulist_format(&cs, list, sizeof list);
+      jput_str(g, "affinity", list);
+      if (c->w->format < CREST_IMAGE_FORMAT_AFFINITY)
+        c->w->format = CREST_IMAGE_FORMAT_AFFINITY;
+    }
+  io = syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, th->tid);
+  if (io < 0)
+    return crest_error_errno(err, "task %d: ioprio_get", th->tid);
+  if (io != 0)
+    {
+      jput_int(g, "ioprio", io);
+      if (c->w->format < CREST_IMAGE_FORMAT_AFFINITY)
+        c->w->format = CREST_IMAGE_FORMAT_AFFINITY;
+    }
+  return 0;
+}
+
 /* One thread's record: registers, FPU state, signal mask, rseq, robust
    list, alternate stack, scheduling, name, prctl state, pending signals
    (*CONT: a SIGCONT among them). */
@@ -260,7 +291,7 @@ dump_thread(struct dctx *c, struct dproc *p, struct dthread *th, yajl_gen g, boo
   jput_int(g, "sched_priority", sa.prio);
   jput_int(g, "uclamp_min", sa.umin);
   jput_int(g, "uclamp_max", sa.umax);
-  if (read_proc(p->pid, what, &tcomm, err) < 0)
+  if (dump_affinity(c, p, th, g, err) < 0 || read_proc(p->pid, what, &tcomm, err) < 0)
     return -1;
   tcomm[strcspn(tcomm, "\n")] = 0;
   jput_str(g, "comm", tcomm);
@@ -341,6 +372,8 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   if ((p->ntimers || p->mcl) && c->w->format < CREST_IMAGE_FORMAT_TIMERS)
     c->w->format = CREST_IMAGE_FORMAT_TIMERS;
   files_put_fds(c, p, g);
+  if (cpus_allowed(p->pid, &p->cpus, err) < 0)
+    return crest_error_wrap(err, "task %d: the CPUs its cpuset allows", p->pid);
   jput_key(g, "threads");
   yajl_gen_array_open(g);
   for (size_t t = 0; t < p->nth; t++)

@@ -55,6 +55,10 @@ op_name(long nr)
       return "sched_setattr";
     case SYS_prlimit64:
       return "prlimit";
+    case SYS_sched_setaffinity:
+      return "sched_setaffinity (its CPU affinity)";
+    case SYS_ioprio_set:
+      return "ioprio_set (its I/O priority)";
     case SYS_sigaltstack:
       return "sigaltstack";
     case 334:

@@ -11,6 +11,7 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/types.h>
+#include "affinity.h"
 #include "engine-int.h"
 #include "arena.h"
 #include "files.h"
@@ -45,6 +46,11 @@ struct rthread
   uint64_t sigmask, rseq, rseq_sig, robust, robust_len, clear_tid, alt_sp, alt_size;
   int64_t rseq_size, alt_flags, policy, nice, prio, umin, umax;
   uint64_t sched_flags;
+  /* Format 15: a CPU affinity narrower than its cpuset's, an I/O priority
+     (affinity.c). */
+  bool has_aff, has_ioprio;
+  cpu_set_t aff;
+  int64_t ioprio;
   char comm[16];
   uint8_t (*pending)[128];
   size_t npending;
@@ -260,6 +266,10 @@ chain_check_reads(const struct rctx *c, crest_error_t *err);
    runs under (each task inherits them). */
 int
 seccomp_restore_check(const struct rctx *c, crest_error_t *err);
+/* affinity.c: every thread's CPU affinity among the CPUs the restorer may
+   use (which its tasks inherit); else refused before anything exists. */
+int
+affinity_restore_check(const struct rctx *c, crest_error_t *err);
 /* seccomp.c: the thread's install of the container's profile
    (c->o->seccomp_prog), when crest gave one: after its last step that the
    profile could deny, before its IDs and capabilities change. */

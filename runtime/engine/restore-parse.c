@@ -114,6 +114,22 @@ parse_thread(struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
             && t->umin >= 0 && t->umin <= 1024 && t->umax >= 0 && t->umax <= 1024,
         "thread %d: rseq, altstack or scheduling value out of range", t->tid);
   snprintf(t->comm, sizeof t->comm, "%s", comm);
+  if (has_key(v, "affinity"))
+    {
+      const char *list = NULL;
+      if (jget_str(v, "affinity", &list, err) < 0)
+        return -1;
+      CHECK(cpulist_parse(list, &t->aff) == 0, "thread %d: bad CPU affinity", t->tid);
+      t->has_aff = true;
+    }
+  if (has_key(v, "ioprio"))
+    {
+      if (jget_i64(v, "ioprio", &t->ioprio, err) < 0)
+        return -1;
+      /* class (3 bits) << 13 | data: RT, BE, IDLE (0-3) */
+      CHECK(t->ioprio > 0 && t->ioprio < (4 << 13), "thread %d: bad I/O priority", t->tid);
+      t->has_ioprio = true;
+    }
   if (prctl_parse_thread(v, c->img->format, &t->pr, err) < 0)
     return crest_error_wrap(err, "thread %d", t->tid);
   n = jget_array(v, "pending", &items, err);

@@ -317,6 +317,13 @@ thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplis
         }
       OP(l, SYS_sched_setattr, 0, bld_alloc(b, sizeof sa, 8, &sa), 0, 0, 0, 0);
     }
+  /* A subset of the restorer's CPUs (affinity_restore_check), so the
+     kernel gives it exactly. */
+  if (t->has_aff)
+    OP(l, SYS_sched_setaffinity, 0, sizeof t->aff, bld_alloc(b, sizeof t->aff, 8, &t->aff), 0, 0,
+       0);
+  if (t->has_ioprio)
+    OP(l, SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, t->ioprio, 0, 0, 0);
   for (size_t i = 0; i < t->npending; i++)
     {
       int32_t sig;

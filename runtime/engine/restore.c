@@ -222,8 +222,9 @@ plan_restore(struct rctx *c, bool check_kernel, crest_error_t *err)
     return crest_error_make(err, EINVAL,
                             "image %s: its root is PID %d, not the init of a PID namespace",
                             o->image_dir, c->p[0].pid);
-  /* Every task inherits the filters the restore runs under. */
-  if (seccomp_restore_check(c, err) < 0)
+  /* Every task inherits the filters the restore runs under, and the CPUs
+     it may use. */
+  if (seccomp_restore_check(c, err) < 0 || affinity_restore_check(c, err) < 0)
     return -1;
   /* Every task starts with the restorer's capabilities: a chroot'd one
      needs CAP_SYS_CHROOT among them. Known now, before anything exists. */

@@ -23,11 +23,13 @@
  * the tree through (a container's, from outside): processes and threads
  * are listed in that order. PROCSTATE_BND_IGNORE=HEX (16 digits): bits of
  * the bounding set not compared (a known gap the caller has probed). The
- * environment is compared by a 64-bit hash (FNV-1a). */
+ * environment is compared by a 64-bit hash (FNV-1a). Besides /proc, each
+ * thread's I/O priority (ioprio_get, which any process may ask). */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <stdarg.h>
 #include <dirent.h>
+#include <sys/syscall.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -596,6 +598,7 @@ snap(long pid, long inner)
   stat_line(pre, path);
   snprintf(path, sizeof path, "/proc/%ld/status", pid);
   status_lines(pre, path);
+  fprintf(out, "%sioprio: %ld\n", pre, syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, pid));
   maps_lines(pre, pid);
   fd_lines(pre, pid);
   file_lines(pre, pid);
@@ -616,6 +619,9 @@ snap(long pid, long inner)
       stat_line(tpre, path);
       snprintf(path, sizeof path, "/proc/%ld/task/%ld/status", pid, th[i].host);
       status_lines(tpre, path);
+      /* I/O priority: not in /proc, but any process may ask. */
+      fprintf(out, "%sioprio: %ld\n", tpre,
+              syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, th[i].host));
     }
   free(th);
 }

@@ -18,6 +18,7 @@
 #include "image.h"
 #include "digest.h"
 #include "sha256.h"
+#include "affinity.h"
 #include "tap.h"
 #include "util.h"
 
@@ -862,6 +863,25 @@ test_lock_records(void)
     }
 }
 
+/* CPU lists (affinity.c), as an image's thread "affinity" holds them. */
+static void
+test_cpulist(void)
+{
+  cpu_set_t s;
+  char b[64];
+  CPU_ZERO(&s);
+  CPU_SET(0, &s), CPU_SET(2, &s), CPU_SET(3, &s), CPU_SET(4, &s), CPU_SET(9, &s);
+  cpulist_format(&s, b, sizeof b);
+  tap_is_str(b, "0,2-4,9", "a CPU set as a list: single CPUs and ranges");
+  tap_ok(cpulist_parse("0,2-4,9\n", &s) == 0 && CPU_COUNT(&s) == 5 && CPU_ISSET(3, &s)
+             && !CPU_ISSET(1, &s) && CPU_ISSET(9, &s),
+         "the list read back (a trailing newline, as /sys has it)");
+  tap_ok(cpulist_parse("", &s) < 0 && cpulist_parse("3-1", &s) < 0 && cpulist_parse("1,,2", &s) < 0
+             && cpulist_parse("x", &s) < 0 && cpulist_parse("1024", &s) < 0
+             && cpulist_parse("-1", &s) < 0 && cpulist_parse("0-99999999999999999999", &s) < 0,
+         "empty, reversed, doubled commas, not a number, beyond CPU_SETSIZE: refused");
+}
+
 int
 main(void)
 {
@@ -878,6 +898,7 @@ main(void)
   test_jtree_strings();
   test_hex_runs();
   test_lock_records();
+  test_cpulist();
   /* SHA-256 against the FIPS 180-4 examples. */
   sha256_hex_of("", 0, hex);
   tap_is_str(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",

@@ -1,9 +1,13 @@
 /* zdtm-sched: scheduling policy, nice value and uclamp (seed 010) of a
- * process and of one of its threads, read with sched_getattr.
+ * process and of one of its threads, read with sched_getattr; their I/O
+ * priorities (ioprio_get) and CPU affinities (sched_getaffinity).
  *
  * The process runs SCHED_BATCH at nice 7, the thread SCHED_IDLE; uclamp
  * min/max are lowered where the kernel supports it (CONFIG_UCLAMP_TASK): a
- * NOTE says when it does not and uclamp is then not compared. */
+ * NOTE says when it does not and uclamp is then not compared. The main
+ * thread's I/O priority is best-effort level 6, the thread's the idle
+ * class; the thread runs on the last CPU it may use only, where it may use
+ * more than one (a NOTE says when it may not), the main thread on all. */
 #define _GNU_SOURCE
 #include "zdtm.h"
 
@@ -30,6 +34,38 @@ struct attr
 #define FLAG_UTIL_CLAMP 0x60
 
 static bool have_uclamp;
+
+#define IOPRIO(class, data) (((class) << 13) | (data))
+
+struct more
+{
+  long ioprio;
+  cpu_set_t cpus;
+};
+
+static void
+get_more(pid_t tid, struct more *m)
+{
+  m->ioprio = syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, tid);
+  CPU_ZERO(&m->cpus);
+  if (m->ioprio < 0 || sched_getaffinity(tid, sizeof m->cpus, &m->cpus) < 0)
+    zdtm_error("TID %d: ioprio_get or sched_getaffinity: %s", tid, strerror(errno));
+}
+
+static void
+compare_more(const char *who, pid_t tid, const struct more *want)
+{
+  struct more got;
+  get_more(tid, &got);
+  if (got.ioprio != want->ioprio)
+    zdtm_fail("%s (TID %d): I/O priority expected %#lx, got %#lx", who, tid, want->ioprio,
+              got.ioprio);
+  if (!CPU_EQUAL(&got.cpus, &want->cpus))
+    zdtm_fail("%s (TID %d): CPU affinity expected %d CPUs, got %d", who, tid,
+              CPU_COUNT(&want->cpus), CPU_COUNT(&got.cpus));
+}
+
+static struct more thread_more;
 
 static int
 get_attr(pid_t tid, struct attr *a)
@@ -69,6 +105,24 @@ idle_thread(void *arg)
   if (sched_setscheduler(0, SCHED_IDLE, &p) < 0)
     zdtm_error("thread: SCHED_IDLE: %s", strerror(errno));
   get_attr(0, &thread_want);
+  if (syscall(SYS_ioprio_set, 1, 0, IOPRIO(3 /* IDLE */, 0)) < 0)
+    zdtm_error("thread: ioprio_set idle: %s", strerror(errno));
+  get_more(0, &thread_more);
+  if (CPU_COUNT(&thread_more.cpus) > 1)
+    {
+      cpu_set_t one;
+      int last = 0;
+      for (int c = 0; c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &thread_more.cpus))
+          last = c;
+      CPU_ZERO(&one);
+      CPU_SET(last, &one);
+      if (sched_setaffinity(0, sizeof one, &one) < 0)
+        zdtm_error("thread: sched_setaffinity to CPU %d: %s", last, strerror(errno));
+      get_more(0, &thread_more);
+    }
+  else
+    zdtm_note("one CPU only: the thread's affinity is not narrowed");
   thread_up = 1;
   while (!zdtm_stopped())
     {
@@ -76,6 +130,7 @@ idle_thread(void *arg)
       nanosleep(&t, NULL);
     }
   compare("thread", thread_tid, &thread_want);
+  compare_more("thread", thread_tid, &thread_more);
   return NULL;
 }
 
@@ -83,6 +138,7 @@ int
 main(int argc, char **argv)
 {
   struct attr a, want;
+  struct more more;
   pthread_t th;
 
   zdtm_init(argc, argv);
@@ -102,6 +158,9 @@ main(int argc, char **argv)
   else
     zdtm_note("uclamp not settable here (%s): uclamp values not compared", strerror(errno));
   get_attr(0, &want);
+  if (syscall(SYS_ioprio_set, 1, 0, IOPRIO(2 /* BE */, 6)) < 0)
+    zdtm_error("ioprio_set best-effort 6: %s", strerror(errno));
+  get_more(0, &more);
   if (have_uclamp && want.util_max != 611)
     zdtm_error("uclamp max set to 611 reads back as %u", want.util_max);
   if (pthread_create(&th, NULL, idle_thread, NULL))
@@ -113,6 +172,7 @@ main(int argc, char **argv)
   zdtm_wait();
 
   compare("main thread", getpid(), &want);
+  compare_more("main thread", getpid(), &more);
   pthread_join(th, NULL);
   zdtm_finish();
 }

@@ -1,0 +1,26 @@
+/* crest: CPU lists and the CPUs a task's cpuset allows (affinity.c). */
+#ifndef CREST_AFFINITY_H
+#define CREST_AFFINITY_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <sched.h>
+#include <stddef.h>
+#include <sys/types.h>
+#include "error.h"
+
+/* S as a CPU list ("0,2-3") in BUF (LEN bytes; cut short if too small). */
+void
+cpulist_format(const cpu_set_t *s, char *buf, size_t len);
+
+/* A CPU list into OUT: 0, or -1 when malformed, empty or beyond
+   CPU_SETSIZE. */
+int
+cpulist_parse(const char *s, cpu_set_t *out);
+
+/* The CPUs task PID's cpuset lets it run on: 0, or -1 with ERR. */
+int
+cpus_allowed(pid_t pid, cpu_set_t *out, crest_error_t *err);
+
+#endif
