@@ -308,6 +308,7 @@ int
 dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
 {
   cleanup_free char *statb = NULL, *status = NULL, *auxv = NULL, *pers = NULL, *oom = NULL;
+  cleanup_free char *cdf = NULL;
   char exe[PATH_MAX + 1], cwd[PATH_MAX + 1];
   unsigned long long f[64] = { 0 };
   size_t auxlen = 0;
@@ -335,7 +336,8 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   if (dump_exe_cwd(c, p, exe, cwd, err) < 0)
     return -1;
   if (read_proc(p->pid, "personality", &pers, err) < 0
-      || read_proc(p->pid, "oom_score_adj", &oom, err) < 0)
+      || read_proc(p->pid, "oom_score_adj", &oom, err) < 0
+      || read_proc(p->pid, "coredump_filter", &cdf, err) < 0)
     return -1;
   {
     cleanup_free char *path = xasprintf("/proc/%d/auxv", p->pid);
@@ -358,6 +360,11 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   if (filters)
     jput_int(g, "seccomp_filters", filters);
   jput_int(g, "oom_score_adj", atoi(oom));
+  /* Recorded always; a reader of format 14 would ignore it, so an image
+     whose value is not the kernel's default (0x33) is of format 15. */
+  jput_u64(g, "coredump_filter", strtoull(cdf, NULL, 16));
+  if (strtoull(cdf, NULL, 16) != 0x33 && c->w->format < CREST_IMAGE_FORMAT_AFFINITY)
+    c->w->format = CREST_IMAGE_FORMAT_AFFINITY;
   put_attrs(c, prctl_put_process(g, &p->pr));
   if (p->pr.xcomp_perm && c->w->format < CREST_IMAGE_FORMAT_XCOMP)
     c->w->format = CREST_IMAGE_FORMAT_XCOMP;

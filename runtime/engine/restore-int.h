@@ -93,6 +93,9 @@ struct rproc
   const char *exe, *cwd;
   const char *root_dir; /* its chroot, a path in the tree's root; NULL: none */
   int64_t umask, oom;
+  /* Format 15: its /proc coredump_filter (has_coredump: recorded). */
+  uint64_t coredump;
+  bool has_coredump;
   struct prctl_proc pr;
   uint64_t personality;
   int64_t uids[4], gids[4];

@@ -306,6 +306,14 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
     return -1;
   if (sig_parse_process(v, p, err) < 0)
     return -1;
+  if (has_key(v, "coredump_filter"))
+    {
+      if (jget_u64(v, "coredump_filter", &p->coredump, err) < 0)
+        return -1;
+      CHECK(p->coredump <= 0x1ff, "process %d: coredump_filter %#" PRIx64 " out of range", p->pid,
+            p->coredump);
+      p->has_coredump = true;
+    }
   if (has_key(v, "mlockall"))
     {
       int64_t mcl;

@@ -577,6 +577,29 @@ task_children(struct rctx *c, int idx, const struct rproc *p)
     }
 }
 
+/* Write VALUE to /proc/self/NAME, or fail the task. Without stdio: its
+   buffer would be one more of crest's pages each task writes. */
+static void
+proc_self_write(struct rctx *c, int idx, const struct rproc *p, const char *name, const char *value)
+{
+  char path[64];
+  int fd, e = 0;
+  ssize_t w = -1, len = (ssize_t)strlen(value);
+  snprintf(path, sizeof path, "/proc/self/%s", name);
+  fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd >= 0)
+    {
+      w = write(fd, value, (size_t)len);
+      e = errno;
+      close(fd);
+    }
+  else
+    e = errno;
+  if (w != len)
+    task_fail(c, idx, "process %d: %s %s: %s", p->pid, name, value,
+              w < 0 ? strerror(e) : "short write");
+}
+
 static void
 task_attrs(struct rctx *c, int idx, const struct rproc *p)
 {
@@ -585,20 +608,12 @@ task_attrs(struct rctx *c, int idx, const struct rproc *p)
     task_fail(c, idx, "process %d: personality %#" PRIx64 ": %s", p->pid, p->personality,
               strerror(errno));
   {
-    /* Without stdio: its buffer would be one more of crest's pages each
-       task writes. */
-    int fd = open("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
-    if (fd >= 0)
-      {
-        char num[24];
-        int len = snprintf(num, sizeof num, "%lld", (long long)p->oom);
-        ssize_t w = write(fd, num, len);
-        int e = errno;
-        close(fd);
-        if (w != len)
-          task_fail(c, idx, "process %d: oom_score_adj %lld: %s", p->pid, (long long)p->oom,
-                    w < 0 ? strerror(e) : "short write");
-      }
+    char num[24];
+    snprintf(num, sizeof num, "%lld", (long long)p->oom);
+    proc_self_write(c, idx, p, "oom_score_adj", num);
+    snprintf(num, sizeof num, "0x%" PRIx64, p->coredump);
+    if (p->has_coredump)
+      proc_self_write(c, idx, p, "coredump_filter", num);
   }
   /* /proc/self is done: from here on by path as the task. */
   creds_fs(c, idx, p);

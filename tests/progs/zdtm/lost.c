@@ -423,6 +423,27 @@ chk_guard(void)
     zdtm_fail("guard region: a write to it did not fault");
 }
 
+/* --- /proc/self/coredump_filter --- */
+
+static void
+set_coredump(void)
+{
+  int f = open("/proc/self/coredump_filter", O_WRONLY);
+  need(f >= 0 && write(f, "0x7f", 4) == 4, "write /proc/self/coredump_filter");
+  close(f);
+}
+
+static void
+chk_coredump(void)
+{
+  char b[32] = "";
+  int f = open("/proc/self/coredump_filter", O_RDONLY);
+  if (f < 0 || read(f, b, sizeof b - 1) <= 0 || strtoul(b, NULL, 16) != 0x7f)
+    zdtm_fail("coredump_filter: expected 0x7f, got %s", b);
+  if (f >= 0)
+    close(f);
+}
+
 /* --- keyrings (keyctl(2)): a task's own keyrings, and keys in them --- */
 
 #define K_THREAD (-1)
@@ -1888,6 +1909,7 @@ static const struct
   { "madv-nohugepage", set_nh, chk_madv },
   { "guard-region", set_guard, chk_guard },
   { "subreaper", set_subreaper, chk_subreaper },
+  { "coredump-filter", set_coredump, chk_coredump },
   { "keyring-thread", set_key_thread, chk_key_thread },
   { "keyring-process", set_key_process, chk_key_process },
   { "keyring-session", set_key_session, chk_key_session },
