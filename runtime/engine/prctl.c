@@ -118,7 +118,52 @@ prctl_dump_thread(pid_t pid, pid_t tid, const struct user_regs_struct *regs, uin
   if (inj(tid, regs, mask, gadget, SYS_prctl, PR_GET_TIMERSLACK, 0, &ret, err) < 0)
     return -1;
   out->slack = ret;
+  /* Speculation controls (a kernel or CPU without one says EINVAL or
+     ENODEV: none). */
+  for (int w = 0; w < 3; w++)
+    {
+      if (inj(tid, regs, mask, gadget, SYS_prctl, PR_GET_SPECULATION_CTRL, w, &ret, err) < 0)
+        return -1;
+      out->spec[w] = ret < 0 ? 0 : (int)ret;
+    }
   return 0;
+}
+
+/* A state of PR_GET_SPECULATION_CTRL the thread chose: under per-task
+   control (PR_SPEC_PRCTL), disabled in one of three ways. */
+#define SPEC_CHOSEN(v)                                                                             \
+  (((v)&PR_SPEC_PRCTL)                                                                             \
+   && ((v) & (PR_SPEC_DISABLE | PR_SPEC_FORCE_DISABLE | PR_SPEC_DISABLE_NOEXEC)))
+
+bool
+prctl_spec_set(const struct prctl_thread *t)
+{
+  return SPEC_CHOSEN(t->spec[0]) || SPEC_CHOSEN(t->spec[1]) || SPEC_CHOSEN(t->spec[2]);
+}
+
+void
+prctl_put_spec(yajl_gen g, const struct prctl_thread *t)
+{
+  jput_key(g, "spec");
+  yajl_gen_array_open(g);
+  for (int w = 0; w < 3; w++)
+    yajl_gen_integer(g, t->spec[w]);
+  yajl_gen_array_close(g);
+}
+
+size_t
+prctl_ops_spec(const struct prctl_thread *t, long ops[][2])
+{
+  size_t n = 0;
+  for (int w = 0; w < 3; w++)
+    if (SPEC_CHOSEN(t->spec[w]))
+      {
+        ops[n][0] = w;
+        ops[n++][1] = t->spec[w] & PR_SPEC_FORCE_DISABLE    ? PR_SPEC_FORCE_DISABLE
+                      : t->spec[w] & PR_SPEC_DISABLE_NOEXEC ? PR_SPEC_DISABLE_NOEXEC
+                                                            : PR_SPEC_DISABLE;
+      }
+  return n;
 }
 
 bool
@@ -188,7 +233,21 @@ int
 prctl_parse_thread(yajl_val v, int format, struct prctl_thread *t, crest_error_t *err)
 {
   int64_t sig, slack;
+  yajl_val sp = yajl_tree_get(v, (const char *[]){ "spec", NULL }, yajl_t_any);
   t->pdeathsig = 0, t->slack = DEFAULT_SLACK;
+  memset(t->spec, 0, sizeof t->spec);
+  if (sp)
+    {
+      if (format < CREST_IMAGE_FORMAT_AFFINITY || !YAJL_IS_ARRAY(sp) || sp->u.array.len != 3)
+        return crest_error_make(err, EINVAL, "spec: needs 3 numbers in a format 15 image");
+      for (int w = 0; w < 3; w++)
+        {
+          yajl_val e = sp->u.array.values[w];
+          if (!YAJL_IS_INTEGER(e) || YAJL_GET_INTEGER(e) < 0 || YAJL_GET_INTEGER(e) > 31)
+            return crest_error_make(err, EINVAL, "spec: a number out of range");
+          t->spec[w] = (int)YAJL_GET_INTEGER(e);
+        }
+    }
   if (!yajl_tree_get(v, (const char *[]){ "pdeathsig", NULL }, yajl_t_any))
     return 0;
   if (format < CREST_IMAGE_FORMAT_ATTRS || jget_i64(v, "pdeathsig", &sig, err) < 0

@@ -324,6 +324,12 @@ thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplis
        0);
   if (t->has_ioprio)
     OP(l, SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, t->ioprio, 0, 0, 0);
+  {
+    long spec[3][2];
+    size_t ns = prctl_ops_spec(&t->pr, spec);
+    for (size_t k = 0; k < ns; k++)
+      OP(l, SYS_prctl, PR_SET_SPECULATION_CTRL, spec[k][0], spec[k][1], 0, 0, 0);
+  }
   for (size_t i = 0; i < t->npending; i++)
     {
       int32_t sig;

@@ -423,6 +423,52 @@ chk_guard(void)
     zdtm_fail("guard region: a write to it did not fault");
 }
 
+/* --- speculation controls (PR_SET_SPECULATION_CTRL) --- */
+
+static void
+spec_off(int which, const char *what)
+{
+  if (prctl(PR_SET_SPECULATION_CTRL, which, PR_SPEC_DISABLE, 0, 0) != 0)
+    {
+      if (errno == EINVAL || errno == ENXIO || errno == ENODEV || errno == EPERM)
+        unsupported(what);
+      zdtm_error("%s: %s", what, strerror(errno));
+    }
+}
+
+static void
+spec_is_off(int which, const char *what)
+{
+  int v = prctl(PR_GET_SPECULATION_CTRL, which, 0, 0, 0);
+  if (v != (int)(PR_SPEC_PRCTL | PR_SPEC_DISABLE))
+    zdtm_fail("%s: PR_GET_SPECULATION_CTRL %#x, expected %#x", what, v,
+              (int)(PR_SPEC_PRCTL | PR_SPEC_DISABLE));
+}
+
+static void
+set_spec_ssb(void)
+{
+  spec_off(PR_SPEC_STORE_BYPASS, "speculative store bypass control");
+}
+
+static void
+chk_spec_ssb(void)
+{
+  spec_is_off(PR_SPEC_STORE_BYPASS, "speculative store bypass");
+}
+
+static void
+set_spec_ib(void)
+{
+  spec_off(PR_SPEC_INDIRECT_BRANCH, "indirect branch speculation control");
+}
+
+static void
+chk_spec_ib(void)
+{
+  spec_is_off(PR_SPEC_INDIRECT_BRANCH, "indirect branch speculation");
+}
+
 /* --- /proc/self/coredump_filter --- */
 
 static void
@@ -1910,6 +1956,8 @@ static const struct
   { "guard-region", set_guard, chk_guard },
   { "subreaper", set_subreaper, chk_subreaper },
   { "coredump-filter", set_coredump, chk_coredump },
+  { "spec-store-bypass", set_spec_ssb, chk_spec_ssb },
+  { "spec-indirect-branch", set_spec_ib, chk_spec_ib },
   { "keyring-thread", set_key_thread, chk_key_thread },
   { "keyring-process", set_key_process, chk_key_process },
   { "keyring-session", set_key_session, chk_key_session },
