@@ -89,6 +89,7 @@ lost_case() {
 @test "zdtm-lost dumpable: restored" { lost_case dumpable restore; }
 @test "zdtm-lost timerslack: restored" { lost_case timerslack restore; }
 @test "zdtm-lost coredump-filter: restored" { lost_case coredump-filter restore; }
+@test "zdtm-lost mempolicy: restored" { lost_case mempolicy restore; }
 @test "zdtm-lost spec-store-bypass: restored" { lost_case spec-store-bypass restore; }
 @test "zdtm-lost spec-indirect-branch: restored" { lost_case spec-indirect-branch restore; }
 @test "zdtm-lost keyring-thread: refused" { lost_case keyring-thread "thread keyring"; }

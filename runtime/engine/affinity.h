@@ -10,6 +10,10 @@
 #include <sys/types.h>
 #include "error.h"
 
+/* The largest NUMA node mask crest records (a cpu_set_t's bits, also
+   used for node lists). */
+#define MPOL_MAXNODE 1024
+
 /* S as a CPU list ("0,2-3") in BUF (LEN bytes; cut short if too small). */
 void
 cpulist_format(const cpu_set_t *s, char *buf, size_t len);

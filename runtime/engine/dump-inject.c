@@ -440,7 +440,8 @@ inject_threads(struct dctx *c, struct dproc *p, uint64_t scratch, crest_error_t 
         return -1;
       th->alt_sp = v[0], th->alt_flags = (int32_t)v[1], th->alt_size = v[2];
       struct inj_ctx ic = { th->tid, &th->regs, th->sigmask, p->gadget };
-      if (keys_dump_thread(c, p, t, inject_cb, &ic, scratch + 4096 + 3072, err) < 0)
+      if (keys_dump_thread(c, p, t, inject_cb, &ic, scratch + 4096 + 3072, err) < 0
+          || mpol_dump_thread(p, th, inject_cb, &ic, scratch + 4096 + 2560, err) < 0)
         return -1;
     }
   return 0;
@@ -475,6 +476,11 @@ inject_own(struct dctx *c, struct dproc *p, crest_error_t *err)
     return -1;
   INJ(m, SYS_brk, 0);
   p->brk = ret;
+  {
+    struct inj_ctx ic = { m->tid, &m->regs, m->sigmask, p->gadget };
+    if (mpol_dump_vmas(p, inject_cb, &ic, scratch + 4096 + 2560, err) < 0)
+      return -1;
+  }
   /* A container's host and domain names, which its tasks may have set
      (sethostname with CAP_SYS_ADMIN in its user namespace): a restore has
      crun make the container with these (uts.json). */

@@ -49,6 +49,16 @@ struct dthread
      back what they read (zeros): bit K is the page at FRESH_LO + K pages.
      The image leaves them out (mem_plan), as the task never touched them. */
   uint64_t fresh_lo, fresh_mask;
+  int mpol_mode; /* its NUMA memory policy (mempolicy.c), 0: the default */
+  cpu_set_t mpol_nodes;
+};
+
+/* A mapping's NUMA memory policy (mempolicy.c). */
+struct mpol_rec
+{
+  uint64_t start;
+  int mode;
+  cpu_set_t nodes;
 };
 
 struct dproc
@@ -67,7 +77,9 @@ struct dproc
   uint64_t brk;
   long securebits;
   struct prctl_proc pr;
-  cpu_set_t cpus;  /* the CPUs its cpuset allows (dump_process) */
+  cpu_set_t cpus;         /* the CPUs its cpuset allows (dump_process) */
+  struct mpol_rec *mpols; /* its mappings with a memory policy */
+  size_t nmpols;
   bool zombie;     /* exited, waiting for its parent's wait() */
   int exit_status; /* then: the status wait() will report */
   /* and /proc hides it (a zombie that was not dumpable, on kernels that
@@ -474,6 +486,19 @@ typedef int (*keys_inject_fn)(void *ctx, long nr, const long a[6], long *ret, cr
 int
 keys_dump_thread(struct dctx *c, struct dproc *p, size_t t, keys_inject_fn inject, void *ctx,
                  uint64_t scratch, crest_error_t *err);
+/* mempolicy.c: thread TH's memory policy, and the mappings' of P (with
+   its main thread's injected calls); mpol_of_vma: the one of the mapping
+   at START, or NULL. mpol_put writes [mode, node list] under KEY. */
+int
+mpol_dump_thread(struct dproc *p, struct dthread *th, keys_inject_fn fn, void *ctx,
+                 uint64_t scratch, crest_error_t *err);
+int
+mpol_dump_vmas(struct dproc *p, keys_inject_fn fn, void *ctx, uint64_t scratch, crest_error_t *err);
+const struct mpol_rec *
+mpol_of_vma(const struct dproc *p, uint64_t start);
+void
+mpol_put(yajl_gen g, const char *key, int mode, const cpu_set_t *nodes);
+
 /* crest's own session keyring (0: none). */
 long
 keys_own_session(void);

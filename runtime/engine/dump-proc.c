@@ -296,6 +296,12 @@ dump_thread(struct dctx *c, struct dproc *p, struct dthread *th, yajl_gen g, boo
   tcomm[strcspn(tcomm, "\n")] = 0;
   jput_str(g, "comm", tcomm);
   put_attrs(c, prctl_put_thread(g, &th->pr));
+  if (th->mpol_mode)
+    {
+      mpol_put(g, "mempolicy", th->mpol_mode, &th->mpol_nodes);
+      if (c->w->format < CREST_IMAGE_FORMAT_AFFINITY)
+        c->w->format = CREST_IMAGE_FORMAT_AFFINITY;
+    }
   if (prctl_spec_set(&th->pr))
     {
       prctl_put_spec(g, &th->pr);

@@ -70,6 +70,7 @@ free_ctx(struct dctx *c)
       free(c->p[i].th);
       free(c->p[i].root_dir);
       free(c->p[i].timers);
+      free(c->p[i].mpols);
       free(c->p[i].pages_name);
       free(c->p[i].runs);
       if (c->p[i].pf_map)

@@ -29,6 +29,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/seccomp.c \
 	runtime/engine/keyrings.c \
 	runtime/engine/affinity.c runtime/engine/affinity.h \
+	runtime/engine/mempolicy.c \
 	runtime/engine/sig.c \
 	runtime/engine/creds.c \
 	runtime/engine/pstree.c \

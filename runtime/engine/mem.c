@@ -478,6 +478,15 @@ mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
         if (put_attrs(c, w) < 0)
           goto fail;
       }
+      {
+        const struct mpol_rec *mp = mpol_of_vma(p, v[i].start);
+        if (mp)
+          {
+            mpol_put(g, "mpol", mp->mode, &mp->nodes);
+            if (c->w->format < CREST_IMAGE_FORMAT_AFFINITY)
+              c->w->format = CREST_IMAGE_FORMAT_AFFINITY;
+          }
+      }
       if (strcmp(v[i].kind, "sysv") == 0)
         {
           if (ipc_put_vma(c, p->pid, &v[i], g, err) < 0)
@@ -636,6 +645,12 @@ mem_parse_vmas(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
             m->end);
       m->prot = prot;
       strcpy(m->kind, kind);
+      if (has_key(items[i], "mpol"))
+        {
+          m->mpol_nodes = plan_zalloc(c, sizeof *m->mpol_nodes);
+          if (mpol_parse(items[i], "mpol", c->img->format, &m->mpol_mode, m->mpol_nodes, err) < 0)
+            return crest_error_wrap(err, "process %d: mapping %ld", p->pid, i);
+        }
       if (has_key(items[i], "madv"))
         {
           int64_t madv;

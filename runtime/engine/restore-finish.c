@@ -59,6 +59,10 @@ op_name(long nr)
       return "sched_setaffinity (its CPU affinity)";
     case SYS_ioprio_set:
       return "ioprio_set (its I/O priority)";
+    case SYS_set_mempolicy:
+      return "set_mempolicy (its NUMA memory policy)";
+    case SYS_mbind:
+      return "mbind (a mapping's NUMA memory policy)";
     case SYS_sigaltstack:
       return "sigaltstack";
     case 334:

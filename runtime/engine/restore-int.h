@@ -51,6 +51,8 @@ struct rthread
   bool has_aff, has_ioprio;
   cpu_set_t aff;
   int64_t ioprio;
+  int mpol_mode; /* format 15: its NUMA memory policy, 0: the default */
+  cpu_set_t mpol_nodes;
   char comm[16];
   uint8_t (*pending)[128];
   size_t npending;
@@ -66,11 +68,13 @@ struct rvma
   char kind[16];
   const char *path;
   uint64_t file_size;
-  const char *data;  /* memfile: the image file with the object's bytes */
-  int svc;           /* file mappings: the descriptor the blob maps */
-  uint32_t madv;     /* VMF_* bits (vmflags.c) */
-  int shmid, shmflg; /* sysv: the segment and how shmat attaches it */
-  bool lazy;         /* --lazy-pages: its pages come on first touch (lazy.c) */
+  const char *data;      /* memfile: the image file with the object's bytes */
+  int svc;               /* file mappings: the descriptor the blob maps */
+  uint32_t madv;         /* VMF_* bits (vmflags.c) */
+  int shmid, shmflg;     /* sysv: the segment and how shmat attaches it */
+  bool lazy;             /* --lazy-pages: its pages come on first touch (lazy.c) */
+  int mpol_mode;         /* format 15: its NUMA memory policy (0: none)... */
+  cpu_set_t *mpol_nodes; /* ...and nodes (plan memory) */
 };
 
 struct rrun
@@ -273,6 +277,11 @@ seccomp_restore_check(const struct rctx *c, crest_error_t *err);
    use (which its tasks inherit); else refused before anything exists. */
 int
 affinity_restore_check(const struct rctx *c, crest_error_t *err);
+/* mempolicy.c: [mode, node list] under KEY of V: 1 read, 0 absent (mode
+   0), -1 malformed. */
+int
+mpol_parse(yajl_val v, const char *key, int format, int *mode, cpu_set_t *nodes,
+           crest_error_t *err);
 /* seccomp.c: the thread's install of the container's profile
    (c->o->seccomp_prog), when crest gave one: after its last step that the
    profile could deny, before its IDs and capabilities change. */

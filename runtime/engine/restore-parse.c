@@ -122,6 +122,8 @@ parse_thread(struct rctx *c, yajl_val v, struct rthread *t, crest_error_t *err)
       CHECK(cpulist_parse(list, &t->aff) == 0, "thread %d: bad CPU affinity", t->tid);
       t->has_aff = true;
     }
+  if (mpol_parse(v, "mempolicy", c->img->format, &t->mpol_mode, &t->mpol_nodes, err) < 0)
+    return crest_error_wrap(err, "thread %d", t->tid);
   if (has_key(v, "ioprio"))
     {
       if (jget_i64(v, "ioprio", &t->ioprio, err) < 0)

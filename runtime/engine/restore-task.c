@@ -324,6 +324,9 @@ thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplis
        0);
   if (t->has_ioprio)
     OP(l, SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, t->ioprio, 0, 0, 0);
+  if (t->mpol_mode)
+    OP(l, SYS_set_mempolicy, t->mpol_mode, bld_alloc(b, sizeof t->mpol_nodes, 8, &t->mpol_nodes),
+       MPOL_MAXNODE + 1, 0, 0, 0);
   {
     long spec[3][2];
     size_t ns = prctl_ops_spec(&t->pr, spec);
@@ -777,12 +780,30 @@ mem_ops(const struct rproc *p, struct special *sp, size_t nsp, uint64_t base, ui
         continue;
       OP(l, SYS_mprotect, m->start, m->end - m->start, m->prot, 0, 0, 0);
     }
-  /* The advice smaps showed (vmflags.c), once the pages are in. */
+  /* The advice smaps showed (vmflags.c), once the pages are in; the
+     memory policy numa_maps showed (mempolicy.c). */
   for (size_t i = 0; i < p->nvmas; i++)
-    for (uint32_t bit = 1; bit <= VMF_ALL; bit <<= 1)
-      if ((p->vmas[i].madv & bit) && vmflags_advice(bit))
-        OP(l, SYS_madvise, p->vmas[i].start, p->vmas[i].end - p->vmas[i].start, vmflags_advice(bit),
-           0, 0, 0);
+    {
+      for (uint32_t bit = 1; bit <= VMF_ALL; bit <<= 1)
+        if ((p->vmas[i].madv & bit) && vmflags_advice(bit))
+          OP(l, SYS_madvise, p->vmas[i].start, p->vmas[i].end - p->vmas[i].start,
+             vmflags_advice(bit), 0, 0, 0);
+      if (p->vmas[i].mpol_mode)
+        OP(l, SYS_mbind, p->vmas[i].start, p->vmas[i].end - p->vmas[i].start, p->vmas[i].mpol_mode,
+           bld_alloc(b, sizeof *p->vmas[i].mpol_nodes, 8, p->vmas[i].mpol_nodes), MPOL_MAXNODE + 1,
+           0);
+    }
+}
+
+/* How many of P's mappings have a memory policy (their node masks go into
+   the blob's data). */
+static size_t
+mpol_vmas(const struct rproc *p)
+{
+  size_t n = 0;
+  for (size_t i = 0; i < p->nvmas; i++)
+    n += p->vmas[i].mpol_mode != 0;
+  return n;
 }
 
 /* 5. mm fields and the exe link (CAP_CHECKPOINT_RESTORE), 6. signal
@@ -1077,9 +1098,9 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
          + (16 + 3 * p->nvmas + 2 * p->nruns + 80 + p->nth * 90 + p->nshared_pending
             + cow_ops_bound(p) + timers_ops_bound(p) + p->nfds + p->nvmas + lazy_ops_bound(p))
                * sizeof(struct blob_op)
-         + p->nvmas * 16 + 512 /* lazy.c */
-         + 65536 + p->auxv_len + p->nth * (4096 + 128 * 64) + p->nshared_pending * 128
-         + p->ntimers * 128 + (p->nth - 1) * THREAD_STACK + MAIN_STACK + c->o->seccomp_len + 64
+         + p->nvmas * 16 + 512 /* lazy.c */ + mpol_vmas(p) * (sizeof(cpu_set_t) + 8) + 65536
+         + p->auxv_len + p->nth * (4096 + 128 * 64) + p->nshared_pending * 128 + p->ntimers * 128
+         + (p->nth - 1) * THREAD_STACK + MAIN_STACK + c->o->seccomp_len + 64
          + (force_fd >= 0 ? BLOB_FORCE_BUF + PAGE : 0);
   for (size_t k = 0; k < nsp; k++)
     size += sp[k].end - sp[k].start;

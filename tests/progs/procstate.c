@@ -24,7 +24,8 @@
  * are listed in that order. PROCSTATE_BND_IGNORE=HEX (16 digits): bits of
  * the bounding set not compared (a known gap the caller has probed). The
  * environment is compared by a 64-bit hash (FNV-1a). Besides /proc, each
- * thread's I/O priority (ioprio_get, which any process may ask). */
+ * thread's I/O priority (ioprio_get, which any process may ask); of
+ * numa_maps, the mappings with a memory policy of their own. */
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <stdarg.h>
@@ -581,6 +582,23 @@ threads_of(long pid, struct ent **out_list)
   return n;
 }
 
+/* The mappings with a NUMA memory policy of their own (numa_maps: its
+   second field is not "default"). */
+static void
+numa_lines(const char *pre, long pid)
+{
+  char *s = slurpf(NULL, "/proc/%ld/numa_maps", pid), *save = NULL;
+  if (!s)
+    return;
+  for (char *l = strtok_r(s, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+    {
+      char start[32], pol[96];
+      if (sscanf(l, "%31s %95s", start, pol) == 2 && strcmp(pol, "default") != 0)
+        fprintf(out, "%snuma_maps: %s %s\n", pre, start, pol);
+    }
+  free(s);
+}
+
 static void
 snap(long pid, long inner)
 {
@@ -600,6 +618,7 @@ snap(long pid, long inner)
   status_lines(pre, path);
   fprintf(out, "%sioprio: %ld\n", pre, syscall(SYS_ioprio_get, 1 /* IOPRIO_WHO_PROCESS */, pid));
   maps_lines(pre, pid);
+  numa_lines(pre, pid);
   fd_lines(pre, pid);
   file_lines(pre, pid);
   timer_lines(pre, pid);

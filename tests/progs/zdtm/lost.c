@@ -423,6 +423,68 @@ chk_guard(void)
     zdtm_fail("guard region: a write to it did not fault");
 }
 
+/* --- NUMA memory policies (node 0: every machine has it) --- */
+
+static char *mp_bind, *mp_pref;
+
+static long
+mpol_get(int *mode, unsigned long *mask, void *addr)
+{
+  return syscall(SYS_get_mempolicy, mode, mask, 65L, addr, addr ? 2L /* MPOL_F_ADDR */ : 0L);
+}
+
+static void
+set_mempolicy_case(void)
+{
+  unsigned long node0 = 1;
+  int mode;
+  if (mpol_get(&mode, &node0, NULL) < 0)
+    {
+      if (errno == ENOSYS)
+        unsupported("get_mempolicy");
+      zdtm_error("get_mempolicy: %s", strerror(errno));
+    }
+  node0 = 1;
+  /* the thread's own: interleave over node 0; a mapping bound to node 0,
+     another preferring it with static nodes (MPOL_F_STATIC_NODES) */
+  need(syscall(SYS_set_mempolicy, 3 /* MPOL_INTERLEAVE */, &node0, 65L) == 0, "set_mempolicy");
+  mp_bind = mmap(NULL, 8 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  mp_pref = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  need(mp_bind != MAP_FAILED && mp_pref != MAP_FAILED, "mmap");
+  need(syscall(SYS_mbind, mp_bind + 2 * PG, 4 * PG, 2 /* MPOL_BIND */, &node0, 65L, 0L) == 0,
+       "mbind MPOL_BIND");
+  need(syscall(SYS_mbind, mp_pref, 4 * PG, 1 /* MPOL_PREFERRED */ | (1 << 15), &node0, 65L, 0L)
+           == 0,
+       "mbind MPOL_PREFERRED|MPOL_F_STATIC_NODES");
+  memset(mp_bind, 7, 8 * PG);
+  memset(mp_pref, 9, 4 * PG);
+}
+
+static void
+mpol_is(void *addr, int want, const char *what)
+{
+  unsigned long mask = 0;
+  int mode = -1;
+  if (mpol_get(&mode, &mask, addr) < 0 || mode != want || (want && mask != 1))
+    zdtm_fail("%s: mode %d nodes %#lx, expected %d and node 0", what, mode, mask, want);
+}
+
+static void
+chk_mempolicy_case(void)
+{
+  mpol_is(NULL, 3, "the thread's policy");
+  mpol_is(mp_bind, 0, "the mapping's first pages (no policy)");
+  mpol_is(mp_bind + 3 * PG, 2, "the mapping's bound pages");
+  mpol_is(mp_bind + 7 * PG, 0, "the mapping's last pages (no policy)");
+  mpol_is(mp_pref, 1 | (1 << 15), "the mapping preferring node 0 (static nodes)");
+  for (long i = 0; i < 8 * PG; i++)
+    if (mp_bind[i] != 7)
+      {
+        zdtm_fail("the bound mapping's byte %ld: %d", i, mp_bind[i]);
+        break;
+      }
+}
+
 /* --- speculation controls (PR_SET_SPECULATION_CTRL) --- */
 
 static void
@@ -1956,6 +2018,7 @@ static const struct
   { "guard-region", set_guard, chk_guard },
   { "subreaper", set_subreaper, chk_subreaper },
   { "coredump-filter", set_coredump, chk_coredump },
+  { "mempolicy", set_mempolicy_case, chk_mempolicy_case },
   { "spec-store-bypass", set_spec_ssb, chk_spec_ssb },
   { "spec-indirect-branch", set_spec_ib, chk_spec_ib },
   { "keyring-thread", set_key_thread, chk_key_thread },
