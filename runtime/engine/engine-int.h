@@ -260,6 +260,9 @@ struct prctl_thread
      (0 where the kernel has none); format 15 "spec" when one is disabled
      by the thread (prctl_spec_set). */
   int spec[3];
+  /* PR_GET_TSC (PR_TSC_ENABLE unless set) and PR_MCE_KILL_GET
+     (PR_MCE_KILL_DEFAULT unless set): format 15 "tsc", "mce" when set. */
+  int tsc, mce;
 };
 int
 prctl_dump_process(pid_t tid, const struct user_regs_struct *regs, uint64_t mask, uint64_t gadget,
@@ -276,16 +279,17 @@ int
 prctl_parse_process(yajl_val v, int format, struct prctl_proc *p, crest_error_t *err);
 int
 prctl_parse_thread(yajl_val v, int format, struct prctl_thread *t, crest_error_t *err);
-/* Has the thread a speculation misfeature disabled by prctl? "spec" is
-   then put (format 15). */
+/* Has the thread a speculation misfeature disabled by prctl, the time
+   stamp counter denied or a machine-check policy of its own? "spec",
+   "tsc", "mce" are then put (format 15). */
 bool
 prctl_spec_set(const struct prctl_thread *t);
 void
 prctl_put_spec(yajl_gen g, const struct prctl_thread *t);
-/* The thread's PR_SET_SPECULATION_CTRL calls: OPS[i] = { which, ctrl }
-   (at most 3). */
+/* The thread's prctl calls for them: OPS[i] = { option, arg2, arg3 }
+   (at most 5). */
 size_t
-prctl_ops_spec(const struct prctl_thread *t, long ops[][2]);
+prctl_ops_spec(const struct prctl_thread *t, long ops[][3]);
 /* The blob's process-wide operations: OPS[i] = { syscall, arg0, arg1 }
    (at most 8). */
 size_t

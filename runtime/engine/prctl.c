@@ -126,6 +126,13 @@ prctl_dump_thread(pid_t pid, pid_t tid, const struct user_regs_struct *regs, uin
         return -1;
       out->spec[w] = ret < 0 ? 0 : (int)ret;
     }
+  out->tsc = PR_TSC_ENABLE;
+  if (inj(tid, regs, mask, gadget, SYS_prctl, PR_GET_TSC, (long)scratch, &ret, err) < 0
+      || (ret == 0 && peek_int(pid, scratch, &out->tsc, err) < 0))
+    return -1;
+  if (inj(tid, regs, mask, gadget, SYS_prctl, PR_MCE_KILL_GET, 0, &ret, err) < 0)
+    return -1;
+  out->mce = ret < 0 ? PR_MCE_KILL_DEFAULT : (int)ret;
   return 0;
 }
 
@@ -138,7 +145,8 @@ prctl_dump_thread(pid_t pid, pid_t tid, const struct user_regs_struct *regs, uin
 bool
 prctl_spec_set(const struct prctl_thread *t)
 {
-  return SPEC_CHOSEN(t->spec[0]) || SPEC_CHOSEN(t->spec[1]) || SPEC_CHOSEN(t->spec[2]);
+  return SPEC_CHOSEN(t->spec[0]) || SPEC_CHOSEN(t->spec[1]) || SPEC_CHOSEN(t->spec[2])
+         || t->tsc != PR_TSC_ENABLE || t->mce != PR_MCE_KILL_DEFAULT;
 }
 
 void
@@ -149,20 +157,27 @@ prctl_put_spec(yajl_gen g, const struct prctl_thread *t)
   for (int w = 0; w < 3; w++)
     yajl_gen_integer(g, t->spec[w]);
   yajl_gen_array_close(g);
+  jput_int(g, "tsc", t->tsc);
+  jput_int(g, "mce", t->mce);
 }
 
 size_t
-prctl_ops_spec(const struct prctl_thread *t, long ops[][2])
+prctl_ops_spec(const struct prctl_thread *t, long ops[][3])
 {
   size_t n = 0;
   for (int w = 0; w < 3; w++)
     if (SPEC_CHOSEN(t->spec[w]))
       {
-        ops[n][0] = w;
-        ops[n++][1] = t->spec[w] & PR_SPEC_FORCE_DISABLE    ? PR_SPEC_FORCE_DISABLE
+        ops[n][0] = PR_SET_SPECULATION_CTRL, ops[n][1] = w;
+        ops[n++][2] = t->spec[w] & PR_SPEC_FORCE_DISABLE    ? PR_SPEC_FORCE_DISABLE
                       : t->spec[w] & PR_SPEC_DISABLE_NOEXEC ? PR_SPEC_DISABLE_NOEXEC
                                                             : PR_SPEC_DISABLE;
       }
+  if (t->mce != PR_MCE_KILL_DEFAULT)
+    ops[n][0] = PR_MCE_KILL, ops[n][1] = PR_MCE_KILL_SET, ops[n++][2] = t->mce;
+  /* Last: from here on the thread's rdtsc faults. */
+  if (t->tsc != PR_TSC_ENABLE)
+    ops[n][0] = PR_SET_TSC, ops[n][1] = t->tsc, ops[n++][2] = 0;
   return n;
 }
 
@@ -236,8 +251,18 @@ prctl_parse_thread(yajl_val v, int format, struct prctl_thread *t, crest_error_t
   yajl_val sp = yajl_tree_get(v, (const char *[]){ "spec", NULL }, yajl_t_any);
   t->pdeathsig = 0, t->slack = DEFAULT_SLACK;
   memset(t->spec, 0, sizeof t->spec);
+  t->tsc = PR_TSC_ENABLE, t->mce = PR_MCE_KILL_DEFAULT;
   if (sp)
     {
+      int64_t tsc, mce;
+      if (format < CREST_IMAGE_FORMAT_AFFINITY || jget_i64(v, "tsc", &tsc, err) < 0
+          || jget_i64(v, "mce", &mce, err) < 0)
+        return *err ? -1 : crest_error_make(err, EINVAL, "spec: needs a format 15 image");
+      if ((tsc != PR_TSC_ENABLE && tsc != PR_TSC_SIGSEGV)
+          || (mce != PR_MCE_KILL_DEFAULT && mce != PR_MCE_KILL_EARLY && mce != PR_MCE_KILL_LATE))
+        return crest_error_make(err, EINVAL, "bad tsc %lld or mce %lld", (long long)tsc,
+                                (long long)mce);
+      t->tsc = (int)tsc, t->mce = (int)mce;
       if (format < CREST_IMAGE_FORMAT_AFFINITY || !YAJL_IS_ARRAY(sp) || sp->u.array.len != 3)
         return crest_error_make(err, EINVAL, "spec: needs 3 numbers in a format 15 image");
       for (int w = 0; w < 3; w++)

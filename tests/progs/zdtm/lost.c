@@ -531,6 +531,48 @@ chk_spec_ib(void)
   spec_is_off(PR_SPEC_INDIRECT_BRANCH, "indirect branch speculation");
 }
 
+/* --- machine-check kill policy, time stamp counter --- */
+
+static void
+set_mce(void)
+{
+  if (prctl(PR_MCE_KILL, PR_MCE_KILL_SET, PR_MCE_KILL_EARLY, 0, 0) != 0)
+    {
+      if (errno == EINVAL)
+        unsupported("PR_MCE_KILL");
+      zdtm_error("PR_MCE_KILL: %s", strerror(errno));
+    }
+}
+
+static void
+chk_mce(void)
+{
+  int v = prctl(PR_MCE_KILL_GET, 0, 0, 0, 0);
+  if (v != PR_MCE_KILL_EARLY)
+    zdtm_fail("PR_MCE_KILL_GET: %d, expected %d (early)", v, PR_MCE_KILL_EARLY);
+}
+
+/* rdtsc faults from here on: nothing of this program reads the clock
+   through the vDSO (its waits are system calls). */
+static void
+set_tsc(void)
+{
+  if (prctl(PR_SET_TSC, PR_TSC_SIGSEGV, 0, 0, 0) != 0)
+    {
+      if (errno == EINVAL)
+        unsupported("PR_SET_TSC");
+      zdtm_error("PR_SET_TSC: %s", strerror(errno));
+    }
+}
+
+static void
+chk_tsc(void)
+{
+  int v = 0;
+  if (prctl(PR_GET_TSC, &v, 0, 0, 0) != 0 || v != PR_TSC_SIGSEGV)
+    zdtm_fail("PR_GET_TSC: %d, expected %d (SIGSEGV)", v, PR_TSC_SIGSEGV);
+}
+
 /* --- /proc/self/coredump_filter --- */
 
 static void
@@ -2018,6 +2060,8 @@ static const struct
   { "guard-region", set_guard, chk_guard },
   { "subreaper", set_subreaper, chk_subreaper },
   { "coredump-filter", set_coredump, chk_coredump },
+  { "mce-kill", set_mce, chk_mce },
+  { "tsc-sigsegv", set_tsc, chk_tsc },
   { "mempolicy", set_mempolicy_case, chk_mempolicy_case },
   { "spec-store-bypass", set_spec_ssb, chk_spec_ssb },
   { "spec-indirect-branch", set_spec_ib, chk_spec_ib },
