@@ -92,6 +92,7 @@ lost_case() {
 @test "zdtm-lost mempolicy: restored" { lost_case mempolicy restore; }
 @test "zdtm-lost mce-kill: restored" { lost_case mce-kill restore; }
 @test "zdtm-lost tsc-sigsegv: restored" { lost_case tsc-sigsegv restore; }
+@test "zdtm-lost autogroup: restored" { lost_case autogroup restore; }
 @test "zdtm-lost spec-store-bypass: restored" { lost_case spec-store-bypass restore; }
 @test "zdtm-lost spec-indirect-branch: restored" { lost_case spec-indirect-branch restore; }
 @test "zdtm-lost keyring-thread: refused" { lost_case keyring-thread "thread keyring"; }

@@ -372,6 +372,22 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   if (filters)
     jput_int(g, "seccomp_filters", filters);
   jput_int(g, "oom_score_adj", atoi(oom));
+  /* A session leader's autogroup (the scheduler's group of its session,
+     made anew by the restore's setsid): its nice value, when set. */
+  if (p->pid == p->sid)
+    {
+      cleanup_free char *ag = NULL;
+      const char *n;
+      crest_error_t e = NULL;
+      if (read_proc(p->pid, "autogroup", &ag, &e) == 0 && (n = strstr(ag, " nice "))
+          && atoi(n + 6) != 0)
+        {
+          jput_int(g, "autogroup_nice", atoi(n + 6));
+          if (c->w->format < CREST_IMAGE_FORMAT_AFFINITY)
+            c->w->format = CREST_IMAGE_FORMAT_AFFINITY;
+        }
+      crest_error_release(&e); /* no autogroups in this kernel */
+    }
   /* Recorded always; a reader of format 14 would ignore it, so an image
      whose value is not the kernel's default (0x33) is of format 15. */
   jput_u64(g, "coredump_filter", strtoull(cdf, NULL, 16));

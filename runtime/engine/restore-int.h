@@ -100,6 +100,7 @@ struct rproc
   /* Format 15: its /proc coredump_filter (has_coredump: recorded). */
   uint64_t coredump;
   bool has_coredump;
+  int64_t autogroup_nice; /* format 15: a session leader's, 0: none */
   struct prctl_proc pr;
   uint64_t personality;
   int64_t uids[4], gids[4];

@@ -316,6 +316,14 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
             p->coredump);
       p->has_coredump = true;
     }
+  if (has_key(v, "autogroup_nice"))
+    {
+      if (jget_i64(v, "autogroup_nice", &p->autogroup_nice, err) < 0)
+        return -1;
+      CHECK(p->autogroup_nice >= -20 && p->autogroup_nice <= 19 && p->sid == p->pid
+                && c->img->format >= CREST_IMAGE_FORMAT_AFFINITY,
+            "process %d: autogroup_nice %lld", p->pid, (long long)p->autogroup_nice);
+    }
   if (has_key(v, "mlockall"))
     {
       int64_t mcl;

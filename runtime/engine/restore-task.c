@@ -609,6 +609,31 @@ proc_self_write(struct rctx *c, int idx, const struct rproc *p, const char *name
               w < 0 ? strerror(e) : "short write");
 }
 
+/* Its session's autogroup nice value. The kernel lets an unprivileged
+   user change one autogroup a second, machine-wide (EAGAIN within it): one
+   wait of that second, once, then one more try. */
+static void
+autogroup_write(struct rctx *c, int idx, const struct rproc *p, const char *num)
+{
+  int fd = open("/proc/self/autogroup", O_WRONLY | O_CLOEXEC), e = 0;
+  ssize_t w = -1;
+  for (int tries = 0; fd >= 0 && tries < 2; tries++)
+    {
+      struct timespec second = { 1, 50 * 1000 * 1000 };
+      w = write(fd, num, strlen(num));
+      e = errno;
+      if (w >= 0 || e != EAGAIN || tries)
+        break;
+      nanosleep(&second, NULL);
+    }
+  if (fd < 0)
+    e = errno;
+  else
+    close(fd);
+  if (w < 0)
+    task_fail(c, idx, "process %d: its session's autogroup nice %s: %s", p->pid, num, strerror(e));
+}
+
 static void
 task_attrs(struct rctx *c, int idx, const struct rproc *p)
 {
@@ -623,6 +648,10 @@ task_attrs(struct rctx *c, int idx, const struct rproc *p)
     snprintf(num, sizeof num, "0x%" PRIx64, p->coredump);
     if (p->has_coredump)
       proc_self_write(c, idx, p, "coredump_filter", num);
+    /* Its session's new autogroup (task_session made the session). */
+    snprintf(num, sizeof num, "%lld", (long long)p->autogroup_nice);
+    if (p->autogroup_nice)
+      autogroup_write(c, idx, p, num);
   }
   /* /proc/self is done: from here on by path as the task. */
   creds_fs(c, idx, p);

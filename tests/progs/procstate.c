@@ -433,6 +433,11 @@ file_lines(const char *pre, long pid)
         fprintf(out, "%s%s: %s\n", pre, names[i], l);
       free(s);
     }
+  /* The autogroup's nice value (its name is a new one after restore). */
+  char *ag = slurpf(NULL, "/proc/%ld/autogroup", pid), *n = ag ? strstr(ag, " nice ") : NULL;
+  if (n)
+    fprintf(out, "%sautogroup: nice %d\n", pre, atoi(n + 6));
+  free(ag);
 }
 
 /* POSIX timers: the PID or TID a timer signals, in the tree's PIDs. */

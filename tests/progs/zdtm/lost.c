@@ -531,6 +531,40 @@ chk_spec_ib(void)
   spec_is_off(PR_SPEC_INDIRECT_BRANCH, "indirect branch speculation");
 }
 
+/* --- the autogroup of its session (it leads one) --- */
+
+static void
+set_autogroup(void)
+{
+  int f;
+  if (setsid() < 0 && getsid(0) != getpid())
+    zdtm_error("setsid: %s", strerror(errno));
+  f = open("/proc/self/autogroup", O_WRONLY);
+  if (f < 0 && errno == ENOENT)
+    unsupported("/proc/self/autogroup");
+  /* One change a second, machine-wide, for an unprivileged user. */
+  ssize_t w = -1;
+  for (int i = 0; i < 4 && f >= 0; i++)
+    {
+      if ((w = write(f, "5", 1)) == 1 || errno != EAGAIN)
+        break;
+      sleep(1);
+    }
+  need(f >= 0 && w == 1, "write /proc/self/autogroup");
+  close(f);
+}
+
+static void
+chk_autogroup(void)
+{
+  char b[64] = "";
+  int f = open("/proc/self/autogroup", O_RDONLY);
+  if (f < 0 || read(f, b, sizeof b - 1) <= 0 || !strstr(b, " nice 5"))
+    zdtm_fail("autogroup: expected nice 5, got %s", b);
+  if (f >= 0)
+    close(f);
+}
+
 /* --- machine-check kill policy, time stamp counter --- */
 
 static void
@@ -2061,6 +2095,7 @@ static const struct
   { "subreaper", set_subreaper, chk_subreaper },
   { "coredump-filter", set_coredump, chk_coredump },
   { "mce-kill", set_mce, chk_mce },
+  { "autogroup", set_autogroup, chk_autogroup },
   { "tsc-sigsegv", set_tsc, chk_tsc },
   { "mempolicy", set_mempolicy_case, chk_mempolicy_case },
   { "spec-store-bypass", set_spec_ssb, chk_spec_ssb },
