@@ -348,9 +348,15 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   if (dump_exe_cwd(c, p, exe, cwd, err) < 0)
     return -1;
   if (read_proc(p->pid, "personality", &pers, err) < 0
-      || read_proc(p->pid, "oom_score_adj", &oom, err) < 0
-      || read_proc(p->pid, "coredump_filter", &cdf, err) < 0)
+      || read_proc(p->pid, "oom_score_adj", &oom, err) < 0)
     return -1;
+  {
+    /* A kernel without core dumps (CONFIG_COREDUMP) has no filter. */
+    cleanup_free char *path = xasprintf("/proc/%d/coredump_filter", p->pid);
+    if ((access(path, F_OK) == 0 || errno != ENOENT)
+        && read_proc(p->pid, "coredump_filter", &cdf, err) < 0)
+      return -1;
+  }
   {
     cleanup_free char *path = xasprintf("/proc/%d/auxv", p->pid);
     if (read_file(path, &auxv, &auxlen, 0, err) < 0)
@@ -390,8 +396,9 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
     }
   /* Recorded always; a reader of format 14 would ignore it, so an image
      whose value is not the kernel's default (0x33) is of format 15. */
-  jput_u64(g, "coredump_filter", strtoull(cdf, NULL, 16));
-  if (strtoull(cdf, NULL, 16) != 0x33 && c->w->format < CREST_IMAGE_FORMAT_AFFINITY)
+  if (cdf)
+    jput_u64(g, "coredump_filter", strtoull(cdf, NULL, 16));
+  if (cdf && strtoull(cdf, NULL, 16) != 0x33 && c->w->format < CREST_IMAGE_FORMAT_AFFINITY)
     c->w->format = CREST_IMAGE_FORMAT_AFFINITY;
   put_attrs(c, prctl_put_process(g, &p->pr));
   if (p->pr.xcomp_perm && c->w->format < CREST_IMAGE_FORMAT_XCOMP)

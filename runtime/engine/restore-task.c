@@ -586,10 +586,14 @@ task_children(struct rctx *c, int idx, const struct rproc *p)
     }
 }
 
-/* Write VALUE to /proc/self/NAME, or fail the task. Without stdio: its
-   buffer would be one more of crest's pages each task writes. */
+/* Write VALUE to /proc/self/NAME, or fail the task; unless the file is
+   not there and MAY_LACK (a kernel without the feature: without core dumps
+   there is no coredump_filter, and nothing for the value to act on).
+   Without stdio: its buffer would be one more of crest's pages each task
+   writes. */
 static void
-proc_self_write(struct rctx *c, int idx, const struct rproc *p, const char *name, const char *value)
+proc_self_write(struct rctx *c, int idx, const struct rproc *p, const char *name, const char *value,
+                bool may_lack)
 {
   char path[64];
   int fd, e = 0;
@@ -602,8 +606,8 @@ proc_self_write(struct rctx *c, int idx, const struct rproc *p, const char *name
       e = errno;
       close(fd);
     }
-  else
-    e = errno;
+  else if ((e = errno) == ENOENT && may_lack)
+    return;
   if (w != len)
     task_fail(c, idx, "process %d: %s %s: %s", p->pid, name, value,
               w < 0 ? strerror(e) : "short write");
@@ -617,6 +621,8 @@ autogroup_write(struct rctx *c, int idx, const struct rproc *p, const char *num)
 {
   int fd = open("/proc/self/autogroup", O_WRONLY | O_CLOEXEC), e = 0;
   ssize_t w = -1;
+  if (fd < 0 && errno == ENOENT)
+    return; /* no autogroups in this kernel: nothing for it to act on */
   for (int tries = 0; fd >= 0 && tries < 2; tries++)
     {
       struct timespec second = { 1, 50 * 1000 * 1000 };
@@ -644,10 +650,10 @@ task_attrs(struct rctx *c, int idx, const struct rproc *p)
   {
     char num[24];
     snprintf(num, sizeof num, "%lld", (long long)p->oom);
-    proc_self_write(c, idx, p, "oom_score_adj", num);
+    proc_self_write(c, idx, p, "oom_score_adj", num, false);
     snprintf(num, sizeof num, "0x%" PRIx64, p->coredump);
     if (p->has_coredump)
-      proc_self_write(c, idx, p, "coredump_filter", num);
+      proc_self_write(c, idx, p, "coredump_filter", num, true);
     /* Its session's new autogroup (task_session made the session). */
     snprintf(num, sizeof num, "%lld", (long long)p->autogroup_nice);
     if (p->autogroup_nice)

@@ -613,6 +613,8 @@ static void
 set_coredump(void)
 {
   int f = open("/proc/self/coredump_filter", O_WRONLY);
+  if (f < 0 && errno == ENOENT)
+    unsupported("/proc/self/coredump_filter");
   need(f >= 0 && write(f, "0x7f", 4) == 4, "write /proc/self/coredump_filter");
   close(f);
 }
