@@ -21,7 +21,8 @@ runtime_src_crest_SOURCES = runtime/src/main.c $(CREST_FRONTEND_SOURCES) \
 	runtime/src/container-cr.c runtime/src/container-cr.h \
 	runtime/src/cr-archive.c runtime/src/cr-archive.h \
 	runtime/src/config-compat.c runtime/src/config-compat.h \
-	runtime/src/seccomp-profile.c runtime/src/seccomp-profile.h
+	runtime/src/seccomp-profile.c runtime/src/seccomp-profile.h \
+	runtime/src/ns-sysctl.c runtime/src/ns-sysctl.h
 runtime_src_crest_CPPFLAGS = $(CREST_FRONTEND_CPPFLAGS)
 runtime_src_crest_CFLAGS = $(AM_CFLAGS) $(SANITIZER_CFLAGS) $(YAJL_CFLAGS) $(SECCOMP_CFLAGS) $(LIBCAP_CFLAGS) $(LIBARCHIVE_CFLAGS)
 runtime_src_crest_LDFLAGS = $(CREST_LDFLAGS) $(SANITIZER_LDFLAGS)

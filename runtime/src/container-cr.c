@@ -43,6 +43,7 @@
 #include "engine.h"
 #include "image.h"
 #include "log.h"
+#include "ns-sysctl.h"
 #include "oci-config.h"
 #include "seccomp-profile.h"
 #include "sha256.h"
@@ -1045,7 +1046,8 @@ check_netns(const char *id, pid_t init, yajl_val cfg, crest_error_t *err)
 }
 
 /* What the container changed of what its config has crun make (mounts,
-   tmpfs files, its network namespace): refused before the dump. */
+   tmpfs files, its network namespace, its namespaces' sysctls): refused
+   before the dump. */
 static int
 check_own_state(const char *id, pid_t init, const char *config_text, crest_error_t *err)
 {
@@ -1055,6 +1057,9 @@ check_own_state(const char *id, pid_t init, const char *config_text, crest_error
     return crest_error_wrap(err, "container `%s`: checkpoint: its config", id);
   rc = check_mounts(id, init, cfg, err) < 0 || check_tmpfs_files(id, init, cfg, err) < 0
                || check_netns(id, init, cfg, err) < 0
+               || crest_check_ns_sysctls(id, init, cfg, has_namespace(cfg, "network"),
+                                         has_namespace(cfg, "ipc"), err)
+                      < 0
            ? -1
            : 0;
   yajl_tree_free(cfg);
