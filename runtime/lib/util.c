@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "util.h"
 
@@ -322,4 +323,32 @@ close_fd_range(int lo, int hi)
     return;
   for (int fd = lo; fd <= hi; fd++)
     close(fd);
+}
+
+char *
+child_output(pid_t pid, int fd)
+{
+  char *out = NULL;
+  size_t len = 0, cap = 0;
+  int st = 0;
+  for (ssize_t r = 1; pid > 0 && r > 0;)
+    {
+      if (len + 4096 + 1 > cap)
+        out = xrealloc(out, cap = cap * 2 + 4096 + 1);
+      r = read(fd, out + len, 4096);
+      if (r > 0)
+        len += (size_t)r;
+    }
+  close(fd);
+  if (pid <= 0)
+    return NULL;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+    ;
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && out)
+    {
+      out[len] = '\0';
+      return out;
+    }
+  free(out);
+  return NULL;
 }

@@ -108,8 +108,6 @@ view(pid_t init, bool fresh, const char *const *roots)
 {
   int p[2];
   pid_t pid;
-  char *out = NULL;
-  size_t len = 0, cap = 0;
   if (pipe2(p, O_CLOEXEC) < 0)
     return NULL;
   pid = fork();
@@ -139,28 +137,7 @@ view(pid_t init, bool fresh, const char *const *roots)
       _exit(fclose(f) == 0 ? 0 : 1);
     }
   close(p[1]);
-  for (ssize_t r = 1; pid > 0 && r > 0;)
-    {
-      if (len + 4096 + 1 > cap)
-        out = xrealloc(out, cap = cap * 2 + 4096 + 1);
-      r = read(p[0], out + len, 4096);
-      if (r > 0)
-        len += (size_t)r;
-    }
-  close(p[0]);
-  if (pid > 0)
-    {
-      int st;
-      while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-        ;
-      if (WIFEXITED(st) && WEXITSTATUS(st) == 0 && out)
-        {
-          out[len] = '\0';
-          return out;
-        }
-    }
-  free(out);
-  return NULL;
+  return child_output(pid, p[0]);
 }
 
 /* The value of KEY in VIEW (a pointer into it, to the end of its line),
