@@ -139,22 +139,17 @@ keys_dump_thread(struct dctx *c, struct dproc *p, size_t t, keys_inject_fn fn, v
 
   if (c->o->no_keyctl)
     return 0;
-  if (ring_id(&j, KEY_SPEC_THREAD_KEYRING, &id, err) < 0)
-    return -1;
-  if (id)
-    return crest_error_make(err, ENOTSUP,
-                            "task %d: thread %d has a thread keyring (key %ld), which a restore "
-                            "does not make: cannot checkpoint it",
-                            p->pid, j.tid, id);
-  if (t == 0)
+  /* A thread keyring (each thread), a process keyring (the process). */
+  for (int k = 0; k < (t == 0 ? 2 : 1); k++)
     {
-      if (ring_id(&j, KEY_SPEC_PROCESS_KEYRING, &id, err) < 0)
+      if (ring_id(&j, k ? KEY_SPEC_PROCESS_KEYRING : KEY_SPEC_THREAD_KEYRING, &id, err) < 0)
         return -1;
       if (id)
         return crest_error_make(err, ENOTSUP,
-                                "task %d: it has a process keyring (key %ld), which a restore "
-                                "does not make: cannot checkpoint it",
-                                p->pid, id);
+                                "task %d: %s %d has a %s keyring (key %ld), which a restore does "
+                                "not make: cannot checkpoint it",
+                                p->pid, k ? "process" : "thread", k ? p->pid : j.tid,
+                                k ? "process" : "thread", id);
     }
   /* A thread without a session keyring gets its user's session keyring
      installed by this call (as by its own first use of one): the same
