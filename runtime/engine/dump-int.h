@@ -80,8 +80,9 @@ struct dproc
   cpu_set_t cpus;         /* the CPUs its cpuset allows (dump_process) */
   struct mpol_rec *mpols; /* its mappings with a memory policy */
   size_t nmpols;
-  bool zombie;     /* exited, waiting for its parent's wait() */
-  int exit_status; /* then: the status wait() will report */
+  bool numa_default; /* numa_maps shows no policy anywhere (mempolicy.c) */
+  bool zombie;       /* exited, waiting for its parent's wait() */
+  int exit_status;   /* then: the status wait() will report */
   /* and /proc hides it (a zombie that was not dumpable, on kernels that
      keep that flag): its parent is asked with waitid(WNOWAIT) */
   bool status_hidden;

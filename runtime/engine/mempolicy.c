@@ -55,6 +55,11 @@ int
 mpol_dump_thread(struct dproc *p, struct dthread *th, keys_inject_fn fn, void *ctx,
                  uint64_t scratch, crest_error_t *err)
 {
+  /* numa_maps shows the main thread's policy for every mapping without
+     one of its own: all "default", it has none, and need not be asked. */
+  th->mpol_mode = 0;
+  if (th == &p->th[0] && p->numa_default)
+    return 0;
   return ask(p->pid, th->tid, fn, ctx, scratch, 0, &th->mpol_mode, &th->mpol_nodes, err);
 }
 
@@ -64,7 +69,8 @@ mpol_dump_vmas(struct dproc *p, keys_inject_fn fn, void *ctx, uint64_t scratch, 
   cleanup_free char *text = NULL, *path = xasprintf("/proc/%d/numa_maps", p->pid);
   char *save = NULL;
 
-  /* No numa_maps: a kernel without NUMA, where no mapping has a policy. */
+  /* No numa_maps: a kernel without NUMA, where nothing has a policy. */
+  p->numa_default = true;
   if (access(path, F_OK) < 0 && errno == ENOENT)
     return 0;
   if (read_proc(p->pid, "numa_maps", &text, err) < 0)
@@ -76,6 +82,7 @@ mpol_dump_vmas(struct dproc *p, keys_inject_fn fn, void *ctx, uint64_t scratch, 
       struct mpol_rec r = { start, 0, { { 0 } } };
       if (*end != ' ' || strncmp(end + 1, "default ", 8) == 0)
         continue;
+      p->numa_default = false;
       if (ask(p->pid, p->th[0].tid, fn, ctx, scratch, start, &r.mode, &r.nodes, err) < 0)
         return -1;
       if (!r.mode)

@@ -100,6 +100,23 @@ prctl_dump_process(pid_t tid, const struct user_regs_struct *regs, uint64_t mask
   return 0;
 }
 
+/* Was this kernel booted to let tasks ask for an L1D flush on context
+   switch (l1d_flush=on)? Else PR_SPEC_L1D_FLUSH is not theirs to set. */
+static bool
+l1d_flush_offered(void)
+{
+  static int known = -1;
+  if (known < 0)
+    {
+      cleanup_free char *cmd = NULL;
+      crest_error_t e = NULL;
+      known
+          = read_file("/proc/cmdline", &cmd, NULL, 1 << 16, &e) == 0 && strstr(cmd, "l1d_flush=on");
+      crest_error_release(&e);
+    }
+  return known == 1;
+}
+
 int
 prctl_dump_thread(pid_t pid, pid_t tid, const struct user_regs_struct *regs, uint64_t mask,
                   uint64_t gadget, uint64_t scratch, bool parent_outside, struct prctl_thread *out,
@@ -118,10 +135,38 @@ prctl_dump_thread(pid_t pid, pid_t tid, const struct user_regs_struct *regs, uin
   if (inj(tid, regs, mask, gadget, SYS_prctl, PR_GET_TIMERSLACK, 0, &ret, err) < 0)
     return -1;
   out->slack = ret;
-  /* Speculation controls (a kernel or CPU without one says EINVAL or
-     ENODEV: none). */
+  /* Speculation controls and the machine-check policy, asked only where
+     the thread's /proc shows it chose one (each injected call costs a
+     round trip): the status lines of store bypass and indirect branch
+     speculation, the L1D flush only where the kernel was booted to offer
+     it, the stat flags' PF_MCE_PROCESS (0x80). A kernel that shows none of
+     the lines is asked for all. */
+  cleanup_free char *stp = xasprintf("/proc/%d/task/%d/status", pid, tid);
+  cleanup_free char *sfp = xasprintf("/proc/%d/task/%d/stat", pid, tid);
+  cleanup_free char *st = NULL, *sf = NULL;
+  bool ask[3] = { true, true, l1d_flush_offered() }, mce = true;
+  if (read_file(stp, &st, NULL, 1 << 16, err) < 0 || read_file(sfp, &sf, NULL, 1 << 16, err) < 0)
+    return -1;
+  {
+    const char *ssb = strstr(st, "\nSpeculation_Store_Bypass:\t");
+    const char *ib = strstr(st, "\nSpeculationIndirectBranch:\t");
+    const char *e = strrchr(sf, ')');
+    unsigned long flags = 0;
+    if (ssb)
+      ask[0] = strncmp(ssb + 27, "thread ", 7) == 0 && strstr(ssb + 27, "mitigated") != NULL
+               && strstr(ssb + 27, "mitigated") < strchr(ssb + 27, '\n');
+    if (ib)
+      ask[1] = strncmp(ib + 28, "conditional ", 12) == 0 && strstr(ib + 28, "disabled") != NULL
+               && strstr(ib + 28, "disabled") < strchr(ib + 28, '\n');
+    /* stat: "PID (COMM) STATE PPID PGRP SESSION TTY TPGID FLAGS ..." */
+    if (e && sscanf(e + 2, "%*c %*d %*d %*d %*d %*d %lu", &flags) == 1)
+      mce = (flags & 0x80) != 0;
+  }
   for (int w = 0; w < 3; w++)
     {
+      out->spec[w] = 0;
+      if (!ask[w])
+        continue;
       if (inj(tid, regs, mask, gadget, SYS_prctl, PR_GET_SPECULATION_CTRL, w, &ret, err) < 0)
         return -1;
       out->spec[w] = ret < 0 ? 0 : (int)ret;
@@ -130,9 +175,11 @@ prctl_dump_thread(pid_t pid, pid_t tid, const struct user_regs_struct *regs, uin
   if (inj(tid, regs, mask, gadget, SYS_prctl, PR_GET_TSC, (long)scratch, &ret, err) < 0
       || (ret == 0 && peek_int(pid, scratch, &out->tsc, err) < 0))
     return -1;
-  if (inj(tid, regs, mask, gadget, SYS_prctl, PR_MCE_KILL_GET, 0, &ret, err) < 0)
+  out->mce = PR_MCE_KILL_DEFAULT;
+  if (mce && inj(tid, regs, mask, gadget, SYS_prctl, PR_MCE_KILL_GET, 0, &ret, err) < 0)
     return -1;
-  out->mce = ret < 0 ? PR_MCE_KILL_DEFAULT : (int)ret;
+  if (mce && ret >= 0)
+    out->mce = (int)ret;
   return 0;
 }
 
