@@ -91,6 +91,7 @@ lost_case() {
 @test "zdtm-lost coredump-filter: restored" { lost_case coredump-filter restore; }
 @test "zdtm-lost mempolicy: restored" { lost_case mempolicy restore; }
 @test "zdtm-lost mce-kill: restored" { lost_case mce-kill restore; }
+@test "zdtm-lost cpuid-fault: restored" { lost_case cpuid-fault restore; }
 @test "zdtm-lost tsc-sigsegv: restored" { lost_case tsc-sigsegv restore; }
 @test "zdtm-lost autogroup: restored" { lost_case autogroup restore; }
 @test "zdtm-lost spec-store-bypass: restored" { lost_case spec-store-bypass restore; }

@@ -263,6 +263,9 @@ struct prctl_thread
   /* PR_GET_TSC (PR_TSC_ENABLE unless set) and PR_MCE_KILL_GET
      (PR_MCE_KILL_DEFAULT unless set): format 15 "tsc", "mce" when set. */
   int tsc, mce;
+  /* ARCH_GET_CPUID (1: cpuid runs; 0: it faults, ARCH_SET_CPUID 0), asked
+     only on a CPU with CPUID faulting: format 15 "cpuid" when 0. */
+  int cpuid;
 };
 int
 prctl_dump_process(pid_t tid, const struct user_regs_struct *regs, uint64_t mask, uint64_t gadget,
@@ -280,14 +283,14 @@ prctl_parse_process(yajl_val v, int format, struct prctl_proc *p, crest_error_t 
 int
 prctl_parse_thread(yajl_val v, int format, struct prctl_thread *t, crest_error_t *err);
 /* Has the thread a speculation misfeature disabled by prctl, the time
-   stamp counter denied or a machine-check policy of its own? "spec",
-   "tsc", "mce" are then put (format 15). */
+   stamp counter or cpuid denied or a machine-check policy of its own?
+   "spec", "tsc", "mce", "cpuid" are then put (format 15). */
 bool
 prctl_spec_set(const struct prctl_thread *t);
 void
 prctl_put_spec(yajl_gen g, const struct prctl_thread *t);
-/* The thread's prctl calls for them: OPS[i] = { option, arg2, arg3 }
-   (at most 5). */
+/* The thread's prctl calls for them: OPS[i] = { option, arg2, arg3 }, or
+   for cpuid { -1, ARCH_SET_CPUID, 0 } (arch_prctl) (at most 6). */
 size_t
 prctl_ops_spec(const struct prctl_thread *t, long ops[][3]);
 /* The blob's process-wide operations: OPS[i] = { syscall, arg0, arg1 }

@@ -17,6 +17,8 @@
 #include "util.h"
 
 #define DEFAULT_SLACK 50000
+#define ARCH_GET_CPUID 0x1011
+#define ARCH_SET_CPUID 0x1012
 #define ARCH_GET_XCOMP_PERM 0x1022
 #define ARCH_REQ_XCOMP_PERM 0x1023
 /* membarrier commands: the probe, and the registration that enables it. */
@@ -100,6 +102,23 @@ prctl_dump_process(pid_t tid, const struct user_regs_struct *regs, uint64_t mask
   return 0;
 }
 
+/* Can this CPU make cpuid fault (/proc/cpuinfo's "cpuid_fault")? Only
+   then can a thread have turned cpuid off (ARCH_SET_CPUID). */
+static bool
+cpuid_fault_here(void)
+{
+  static int known = -1;
+  if (known < 0)
+    {
+      cleanup_free char *info = NULL;
+      crest_error_t e = NULL;
+      known = read_file("/proc/cpuinfo", &info, NULL, 1 << 22, &e) == 0
+              && strstr(info, " cpuid_fault") != NULL;
+      crest_error_release(&e);
+    }
+  return known == 1;
+}
+
 /* Was this kernel booted to let tasks ask for an L1D flush on context
    switch (l1d_flush=on)? Else PR_SPEC_L1D_FLUSH is not theirs to set. */
 static bool
@@ -171,6 +190,13 @@ prctl_dump_thread(pid_t pid, pid_t tid, const struct user_regs_struct *regs, uin
         return -1;
       out->spec[w] = ret < 0 ? 0 : (int)ret;
     }
+  out->cpuid = 1;
+  if (cpuid_fault_here())
+    {
+      if (inj(tid, regs, mask, gadget, SYS_arch_prctl, ARCH_GET_CPUID, 0, &ret, err) < 0)
+        return -1;
+      out->cpuid = ret == 0 ? 0 : 1;
+    }
   out->tsc = PR_TSC_ENABLE;
   if (inj(tid, regs, mask, gadget, SYS_prctl, PR_GET_TSC, (long)scratch, &ret, err) < 0
       || (ret == 0 && peek_int(pid, scratch, &out->tsc, err) < 0))
@@ -193,7 +219,7 @@ bool
 prctl_spec_set(const struct prctl_thread *t)
 {
   return SPEC_CHOSEN(t->spec[0]) || SPEC_CHOSEN(t->spec[1]) || SPEC_CHOSEN(t->spec[2])
-         || t->tsc != PR_TSC_ENABLE || t->mce != PR_MCE_KILL_DEFAULT;
+         || t->tsc != PR_TSC_ENABLE || t->mce != PR_MCE_KILL_DEFAULT || !t->cpuid;
 }
 
 void
@@ -206,6 +232,7 @@ prctl_put_spec(yajl_gen g, const struct prctl_thread *t)
   yajl_gen_array_close(g);
   jput_int(g, "tsc", t->tsc);
   jput_int(g, "mce", t->mce);
+  jput_int(g, "cpuid", t->cpuid);
 }
 
 size_t
@@ -222,6 +249,8 @@ prctl_ops_spec(const struct prctl_thread *t, long ops[][3])
       }
   if (t->mce != PR_MCE_KILL_DEFAULT)
     ops[n][0] = PR_MCE_KILL, ops[n][1] = PR_MCE_KILL_SET, ops[n++][2] = t->mce;
+  if (!t->cpuid)
+    ops[n][0] = -1, ops[n][1] = ARCH_SET_CPUID, ops[n++][2] = 0;
   /* Last: from here on the thread's rdtsc faults. */
   if (t->tsc != PR_TSC_ENABLE)
     ops[n][0] = PR_SET_TSC, ops[n][1] = t->tsc, ops[n++][2] = 0;
@@ -298,18 +327,20 @@ prctl_parse_thread(yajl_val v, int format, struct prctl_thread *t, crest_error_t
   yajl_val sp = yajl_tree_get(v, (const char *[]){ "spec", NULL }, yajl_t_any);
   t->pdeathsig = 0, t->slack = DEFAULT_SLACK;
   memset(t->spec, 0, sizeof t->spec);
-  t->tsc = PR_TSC_ENABLE, t->mce = PR_MCE_KILL_DEFAULT;
+  t->tsc = PR_TSC_ENABLE, t->mce = PR_MCE_KILL_DEFAULT, t->cpuid = 1;
   if (sp)
     {
-      int64_t tsc, mce;
+      int64_t tsc, mce, cpuid;
       if (format < CREST_IMAGE_FORMAT_AFFINITY || jget_i64(v, "tsc", &tsc, err) < 0
-          || jget_i64(v, "mce", &mce, err) < 0)
+          || jget_i64(v, "mce", &mce, err) < 0 || jget_i64(v, "cpuid", &cpuid, err) < 0)
         return *err ? -1 : crest_error_make(err, EINVAL, "spec: needs a format 15 image");
       if ((tsc != PR_TSC_ENABLE && tsc != PR_TSC_SIGSEGV)
           || (mce != PR_MCE_KILL_DEFAULT && mce != PR_MCE_KILL_EARLY && mce != PR_MCE_KILL_LATE))
         return crest_error_make(err, EINVAL, "bad tsc %lld or mce %lld", (long long)tsc,
                                 (long long)mce);
-      t->tsc = (int)tsc, t->mce = (int)mce;
+      if (cpuid != 0 && cpuid != 1)
+        return crest_error_make(err, EINVAL, "bad cpuid %lld", (long long)cpuid);
+      t->tsc = (int)tsc, t->mce = (int)mce, t->cpuid = (int)cpuid;
       if (format < CREST_IMAGE_FORMAT_AFFINITY || !YAJL_IS_ARRAY(sp) || sp->u.array.len != 3)
         return crest_error_make(err, EINVAL, "spec: needs 3 numbers in a format 15 image");
       for (int w = 0; w < 3; w++)

@@ -59,6 +59,8 @@ op_name(long nr)
       return "sched_setaffinity (its CPU affinity)";
     case SYS_ioprio_set:
       return "ioprio_set (its I/O priority)";
+    case SYS_arch_prctl:
+      return "arch_prctl";
     case SYS_set_mempolicy:
       return "set_mempolicy (its NUMA memory policy)";
     case SYS_mbind:

@@ -328,10 +328,13 @@ thread_tail_ops(struct rctx *c, struct rproc *p, struct rthread *t, struct oplis
     OP(l, SYS_set_mempolicy, t->mpol_mode, bld_alloc(b, sizeof t->mpol_nodes, 8, &t->mpol_nodes),
        MPOL_MAXNODE + 1, 0, 0, 0);
   {
-    long spec[5][3];
+    long spec[6][3];
     size_t ns = prctl_ops_spec(&t->pr, spec);
     for (size_t k = 0; k < ns; k++)
-      OP(l, SYS_prctl, spec[k][0], spec[k][1], spec[k][2], 0, 0, 0);
+      if (spec[k][0] < 0)
+        OP(l, SYS_arch_prctl, spec[k][1], spec[k][2], 0, 0, 0, 0);
+      else
+        OP(l, SYS_prctl, spec[k][0], spec[k][1], spec[k][2], 0, 0, 0);
   }
   for (size_t i = 0; i < t->npending; i++)
     {

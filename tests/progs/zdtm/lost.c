@@ -531,6 +531,27 @@ chk_spec_ib(void)
   spec_is_off(PR_SPEC_INDIRECT_BRANCH, "indirect branch speculation");
 }
 
+/* --- cpuid turned off for the thread (ARCH_SET_CPUID, CPUID faulting) --- */
+
+static void
+set_cpuid(void)
+{
+  if (syscall(SYS_arch_prctl, 0x1012 /* ARCH_SET_CPUID */, 0L) != 0)
+    {
+      if (errno == ENODEV || errno == EINVAL)
+        unsupported("ARCH_SET_CPUID (CPUID faulting)");
+      zdtm_error("ARCH_SET_CPUID: %s", strerror(errno));
+    }
+}
+
+static void
+chk_cpuid(void)
+{
+  long v = syscall(SYS_arch_prctl, 0x1011 /* ARCH_GET_CPUID */, 0L);
+  if (v != 0)
+    zdtm_fail("ARCH_GET_CPUID: %ld, expected 0 (cpuid faults)", v);
+}
+
 /* --- the autogroup of its session (it leads one) --- */
 
 static void
@@ -2097,6 +2118,7 @@ static const struct
   { "subreaper", set_subreaper, chk_subreaper },
   { "coredump-filter", set_coredump, chk_coredump },
   { "mce-kill", set_mce, chk_mce },
+  { "cpuid-fault", set_cpuid, chk_cpuid },
   { "autogroup", set_autogroup, chk_autogroup },
   { "tsc-sigsegv", set_tsc, chk_tsc },
   { "mempolicy", set_mempolicy_case, chk_mempolicy_case },
