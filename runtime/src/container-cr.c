@@ -741,6 +741,107 @@ mounts_made_at(yajl_val cfg, const char *mp, bool *below)
   return n;
 }
 
+/* Does a config option list O hold NAME? */
+static bool
+has_option(yajl_val o, const char *name)
+{
+  for (size_t k = 0; o && YAJL_IS_ARRAY(o) && k < o->u.array.len; k++)
+    if (YAJL_IS_STRING(o->u.array.values[k]) && strcmp(o->u.array.values[k]->u.string, name) == 0)
+      return true;
+  return false;
+}
+
+/* Read-only as the config makes the mount at MP (the root, a read-only
+   path, a mount of its own): 1, read-write 0, not known -1 (a masked
+   path, a mount crun adds itself). *SOURCE: a bind's source, whose own
+   mount may make it read-only (a read-only flag a bind keeps from its
+   source in a user namespace), else NULL. */
+static int
+ro_expected(yajl_val cfg, const char *mp, const char **source)
+{
+  yajl_val lx = crest_config_member(cfg, "linux"), mounts = crest_config_member(cfg, "mounts");
+  yajl_val masked = lx ? crest_config_member(lx, "maskedPaths") : NULL;
+  yajl_val ro = lx ? crest_config_member(lx, "readonlyPaths") : NULL;
+  int r = -1;
+  *source = NULL;
+  for (size_t i = 0; masked && YAJL_IS_ARRAY(masked) && i < masked->u.array.len; i++)
+    if (YAJL_IS_STRING(masked->u.array.values[i])
+        && strcmp(masked->u.array.values[i]->u.string, mp) == 0)
+      return -1;
+  if (strcmp(mp, "/") == 0)
+    {
+      yajl_val root = crest_config_member(cfg, "root");
+      yajl_val rdo = root ? crest_config_member(root, "readonly") : NULL;
+      return rdo && YAJL_IS_TRUE(rdo);
+    }
+  for (size_t i = 0; ro && YAJL_IS_ARRAY(ro) && i < ro->u.array.len; i++)
+    if (YAJL_IS_STRING(ro->u.array.values[i]) && strcmp(ro->u.array.values[i]->u.string, mp) == 0)
+      return 1;
+  for (size_t i = 0; mounts && YAJL_IS_ARRAY(mounts) && i < mounts->u.array.len; i++)
+    {
+      yajl_val m = mounts->u.array.values[i], d = crest_config_member(m, "destination"),
+               o = crest_config_member(m, "options"), t = crest_config_member(m, "type"),
+               src = crest_config_member(m, "source");
+      if (!d || !YAJL_IS_STRING(d) || strcmp(d->u.string, mp) != 0)
+        continue;
+      r = has_option(o, "ro");
+      *source = (has_option(o, "bind") || has_option(o, "rbind")
+                 || (t && YAJL_IS_STRING(t) && strcmp(t->u.string, "bind") == 0))
+                        && src && YAJL_IS_STRING(src)
+                    ? src->u.string
+                    : NULL;
+    }
+  return r;
+}
+
+/* Is the mount PATH (in crest's own view) lies on read-only? */
+static bool
+host_path_ro(const char *path)
+{
+  char real[PATH_MAX], best_mp[4096] = "", best_opts[256] = "";
+  cleanup_free char *text = NULL;
+  crest_error_t e = NULL;
+  char *save = NULL;
+  if (!realpath(path, real) || read_file("/proc/self/mountinfo", &text, NULL, 16u << 20, &e) < 0)
+    {
+      crest_error_release(&e);
+      return true; /* not known: taken as the source's doing */
+    }
+  for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+    {
+      char mp[4096], opts[256];
+      size_t n;
+      if (sscanf(l, "%*u %*u %*u:%*u %*s %4095s %255s", mp, opts) != 2)
+        continue;
+      mount_unescape(mp);
+      n = strlen(mp);
+      if ((strcmp(mp, "/") == 0 || (strncmp(real, mp, n) == 0 && (real[n] == '/' || !real[n])))
+          && n >= strlen(best_mp))
+        snprintf(best_mp, sizeof best_mp, "%s", mp),
+            snprintf(best_opts, sizeof best_opts, "%s", opts);
+    }
+  return strncmp(best_opts, "ro", 2) == 0 && (best_opts[2] == ',' || !best_opts[2]);
+}
+
+/* A mount the config makes, remounted read-only or read-write by the
+   container (CAP_SYS_ADMIN in its user namespace): the restore's crun makes
+   it as the config says. OPTS: its per-mount options (mountinfo). */
+static int
+check_mount_ro(const char *id, yajl_val cfg, const char *mp, const char *opts, crest_error_t *err)
+{
+  const char *source;
+  int want = ro_expected(cfg, mp, &source);
+  bool ro = strncmp(opts, "ro", 2) == 0 && (opts[2] == ',' || !opts[2]);
+  if (want < 0 || ro == (want == 1) || (ro && source && host_path_ro(source)))
+    return 0;
+  return crest_error_make(err, ENOTSUP,
+                          "container `%s`: checkpoint: its mount on %s is %s, where its config "
+                          "makes it %s: the container remounted it, and a restore (crun making "
+                          "it again) would make it %s",
+                          id, mp, ro ? "read-only" : "read-write", ro ? "read-write" : "read-only",
+                          ro ? "read-write" : "read-only");
+}
+
 /* A mount the container's tasks made themselves (mount(2) with
    CAP_SYS_ADMIN in the container's user namespace) is not in the config,
    and a restore, which has crun make the container again from the config,
@@ -760,10 +861,10 @@ check_mounts(const char *id, pid_t init, yajl_val cfg, crest_error_t *err)
   for (char *line = strtok_r(text, "\n", &save); line && rc == 0;
        line = strtok_r(NULL, "\n", &save))
     {
-      char mp[4096], type[64] = "?", *dash = strstr(line, " - ");
+      char mp[4096], opts[256], type[64] = "?", *dash = strstr(line, " - ");
       bool below;
       int made, seen = 0;
-      if (sscanf(line, "%*u %*u %*u:%*u %*s %4095s", mp) != 1)
+      if (sscanf(line, "%*u %*u %*u:%*u %*s %4095s %255s", mp, opts) != 2)
         continue;
       if (dash)
         sscanf(dash + 3, "%63s", type);
@@ -791,6 +892,8 @@ check_mounts(const char *id, pid_t init, yajl_val cfg, crest_error_t *err)
                               "config makes there, made by the container itself: a restore "
                               "would not make it again, and what it holds would be lost",
                               id, type, mp);
+      else if (seen == made) /* the top one the config makes at MP */
+        rc = check_mount_ro(id, cfg, mp, opts, err);
     }
   return rc;
 }
