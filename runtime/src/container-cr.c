@@ -832,7 +832,10 @@ check_mount_ro(const char *id, yajl_val cfg, const char *mp, const char *opts, c
   const char *source;
   int want = ro_expected(cfg, mp, &source);
   bool ro = strncmp(opts, "ro", 2) == 0 && (opts[2] == ',' || !opts[2]);
-  if (want < 0 || ro == (want == 1) || (ro && source && host_path_ro(source)))
+  /* The root read-only where the config says read-write: maybe its
+     bundle's file system's doing (not looked up): not compared. */
+  if (want < 0 || ro == (want == 1) || (ro && source && host_path_ro(source))
+      || (ro && strcmp(mp, "/") == 0))
     return 0;
   return crest_error_make(err, ENOTSUP,
                           "container `%s`: checkpoint: its mount on %s is %s, where its config "
