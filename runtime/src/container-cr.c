@@ -445,26 +445,6 @@ no_chroot_cap(const char *config_text)
   return why;
 }
 
-/* The config's process user (process.user.uid), 0 when it names none.
-   crun starts the restorer as that user too, and a restorer of another
-   UID than the container's root (the user who runs crest) cannot read the
-   image, which is that user's, mode 0700. */
-static long
-process_uid(const char *config_text)
-{
-  const char *uid_path[] = { "process", "user", "uid", NULL };
-  yajl_val cfg = NULL, uid;
-  crest_error_t e = NULL;
-  long r = 0;
-  if (crest_config_parse(config_text, &cfg, &e) == 0
-      && (uid = yajl_tree_get(cfg, uid_path, yajl_t_number)) && YAJL_IS_INTEGER(uid))
-    r = YAJL_GET_INTEGER(uid);
-  crest_error_release(&e);
-  if (cfg)
-    yajl_tree_free(cfg);
-  return r;
-}
-
 /* The restorer gives a task of other IDs than the container's root its
    own in the blob (setresuid, setresgid, setgroups): the config must give
    CAP_SETUID and CAP_SETGID. */
@@ -474,11 +454,22 @@ no_setid_cap(const char *config_text)
   yajl_val cfg = NULL;
   crest_error_t e = NULL;
   const char *why = NULL;
-  if (crest_config_parse(config_text, &cfg, &e) == 0
-      && (crest_config_process_holds_cap(cfg, "CAP_SETUID") == 0
-          || crest_config_process_holds_cap(cfg, "CAP_SETGID") == 0))
-    why = "restoring it needs CAP_SETUID and CAP_SETGID, which the container's config does not "
-          "give its processes";
+  long uid = 0, gid = 0;
+  if (crest_config_parse(config_text, &cfg, &e) == 0)
+    {
+      /* A container whose process user is not its root is restored by a
+         restorer run as its root (restore_config: as_root), which takes
+         the two where the bounding set has them. */
+      int (*holds)(yajl_val, const char *) = crest_config_process_holds_cap;
+      crest_config_process_user(cfg, &uid, &gid);
+      if (uid || gid)
+        holds = crest_config_root_holds_cap;
+      if (holds(cfg, "CAP_SETUID") == 0 || holds(cfg, "CAP_SETGID") == 0)
+        why = uid || gid ? "restoring it needs CAP_SETUID and CAP_SETGID in the bounding set of "
+                           "the container's config, for the restorer its root runs"
+                         : "restoring it needs CAP_SETUID and CAP_SETGID, which the container's "
+                           "config does not give its processes";
+    }
   crest_error_release(&e);
   if (cfg)
     yajl_tree_free(cfg);
@@ -1234,16 +1225,6 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
       goto fail_state;
     }
   sha256_hex_of(config_text, config_len, digest);
-  if (process_uid(config_text) != 0)
-    {
-      crest_error_make(err, ENOTSUP,
-                       "container `%s`: checkpoint: its process runs as UID %ld of the container "
-                       "(process.user in its config); the restore would start crest's restorer "
-                       "as that user, which cannot read the image: not supported yet (run the "
-                       "container as its root, and let its program change user)",
-                       id, process_uid(config_text));
-      goto fail_state;
-    }
 
   if (check_own_state(id, init, config_text, err) < 0)
     goto fail_state;
@@ -1423,6 +1404,14 @@ restore_config_with(yajl_val config, const char *restorer, const char *image,
      of its own: crun gives them to the new one. */
   if (uts && uts->has && has_namespace(config, "uts"))
     e.hostname = uts->node, e.domainname = uts->dom;
+  /* A process user other than the container's root: the restorer runs as
+     its root (it reads the image, crest's user's), and gives every task
+     its own IDs at the end (docs/restore.md). */
+  {
+    long uid, gid;
+    crest_config_process_user(config, &uid, &gid);
+    e.as_root = uid != 0 || gid != 0;
+  }
   yajl_val process = crest_config_member(config, "process");
 
   if (!process || !YAJL_IS_OBJECT(process))

@@ -149,6 +149,34 @@ crest_config_process_holds_cap(yajl_val root, const char *cap)
   return 1;
 }
 
+void
+crest_config_process_user(yajl_val root, long *uid, long *gid)
+{
+  const char *up[] = { "process", "user", "uid", NULL }, *gp[] = { "process", "user", "gid", NULL };
+  yajl_val u = yajl_tree_get(root, up, yajl_t_number), g = yajl_tree_get(root, gp, yajl_t_number);
+  *uid = u && YAJL_IS_INTEGER(u) ? YAJL_GET_INTEGER(u) : 0;
+  *gid = g && YAJL_IS_INTEGER(g) ? YAJL_GET_INTEGER(g) : 0;
+}
+
+int
+crest_config_root_holds_cap(yajl_val root, const char *cap)
+{
+  /* as_root adds CAP_SETUID and CAP_SETGID to permitted where bounding
+     has them; as uid 0 the rest follows crest_config_process_holds_cap. */
+  int bnd = caps_list_has(root, "bounding", cap);
+  const char *nnp_path[] = { "process", "noNewPrivileges", NULL };
+  yajl_val nnp = yajl_tree_get(root, nnp_path, yajl_t_any);
+  if (bnd < 0)
+    return -1;
+  if (bnd == 0 && caps_list_has(root, "inheritable", cap) != 1)
+    return 0;
+  if ((strcmp(cap, "CAP_SETUID") == 0 || strcmp(cap, "CAP_SETGID") == 0) && bnd == 1)
+    return 1;
+  if (nnp && YAJL_IS_TRUE(nnp))
+    return caps_list_has(root, "permitted", cap) == 1 || caps_list_has(root, "ambient", cap) == 1;
+  return 1;
+}
+
 /* Where the copy currently is, so that the capability sets can be found. */
 enum ctx
 {
@@ -165,6 +193,9 @@ struct gen_state
   enum crest_grant grant;
   bool process_uid_zero;
   const struct crest_config_edit *edit;
+  /* as_root: these are in the bounding set, to go into permitted and
+     effective. */
+  bool bnd_setuid, bnd_setgid;
 };
 
 static int
@@ -217,6 +248,19 @@ gen_cap_set(struct gen_state *st, const char *set, yajl_val arr)
       }
   if (!have && grant_touches(st, set))
     gen_str(st->g, CAP_CR_NAME);
+  if (st->edit->as_root && (strcmp(set, "permitted") == 0 || strcmp(set, "effective") == 0))
+    {
+      static const char *const ids[] = { "CAP_SETUID", "CAP_SETGID" };
+      for (size_t k = 0; k < ARRAY_SIZE(ids); k++)
+        {
+          bool there = false;
+          for (size_t j = 0; arr && YAJL_IS_ARRAY(arr) && j < arr->u.array.len; j++)
+            there |= YAJL_IS_STRING(arr->u.array.values[j])
+                     && strcmp(arr->u.array.values[j]->u.string, ids[k]) == 0;
+          if (!there && (k == 0 ? st->bnd_setuid : st->bnd_setgid))
+            gen_str(st->g, ids[k]);
+        }
+    }
   yajl_gen_array_close(st->g);
 }
 
@@ -234,7 +278,7 @@ gen_caps_object(struct gen_state *st, yajl_val caps)
           if (strcmp(key, cap_sets[k]) == 0)
             is_set = true;
         gen_str(st->g, key);
-        if (is_set && st->grant != CREST_GRANT_NONE)
+        if (is_set && (st->grant != CREST_GRANT_NONE || st->edit->as_root))
           gen_cap_set(st, key, caps->u.object.values[i]);
         else
           gen_value(st, caps->u.object.values[i], CTX_OTHER);
@@ -324,6 +368,25 @@ gen_object(struct gen_state *st, yajl_val v, enum ctx ctx)
               || (st->edit->domainname && strcmp(key, "domainname") == 0)))
         continue;
       gen_str(st->g, key);
+      if (ctx == CTX_PROCESS && st->edit->as_root && strcmp(key, "user") == 0)
+        {
+          /* The container's root, its umask kept. */
+          yajl_val um = YAJL_IS_OBJECT(child)
+                            ? yajl_tree_get(child, (const char *[]){ "umask", NULL }, yajl_t_number)
+                            : NULL;
+          yajl_gen_map_open(st->g);
+          gen_str(st->g, "uid");
+          yajl_gen_integer(st->g, 0);
+          gen_str(st->g, "gid");
+          yajl_gen_integer(st->g, 0);
+          if (um && YAJL_IS_INTEGER(um))
+            {
+              gen_str(st->g, "umask");
+              yajl_gen_integer(st->g, YAJL_GET_INTEGER(um));
+            }
+          yajl_gen_map_close(st->g);
+          continue;
+        }
       saw_mounts |= ctx == CTX_ROOT && strcmp(key, "mounts") == 0;
       saw_env |= ctx == CTX_PROCESS && strcmp(key, "env") == 0;
       r = gen_edited(st, key, child, ctx);
@@ -445,8 +508,10 @@ crest_config_edit(yajl_val root, const struct crest_config_edit *edit, char **ou
         return crest_error_make(err, 0, "invalid config: `process.capabilities` is not an object");
     }
   uid = yajl_tree_get(root, uid_path, yajl_t_number);
-  if (uid && YAJL_IS_INTEGER(uid) && YAJL_GET_INTEGER(uid) != 0)
+  if (uid && YAJL_IS_INTEGER(uid) && YAJL_GET_INTEGER(uid) != 0 && !edit->as_root)
     st.process_uid_zero = false;
+  st.bnd_setuid = caps_list_has(root, "bounding", "CAP_SETUID") == 1;
+  st.bnd_setgid = caps_list_has(root, "bounding", "CAP_SETGID") == 1;
 
   st.g = yajl_gen_alloc(NULL);
   if (st.g == NULL)

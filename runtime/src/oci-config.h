@@ -43,6 +43,13 @@ crest_config_annotation_grant(yajl_val root, enum crest_grant *out, crest_error_
    decides is missing). */
 int
 crest_config_process_holds_cap(yajl_val root, const char *cap);
+/* The process user of ROOT (process.user.uid and gid), 0 when it names none. */
+void
+crest_config_process_user(yajl_val root, long *uid, long *gid);
+/* Would the process hold CAP once crest_config_edit's as_root has made it
+   the container's root (see crest_config_process_holds_cap)? */
+int
+crest_config_root_holds_cap(yajl_val root, const char *cap);
 
 /* A read-only bind mount added to the config's mounts. */
 struct crest_config_bind
@@ -72,6 +79,12 @@ struct crest_config_edit
   /* When not NULL, the config's hostname and domainname become these (a
      container's own at checkpoint: its tasks may have set them). */
   const char *hostname, *domainname;
+  /* The process runs as the container's root (process.user becomes uid
+     and gid 0), with CAP_SETUID and CAP_SETGID added to its permitted and
+     effective sets where the bounding set has them: the restorer of a
+     container whose process user is another, which reads the image as the
+     container's root and gives each task its own IDs at the end. */
+  bool as_root;
 };
 
 /* Serialise ROOT to JSON with EDIT applied on the way (every other value is

@@ -307,5 +307,49 @@ main(void)
         yajl_tree_free(in);
       free(o);
     }
+  /* as_root: the process user becomes the container's root (umask kept),
+     CAP_SETUID and CAP_SETGID join permitted and effective where the
+     bounding set has them, and only there. */
+  for (int bnd = 0; bnd < 2; bnd++)
+    {
+      const char *text
+          = bnd ? "{\"process\":{\"user\":{\"uid\":1000,\"gid\":1001,\"umask\":18,"
+                  "\"additionalGids\":[5]},\"capabilities\":{\"bounding\":[\"CAP_KILL\","
+                  "\"CAP_SETUID\",\"CAP_SETGID\"],\"permitted\":[\"CAP_KILL\"],"
+                  "\"effective\":[]}}}"
+                : "{\"process\":{\"user\":{\"uid\":1000,\"gid\":1001},\"capabilities\":{"
+                  "\"bounding\":[\"CAP_KILL\"],\"permitted\":[],\"effective\":[]}}}";
+      struct crest_config_edit e = { .grant = CREST_GRANT_NONE, .as_root = true };
+      yajl_val in = parse(text), out = NULL;
+      char *o = NULL;
+      long uid = -1, gid = -1;
+      const char *um[] = { "process", "user", "umask", NULL };
+      const char *ag[] = { "process", "user", "additionalGids", NULL };
+      if (in && crest_config_edit(in, &e, &o, NULL, &err) == 0)
+        out = parse(o);
+      if (out)
+        crest_config_process_user(out, &uid, &gid);
+      tap_ok(uid == 0 && gid == 0, "edit as_root: process.user is uid 0, gid 0 (was 1000, 1001)");
+      if (bnd)
+        {
+          yajl_val m = out ? yajl_tree_get(out, um, yajl_t_number) : NULL;
+          tap_ok(m && YAJL_GET_INTEGER(m) == 18 && out && !yajl_tree_get(out, ag, yajl_t_any),
+                 "edit as_root: its umask kept, its supplementary groups dropped");
+        }
+      tap_ok(out && crest_config_process_holds_cap(out, "CAP_SETUID") == bnd
+                 && crest_config_process_holds_cap(out, "CAP_SETGID") == bnd
+                 && (!bnd || crest_config_process_holds_cap(out, "CAP_KILL") == 1),
+             "edit as_root: CAP_SETUID and CAP_SETGID held %s",
+             bnd ? "(in the bounding set: added to permitted and effective)"
+                 : "nowhere (not in the bounding set: not added)");
+      if (in)
+        tap_ok(crest_config_root_holds_cap(in, "CAP_SETUID") == bnd,
+               "the checkpoint's forecast of the same: %s", bnd ? "held" : "not held");
+      if (out)
+        yajl_tree_free(out);
+      if (in)
+        yajl_tree_free(in);
+      free(o);
+    }
   return tap_done();
 }
