@@ -238,6 +238,24 @@ ns_pids() {
 	! podman container exists ctr || fail "podman still lists ctr"
 }
 
+@test "podman run --user 1000 (an image's USER): checkpoint and restore, its tasks UID 1000 again with the same capabilities, the count goes on" {
+	local cid img=$HOME/img-$BATS_TEST_NUMBER b pid init last before
+	pod_run usr --annotation "$ANN" --user 1000:1000
+	cid=$(cid_of usr)
+	b=$(jq -r .bundle "$(record "$cid")")
+	assert_equal "$(jq -r .process.user.uid "$b/config.json")" 1000
+	pid=$(podman inspect -f '{{.State.Pid}}' usr)
+	before=$(grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapAmb|NoNewPrivs):' "/proc/$pid/status")
+	run crest checkpoint --image-path "$img" "$cid"
+	[ "$status" = 0 ] || fail "crest checkpoint: $output"
+	last=$(count)
+	detached crest restore -d --image-path "$img" --bundle "$b" "$cid"
+	[ "$status" = 0 ] || fail "crest restore: $output"
+	init=$(crest state "$cid" | jq -r .pid)
+	assert_equal "$(grep -E '^(Uid|Gid|Groups|CapInh|CapPrm|CapEff|CapAmb|NoNewPrivs):' "/proc/$init/status")" "$before"
+	wait_count usr "$last" || fail "the restored container does not count on from $last"
+}
+
 @test "as UID 0 of podman's user namespace (podman unshare), without XDG_RUNTIME_DIR: the same record, checkpoint and restore" {
 	local cid img=$HOME/img-$BATS_TEST_NUMBER b last init
 	pod_run userns --annotation "$ANN"
