@@ -102,21 +102,28 @@ prctl_dump_process(pid_t tid, const struct user_regs_struct *regs, uint64_t mask
   return 0;
 }
 
+/* Does FILE hold NEEDLE? Read once: the answer kept in *KNOWN (-1 until
+   then). */
+static bool
+file_holds(const char *file, const char *needle, int *known)
+{
+  if (*known < 0)
+    {
+      cleanup_free char *text = NULL;
+      crest_error_t e = NULL;
+      *known = read_file(file, &text, NULL, 1 << 22, &e) == 0 && strstr(text, needle) != NULL;
+      crest_error_release(&e);
+    }
+  return *known == 1;
+}
+
 /* Can this CPU make cpuid fault (/proc/cpuinfo's "cpuid_fault")? Only
    then can a thread have turned cpuid off (ARCH_SET_CPUID). */
 static bool
 cpuid_fault_here(void)
 {
   static int known = -1;
-  if (known < 0)
-    {
-      cleanup_free char *info = NULL;
-      crest_error_t e = NULL;
-      known = read_file("/proc/cpuinfo", &info, NULL, 1 << 22, &e) == 0
-              && strstr(info, " cpuid_fault") != NULL;
-      crest_error_release(&e);
-    }
-  return known == 1;
+  return file_holds("/proc/cpuinfo", " cpuid_fault", &known);
 }
 
 /* Was this kernel booted to let tasks ask for an L1D flush on context
@@ -125,15 +132,7 @@ static bool
 l1d_flush_offered(void)
 {
   static int known = -1;
-  if (known < 0)
-    {
-      cleanup_free char *cmd = NULL;
-      crest_error_t e = NULL;
-      known
-          = read_file("/proc/cmdline", &cmd, NULL, 1 << 16, &e) == 0 && strstr(cmd, "l1d_flush=on");
-      crest_error_release(&e);
-    }
-  return known == 1;
+  return file_holds("/proc/cmdline", "l1d_flush=on", &known);
 }
 
 int
