@@ -429,6 +429,18 @@ freezer_setup(pid_t pid, struct freezer *f)
 /* The restorer runs with the config's capabilities (restore-config.json only
    adds CAP_CHECKPOINT_RESTORE): a task's chroot can only come back if the
    config gives CAP_SYS_CHROOT. */
+/* Will the restorer of CFG's container hold CAP? It runs as the
+   config's process user, or as the container's root when that user is
+   another (restore_config: as_root). */
+static int
+restorer_holds_cap(yajl_val cfg, const char *cap)
+{
+  long uid, gid;
+  crest_config_process_user(cfg, &uid, &gid);
+  return uid || gid ? crest_config_root_holds_cap(cfg, cap)
+                    : crest_config_process_holds_cap(cfg, cap);
+}
+
 static const char *
 no_chroot_cap(const char *config_text)
 {
@@ -436,7 +448,7 @@ no_chroot_cap(const char *config_text)
   crest_error_t e = NULL;
   const char *why = NULL;
   if (crest_config_parse(config_text, &cfg, &e) == 0
-      && crest_config_process_holds_cap(cfg, "CAP_SYS_CHROOT") == 0)
+      && restorer_holds_cap(cfg, "CAP_SYS_CHROOT") == 0)
     why = "restoring it needs CAP_SYS_CHROOT, which the container's config does not give its "
           "processes";
   crest_error_release(&e);
@@ -460,11 +472,8 @@ no_setid_cap(const char *config_text)
       /* A container whose process user is not its root is restored by a
          restorer run as its root (restore_config: as_root), which takes
          the two where the bounding set has them. */
-      int (*holds)(yajl_val, const char *) = crest_config_process_holds_cap;
       crest_config_process_user(cfg, &uid, &gid);
-      if (uid || gid)
-        holds = crest_config_root_holds_cap;
-      if (holds(cfg, "CAP_SETUID") == 0 || holds(cfg, "CAP_SETGID") == 0)
+      if (restorer_holds_cap(cfg, "CAP_SETUID") == 0 || restorer_holds_cap(cfg, "CAP_SETGID") == 0)
         why = uid || gid ? "restoring it needs CAP_SETUID and CAP_SETGID in the bounding set of "
                            "the container's config, for the restorer its root runs"
                          : "restoring it needs CAP_SETUID and CAP_SETGID, which the container's "
