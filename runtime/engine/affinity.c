@@ -80,17 +80,13 @@ cgroup_cpus(const char *root, char *rel, const char *file, cpu_set_t *out)
     }
 }
 
-/* The cpuset of PID's cgroup (v2: cpuset.cpus.effective; v1's cpuset
-   hierarchy: cpuset.effective_cpus); else the online CPUs. */
-int
-cpus_allowed(pid_t pid, cpu_set_t *out, crest_error_t *err)
+/* What cpus_allowed says for the /proc/PID/cgroup text CG (taken apart). */
+static int
+cpus_of_cgroup(char *cg, cpu_set_t *out, crest_error_t *err)
 {
-  cleanup_free char *cg = NULL, *path = xasprintf("/proc/%d/cgroup", pid);
   cleanup_free char *text = NULL;
   char *save = NULL;
 
-  if (read_file(path, &cg, NULL, 1 << 16, err) < 0)
-    return -1;
   for (char *l = strtok_r(cg, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
     {
       char *c1 = strchr(l, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
@@ -108,6 +104,34 @@ cpus_allowed(pid_t pid, cpu_set_t *out, crest_error_t *err)
     return -1;
   if (cpulist_parse(text, out) < 0)
     return crest_error_make(err, EINVAL, "/sys/devices/system/cpu/online: %s", text);
+  return 0;
+}
+
+/* The cpuset of PID's cgroup (v2: cpuset.cpus.effective; v1's cpuset
+   hierarchy: cpuset.effective_cpus); else the online CPUs. The answer for
+   the last cgroup asked is kept in CACHE: a tree's processes mostly share
+   one. */
+int
+cpus_allowed(pid_t pid, struct cpus_cache *cache, cpu_set_t *out, crest_error_t *err)
+{
+  cleanup_free char *cg = NULL, *path = xasprintf("/proc/%d/cgroup", pid);
+
+  if (read_file(path, &cg, NULL, 1 << 16, err) < 0)
+    return -1;
+  if (cache->cgroup && strcmp(cache->cgroup, cg) == 0)
+    {
+      *out = cache->cpus;
+      return 0;
+    }
+  free(cache->cgroup);
+  cache->cgroup = xstrdup(cg);
+  if (cpus_of_cgroup(cg, out, err) < 0)
+    {
+      free(cache->cgroup);
+      cache->cgroup = NULL;
+      return -1;
+    }
+  cache->cpus = *out;
   return 0;
 }
 

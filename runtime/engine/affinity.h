@@ -23,8 +23,16 @@ cpulist_format(const cpu_set_t *s, char *buf, size_t len);
 int
 cpulist_parse(const char *s, cpu_set_t *out);
 
+/* The last cgroup cpus_allowed looked up (its /proc/PID/cgroup text,
+   malloc'ed; NULL: none yet) and its CPUs. */
+struct cpus_cache
+{
+  char *cgroup;
+  cpu_set_t cpus;
+};
+
 /* The CPUs task PID's cpuset lets it run on: 0, or -1 with ERR. */
 int
-cpus_allowed(pid_t pid, cpu_set_t *out, crest_error_t *err);
+cpus_allowed(pid_t pid, struct cpus_cache *cache, cpu_set_t *out, crest_error_t *err);
 
 #endif

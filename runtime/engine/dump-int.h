@@ -78,6 +78,7 @@ struct dproc
   long securebits;
   struct prctl_proc pr;
   cpu_set_t cpus;         /* the CPUs its cpuset allows (dump_process) */
+  int seccomp_filters;    /* each thread's, checked before any injected call */
   struct mpol_rec *mpols; /* its mappings with a memory policy */
   size_t nmpols;
   bool numa_default; /* numa_maps shows no policy anywhere (mempolicy.c) */
@@ -188,7 +189,8 @@ struct dctx
   /* Keyrings (keyrings.c): crest's own session keyring and the tree's
      root's (0: none, or no keys in this kernel). */
   long own_session_key, session_key;
-  bool foreign_userns; /* the tree lives in another user namespace than crest */
+  struct cpus_cache cpus_cache; /* affinity.c: the cpuset last looked up */
+  bool foreign_userns;          /* the tree lives in another user namespace than crest */
   struct idmap uidmap, gidmap;
   pid_t root;
   int topfd; /* the directory the paths /proc shows are relative to (open_top) */
@@ -483,18 +485,17 @@ soft_dirty_probe(crest_error_t *err);
 /* keyrings.c: thread T of P's keyrings, asked by keyctl calls injected
    through INJECT (SCRATCH: 1 KiB the task may write); refused when a
    restore would not give them back. The root's main thread first. */
-typedef int (*keys_inject_fn)(void *ctx, long nr, const long a[6], long *ret, crest_error_t *err);
 int
-keys_dump_thread(struct dctx *c, struct dproc *p, size_t t, keys_inject_fn inject, void *ctx,
+keys_dump_thread(struct dctx *c, struct dproc *p, size_t t, shm_inject_fn inject, void *ctx,
                  uint64_t scratch, crest_error_t *err);
 /* mempolicy.c: thread TH's memory policy, and the mappings' of P (with
    its main thread's injected calls); mpol_of_vma: the one of the mapping
    at START, or NULL. mpol_put writes [mode, node list] under KEY. */
 int
-mpol_dump_thread(struct dproc *p, struct dthread *th, keys_inject_fn fn, void *ctx,
-                 uint64_t scratch, crest_error_t *err);
+mpol_dump_thread(struct dproc *p, struct dthread *th, shm_inject_fn fn, void *ctx, uint64_t scratch,
+                 crest_error_t *err);
 int
-mpol_dump_vmas(struct dproc *p, keys_inject_fn fn, void *ctx, uint64_t scratch, crest_error_t *err);
+mpol_dump_vmas(struct dproc *p, shm_inject_fn fn, void *ctx, uint64_t scratch, crest_error_t *err);
 const struct mpol_rec *
 mpol_of_vma(const struct dproc *p, uint64_t start);
 void

@@ -327,7 +327,6 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   const char *s;
   char *q;
   bool cont_pending = false;
-  int filters;
 
   if (p->zombie)
     return dump_zombie(c, p, g, err);
@@ -343,8 +342,6 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
     for (t = strtok_r(q + 2, " ", &save); t && n < 64; t = strtok_r(NULL, " ", &save), n++)
       f[n] = n == 3 ? 0 : strtoull(t, NULL, 10);
   }
-  if (seccomp_dump_check(p, c->o->seccomp_filters, &filters, err) < 0)
-    return -1;
   if (dump_exe_cwd(c, p, exe, cwd, err) < 0)
     return -1;
   if (read_proc(p->pid, "personality", &pers, err) < 0
@@ -375,8 +372,8 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   s = status_field(status, "Umask");
   jput_int(g, "umask", s ? strtol(s, NULL, 8) : 022);
   jput_u64(g, "personality", strtoull(pers, NULL, 16));
-  if (filters)
-    jput_int(g, "seccomp_filters", filters);
+  if (p->seccomp_filters)
+    jput_int(g, "seccomp_filters", p->seccomp_filters);
   jput_int(g, "oom_score_adj", atoi(oom));
   /* A session leader's autogroup (the scheduler's group of its session,
      made anew by the restore's setsid): its nice value, when set. */
@@ -414,7 +411,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   if ((p->ntimers || p->mcl) && c->w->format < CREST_IMAGE_FORMAT_TIMERS)
     c->w->format = CREST_IMAGE_FORMAT_TIMERS;
   files_put_fds(c, p, g);
-  if (cpus_allowed(p->pid, &p->cpus, err) < 0)
+  if (cpus_allowed(p->pid, &c->cpus_cache, &p->cpus, err) < 0)
     return crest_error_wrap(err, "task %d: the CPUs its cpuset allows", p->pid);
   jput_key(g, "threads");
   yajl_gen_array_open(g);

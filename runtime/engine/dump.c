@@ -87,6 +87,7 @@ free_ctx(struct dctx *c)
     free(c->pp[i].data), free(c->pp[i].path);
   free(c->pp);
   shm_free(&c->shm);
+  free(c->cpus_cache.cgroup);
   mapped_files_free(c);
   ipc_free(c->ipc);
   free(c->fds);
@@ -115,11 +116,9 @@ dump_objects(struct dctx *c, crest_error_t *err)
      strict mode) could be killed by one; the container's profile has been
      checked by the caller against the calls the dump injects. */
   for (size_t i = 0; i < c->np; i++)
-    {
-      int filters;
-      if (!c->p[i].zombie && seccomp_dump_check(&c->p[i], c->o->seccomp_filters, &filters, err) < 0)
-        return -1;
-    }
+    if (!c->p[i].zombie
+        && seccomp_dump_check(&c->p[i], c->o->seccomp_filters, &c->p[i].seccomp_filters, err) < 0)
+      return -1;
   {
     int r;
     pt_wait_scope(true);

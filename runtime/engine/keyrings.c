@@ -23,7 +23,7 @@
 struct kinj
 {
   pid_t pid, tid;
-  keys_inject_fn fn;
+  shm_inject_fn fn;
   void *ctx;
   uint64_t scratch; /* 1 KiB the task may write */
 };
@@ -130,7 +130,7 @@ root_session(struct dctx *c, const struct kinj *j, long s, crest_error_t *err)
 }
 
 int
-keys_dump_thread(struct dctx *c, struct dproc *p, size_t t, keys_inject_fn fn, void *ctx,
+keys_dump_thread(struct dctx *c, struct dproc *p, size_t t, shm_inject_fn fn, void *ctx,
                  uint64_t scratch, crest_error_t *err)
 {
   const struct kinj j = { p->pid, p->th[t].tid, fn, ctx, scratch };

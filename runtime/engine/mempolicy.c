@@ -24,7 +24,7 @@
 /* get_mempolicy's answer at SCRATCH: the mode (int), then the node mask at
    SCRATCH + 8, MPOL_MAXNODE bits. */
 static int
-ask(pid_t pid, pid_t tid, keys_inject_fn fn, void *ctx, uint64_t scratch, uint64_t addr, int *mode,
+ask(pid_t pid, pid_t tid, shm_inject_fn fn, void *ctx, uint64_t scratch, uint64_t addr, int *mode,
     cpu_set_t *nodes, crest_error_t *err)
 {
   const long a[6] = { (long)scratch,
@@ -52,8 +52,8 @@ ask(pid_t pid, pid_t tid, keys_inject_fn fn, void *ctx, uint64_t scratch, uint64
 }
 
 int
-mpol_dump_thread(struct dproc *p, struct dthread *th, keys_inject_fn fn, void *ctx,
-                 uint64_t scratch, crest_error_t *err)
+mpol_dump_thread(struct dproc *p, struct dthread *th, shm_inject_fn fn, void *ctx, uint64_t scratch,
+                 crest_error_t *err)
 {
   /* numa_maps shows the main thread's policy for every mapping without
      one of its own: all "default", it has none, and need not be asked. */
@@ -64,7 +64,7 @@ mpol_dump_thread(struct dproc *p, struct dthread *th, keys_inject_fn fn, void *c
 }
 
 int
-mpol_dump_vmas(struct dproc *p, keys_inject_fn fn, void *ctx, uint64_t scratch, crest_error_t *err)
+mpol_dump_vmas(struct dproc *p, shm_inject_fn fn, void *ctx, uint64_t scratch, crest_error_t *err)
 {
   cleanup_free char *text = NULL, *path = xasprintf("/proc/%d/numa_maps", p->pid);
   char *save = NULL;

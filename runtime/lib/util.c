@@ -326,21 +326,31 @@ close_fd_range(int lo, int hi)
 }
 
 char *
-child_output(pid_t pid, int fd)
+child_run(int (*body)(int fd, void *arg), void *arg)
 {
   char *out = NULL;
   size_t len = 0, cap = 0;
-  int st = 0;
+  int p[2], st = 0;
+  pid_t pid;
+  if (pipe2(p, O_CLOEXEC) < 0)
+    return NULL;
+  pid = fork();
+  if (pid == 0)
+    {
+      close(p[0]);
+      _exit(body(p[1], arg) == 0 ? 0 : 1);
+    }
+  close(p[1]);
   for (ssize_t r = 1; pid > 0 && r > 0;)
     {
       if (len + 4096 + 1 > cap)
         out = xrealloc(out, cap = cap * 2 + 4096 + 1);
-      r = read(fd, out + len, 4096);
+      r = read(p[0], out + len, 4096);
       if (r > 0)
         len += (size_t)r;
     }
-  close(fd);
-  if (pid <= 0)
+  close(p[0]);
+  if (pid < 0)
     return NULL;
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
     ;

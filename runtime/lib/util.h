@@ -67,10 +67,10 @@ read_all(int fd, void *buf, size_t len);
 void
 close_fd_range(int lo, int hi);
 
-/* What child PID wrote to FD (its end of a pipe) until it closed it,
-   NUL-ended (malloc'ed), when the child then exited with status 0; else
-   NULL. FD is closed, the child reaped. PID < 0: a failed fork, NULL. */
+/* Run BODY(FD, ARG) in a forked child, FD the write end of a pipe: what
+   it wrote there, NUL-ended (malloc'ed), when BODY returned 0 (the child's
+   exit status); else NULL (also when the pipe or the fork failed). */
 char *
-child_output(pid_t pid, int fd);
+child_run(int (*body)(int fd, void *arg), void *arg);
 
 #endif

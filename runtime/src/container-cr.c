@@ -1053,32 +1053,27 @@ net_view(const char *dir)
 /* net_view of a network namespace as crun makes it (new, lo up), made in
    a child in user and network namespaces of its own; NULL when that
    cannot be done here. */
+static int
+fresh_net_body(int fd, void *arg)
+{
+  struct ifreq ifr;
+  int s;
+  char *v;
+  (void)arg;
+  memset(&ifr, 0, sizeof ifr);
+  snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+  if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0 || (s = socket(AF_INET, SOCK_DGRAM, 0)) < 0
+      || ioctl(s, SIOCGIFFLAGS, &ifr) < 0
+      || (ifr.ifr_flags |= IFF_UP, ioctl(s, SIOCSIFFLAGS, &ifr)) < 0
+      || !(v = net_view("/proc/self/net")))
+    return -1;
+  return write(fd, v, strlen(v)) < 0 ? -1 : 0;
+}
+
 static char *
 fresh_net_view(void)
 {
-  int p[2];
-  pid_t pid;
-  if (pipe2(p, O_CLOEXEC) < 0)
-    return NULL;
-  pid = fork();
-  if (pid == 0)
-    {
-      struct ifreq ifr;
-      int s;
-      char *v;
-      memset(&ifr, 0, sizeof ifr);
-      snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "lo");
-      if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0 || (s = socket(AF_INET, SOCK_DGRAM, 0)) < 0
-          || ioctl(s, SIOCGIFFLAGS, &ifr) < 0
-          || (ifr.ifr_flags |= IFF_UP, ioctl(s, SIOCSIFFLAGS, &ifr)) < 0
-          || !(v = net_view("/proc/self/net")))
-        _exit(1);
-      if (write(p[1], v, strlen(v)) < 0)
-        _exit(1);
-      _exit(0);
-    }
-  close(p[1]);
-  return child_output(pid, p[0]);
+  return child_run(fresh_net_body, NULL);
 }
 
 /* The first line of A that B lacks, or NULL. */

@@ -103,41 +103,44 @@ walk(FILE *f, char *path, size_t len, size_t cap)
    one, as net.ipv4.ping_group_range, reads the same) and in INIT's network
    and IPC namespaces, or (FRESH) in new ones, as crun makes them at
    restore. NULL when that cannot be done here. */
+struct view_req
+{
+  pid_t init;
+  bool fresh;
+  const char *const *roots;
+};
+
+static int
+view_body(int fd, void *arg)
+{
+  static const char *const ns[] = { "user", "net", "ipc" };
+  const struct view_req *r = arg;
+  FILE *f;
+  char path[4096];
+  for (size_t i = 0; i < (r->fresh ? 1 : ARRAY_SIZE(ns)); i++)
+    {
+      char nsp[64];
+      int nfd;
+      snprintf(nsp, sizeof nsp, "/proc/%d/ns/%s", (int)r->init, ns[i]);
+      if ((nfd = open(nsp, O_RDONLY | O_CLOEXEC)) < 0 || setns(nfd, 0) < 0)
+        return -1;
+      close(nfd);
+    }
+  if ((r->fresh && unshare(CLONE_NEWNET | CLONE_NEWIPC) < 0) || !(f = fdopen(fd, "w")))
+    return -1;
+  for (size_t i = 0; r->roots[i]; i++)
+    {
+      snprintf(path, sizeof path, "/proc/sys/%s", r->roots[i]);
+      walk(f, path, strlen(path), sizeof path);
+    }
+  return fclose(f) == 0 ? 0 : -1;
+}
+
 static char *
 view(pid_t init, bool fresh, const char *const *roots)
 {
-  int p[2];
-  pid_t pid;
-  if (pipe2(p, O_CLOEXEC) < 0)
-    return NULL;
-  pid = fork();
-  if (pid == 0)
-    {
-      static const char *const ns[] = { "user", "net", "ipc" };
-      FILE *f;
-      char path[4096];
-      for (size_t i = 0; i < (fresh ? 1 : ARRAY_SIZE(ns)); i++)
-        {
-          char nsp[64];
-          int fd;
-          snprintf(nsp, sizeof nsp, "/proc/%d/ns/%s", (int)init, ns[i]);
-          if ((fd = open(nsp, O_RDONLY | O_CLOEXEC)) < 0 || setns(fd, 0) < 0)
-            _exit(1);
-          close(fd);
-        }
-      if (fresh && unshare(CLONE_NEWNET | CLONE_NEWIPC) < 0)
-        _exit(1);
-      if (!(f = fdopen(p[1], "w")))
-        _exit(1);
-      for (size_t i = 0; roots[i]; i++)
-        {
-          snprintf(path, sizeof path, "/proc/sys/%s", roots[i]);
-          walk(f, path, strlen(path), sizeof path);
-        }
-      _exit(fclose(f) == 0 ? 0 : 1);
-    }
-  close(p[1]);
-  return child_output(pid, p[0]);
+  struct view_req r = { init, fresh, roots };
+  return child_run(view_body, &r);
 }
 
 /* The value of KEY in VIEW (a pointer into it, to the end of its line),
