@@ -22,7 +22,8 @@ runtime_src_crest_SOURCES = runtime/src/main.c $(CREST_FRONTEND_SOURCES) \
 	runtime/src/cr-archive.c runtime/src/cr-archive.h \
 	runtime/src/config-compat.c runtime/src/config-compat.h \
 	runtime/src/seccomp-profile.c runtime/src/seccomp-profile.h \
-	runtime/src/ns-sysctl.c runtime/src/ns-sysctl.h
+	runtime/src/ns-sysctl.c runtime/src/ns-sysctl.h \
+	runtime/src/mount-opts.c runtime/src/mount-opts.h
 runtime_src_crest_CPPFLAGS = $(CREST_FRONTEND_CPPFLAGS)
 runtime_src_crest_CFLAGS = $(AM_CFLAGS) $(SANITIZER_CFLAGS) $(YAJL_CFLAGS) $(SECCOMP_CFLAGS) $(LIBCAP_CFLAGS) $(LIBARCHIVE_CFLAGS)
 runtime_src_crest_LDFLAGS = $(CREST_LDFLAGS) $(SANITIZER_LDFLAGS)

@@ -43,6 +43,7 @@
 #include "engine.h"
 #include "image.h"
 #include "log.h"
+#include "mount-opts.h"
 #include "ns-sysctl.h"
 #include "oci-config.h"
 #include "seccomp-profile.h"
@@ -661,22 +662,6 @@ has_namespace(yajl_val config, const char *type)
 
 /* ---- mounts the container made itself ---- */
 
-/* A mount point of mountinfo, its octal escapes (\040 for a space...)
-   decoded, in place. */
-static char *
-mount_unescape(char *s)
-{
-  char *o = s;
-  for (char *i = s; *i; i++, o++)
-    if (i[0] == '\\' && i[1] >= '0' && i[1] <= '3' && i[2] >= '0' && i[2] <= '7' && i[3] >= '0'
-        && i[3] <= '7')
-      *o = (char)((i[1] - '0') * 64 + (i[2] - '0') * 8 + (i[3] - '0')), i += 3;
-    else
-      *o = *i;
-  *o = '\0';
-  return s;
-}
-
 /* How many mounts crun makes at MP for CFG (0: none), and whether a mount
    below MP is crun's too (*below: a recursive bind, or /sys, which crun
    binds recursively from the host where it cannot mount sysfs). The root,
@@ -741,120 +726,16 @@ mounts_made_at(yajl_val cfg, const char *mp, bool *below)
   return n;
 }
 
-/* Does a config option list O hold NAME? */
-static bool
-has_option(yajl_val o, const char *name)
-{
-  for (size_t k = 0; o && YAJL_IS_ARRAY(o) && k < o->u.array.len; k++)
-    if (YAJL_IS_STRING(o->u.array.values[k]) && strcmp(o->u.array.values[k]->u.string, name) == 0)
-      return true;
-  return false;
-}
-
-/* Read-only as the config makes the mount at MP (the root, a read-only
-   path, a mount of its own): 1, read-write 0, not known -1 (a masked
-   path, a mount crun adds itself). *SOURCE: a bind's source, whose own
-   mount may make it read-only (a read-only flag a bind keeps from its
-   source in a user namespace), else NULL. */
-static int
-ro_expected(yajl_val cfg, const char *mp, const char **source)
-{
-  yajl_val lx = crest_config_member(cfg, "linux"), mounts = crest_config_member(cfg, "mounts");
-  yajl_val masked = lx ? crest_config_member(lx, "maskedPaths") : NULL;
-  yajl_val ro = lx ? crest_config_member(lx, "readonlyPaths") : NULL;
-  int r = -1;
-  *source = NULL;
-  for (size_t i = 0; masked && YAJL_IS_ARRAY(masked) && i < masked->u.array.len; i++)
-    if (YAJL_IS_STRING(masked->u.array.values[i])
-        && strcmp(masked->u.array.values[i]->u.string, mp) == 0)
-      return -1;
-  if (strcmp(mp, "/") == 0)
-    {
-      yajl_val root = crest_config_member(cfg, "root");
-      yajl_val rdo = root ? crest_config_member(root, "readonly") : NULL;
-      return rdo && YAJL_IS_TRUE(rdo);
-    }
-  for (size_t i = 0; ro && YAJL_IS_ARRAY(ro) && i < ro->u.array.len; i++)
-    if (YAJL_IS_STRING(ro->u.array.values[i]) && strcmp(ro->u.array.values[i]->u.string, mp) == 0)
-      return 1;
-  for (size_t i = 0; mounts && YAJL_IS_ARRAY(mounts) && i < mounts->u.array.len; i++)
-    {
-      yajl_val m = mounts->u.array.values[i], d = crest_config_member(m, "destination"),
-               o = crest_config_member(m, "options"), t = crest_config_member(m, "type"),
-               src = crest_config_member(m, "source");
-      if (!d || !YAJL_IS_STRING(d) || strcmp(d->u.string, mp) != 0)
-        continue;
-      r = has_option(o, "ro");
-      *source = (has_option(o, "bind") || has_option(o, "rbind")
-                 || (t && YAJL_IS_STRING(t) && strcmp(t->u.string, "bind") == 0))
-                        && src && YAJL_IS_STRING(src)
-                    ? src->u.string
-                    : NULL;
-    }
-  return r;
-}
-
-/* Is the mount PATH (in crest's own view) lies on read-only? */
-static bool
-host_path_ro(const char *path)
-{
-  char real[PATH_MAX], best_mp[4096] = "", best_opts[256] = "";
-  cleanup_free char *text = NULL;
-  crest_error_t e = NULL;
-  char *save = NULL;
-  if (!realpath(path, real) || read_file("/proc/self/mountinfo", &text, NULL, 16u << 20, &e) < 0)
-    {
-      crest_error_release(&e);
-      return true; /* not known: taken as the source's doing */
-    }
-  for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
-    {
-      char mp[4096], opts[256];
-      size_t n;
-      if (sscanf(l, "%*u %*u %*u:%*u %*s %4095s %255s", mp, opts) != 2)
-        continue;
-      mount_unescape(mp);
-      n = strlen(mp);
-      if ((strcmp(mp, "/") == 0 || (strncmp(real, mp, n) == 0 && (real[n] == '/' || !real[n])))
-          && n >= strlen(best_mp))
-        snprintf(best_mp, sizeof best_mp, "%s", mp),
-            snprintf(best_opts, sizeof best_opts, "%s", opts);
-    }
-  return strncmp(best_opts, "ro", 2) == 0 && (best_opts[2] == ',' || !best_opts[2]);
-}
-
-/* A mount the config makes, remounted read-only or read-write by the
-   container (CAP_SYS_ADMIN in its user namespace): the restore's crun makes
-   it as the config says. OPTS: its per-mount options (mountinfo). */
-static int
-check_mount_ro(const char *id, yajl_val cfg, const char *mp, const char *opts, crest_error_t *err)
-{
-  const char *source;
-  int want = ro_expected(cfg, mp, &source);
-  bool ro = strncmp(opts, "ro", 2) == 0 && (opts[2] == ',' || !opts[2]);
-  /* The root read-only where the config says read-write: maybe its
-     bundle's file system's doing (not looked up): not compared. */
-  if (want < 0 || ro == (want == 1) || (ro && source && host_path_ro(source))
-      || (ro && strcmp(mp, "/") == 0))
-    return 0;
-  return crest_error_make(err, ENOTSUP,
-                          "container `%s`: checkpoint: its mount on %s is %s, where its config "
-                          "makes it %s: the container remounted it, and a restore (crun making "
-                          "it again) would make it %s",
-                          id, mp, ro ? "read-only" : "read-write", ro ? "read-write" : "read-only",
-                          ro ? "read-write" : "read-only");
-}
-
 /* A mount the container's tasks made themselves (mount(2) with
    CAP_SYS_ADMIN in the container's user namespace) is not in the config,
    and a restore, which has crun make the container again from the config,
    would not make it: its files (a tmpfs's) and what it hides would be
    lost, silently. Refused in one line: a mount point of INIT's mount
    table that the config does not make, or more mounts at one than it
-   makes (one mounted over another). A mount remounted with other options
-   is not seen (docs/engine.md). */
+   makes (one mounted over another). The top mount the config makes at a
+   point is compared with its config's options (mount-opts.c). */
 static int
-check_mounts(const char *id, pid_t init, yajl_val cfg, crest_error_t *err)
+check_mounts(const char *id, pid_t init, yajl_val cfg, const char *bundle, crest_error_t *err)
 {
   cleanup_free char *path = xasprintf("/proc/%d/mountinfo", (int)init), *text = NULL;
   char *save = NULL;
@@ -864,14 +745,14 @@ check_mounts(const char *id, pid_t init, yajl_val cfg, crest_error_t *err)
   for (char *line = strtok_r(text, "\n", &save); line && rc == 0;
        line = strtok_r(NULL, "\n", &save))
     {
-      char mp[4096], opts[256], type[64] = "?", *dash = strstr(line, " - ");
+      char mp[4096], opts[256], type[64] = "?", super[1024] = "", *dash = strstr(line, " - ");
       bool below;
       int made, seen = 0;
       if (sscanf(line, "%*u %*u %*u:%*u %*s %4095s %255s", mp, opts) != 2)
         continue;
       if (dash)
-        sscanf(dash + 3, "%63s", type);
-      mount_unescape(mp);
+        sscanf(dash + 3, "%63s %*s %1023s", type, super);
+      crest_mount_unescape(mp);
       made = mounts_made_at(cfg, mp, &below);
       if (below)
         continue;
@@ -880,7 +761,7 @@ check_mounts(const char *id, pid_t init, yajl_val cfg, crest_error_t *err)
         {
           char other[4096];
           if (sscanf(l, "%*u %*u %*u:%*u %*s %4095s", other) == 1
-              && strcmp(mount_unescape(other), mp) == 0)
+              && strcmp(crest_mount_unescape(other), mp) == 0)
             seen++;
         }
       if (made == 0)
@@ -896,7 +777,7 @@ check_mounts(const char *id, pid_t init, yajl_val cfg, crest_error_t *err)
                               "would not make it again, and what it holds would be lost",
                               id, type, mp);
       else if (seen == made) /* the top one the config makes at MP */
-        rc = check_mount_ro(id, cfg, mp, opts, err);
+        rc = crest_check_mount_opts(id, cfg, bundle, mp, opts, type, super, err);
     }
   return rc;
 }
@@ -1127,13 +1008,14 @@ check_netns(const char *id, pid_t init, yajl_val cfg, crest_error_t *err)
    tmpfs files, its network namespace, its namespaces' sysctls): refused
    before the dump. */
 static int
-check_own_state(const char *id, pid_t init, const char *config_text, crest_error_t *err)
+check_own_state(const char *id, pid_t init, const char *config_text, const char *bundle,
+                crest_error_t *err)
 {
   yajl_val cfg = NULL;
   int rc;
   if (crest_config_parse(config_text, &cfg, err) < 0)
     return crest_error_wrap(err, "container `%s`: checkpoint: its config", id);
-  rc = check_mounts(id, init, cfg, err) < 0 || check_tmpfs_files(id, init, cfg, err) < 0
+  rc = check_mounts(id, init, cfg, bundle, err) < 0 || check_tmpfs_files(id, init, cfg, err) < 0
                || check_netns(id, init, cfg, err) < 0
                || crest_check_ns_sysctls(id, init, cfg, has_namespace(cfg, "network"),
                                          has_namespace(cfg, "ipc"), err)
@@ -1230,7 +1112,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
     }
   sha256_hex_of(config_text, config_len, digest);
 
-  if (check_own_state(id, init, config_text, err) < 0)
+  if (check_own_state(id, init, config_text, st.bundle, err) < 0)
     goto fail_state;
   memset(&d, 0, sizeof d);
   if (seccomp_filters_of(id, config_text, &d.seccomp_filters, &d.no_keyctl, err) < 0)

@@ -75,6 +75,14 @@ tests_unit_test_state_root_LDADD = $(CREST_UNIT_LIBS)
 EXTRA_DIST += tests/unit/func-length.test
 
 # linux.seccomp compiled by crest, installed in a child to see what it does.
+check_PROGRAMS += tests/unit/test-mount-opts
+tests_unit_test_mount_opts_SOURCES = tests/unit/test-mount-opts.c tests/unit/tap.h \
+	runtime/src/mount-opts.c runtime/src/oci-config.c
+tests_unit_test_mount_opts_CPPFLAGS = $(CREST_UNIT_CPPFLAGS)
+tests_unit_test_mount_opts_CFLAGS = $(CREST_UNIT_CFLAGS)
+tests_unit_test_mount_opts_LDFLAGS = $(SANITIZER_LDFLAGS)
+tests_unit_test_mount_opts_LDADD = $(CREST_UNIT_LIBS)
+
 check_PROGRAMS += tests/unit/test-seccomp-profile
 tests_unit_test_seccomp_profile_SOURCES = tests/unit/test-seccomp-profile.c tests/unit/tap.h \
 	runtime/src/seccomp-profile.c runtime/src/oci-config.c
@@ -92,7 +100,7 @@ tests_unit_test_config_compat_CFLAGS = $(CREST_UNIT_CFLAGS)
 tests_unit_test_config_compat_LDFLAGS = $(SANITIZER_LDFLAGS)
 tests_unit_test_config_compat_LDADD = $(CREST_UNIT_LIBS)
 
-UNIT_TESTS = tests/unit/test-config tests/unit/test-args tests/unit/test-seccomp-profile tests/unit/engine-image tests/unit/engine-sockets tests/unit/engine-home tests/unit/engine-maps tests/unit/engine-xsave tests/unit/test-state-root \
+UNIT_TESTS = tests/unit/test-config tests/unit/test-args tests/unit/test-mount-opts tests/unit/test-seccomp-profile tests/unit/engine-image tests/unit/engine-sockets tests/unit/engine-home tests/unit/engine-maps tests/unit/engine-xsave tests/unit/test-state-root \
 	tests/unit/test-config-compat tests/unit/func-length.test
 TESTS += $(UNIT_TESTS)
 
