@@ -23,7 +23,7 @@
    root directory of its own ("root_dir"): a reader of version 1 would ignore
    the key and restore the process running, or without its chroot, so such
    an image must not look like version 1 to it. */
-#define CREST_IMAGE_FORMAT 15
+#define CREST_IMAGE_FORMAT 16
 #define CREST_IMAGE_FORMAT_STOP 2
 #define CREST_IMAGE_FORMAT_CHROOT 2
 /* Format 3: records of docs/engine.md's attribute tables (mapping advice
@@ -73,6 +73,9 @@
 /* Format 15: a thread's "affinity" (a CPU list, when narrower than its
    cpuset) and "ioprio" (ioprio_get's raw value, when set). */
 #define CREST_IMAGE_FORMAT_AFFINITY 15
+/* Format 16: a UDP socket's "mcast", the multicast groups it joined
+   (sk-mcast.c). */
+#define CREST_IMAGE_FORMAT_MCAST 16
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */
 #define XSTATE_MAX 16384
 

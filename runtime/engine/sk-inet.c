@@ -34,6 +34,7 @@
 #include "files.h"
 #include "image.h"
 #include "restore-int.h"
+#include "sk-mcast.h"
 #include "sk-tcp.h"
 #include "sockets.h"
 #include "log.h"
@@ -115,6 +116,8 @@ static const struct sk_opt sk_opts[] = {
   O(SOL_IP, IP_MULTICAST_TTL, F4 | PU),
   O(SOL_IP, IP_MULTICAST_LOOP, F4 | PU),
   O(SOL_IP, IP_MULTICAST_ALL, F4 | PU),
+  /* the address it was given (by an interface index alone: not shown) */
+  O(SOL_IP, IP_MULTICAST_IF, F4 | PU),
   O(SOL_IPV6, IPV6_V6ONLY, F6 | PT | PU),
   O(SOL_IPV6, IPV6_TCLASS, F6 | PT | PU),
   O(SOL_IPV6, IPV6_UNICAST_HOPS, F6 | PT | PU),
@@ -170,6 +173,9 @@ struct inet_sk
   long long val[NOPTS];
   struct dgram *q;
   size_t nq;
+  struct sk_mcast *mcast; /* UDP: the multicast groups it joined */
+  size_t nmcast;
+  char mcast_if6[IFNAMSIZ]; /* UDP IPv6: IPV6_MULTICAST_IF, by name */
 };
 
 static unsigned
@@ -462,7 +468,7 @@ so_check(const struct inet_sk *s, bool owns_net, crest_error_t *err)
 
 /* What a copy D of a UDP or TCP socket shows. */
 static int
-inet_dump(struct dctx *c, int d, struct inet_sk *s, bool owns_net, crest_error_t *err)
+inet_dump(struct dctx *c, pid_t pid, int d, struct inet_sk *s, bool owns_net, crest_error_t *err)
 {
   socklen_t len = sizeof s->local;
   int outq = 0;
@@ -502,6 +508,9 @@ inet_dump(struct dctx *c, int d, struct inet_sk *s, bool owns_net, crest_error_t
   s->state = s->peer.ss_family != AF_UNSPEC                 ? SK_CONNECTED
              : addr_port(&s->local) || !addr_any(&s->local) ? SK_BOUND
                                                             : SK_UNBOUND;
+  if (sk_mcast_dump(pid, d, s->family, &s->mcast, &s->nmcast, err) < 0
+      || (s->family == AF_INET6 && sk_mcast_if6_dump(pid, d, s->mcast_if6, err) < 0))
+    return -1;
   return so_check(s, owns_net, err) < 0 ? -1 : peek_queue(d, s, err);
 }
 
@@ -513,7 +522,7 @@ inet_free(struct inet_sk *s)
   if (s)
     tcp_conn_free(&s->tcp);
   if (s)
-    free(s->q);
+    free(s->q), free(s->mcast);
 }
 
 /* The tree's network namespace is not crest's (a container's). */
@@ -556,7 +565,7 @@ inet_probe(struct dctx *c, struct dproc *p, const struct fd_probe *pr, struct df
   s = nf->priv = xzalloc(sizeof *s);
   s->family = family;
   s->proto = proto;
-  if (inet_dump(c, d, s, own_netns(pr->pid), err) < 0)
+  if (inet_dump(c, pr->pid, d, s, own_netns(pr->pid), err) < 0)
     {
       inet_free(s);
       return crest_error_wrap(err, "task %d: fd %d (%s %s socket)", pr->pid, pr->fd,
@@ -590,6 +599,11 @@ inet_write(struct dctx *c, const struct dfile *f, yajl_gen g)
     if (s->have[i])
       jput_int(g, sk_opts[i].key, s->val[i]);
   yajl_gen_map_close(g);
+  sk_mcast_put(g, s->mcast, s->nmcast);
+  if (s->mcast_if6[0])
+    jput_str(g, "IPV6_MULTICAST_IF", s->mcast_if6);
+  if ((s->nmcast || s->mcast_if6[0]) && c->w->format < CREST_IMAGE_FORMAT_MCAST)
+    c->w->format = CREST_IMAGE_FORMAT_MCAST;
   if (s->nq)
     {
       jput_key(g, "queue");
@@ -663,7 +677,7 @@ static int
 inet_parse(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
 {
   struct inet_sk *s = f->priv = xzalloc(sizeof *s);
-  const char *fam, *proto, *state, *cong;
+  const char *fam, *proto, *state, *cong, *mif;
   crest_error_t e2 = NULL;
   int64_t backlog = 0;
   size_t k = 0;
@@ -698,8 +712,17 @@ inet_parse(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
       strcpy(s->cong, cong);
     }
   crest_error_release(&e2);
+  if (jget_str(v, "IPV6_MULTICAST_IF", &mif, &e2) == 0)
+    {
+      if (!mif[0] || strlen(mif) >= sizeof s->mcast_if6 || s->family != AF_INET6
+          || s->proto != IPPROTO_UDP)
+        return crest_error_make(err, EINVAL, "IPV6_MULTICAST_IF %.20s out of range", mif);
+      strcpy(s->mcast_if6, mif);
+    }
+  crest_error_release(&e2);
   return sk_opts_parse(v, &s->so, err) < 0 || parse_opts(v, s, err) < 0
                  || parse_queue(v, s, err) < 0
+                 || sk_mcast_parse(v, s->family, &s->mcast, &s->nmcast, err) < 0
              ? -1
              : 0;
 }
@@ -746,7 +769,8 @@ inet_make(const struct rfile *f, const struct inet_sk *s, crest_error_t *err)
     return crest_error_errno(err, "socket");
   /* Options first: SO_REUSEADDR, IPV6_V6ONLY and the like change what
      bind accepts. */
-  if (apply_opts(fd, s, err) < 0)
+  if (apply_opts(fd, s, err) < 0
+      || (s->mcast_if6[0] && sk_mcast_if6_set(fd, s->mcast_if6, err) < 0))
     goto fail;
   if (s->state == SK_ESTABLISHED)
     {
@@ -773,6 +797,8 @@ inet_make(const struct rfile *f, const struct inet_sk *s, crest_error_t *err)
       crest_error_errno(err, "connect to port %d", addr_port(&s->peer));
       goto fail;
     }
+  if (sk_mcast_join(fd, s->mcast, s->nmcast, err) < 0)
+    goto fail;
   return fd;
 fail:
   close(fd);

@@ -205,8 +205,9 @@ crest_tmpfs_amount(const char *v, bool pages, long long total_pages, long page_s
       for (const char *x = units; x <= u; x++)
         n <<= 10;
     }
-  return pages ? (long long)((n + (unsigned long long)page_size - 1) / (unsigned long long)page_size)
-               : (long long)n;
+  return pages
+             ? (long long)((n + (unsigned long long)page_size - 1) / (unsigned long long)page_size)
+             : (long long)n;
 }
 
 /* The value of KEY= in a comma list (mountinfo's super block options), or
@@ -294,8 +295,7 @@ check_super(const char *id, const char *mp, const char *fstype, const char *supe
 
 int
 crest_check_mount_opts(const char *id, yajl_val cfg, const char *bundle, const char *mp,
-                       const char *opts, const char *fstype, const char *super,
-                       crest_error_t *err)
+                       const char *opts, const char *fstype, const char *super, crest_error_t *err)
 {
   struct crest_mount_expect e;
   int atime, src_atime = CREST_ATIME_ANY, src = 0;
@@ -350,8 +350,7 @@ crest_check_mount_opts(const char *id, yajl_val cfg, const char *bundle, const c
                             "container `%s`: checkpoint: its mount on %s is %s, where its config "
                             "makes it %s: the container remounted it, and a restore (crun making "
                             "it again) would make it %s",
-                            id, mp, atime_names[atime], atime_names[e.atime],
-                            atime_names[e.atime]);
+                            id, mp, atime_names[atime], atime_names[e.atime], atime_names[e.atime]);
   if (!e.bind && same_type && super)
     return check_super(id, mp, fstype, super, e.options, err);
   return 0;

@@ -31,19 +31,19 @@ enum crest_atime
    would make it again. */
 struct crest_mount_expect
 {
-  bool known;          /* false: a mount the options of which are not compared */
-  bool bind;           /* a bind: flags of its source's mount may be kept */
-  const char *source;  /* a bind's source (the root's: its bundle path), or NULL */
-  const char *type;    /* the config's type ("tmpfs", "proc"...), or NULL */
-  unsigned flags;      /* the flags it gives */
-  unsigned compared;   /* the flags compared (the others: either way) */
-  int atime;           /* enum crest_atime */
-  yajl_val options;    /* the config's option list, or NULL */
+  bool known;         /* false: a mount the options of which are not compared */
+  bool bind;          /* a bind: flags of its source's mount may be kept */
+  const char *source; /* a bind's source (the root's: its bundle path), or NULL */
+  const char *type;   /* the config's type ("tmpfs", "proc"...), or NULL */
+  unsigned flags;     /* the flags it gives */
+  unsigned compared;  /* the flags compared (the others: either way) */
+  int atime;          /* enum crest_atime */
+  yajl_val options;   /* the config's option list, or NULL */
 };
 
-/* The expectation for mount point MP of CFG. The root, the config's mounts (the last one at MP), its
-   read-only paths (read-only, nothing else compared); masked paths and
-   what crun adds itself are not known. */
+/* The expectation for mount point MP of CFG. The root, the config's mounts (the last one at MP),
+   its read-only paths (read-only, nothing else compared); masked paths and what crun adds itself
+   are not known. */
 void
 crest_mount_expect(yajl_val cfg, const char *mp, struct crest_mount_expect *e);
 
@@ -72,8 +72,7 @@ crest_host_path_flags(const char *path, int *atime);
    namespace) are taken as the source's doing. */
 int
 crest_check_mount_opts(const char *id, yajl_val cfg, const char *bundle, const char *mp,
-                       const char *opts, const char *fstype, const char *super,
-                       crest_error_t *err);
+                       const char *opts, const char *fstype, const char *super, crest_error_t *err);
 
 /* For the tests: a tmpfs's size or inode count in the config's terms
    ("65536k", "1m", "50%", "1000"), in pages (size) or inodes; -1 when not

@@ -1,7 +1,9 @@
 /* crest: unit tests of the engine's common socket layer (sockets.h, TAP):
  * sock_diag in crest's own network namespace and, through the setns
  * child, in a user and network namespace of a child; the SOL_SOCKET
- * options through get, the image record, parse and apply; the refusals. */
+ * options through get, the image record, parse and apply; the refusals;
+ * a UDP socket's multicast groups (sk-mcast.h): joined, found, written,
+ * parsed, joined again. */
 #include <config.h>
 #include <errno.h>
 #include <sched.h>
@@ -9,12 +11,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <linux/sock_diag.h>
+#include <netinet/in.h>
 #include <linux/unix_diag.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "sk-mcast.h"
 #include "sockets.h"
 #include "tap.h"
 #include "util.h"
@@ -144,11 +149,82 @@ opts_roundtrip(void)
   close(a), close(b);
 }
 
+/* "mcast" of a record TEXT for a socket of FAMILY: the number of groups,
+   or -1 when refused. */
+static long
+mcast_parse(const char *text, int family)
+{
+  char ebuf[128];
+  yajl_val v = yajl_tree_parse(text, ebuf, sizeof ebuf);
+  struct sk_mcast *m = NULL;
+  size_t n = 0;
+  crest_error_t err = NULL;
+  long r = v && sk_mcast_parse(v, family, &m, &n, &err) == 0 ? (long)n : -1;
+  crest_error_release(&err);
+  free(m);
+  yajl_tree_free(v);
+  return r;
+}
+
+static void
+mcast_roundtrip(void)
+{
+  int a = socket(AF_INET6, SOCK_DGRAM, 0), b = socket(AF_INET6, SOCK_DGRAM, 0);
+  struct group_req gr = { .gr_interface = 1 };
+  struct sk_mcast *m = NULL, *back = NULL;
+  size_t n = 0, nb = 0;
+  crest_error_t err = NULL;
+  yajl_gen g = yajl_gen_alloc(NULL);
+  const unsigned char *buf;
+  size_t len;
+  char ebuf[128];
+  yajl_val v;
+  gr.gr_group.ss_family = AF_INET;
+  inet_pton(AF_INET, "239.7.7.7", &((struct sockaddr_in *)&gr.gr_group)->sin_addr);
+  tap_ok(a >= 0 && b >= 0 && setsockopt(a, IPPROTO_IP, MCAST_JOIN_GROUP, &gr, sizeof gr) == 0,
+         "an IPv6 socket joins 239.7.7.7 on interface 1 (lo)");
+  tap_ok(sk_mcast_dump(getpid(), a, AF_INET6, &m, &n, &err) == 0 && n == 1 && m[0].family == AF_INET
+             && strcmp(m[0].dev, "lo") == 0,
+         "its membership is found, on lo (%zu found)", n);
+  crest_error_release(&err);
+  yajl_gen_map_open(g);
+  sk_mcast_put(g, m, n);
+  yajl_gen_map_close(g);
+  yajl_gen_get_buf(g, &buf, &len);
+  tap_ok(strstr((const char *)buf, "\"239.7.7.7%lo\"") != NULL, "written as 239.7.7.7%%lo: %s",
+         buf);
+  v = yajl_tree_parse((const char *)buf, ebuf, sizeof ebuf);
+  tap_ok(v && sk_mcast_parse(v, AF_INET6, &back, &nb, &err) == 0 && nb == 1
+             && sk_mcast_join(b, back, nb, &err) == 0,
+         "parsed back and joined by another socket");
+  crest_error_release(&err);
+  free(m), free(back);
+  tap_ok(sk_mcast_dump(getpid(), b, AF_INET6, &m, &n, &err) == 0 && n == 1,
+         "the other socket shows the membership");
+  crest_error_release(&err);
+  free(m);
+  yajl_tree_free(v);
+  yajl_gen_free(g);
+  close(a), close(b);
+  tap_ok(mcast_parse("{\"mcast\": [\"ff15::1%lo\"]}", AF_INET6) == 1
+             && mcast_parse("{}", AF_INET) == 0,
+         "an IPv6 group on an IPv6 socket, and none, are taken");
+  tap_ok(mcast_parse("{\"mcast\": [\"ff15::1%lo\"]}", AF_INET) == -1
+             && mcast_parse("{\"mcast\": [\"239.1.1.1\"]}", AF_INET) == -1
+             && mcast_parse("{\"mcast\": [\"%lo\"]}", AF_INET) == -1
+             && mcast_parse("{\"mcast\": [\"239.1.1.1%\"]}", AF_INET) == -1
+             && mcast_parse("{\"mcast\": [\"239.1.1.1%abcdefghijklmnopq\"]}", AF_INET) == -1
+             && mcast_parse("{\"mcast\": [7]}", AF_INET) == -1,
+         "refused: an IPv6 group on an IPv4 socket, no device, no group, an empty or "
+         "too long device name, a number");
+}
+
 int
 main(void)
 {
   diag_here();
   diag_there();
   opts_roundtrip();
+  mcast_roundtrip();
   return tap_done();
 }

@@ -142,7 +142,8 @@ main(void)
              "its mount on /dev/shm is suid, where its config makes it nosuid",
              "/dev/shm remounted suid");
   is_refused(cfg, "/tmp", "rw,noexec,relatime", "tmpfs", "rw,nr_inodes=1024",
-             "its mount on /tmp is noexec, where its config makes it exec", "/tmp remounted noexec");
+             "its mount on /tmp is noexec, where its config makes it exec",
+             "/tmp remounted noexec");
   is_refused(cfg, "/dev/shm", "rw,nosuid,nodev,noexec,noatime", "tmpfs", "rw,size=65536k",
              "its mount on /dev/shm is noatime, where its config makes it relatime",
              "/dev/shm remounted noatime");
@@ -153,8 +154,7 @@ main(void)
              "rw,size=1048576k,uid=999",
              "its tmpfs on /dev/shm has size=1048576k, where its config gives size=65536k",
              "/dev/shm made larger");
-  is_refused(cfg, "/dev/shm", "rw,nosuid,nodev,noexec,relatime", "tmpfs",
-             "rw,size=65536k,mode=700",
+  is_refused(cfg, "/dev/shm", "rw,nosuid,nodev,noexec,relatime", "tmpfs", "rw,size=65536k,mode=700",
              "its tmpfs on /dev/shm has mode=700, where its config gives mode=1777",
              "/dev/shm given mode 700");
   is_refused(cfg, "/tmp", "rw,relatime", "tmpfs", "rw,nr_inodes=5",

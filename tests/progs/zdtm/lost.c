@@ -35,6 +35,8 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <arpa/inet.h>
+#include <net/if.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/socket.h>
@@ -2096,6 +2098,44 @@ chk_accept_queue_close(void)
     zdtm_fail("client: read %d bytes from a connection --tcp-close closed", n);
 }
 
+/* mcast-source: a UDP socket that joined 239.1.2.6 on lo for one source
+   only (IP_ADD_SOURCE_MEMBERSHIP): a membership crest does not restore
+   (refused); the check: the membership, in include mode with that one
+   source (the kernel's MCAST_MSFILTER). */
+static int mc_fd = -1;
+static void
+set_mcast_source(void)
+{
+  struct ip_mreq_source m;
+  memset(&m, 0, sizeof m);
+  inet_pton(AF_INET, "239.1.2.6", &m.imr_multiaddr);
+  inet_pton(AF_INET, "127.0.0.1", &m.imr_interface);
+  inet_pton(AF_INET, "127.0.0.2", &m.imr_sourceaddr);
+  if ((mc_fd = socket(AF_INET, SOCK_DGRAM, 0)) < 0
+      || setsockopt(mc_fd, IPPROTO_IP, IP_ADD_SOURCE_MEMBERSHIP, &m, sizeof m) < 0)
+    zdtm_error("IP_ADD_SOURCE_MEMBERSHIP: %s", strerror(errno));
+}
+static void
+chk_mcast_source(void)
+{
+  struct
+  {
+    struct group_filter gf;
+    struct sockaddr_storage more[3];
+  } f;
+  socklen_t len = sizeof f;
+  memset(&f, 0, sizeof f);
+  f.gf.gf_interface = if_nametoindex("lo");
+  f.gf.gf_numsrc = 4;
+  f.gf.gf_group.ss_family = AF_INET;
+  inet_pton(AF_INET, "239.1.2.6", &((struct sockaddr_in *)&f.gf.gf_group)->sin_addr);
+  if (getsockopt(mc_fd, IPPROTO_IP, MCAST_MSFILTER, &f, &len) < 0)
+    zdtm_fail("not a member of 239.1.2.6 on lo: %s", strerror(errno));
+  else if (f.gf.gf_fmode != MCAST_INCLUDE || f.gf.gf_numsrc != 1)
+    zdtm_fail("239.1.2.6 on lo: mode %u with %u sources, expected include mode with 1",
+              f.gf.gf_fmode, f.gf.gf_numsrc);
+}
+
 static const struct
 {
   const char *name;
@@ -2177,6 +2217,7 @@ static const struct
   { "tcp-established", set_tcp_est, chk_tcp_est },
   { "accept-queue", set_accept_queue, chk_accept_queue },
   { "accept-queue-close", set_accept_queue, chk_accept_queue_close },
+  { "mcast-source", set_mcast_source, chk_mcast_source },
   { "leader-exit", set_leader_exit, NULL },
   { "reparented", set_orphan, NULL },
   { "orphan-pgrp", set_orphan_pgrp, NULL },
