@@ -726,6 +726,70 @@ mounts_made_at(yajl_val cfg, const char *mp, bool *below)
   return n;
 }
 
+/* The container's mount namespace seen from its root, as a child of
+   crest's that joined INIT's user and mount namespaces sees it (setns puts
+   it at the namespace's root: a chroot of the init's hides nothing, where
+   /proc/INIT/root and /proc/INIT/mountinfo show only what lies under its
+   root). DIRS NULL: the mount table (mountinfo); else the entries of each
+   of DIRS (NULL-ended), one "DIR/NAME" a line. NULL when it cannot be
+   done here (then the init's own view is used). */
+struct ns_view_req
+{
+  pid_t init;
+  const char *const *dirs;
+};
+
+static int
+ns_view_body(int fd, void *arg)
+{
+  static const char *const ns[] = { "user", "mnt" };
+  const struct ns_view_req *r = arg;
+  int proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC), out;
+  FILE *f;
+  for (size_t i = 0; proc >= 0 && i < ARRAY_SIZE(ns); i++)
+    {
+      char nsp[64];
+      int nfd;
+      snprintf(nsp, sizeof nsp, "/proc/%d/ns/%s", (int)r->init, ns[i]);
+      if ((nfd = open(nsp, O_RDONLY | O_CLOEXEC)) < 0 || setns(nfd, 0) < 0)
+        return -1;
+      close(nfd);
+    }
+  if (proc < 0 || !(f = fdopen(fd, "w")))
+    return -1;
+  if (!r->dirs)
+    {
+      /* crest's /proc, where this child is "self" (the container's shows
+         its own PID namespace) */
+      char buf[65536];
+      ssize_t n;
+      if ((out = openat(proc, "self/mountinfo", O_RDONLY | O_CLOEXEC)) < 0)
+        return -1;
+      while ((n = read(out, buf, sizeof buf)) > 0)
+        fwrite(buf, 1, (size_t)n, f);
+      close(out);
+      return n < 0 || fclose(f) != 0 ? -1 : 0;
+    }
+  for (size_t i = 0; r->dirs[i]; i++)
+    {
+      DIR *dp = opendir(r->dirs[i]);
+      struct dirent *de;
+      while (dp && (de = readdir(dp)))
+        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+          fprintf(f, "%s\t%s\n", r->dirs[i], de->d_name);
+      if (dp)
+        closedir(dp);
+    }
+  return fclose(f) == 0 ? 0 : -1;
+}
+
+static char *
+ns_view(pid_t init, const char *const *dirs)
+{
+  struct ns_view_req r = { init, dirs };
+  return child_run(ns_view_body, &r);
+}
+
 /* A mount the container's tasks made themselves (mount(2) with
    CAP_SYS_ADMIN in the container's user namespace) is not in the config,
    and a restore, which has crun make the container again from the config,
@@ -737,10 +801,11 @@ mounts_made_at(yajl_val cfg, const char *mp, bool *below)
 static int
 check_mounts(const char *id, pid_t init, yajl_val cfg, const char *bundle, crest_error_t *err)
 {
-  cleanup_free char *path = xasprintf("/proc/%d/mountinfo", (int)init), *text = NULL;
+  cleanup_free char *path = xasprintf("/proc/%d/mountinfo", (int)init),
+                    *text = ns_view(init, NULL);
   char *save = NULL;
   int rc = 0;
-  if (read_file(path, &text, NULL, 16u << 20, err) < 0)
+  if (!text && read_file(path, &text, NULL, 16u << 20, err) < 0)
     return crest_error_wrap(err, "container `%s`: checkpoint: its mount table", id);
   for (char *line = strtok_r(text, "\n", &save); line && rc == 0;
        line = strtok_r(NULL, "\n", &save))
@@ -842,29 +907,51 @@ static int
 check_tmpfs_files(const char *id, pid_t init, yajl_val cfg, crest_error_t *err)
 {
   yajl_val mounts = crest_config_member(cfg, "mounts");
+  size_t n = 0, cap = mounts && YAJL_IS_ARRAY(mounts) ? mounts->u.array.len : 0;
+  cleanup_free const char **dirs = xzalloc((cap + 1) * sizeof *dirs);
+  cleanup_free char *list = NULL;
+  char *save = NULL;
   int rc = 0;
-  for (size_t i = 0; rc == 0 && mounts && YAJL_IS_ARRAY(mounts) && i < mounts->u.array.len; i++)
+  for (size_t i = 0; i < cap; i++)
     {
       yajl_val m = mounts->u.array.values[i], d = crest_config_member(m, "destination"),
                t = crest_config_member(m, "type");
-      cleanup_free char *dir = NULL;
-      DIR *dp;
-      struct dirent *de;
-      if (!d || !YAJL_IS_STRING(d) || !t || !YAJL_IS_STRING(t) || strcmp(t->u.string, "tmpfs") != 0)
+      if (d && YAJL_IS_STRING(d) && t && YAJL_IS_STRING(t) && strcmp(t->u.string, "tmpfs") == 0)
+        dirs[n++] = d->u.string;
+    }
+  if (n == 0)
+    return 0;
+  list = ns_view(init, dirs);
+  if (!list)
+    {
+      /* the init's view (its root: a chroot of its own would hide them) */
+      FILE *f = open_memstream(&list, &(size_t){ 0 });
+      for (size_t i = 0; f && i < n; i++)
+        {
+          cleanup_free char *dir = xasprintf("/proc/%d/root%s", (int)init, dirs[i]);
+          DIR *dp = opendir(dir);
+          struct dirent *de;
+          while (dp && (de = readdir(dp)))
+            if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+              fprintf(f, "%s\t%s\n", dirs[i], de->d_name);
+          if (dp)
+            closedir(dp);
+        }
+      if (!f || fclose(f) != 0)
+        return crest_error_errno(err, "container `%s`: checkpoint: list its tmpfs mounts", id);
+    }
+  for (char *l = strtok_r(list, "\n", &save); l && rc == 0; l = strtok_r(NULL, "\n", &save))
+    {
+      char *tab = strchr(l, '\t');
+      if (!tab)
         continue;
-      dir = xasprintf("/proc/%d/root%s", (int)init, d->u.string);
-      if (!(dp = opendir(dir)))
-        continue;
-      while (rc == 0 && (de = readdir(dp)))
-        if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0
-            && !made_by_crun(cfg, d->u.string, de->d_name))
-          rc = crest_error_make(err, ENOTSUP,
-                                "container `%s`: checkpoint: %s%s%s is in the tmpfs its config "
-                                "mounts on %s, which a restore mounts new and empty: it would be "
-                                "lost",
-                                id, d->u.string, strcmp(d->u.string, "/") == 0 ? "" : "/",
-                                de->d_name, d->u.string);
-      closedir(dp);
+      *tab = '\0';
+      if (!made_by_crun(cfg, l, tab + 1))
+        rc = crest_error_make(err, ENOTSUP,
+                              "container `%s`: checkpoint: %s%s%s is in the tmpfs its config "
+                              "mounts on %s, which a restore mounts new and empty: it would be "
+                              "lost",
+                              id, l, strcmp(l, "/") == 0 ? "" : "/", tab + 1, l);
     }
   return rc;
 }
