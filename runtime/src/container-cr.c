@@ -801,8 +801,7 @@ ns_view(pid_t init, const char *const *dirs)
 static int
 check_mounts(const char *id, pid_t init, yajl_val cfg, const char *bundle, crest_error_t *err)
 {
-  cleanup_free char *path = xasprintf("/proc/%d/mountinfo", (int)init),
-                    *text = ns_view(init, NULL);
+  cleanup_free char *path = xasprintf("/proc/%d/mountinfo", (int)init), *text = ns_view(init, NULL);
   char *save = NULL;
   int rc = 0;
   if (!text && read_file(path, &text, NULL, 16u << 20, err) < 0)
