@@ -37,7 +37,8 @@ static const struct fd_ops *const fd_types[] = {
   &fd_tty_ops, /* after dev; hands stdio on another terminal to inherited */
   &fd_pipe_ops,    &fd_fifo_ops,    &fd_unix_ops, /* unix sockets; a socket of another family is
                                                      refused */
-  &fd_inet_ops, /* TCP and UDP sockets; any other socket is refused */
+  &fd_inet_ops,                                   /* TCP and UDP sockets */
+  &fd_netlink_ops,                                /* netlink sockets; any other socket is refused */
 };
 
 /* The type an image's file record names, or NULL. */

@@ -149,6 +149,7 @@ int
 evfd_open(struct rctx *c, struct rfile *f, int flags, crest_error_t *err);
 #define EVFD_FD_OPS .probe = evfd_probe, .write = evfd_write, .parse = evfd_parse, .open = evfd_open
 extern const struct fd_ops fd_inet_ops;
+extern const struct fd_ops fd_netlink_ops;
 
 /* files.c: the dump side. */
 int

@@ -1803,25 +1803,61 @@ chk_inotify_unread(void)
     zdtm_fail("inotify: the event queued before checkpoint is gone");
 }
 
-/* A watch on a directory two levels below the cwd, which the task holds
-   no descriptor of: crest finds no path to it. */
+/* A watch on a file unlinked since (the watch keeps its inode): no path
+   leads to it. The task keeps it open, out of crest's sight, only to write
+   to it in the check (the event then comes from the same watch). */
+static int nopath_fd = -1;
 static void
 set_inotify_nopath(void)
 {
-  need(mkdir("zdtm-lost-deep", 0700) == 0 && mkdir("zdtm-lost-deep/a", 0700) == 0
-           && mkdir("zdtm-lost-deep/a/b", 0700) == 0,
-       "mkdir zdtm-lost-deep/a/b");
+  char b[4096];
+  nopath_fd = open("zdtm-lost-watched", O_CREAT | O_RDWR, 0600);
   fd = inotify_init1(IN_NONBLOCK);
-  need(fd >= 0 && inotify_add_watch(fd, "zdtm-lost-deep/a/b", IN_CREATE) >= 0, "inotify");
+  need(nopath_fd >= 0 && fd >= 0 && inotify_add_watch(fd, "zdtm-lost-watched", IN_MODIFY) >= 0
+           && unlink("zdtm-lost-watched") == 0,
+       "inotify");
+  while (read(fd, b, sizeof b) > 0)
+    ;
 }
 
 static void
 chk_inotify_nopath(void)
 {
   char b[4096];
-  close(open("zdtm-lost-deep/a/b/f", O_CREAT | O_WRONLY, 0600));
+  if (write(nopath_fd, "x", 1) != 1 || read(fd, b, sizeof b) <= 0)
+    zdtm_fail("inotify: no event for a write to the watched (unlinked) file");
+}
+
+/* A watch on a directory of /tmp (/tmp/zdtm-lost-walk.PID/a/b) that the
+   task holds no descriptor of, away from its cwd: found by the walk from
+   its root (inotify.c, walk_find), restored. */
+static char walk_dir[64];
+static void
+set_inotify_walk(void)
+{
+  char b[96];
+  snprintf(walk_dir, sizeof walk_dir, "/tmp/zdtm-lost-walk.%d", (int)getpid());
+  snprintf(b, sizeof b, "%s/a", walk_dir);
+  need(mkdir(walk_dir, 0700) == 0 && mkdir(b, 0700) == 0, "mkdir /tmp/zdtm-lost-walk.PID/a");
+  snprintf(b, sizeof b, "%s/a/b", walk_dir);
+  fd = inotify_init1(IN_NONBLOCK);
+  need(mkdir(b, 0700) == 0 && fd >= 0 && inotify_add_watch(fd, b, IN_CREATE) >= 0, "inotify");
+}
+
+static void
+chk_inotify_walk(void)
+{
+  char b[4096], p[96];
+  snprintf(p, sizeof p, "%s/a/b/f", walk_dir);
+  close(open(p, O_CREAT | O_WRONLY, 0600));
   if (read(fd, b, sizeof b) <= 0)
-    zdtm_fail("inotify: no event for a file created in the watched directory");
+    zdtm_fail("inotify: no event for a file created in the watched directory %s/a/b", walk_dir);
+  unlink(p);
+  snprintf(p, sizeof p, "%s/a/b", walk_dir);
+  rmdir(p);
+  snprintf(p, sizeof p, "%s/a", walk_dir);
+  rmdir(p);
+  rmdir(walk_dir);
 }
 
 static void
@@ -2207,6 +2243,7 @@ static const struct
   { "timerfd-cancel", set_timerfd_cancel, chk_timerfd_cancel },
   { "inotify-unread", set_inotify_unread, chk_inotify_unread },
   { "inotify-nopath", set_inotify_nopath, chk_inotify_nopath },
+  { "inotify-walk", set_inotify_walk, chk_inotify_walk },
   { "fanotify", set_fanotify, chk_fanotify },
   { "sysv-shm", set_sysv_shm, chk_sysv_shm },
   { "sysv-sem", set_sysv_sem, chk_sysv_sem },

@@ -1,9 +1,11 @@
 /* zdtm-socket: holds a connected UNIX socket pair and a bound netlink
- * (NETLINK_ROUTE) socket. Netlink sockets are refused (docs/engine.md), so a
- * checkpoint must refuse this process and leave it running untouched; after
- * SIGTERM the program checks that its sockets still work (bytes written to
- * one end of the pair arrive at the other, the netlink socket still has its
- * port and answers a request), which they would not if a failed checkpoint
+ * (NETLINK_ROUTE) socket with the answer to a request left unread in its
+ * queue. Such a socket is refused (the answer cannot be put back:
+ * docs/engine.md), so a checkpoint must refuse this process and leave it
+ * running untouched; after SIGTERM the program checks that its sockets
+ * still work (bytes written to one end of the pair arrive at the other,
+ * the netlink socket still has its port and the answer waiting, and
+ * answers another request), which they would not if a failed checkpoint
  * had disturbed them. */
 #define _GNU_SOURCE
 #include "zdtm.h"
@@ -40,6 +42,8 @@ main(int argc, char **argv)
     zdtm_error("netlink socket: %s", strerror(errno));
   if (write(sp[0], "before", 6) != 6)
     zdtm_error("write socketpair: %s", strerror(errno));
+  if (send(nl, &req, req.h.nlmsg_len, 0) < 0)
+    zdtm_error("netlink request: %s", strerror(errno));
 
   zdtm_ready();
   zdtm_wait();
@@ -50,6 +54,10 @@ main(int argc, char **argv)
     zdtm_fail("socket pair: no longer connected");
   if (getsockname(nl, (struct sockaddr *)&b, &blen) < 0 || b.nl_pid != a.nl_pid)
     zdtm_fail("netlink socket: port %u, expected %u", b.nl_pid, a.nl_pid);
+  if (recv(nl, buf, sizeof buf, MSG_DONTWAIT) <= 0)
+    zdtm_fail("netlink socket: the answer left waiting is gone: %s", strerror(errno));
+  while (recv(nl, buf, sizeof buf, MSG_DONTWAIT) > 0)
+    ;
   if (send(nl, &req, req.h.nlmsg_len, 0) < 0 || recv(nl, buf, sizeof buf, 0) <= 0)
     zdtm_fail("netlink socket: no answer to RTM_GETLINK: %s", strerror(errno));
   zdtm_finish();
