@@ -28,6 +28,7 @@
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1860,6 +1861,77 @@ restore_watch(struct restore_watch *w)
   watch_close(&f);
 }
 
+/* The restorer's and the image's binds (and their mount points, which
+   crun made), taken out of a restored container once its tree runs: the
+   restored programs never saw them. A child joined to the container's user
+   and mount namespaces unmounts each (lazily: the restorer's helper may
+   still be on its way out) and removes its mount point; one it cannot
+   remove (a read-only root) stays, empty. Only warned about: the tree
+   runs. */
+static bool
+is_restore_bind(const char *mp)
+{
+  static const char *const names[]
+      = { IN_DEV_RESTORER, IN_DEV_IMAGE, IN_ROOT_RESTORER, IN_ROOT_IMAGE };
+  for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+    {
+      size_t n = strlen(names[i]);
+      if (strncmp(mp, names[i], n) == 0
+          && (!mp[n] || (i % 2 == 1 && strncmp(mp + n, "-parent-", 8) == 0)))
+        return true;
+    }
+  return false;
+}
+
+static int
+drop_binds_body(int fd, void *arg)
+{
+  static const char *const ns[] = { "user", "mnt" };
+  pid_t init = *(pid_t *)arg;
+  int proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC), mi, left = 0;
+  char *text = NULL, *save = NULL;
+  size_t len = 0;
+  FILE *m;
+  for (size_t i = 0; proc >= 0 && i < ARRAY_SIZE(ns); i++)
+    {
+      char nsp[64];
+      int nfd;
+      snprintf(nsp, sizeof nsp, "/proc/%d/ns/%s", (int)init, ns[i]);
+      if ((nfd = open(nsp, O_RDONLY | O_CLOEXEC)) < 0 || setns(nfd, 0) < 0)
+        return -1;
+      close(nfd);
+    }
+  if (proc < 0 || (mi = openat(proc, "self/mountinfo", O_RDONLY | O_CLOEXEC)) < 0
+      || !(m = open_memstream(&text, &len)))
+    return -1;
+  for (char b[4096]; (len = (size_t)read(mi, b, sizeof b)) > 0 && len <= sizeof b;)
+    fwrite(b, 1, len, m);
+  fclose(m);
+  for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+    {
+      char mp[4096];
+      if (sscanf(l, "%*u %*u %*u:%*u %*s %4095s", mp) != 1
+          || !is_restore_bind(crest_mount_unescape(mp)))
+        continue;
+      if (umount2(mp, MNT_DETACH) < 0 || (unlink(mp) < 0 && rmdir(mp) < 0 && errno != ENOENT))
+        left++;
+    }
+  free(text);
+  if (left)
+    dprintf(fd, "%d", left);
+  return 0;
+}
+
+static void
+drop_restore_binds(const char *id, pid_t init)
+{
+  cleanup_free char *out = child_run(drop_binds_body, &init);
+  if (!out || out[0])
+    crest_warn("container `%s`: restore: the restorer's and image's binds in the container "
+               "could not all be removed (%s%s); the tree runs",
+               id, out ? out : "its namespaces could not be entered", out ? " left" : "");
+}
+
 /* Detached: crun has exited or exits now that the tree runs; its status
    decides (CRUN_STATUS, when CRUN_DONE). */
 static int
@@ -2039,6 +2111,7 @@ crest_container_restore(struct crest_global *g, const char *id,
       goto undo;
     }
   crest_debug("container `%s`: restored, init PID %d", id, (int)init);
+  drop_restore_binds(id, init);
   if (opts->detach)
     {
       /* crun is waited for there: nothing to wait for at undo. */
