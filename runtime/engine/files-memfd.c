@@ -32,11 +32,24 @@ parse_memfd(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
   const struct img_file *df;
   if (!f->data || jget_i64(v, "seals", &seals, err) < 0)
     return crest_error_make(err, EINVAL, "memfd without data or seals");
+  size_t pl = strlen(f->path);
   df = img_reader_find(c->img, f->data);
-  if (!df || seals < 0 || seals > 0x1f || strncmp(f->path, "/memfd:", 7) != 0)
+  /* a memfd's name, or an unlinked file's (one the tree also maps) */
+  if (!df || seals < 0 || seals > 0x1f
+      || (strncmp(f->path, "/memfd:", 7) != 0
+          && !(f->path[0] == '/' && pl > 10 && strcmp(f->path + pl - 10, " (deleted)") == 0)))
     return crest_error_make(err, EINVAL, "memfd %s: data %s missing, or bad seals or name", f->path,
                             f->data);
   f->seals = seals;
+  /* an unlinked file's: its mode, to make it again as a file */
+  if (strncmp(f->path, "/memfd:", 7) != 0)
+    {
+      int64_t mode;
+      crest_error_t e = NULL;
+      if (jget_i64(v, "file_mode", &mode, &e) == 0 && mode >= 0 && mode <= 07777)
+        f->file_mode = (int)mode, f->as_file = true;
+      crest_error_release(&e);
+    }
   return 0;
 }
 
@@ -92,17 +105,79 @@ memfile_svc(struct rctx *c, const char *data, const char *path, crest_error_t *e
   return fd;
 }
 
+/* The first descriptor of an unlinked file the tree also maps (F has its
+   mode): the file made again at its path, with its bytes and mode, its
+   descriptor opened with its own flags, then unlinked: /proc shows the
+   same name, "(deleted)", for the descriptor and the mappings, which
+   share it (memfile_svc finds it). -1 failed (the path is taken, its
+   directory gone or closed to the restorer: a memfd in its place would
+   show another name and inode); -2 made already: the caller opens it
+   again. */
+static int
+memfile_as_file(struct rctx *c, const struct rfile *f, int flags, crest_error_t *err)
+{
+  size_t len = strlen(f->path) - 10;
+  cleanup_free char *name = xasprintf("%.*s", (int)len, f->path);
+  cleanup_close int in = -1;
+  uint64_t size;
+  int svc, fd;
+  for (size_t k = 0; k < c->nmf; k++)
+    if (strcmp(c->mf[k].data, f->data) == 0)
+      return -2;
+  svc = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (svc < 0)
+    return crest_error_errno(err, "restore: make the unlinked file %s again at its path", name);
+  if (fchmod(svc, (mode_t)f->file_mode) < 0
+      || (in = img_reader_open_file(c->img, f->data, &size, err)) < 0)
+    goto fail;
+  for (off_t done = 0; done < (off_t)size;)
+    {
+      char buf[65536];
+      ssize_t r = pread(in, buf, sizeof buf, done);
+      if (r <= 0 || write_all(svc, buf, r) < 0)
+        {
+          crest_error_make(err, r < 0 ? errno : EIO, "refill %s from %s", name, f->data);
+          goto fail;
+        }
+      done += r;
+    }
+  if ((fd = open(name, flags)) < 0)
+    {
+      crest_error_errno(err, "restore: open %s again", name);
+      goto fail;
+    }
+  unlink(name);
+  if ((svc = svc_place(c, svc, err)) < 0)
+    {
+      close(fd);
+      return -1;
+    }
+  c->mf = xrealloc(c->mf, (c->nmf + 1) * sizeof *c->mf);
+  c->mf[c->nmf].data = f->data, c->mf[c->nmf].svc = svc;
+  c->nmf++;
+  return fd;
+fail:
+  unlink(name);
+  close(svc);
+  return -1;
+}
+
 /* A memfd descriptor: a new open of its object's memfd, with the flags
    the descriptor had. */
 static int
 open_memfd(struct rctx *c, const struct rfile *f, int flags, crest_error_t *err)
 {
   cleanup_free char *self = NULL;
-  int m = memfile_svc(c, f->data, f->path, err);
+  int m;
+  if (f->as_file && (m = memfile_as_file(c, f, flags, err)) != -2)
+    return m;
+  m = memfile_svc(c, f->data, f->path, err);
   if (m < 0)
     return -1;
   self = xasprintf("/proc/self/fd/%d", m);
-  m = open(self, flags);
+  /* O_NOFOLLOW (kept in the flags of an open that had it) would refuse
+     the magic link */
+  m = open(self, flags & ~O_NOFOLLOW);
   if (m < 0)
     return crest_error_errno(err, "restore: reopen memfd %s", f->path);
   return m;
@@ -127,16 +202,52 @@ memfd_seal(struct rctx *c, struct rfile *f, crest_error_t *err)
   return 0;
 }
 
-/* One object with its mappings (shmem.c). */
+/* Does a task of the tree map the file ST (its /proc/PID/maps)? */
+static bool
+tree_maps(const struct dctx *c, const struct stat *st)
+{
+  for (size_t i = 0; i < c->np; i++)
+    {
+      cleanup_free char *path = xasprintf("/proc/%d/maps", (int)c->p[i].pid), *maps = NULL;
+      crest_error_t e = NULL;
+      char *save = NULL;
+      if (c->p[i].zombie || read_file(path, &maps, NULL, 0, &e) < 0)
+        {
+          crest_error_release(&e);
+          continue;
+        }
+      for (char *l = strtok_r(maps, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+        {
+          unsigned ma, mi;
+          unsigned long long ino;
+          if (sscanf(l, "%*x-%*x %*s %*x %x:%x %llu", &ma, &mi, &ino) == 3 && ino == st->st_ino
+              && ma == major(st->st_dev) && mi == minor(st->st_dev))
+            return true;
+        }
+    }
+  return false;
+}
+
+/* One object with its mappings (shmem.c): a memfd, or an unlinked file
+   that a task of the tree also maps (a mapping of a deleted file comes
+   back as a memfd: its descriptors open that memfd too, so that both
+   keep sharing its bytes; Python's multiprocessing holds its shared
+   arenas so). */
 static int
 memfd_probe(struct dctx *c, struct dproc *p, const struct fd_probe *d, struct dfile *nf,
             crest_error_t *err)
 {
   const struct shm_obj *o;
-  if (!S_ISREG(d->st->st_mode) || strncmp(d->link, "/memfd:", 7) != 0)
+  size_t ll = strlen(d->link);
+  if (!S_ISREG(d->st->st_mode))
+    return 0;
+  if (strncmp(d->link, "/memfd:", 7) != 0
+      && !(d->st->st_nlink == 0 && ll > 10 && strcmp(d->link + ll - 10, " (deleted)") == 0
+           && tree_maps(c, d->st)))
     return 0;
   if (shm_save_fd(&c->shm, c->w, p->pid, d->fd, d->st, d->link, &o, err) < 0)
     return -1;
+  nf->u.mode = (int)(d->st->st_mode & 07777);
   nf->data = xstrdup(o->data);
   nf->seals = o->seals;
   return 1;
@@ -147,6 +258,8 @@ memfd_write(struct dctx *c, const struct dfile *f, yajl_gen g)
 {
   files_put_attrs(c, f, g);
   jput_int(g, "seals", f->seals);
+  if (strncmp(f->path, "/memfd:", 7) != 0)
+    jput_int(g, "file_mode", f->u.mode);
 }
 
 static int

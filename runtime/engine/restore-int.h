@@ -164,7 +164,9 @@ struct rfile
   int64_t pos;
   uint64_t pipe;
   bool read_end;
-  int seals; /* memfd: F_ADD_SEALS once every descriptor and mapping exists */
+  int seals;     /* memfd: F_ADD_SEALS once every descriptor and mapping exists */
+  bool as_file;  /* memfd record of an unlinked file the tree maps: made again as a file */
+  int file_mode; /* its mode */
   int svc;
   int stdio; /* tty: the lowest descriptor 0-2 on it in the image, or -1 */
   struct unlinked_info u;

@@ -1134,6 +1134,41 @@ chk_ushared(void)
     zdtm_fail("two opens of one unlinked file: offsets differ (expected 7 and 9)");
 }
 
+/* An unlinked file both open and mapped shared (Python's multiprocessing
+   keeps its shared arenas so): after restore one file again, with its
+   name (deleted), not a memfd, bytes shared both ways. */
+static char *umap;
+static void
+set_umapped(void)
+{
+  fd = new_file(2 * PG);
+  need(pwrite(fd, "abc", 3, 0) == 3, "pwrite");
+  umap = mmap(NULL, 2 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  need(umap != MAP_FAILED && unlink(path) == 0, "mmap, unlink");
+  umap[PG + 5] = 'm';
+}
+
+static void
+chk_umapped(void)
+{
+  struct stat st;
+  char p[64], link[128] = "", c = 0;
+  ssize_t n;
+  snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+  n = readlink(p, link, sizeof link - 1);
+  if (n <= 10 || strncmp(link, "/memfd:", 7) == 0 || strcmp(link + n - 10, " (deleted)") != 0)
+    zdtm_fail("unlinked mapped file: its descriptor shows %s", link);
+  if (fstat(fd, &st) || st.st_nlink != 0 || (st.st_mode & 07777) != 0600)
+    zdtm_fail("unlinked mapped file: %ld links, mode %o", (long)st.st_nlink, st.st_mode & 07777);
+  if (memcmp(umap, "abc", 3) || pread(fd, &c, 1, PG + 5) != 1 || c != 'm')
+    zdtm_fail("unlinked mapped file: its bytes");
+  if (pwrite(fd, "Z", 1, 100) != 1 || umap[100] != 'Z')
+    zdtm_fail("unlinked mapped file: a write through the descriptor is not in the mapping");
+  umap[200] = 'Y';
+  if (pread(fd, &c, 1, 200) != 1 || c != 'Y')
+    zdtm_fail("unlinked mapped file: a write into the mapping is not in the file");
+}
+
 static void
 set_uwronly(void)
 {
@@ -2221,6 +2256,7 @@ static const struct
   { "unlinked-mode", set_umode, chk_umode },
   { "unlinked-shared", set_ushared, chk_ushared },
   { "unlinked-wronly", set_uwronly, chk_uwronly },
+  { "unlinked-mapped", set_umapped, chk_umapped },
   { "unlinked-big", set_big, chk_big },
   { "deleted-dir", set_deldir, chk_deldir },
   { "deleted-fifo", set_delfifo, chk_delfifo },
