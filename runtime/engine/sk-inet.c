@@ -525,15 +525,6 @@ inet_free(struct inet_sk *s)
     free(s->q), free(s->mcast);
 }
 
-/* The tree's network namespace is not crest's (a container's). */
-static bool
-own_netns(pid_t pid)
-{
-  struct stat a, b;
-  cleanup_free char *p = xasprintf("/proc/%d/ns/net", pid);
-  return stat(p, &a) == 0 && stat("/proc/self/ns/net", &b) == 0 && a.st_ino != b.st_ino;
-}
-
 static int
 inet_probe(struct dctx *c, struct dproc *p, const struct fd_probe *pr, struct dfile *nf,
            crest_error_t *err)
@@ -565,7 +556,7 @@ inet_probe(struct dctx *c, struct dproc *p, const struct fd_probe *pr, struct df
   s = nf->priv = xzalloc(sizeof *s);
   s->family = family;
   s->proto = proto;
-  if (inet_dump(c, pr->pid, d, s, own_netns(pr->pid), err) < 0)
+  if (inet_dump(c, pr->pid, d, s, sk_other_netns(pr->pid), err) < 0)
     {
       inet_free(s);
       return crest_error_wrap(err, "task %d: fd %d (%s %s socket)", pr->pid, pr->fd,

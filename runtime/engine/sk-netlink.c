@@ -122,15 +122,6 @@ nl_dump(int d, struct nl_sk *s, bool owns_net, crest_error_t *err)
   return sk_opts_check(&s->so, &def, owns_net, err);
 }
 
-/* The tree's network namespace is not crest's (a container's). */
-static bool
-other_netns(pid_t pid)
-{
-  struct stat a, b;
-  cleanup_free char *p = xasprintf("/proc/%d/ns/net", pid);
-  return stat(p, &a) == 0 && stat("/proc/self/ns/net", &b) == 0 && a.st_ino != b.st_ino;
-}
-
 static int
 nl_probe(struct dctx *c, struct dproc *p, const struct fd_probe *pr, struct dfile *nf,
          crest_error_t *err)
@@ -156,7 +147,7 @@ nl_probe(struct dctx *c, struct dproc *p, const struct fd_probe *pr, struct dfil
   s = nf->priv = xzalloc(sizeof *s);
   s->type = type;
   s->proto = proto;
-  if (nl_dump(d, s, other_netns(pr->pid), err) < 0)
+  if (nl_dump(d, s, sk_other_netns(pr->pid), err) < 0)
     return crest_error_wrap(err, "task %d: fd %d (netlink socket, protocol %d)", pr->pid, pr->fd,
                             proto);
   return 1;

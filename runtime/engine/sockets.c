@@ -456,3 +456,11 @@ sk_link_ino(const char *link)
     return 0;
   return (uint32_t)ino;
 }
+
+bool
+sk_other_netns(pid_t pid)
+{
+  struct stat a, b;
+  cleanup_free char *p = xasprintf("/proc/%d/ns/net", pid);
+  return stat(p, &a) == 0 && stat("/proc/self/ns/net", &b) == 0 && a.st_ino != b.st_ino;
+}

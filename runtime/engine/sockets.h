@@ -128,6 +128,9 @@ sk_opts_parse(yajl_val v, struct sk_opts *o, crest_error_t *err);
    open file description, to read options and queues without consuming. */
 int
 sk_getfd(pid_t pid, int fd, crest_error_t *err);
+/* Is task PID in another network namespace than crest (a container's)? */
+bool
+sk_other_netns(pid_t pid);
 /* The socket inode a /proc/PID/fd link "socket:[INO]" names; 0 if none. */
 uint32_t
 sk_link_ino(const char *link);

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -323,6 +324,26 @@ close_fd_range(int lo, int hi)
     return;
   for (int fd = lo; fd <= hi; fd++)
     close(fd);
+}
+
+int
+join_ns(pid_t pid, const char *const *ns, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      char nsp[64];
+      int nfd;
+      snprintf(nsp, sizeof nsp, "/proc/%d/ns/%s", (int)pid, ns[i]);
+      if ((nfd = open(nsp, O_RDONLY | O_CLOEXEC)) < 0)
+        return -1;
+      if (setns(nfd, 0) < 0)
+        {
+          close(nfd);
+          return -1;
+        }
+      close(nfd);
+    }
+  return 0;
 }
 
 char *

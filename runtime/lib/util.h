@@ -73,4 +73,9 @@ close_fd_range(int lo, int hi);
 char *
 child_run(int (*body)(int fd, void *arg), void *arg);
 
+/* Join, in order, the namespaces NS[0..N-1] ("user", "mnt", "net"...) of
+   task PID (setns; a child of child_run's, single-threaded): 0, or -1. */
+int
+join_ns(pid_t pid, const char *const *ns, size_t n);
+
 #endif

@@ -747,16 +747,7 @@ ns_view_body(int fd, void *arg)
   const struct ns_view_req *r = arg;
   int proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC), out;
   FILE *f;
-  for (size_t i = 0; proc >= 0 && i < ARRAY_SIZE(ns); i++)
-    {
-      char nsp[64];
-      int nfd;
-      snprintf(nsp, sizeof nsp, "/proc/%d/ns/%s", (int)r->init, ns[i]);
-      if ((nfd = open(nsp, O_RDONLY | O_CLOEXEC)) < 0 || setns(nfd, 0) < 0)
-        return -1;
-      close(nfd);
-    }
-  if (proc < 0 || !(f = fdopen(fd, "w")))
+  if (proc < 0 || join_ns(r->init, ns, ARRAY_SIZE(ns)) < 0 || !(f = fdopen(fd, "w")))
     return -1;
   if (!r->dirs)
     {
@@ -1892,16 +1883,8 @@ drop_binds_body(int fd, void *arg)
   char *text = NULL, *save = NULL;
   size_t len = 0;
   FILE *m;
-  for (size_t i = 0; proc >= 0 && i < ARRAY_SIZE(ns); i++)
-    {
-      char nsp[64];
-      int nfd;
-      snprintf(nsp, sizeof nsp, "/proc/%d/ns/%s", (int)init, ns[i]);
-      if ((nfd = open(nsp, O_RDONLY | O_CLOEXEC)) < 0 || setns(nfd, 0) < 0)
-        return -1;
-      close(nfd);
-    }
-  if (proc < 0 || (mi = openat(proc, "self/mountinfo", O_RDONLY | O_CLOEXEC)) < 0
+  if (proc < 0 || join_ns(init, ns, ARRAY_SIZE(ns)) < 0
+      || (mi = openat(proc, "self/mountinfo", O_RDONLY | O_CLOEXEC)) < 0
       || !(m = open_memstream(&text, &len)))
     return -1;
   for (char b[4096]; (len = (size_t)read(mi, b, sizeof b)) > 0 && len <= sizeof b;)

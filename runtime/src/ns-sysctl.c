@@ -117,15 +117,8 @@ view_body(int fd, void *arg)
   const struct view_req *r = arg;
   FILE *f;
   char path[4096];
-  for (size_t i = 0; i < (r->fresh ? 1 : ARRAY_SIZE(ns)); i++)
-    {
-      char nsp[64];
-      int nfd;
-      snprintf(nsp, sizeof nsp, "/proc/%d/ns/%s", (int)r->init, ns[i]);
-      if ((nfd = open(nsp, O_RDONLY | O_CLOEXEC)) < 0 || setns(nfd, 0) < 0)
-        return -1;
-      close(nfd);
-    }
+  if (join_ns(r->init, ns, r->fresh ? 1 : ARRAY_SIZE(ns)) < 0)
+    return -1;
   if ((r->fresh && unshare(CLONE_NEWNET | CLONE_NEWIPC) < 0) || !(f = fdopen(fd, "w")))
     return -1;
   for (size_t i = 0; r->roots[i]; i++)
