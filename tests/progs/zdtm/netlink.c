@@ -98,23 +98,31 @@ main(int argc, char **argv)
   struct sockaddr_nl ra = { .nl_family = AF_NETLINK, .nl_groups = RTMGRP_LINK };
   struct sockaddr_nl ga = { .nl_family = AF_NETLINK, .nl_pid = 0 };
   struct view rv, av, gv;
-  int r, a, g, one = 1, grp = RTNLGRP_IPV4_IFADDR;
+  int r, a, g, one = 1, grp = RTNLGRP_IPV4_IFADDR, a_errno;
 
   zdtm_init(argc, argv);
   r = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
   a = socket(AF_NETLINK, SOCK_RAW, NETLINK_AUDIT);
+  a_errno = errno;
   g = socket(AF_NETLINK, SOCK_DGRAM, NETLINK_GENERIC);
   ga.nl_pid = (uint32_t)getpid() + 77000;
-  if (r < 0 || a < 0 || g < 0 || bind(r, (struct sockaddr *)&ra, sizeof ra) < 0
+  /* a kernel without audit (the VM's tinyconfig builds) has no such
+     protocol: the other two sockets are checked */
+  if (a < 0 && a_errno == EPROTONOSUPPORT)
+    zdtm_note("no audit netlink in this kernel: that socket is not checked");
+  if (r < 0 || g < 0 || (a < 0 && a_errno != EPROTONOSUPPORT)
+      || bind(r, (struct sockaddr *)&ra, sizeof ra) < 0
       || setsockopt(r, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &grp, sizeof grp) < 0
       || setsockopt(r, SOL_NETLINK, NETLINK_EXT_ACK, &one, sizeof one) < 0
       || setsockopt(r, SOL_NETLINK, NETLINK_NO_ENOBUFS, &one, sizeof one) < 0
       || bind(g, (struct sockaddr *)&ga, sizeof ga) < 0)
     zdtm_error("netlink sockets: %s", strerror(errno));
   answers("rtnetlink", r, RTM_GETLINK, 0);
-  look(r, &rv), look(a, &av), look(g, &gv);
+  look(r, &rv), look(g, &gv);
+  if (a >= 0)
+    look(a, &av);
   if (rv.port == 0 || rv.groups[0] != (1u << (RTNLGRP_LINK - 1) | 1u << (RTNLGRP_IPV4_IFADDR - 1))
-      || av.port != 0 || gv.port != ga.nl_pid)
+      || (a >= 0 && av.port != 0) || gv.port != ga.nl_pid)
     zdtm_error("netlink sockets: not as set up (port %u groups %#x, audit port %u)", rv.port,
                rv.groups[0], av.port);
 
@@ -122,7 +130,8 @@ main(int argc, char **argv)
   zdtm_wait();
 
   same("rtnetlink", r, &rv);
-  same("audit", a, &av);
+  if (a >= 0)
+    same("audit", a, &av);
   same("generic", g, &gv);
   answers("rtnetlink", r, RTM_GETLINK, 0);
   answers("generic", g, 0, GENL_ID_CTRL);
