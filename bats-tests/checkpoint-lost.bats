@@ -111,6 +111,7 @@ lost_case() {
 @test "zdtm-lost unlinked-mode: restored" { lost_case unlinked-mode restore; }
 @test "zdtm-lost unlinked-shared: restored" { lost_case unlinked-shared restore; }
 @test "zdtm-lost unlinked-wronly: restored" { lost_case unlinked-wronly restore; }
+@test "zdtm-lost unlinked-mapped: restored" { lost_case unlinked-mapped restore; }
 @test "zdtm-lost unlinked-big: restored" { lost_case unlinked-big restore; }
 @test "zdtm-lost deleted-dir: restored" { lost_case deleted-dir restore; }
 @test "zdtm-lost deleted-fifo: refused" { lost_case deleted-fifo "deleted FIFO"; }
@@ -135,6 +136,7 @@ lost_case() {
 @test "zdtm-lost timerfd-cancel: refused" { lost_case timerfd-cancel "CANCEL_ON_SET"; }
 @test "zdtm-lost inotify-unread: refused" { lost_case inotify-unread "unread"; }
 @test "zdtm-lost inotify-nopath: refused" { lost_case inotify-nopath "no path"; }
+@test "zdtm-lost inotify-walk: restored" { lost_case inotify-walk restore; }
 @test "zdtm-lost fanotify: refused" { lost_case fanotify "fanotify"; }
 # SysV IPC and POSIX message queues of the container's IPC namespace
 # (runtime/engine/ipc.c): segments, semaphore sets and message queues are
@@ -149,6 +151,7 @@ lost_case() {
 @test "zdtm-lost posix-shm: refused (a file of the container's own tmpfs /dev/shm)" { lost_case posix-shm "tmpfs"; }
 @test "zdtm-lost tcp-established: refused (no --tcp-close)" { lost_case tcp-established "established"; }
 @test "zdtm-lost accept-queue: refused (connections waiting to be accepted)" { lost_case accept-queue "waiting to be accepted"; }
+@test "zdtm-lost mcast-source: refused (a multicast membership with a source filter)" { lost_case mcast-source "source filter"; }
 # Not leader-exit here: crun reports a container whose init's main thread
 # exited as stopped (no init PID); tests/host/zdtm-process.test covers it.
 @test "zdtm-lost reparented: restored" { lost_case reparented restore; }

@@ -131,6 +131,8 @@ other_uids() {
 @test "zdtm-inet-listen in a container (TCP: listening with its backlog, bound, unbound; options)" { zdtm_cycle inet-listen; }
 @test "zdtm-inet-udp in a container (UDP: bound, connected, queued datagrams with their sources)" { zdtm_cycle inet-udp; }
 @test "zdtm-inet-v6 in a container (IPv6 TCP and UDP, IPV6_V6ONLY, a dual-stack listener)" { zdtm_cycle inet-v6; }
+@test "zdtm-inet-mcast in a container (UDP multicast groups, IPv4 and IPv6, multicast interfaces)" { zdtm_cycle inet-mcast; }
+@test "zdtm-netlink in a container (rtnetlink with groups and flags, generic netlink at its own port)" { zdtm_cycle netlink; }
 @test "zdtm-inet-tcp-close in a container (checkpoint --tcp-close: the connection comes back closed)" {
 	update_config '.process.env += ["ZDTM_TCP_CLOSE=1"]'
 	ZDTM_CKPT_FLAGS=--tcp-close zdtm_cycle inet-tcp-close
