@@ -74,7 +74,8 @@
    cpuset) and "ioprio" (ioprio_get's raw value, when set). */
 #define CREST_IMAGE_FORMAT_AFFINITY 15
 /* Format 16: a UDP socket's "mcast", the multicast groups it joined
-   (sk-mcast.c). */
+   (sk-mcast.c), and "IPV6_MULTICAST_IF"; an inet socket's
+   "SO_BINDTODEVICE". */
 #define CREST_IMAGE_FORMAT_MCAST 16
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */
 #define XSTATE_MAX 16384

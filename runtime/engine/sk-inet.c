@@ -176,6 +176,7 @@ struct inet_sk
   struct sk_mcast *mcast; /* UDP: the multicast groups it joined */
   size_t nmcast;
   char mcast_if6[IFNAMSIZ]; /* UDP IPv6: IPV6_MULTICAST_IF, by name */
+  char bind_dev[IFNAMSIZ];  /* SO_BINDTODEVICE */
 };
 
 static unsigned
@@ -491,9 +492,10 @@ inet_dump(struct dctx *c, pid_t pid, int d, struct inet_sk *s, bool owns_net, cr
     char dev[IFNAMSIZ + 1] = "";
     socklen_t dl = sizeof dev - 1;
     socklen_t fl = 0;
+    /* by name: made again in the same namespace, where it names the
+       same interface (a new socket may be bound to one unprivileged) */
     if (getsockopt(d, SOL_SOCKET, SO_BINDTODEVICE, dev, &dl) == 0 && dl && dev[0])
-      return crest_error_make(
-          err, ENOTSUP, "bound to device %s (SO_BINDTODEVICE): crest does not restore it", dev);
+      snprintf(s->bind_dev, sizeof s->bind_dev, "%s", dev);
     if (getsockopt(d, SOL_SOCKET, SO_GET_FILTER, NULL, &fl) == 0 && fl)
       return crest_error_make(err, ENOTSUP,
                               "a socket filter is attached (SO_ATTACH_FILTER): crest does not "
@@ -593,7 +595,9 @@ inet_write(struct dctx *c, const struct dfile *f, yajl_gen g)
   sk_mcast_put(g, s->mcast, s->nmcast);
   if (s->mcast_if6[0])
     jput_str(g, "IPV6_MULTICAST_IF", s->mcast_if6);
-  if ((s->nmcast || s->mcast_if6[0]) && c->w->format < CREST_IMAGE_FORMAT_MCAST)
+  if (s->bind_dev[0])
+    jput_str(g, "SO_BINDTODEVICE", s->bind_dev);
+  if ((s->nmcast || s->mcast_if6[0] || s->bind_dev[0]) && c->w->format < CREST_IMAGE_FORMAT_MCAST)
     c->w->format = CREST_IMAGE_FORMAT_MCAST;
   if (s->nq)
     {
@@ -711,6 +715,13 @@ inet_parse(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
       strcpy(s->mcast_if6, mif);
     }
   crest_error_release(&e2);
+  if (jget_str(v, "SO_BINDTODEVICE", &mif, &e2) == 0)
+    {
+      if (!mif[0] || strlen(mif) >= sizeof s->bind_dev)
+        return crest_error_make(err, EINVAL, "SO_BINDTODEVICE %.20s out of range", mif);
+      strcpy(s->bind_dev, mif);
+    }
+  crest_error_release(&e2);
   return sk_opts_parse(v, &s->so, err) < 0 || parse_opts(v, s, err) < 0
                  || parse_queue(v, s, err) < 0
                  || sk_mcast_parse(v, s->family, &s->mcast, &s->nmcast, err) < 0
@@ -763,6 +774,13 @@ inet_make(const struct rfile *f, const struct inet_sk *s, crest_error_t *err)
   if (apply_opts(fd, s, err) < 0
       || (s->mcast_if6[0] && sk_mcast_if6_set(fd, s->mcast_if6, err) < 0))
     goto fail;
+  /* before bind: the device decides which addresses and ports it takes */
+  if (s->bind_dev[0]
+      && setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, s->bind_dev, strlen(s->bind_dev) + 1) < 0)
+    {
+      crest_error_errno(err, "bind to device %s (SO_BINDTODEVICE)", s->bind_dev);
+      goto fail;
+    }
   if (s->state == SK_ESTABLISHED)
     {
       if (tcp_conn_restore(fd, (const struct sockaddr *)&s->local,

@@ -2211,6 +2211,47 @@ chk_mcast_source(void)
               f.gf.gf_fmode, f.gf.gf_numsrc);
 }
 
+/* bindtodevice: a UDP socket and a TCP listener bound to lo
+   (SO_BINDTODEVICE, which a socket not yet bound to a device may set
+   unprivileged), then to 127.0.0.1: both still bound to lo after restore,
+   and the listener takes a connection. */
+static int btd_u = -1, btd_l = -1;
+static void
+set_btd(void)
+{
+  struct sockaddr_in a = { .sin_family = AF_INET };
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  btd_u = socket(AF_INET, SOCK_DGRAM, 0);
+  btd_l = socket(AF_INET, SOCK_STREAM, 0);
+  need(btd_u >= 0 && btd_l >= 0, "socket");
+  if (setsockopt(btd_u, SOL_SOCKET, SO_BINDTODEVICE, "lo", 3) < 0)
+    unsupported("SO_BINDTODEVICE without privilege");
+  need(setsockopt(btd_l, SOL_SOCKET, SO_BINDTODEVICE, "lo", 3) == 0
+           && bind(btd_u, (struct sockaddr *)&a, sizeof a) == 0
+           && bind(btd_l, (struct sockaddr *)&a, sizeof a) == 0 && listen(btd_l, 4) == 0,
+       "bind to lo");
+}
+static void
+chk_btd(void)
+{
+  int socks[2] = { btd_u, btd_l };
+  struct sockaddr_in a;
+  socklen_t len = sizeof a;
+  int c;
+  for (int i = 0; i < 2; i++)
+    {
+      char dev[IFNAMSIZ + 1] = "";
+      socklen_t dl = sizeof dev - 1;
+      if (getsockopt(socks[i], SOL_SOCKET, SO_BINDTODEVICE, dev, &dl) < 0 || strcmp(dev, "lo"))
+        zdtm_fail("%s socket: bound to device [%s], expected lo", i ? "TCP" : "UDP", dev);
+    }
+  c = socket(AF_INET, SOCK_STREAM, 0);
+  if (getsockname(btd_l, (struct sockaddr *)&a, &len) < 0
+      || connect(c, (struct sockaddr *)&a, sizeof a) < 0)
+    zdtm_fail("the listener bound to lo takes no connection: %s", strerror(errno));
+  close(c);
+}
+
 static const struct
 {
   const char *name;
@@ -2295,6 +2336,7 @@ static const struct
   { "accept-queue", set_accept_queue, chk_accept_queue },
   { "accept-queue-close", set_accept_queue, chk_accept_queue_close },
   { "mcast-source", set_mcast_source, chk_mcast_source },
+  { "bindtodevice", set_btd, chk_btd },
   { "leader-exit", set_leader_exit, NULL },
   { "reparented", set_orphan, NULL },
   { "orphan-pgrp", set_orphan_pgrp, NULL },
