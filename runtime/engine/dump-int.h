@@ -113,6 +113,11 @@ struct dproc
   struct vma *maps;
   size_t nmaps;
   struct inj_sess *inj; /* its injected calls' session (dump-inject.c), while open */
+  /* A session leader whose controlling terminal is a pty of the tree
+     (pty.c): the pty's index + 1 (0: none), and the terminal's foreground
+     group as the tree sees it. */
+  int ctty;
+  pid_t itpgid;
 };
 
 struct dfile
@@ -219,6 +224,11 @@ struct dctx
   const struct dproc *mf_of; /* whose root the key below is (mapped_file_stat) */
   uint64_t mf_key[4];
   struct predump *pre; /* --pre-dump: what is copied once the tree runs on (chain.c) */
+  /* The pty masters the tree holds (pty.c): each one's slave, by the
+     devpts it lives in and its device number; scanned once. */
+  struct pty_known *ptys;
+  size_t nptys;
+  bool ptys_scanned;
   /* Container mode: the container's terminal, the pty slave that
      /dev/console names inside the container and that is its init's
      controlling terminal (what crun sets up for process.terminal). */

@@ -365,6 +365,13 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   jput_int(g, "ppid", p == &c->p[0] ? 0 : find_proc(c, p->ppid) ? find_proc(c, p->ppid)->ipid : 0);
   jput_int(g, "pgid", p->ipgid);
   jput_int(g, "sid", p->isid);
+  if (p->ctty)
+    {
+      /* the session's controlling terminal, a pty of the tree (pty.c) */
+      jput_int(g, "ctty", p->ctty);
+      if (p->itpgid)
+        jput_int(g, "tpgid", p->itpgid);
+    }
   jput_str(g, "exe", exe);
   jput_str(g, "cwd", cwd);
   if (p->root_dir)

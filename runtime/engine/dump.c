@@ -80,6 +80,7 @@ free_ctx(struct dctx *c)
   if (c->topfd >= 0)
     close(c->topfd);
   free(c->p);
+  free(c->ptys);
   for (size_t i = 0; i < c->nf; i++)
     free(c->f[i].path), free(c->f[i].data), free(c->f[i].priv), free(c->f[i].u.ext);
   free(c->f);
@@ -134,6 +135,9 @@ dump_objects(struct dctx *c, crest_error_t *err)
     return -1;
   if (dump_fault("files", err) < 0 || dump_pipes(c, err) < 0 || files_resolve(c, err) < 0)
     return -1;
+  for (size_t i = 0; i < c->np; i++)
+    if (pty_ctty_dump(c, &c->p[i], err) < 0)
+      return -1;
   /* Memory objects are shared across the tree: every mapping of each is
      known before the first is saved. */
   for (size_t i = 0; i < c->np; i++)

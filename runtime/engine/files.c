@@ -33,6 +33,7 @@ static const struct fd_ops *const fd_types[] = {
   &fd_inotify_ops, &fd_pidfd_ops,   &fd_inherited_ops, /* stdio leading outside the task's root,
                                            before the file types */
   &fd_memfd_ops, /* before reg: a memfd is a regular file too */
+  &fd_pty_ops,   /* before dev and tty: ptys whose both ends the tree holds */
   &fd_reg_ops,     &fd_dir_ops,     &fd_link_ops,      &fd_dev_ops,
   &fd_tty_ops, /* after dev; hands stdio on another terminal to inherited */
   &fd_pipe_ops,    &fd_fifo_ops,    &fd_unix_ops, /* unix sockets; a socket of another family is

@@ -128,6 +128,18 @@ struct fd_ops
 extern const struct fd_ops fd_inherited_ops, fd_reg_ops, fd_dir_ops, fd_link_ops, fd_dev_ops;
 extern const struct fd_ops fd_memfd_ops;
 extern const struct fd_ops fd_tty_ops;
+extern const struct fd_ops fd_pty_ops;
+struct rproc;
+struct dproc;
+/* pty.c: a session leader's controlling terminal when it is a pty of the
+   tree (its index and foreground group, for the image); given back at
+   finish, the leader parked in its blob. */
+int
+pty_ctty_dump(struct dctx *c, struct dproc *p, crest_error_t *err);
+int
+pty_task_ctty(const struct rctx *c, const struct rproc *p, crest_error_t *err);
+int
+pty_ctty_finish(struct rctx *c, struct rproc *p, crest_error_t *err);
 extern const struct fd_ops fd_pipe_ops, fd_fifo_ops;
 extern const struct fd_ops fd_eventfd_ops, fd_timerfd_ops, fd_signalfd_ops, fd_epoll_ops;
 extern const struct fd_ops fd_inotify_ops;

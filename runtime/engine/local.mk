@@ -63,6 +63,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/sk-inet.c \
 	runtime/engine/sk-mcast.c runtime/engine/sk-mcast.h \
 	runtime/engine/sk-netlink.c \
+	runtime/engine/pty.c \
 	runtime/engine/sk-tcp.c runtime/engine/sk-tcp.h \
 	runtime/engine/blob/blob-abi.h
 nodist_runtime_engine_libcrest_engine_a_SOURCES = runtime/engine/restorer-blob.c

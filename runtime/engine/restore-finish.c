@@ -386,6 +386,11 @@ finish_tree(struct rctx *c, crest_error_t *err)
       && tcsetpgrp(c->term_svc, c->term_fg) < 0)
     return crest_error_errno(err, "restore: make process group %d the terminal's foreground group",
                              (int)c->term_fg);
+  /* Every process group exists, and the descriptors are in place: the
+     sessions' ptys become their controlling terminals again (pty.c). */
+  for (size_t i = 0; i < c->np; i++)
+    if (pty_ctty_finish(c, &c->p[i], err) < 0)
+      return -1;
   /* Every owner of signal-driven I/O exists now. */
   if (files_fown(c, err) < 0)
     return -1;

@@ -146,6 +146,11 @@ struct rproc
      its parent had already collected that stop with waitpid(WUNTRACED). */
   int stop_sig;
   bool stop_reported;
+  /* A session leader whose controlling terminal is the tree's pty of
+     index CTTY - 1 (0: none), given back at finish with the foreground
+     group TPGID (pty.c). */
+  int ctty;
+  pid_t tpgid;
   /* Its children: c->kids[kid0 .. kid0 + nkids), in image order (set by
      the parse once: a task creating its children reads only those). */
   size_t kid0, nkids;
@@ -211,6 +216,8 @@ struct rctx
   struct termios tio;
   struct winsize ws;
   pid_t term_fg; /* foreground process group to set, 0: none */
+  int *pty_fill; /* pty masters opened only to reach a wanted index (pty.c) */
+  size_t npty_fill;
   int term_svc;
   int nslp_fd;
   pid_t helper; /* a container's init: the finishing helper it forked */

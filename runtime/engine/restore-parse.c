@@ -324,6 +324,16 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
                 && c->img->format >= CREST_IMAGE_FORMAT_AFFINITY,
             "process %d: autogroup_nice %lld", p->pid, (long long)p->autogroup_nice);
     }
+  if (has_key(v, "ctty"))
+    {
+      int64_t t, g = 0;
+      if (jget_i64(v, "ctty", &t, err) < 0
+          || (has_key(v, "tpgid") && jget_i64(v, "tpgid", &g, err) < 0))
+        return -1;
+      CHECK(t >= 1 && t <= (1 << 20) && g >= 0 && g < (1 << 22) && (!g || p->sid == p->pid),
+            "process %d: ctty %lld, tpgid %lld", p->pid, (long long)t, (long long)g);
+      p->ctty = (int)t, p->tpgid = (pid_t)g;
+    }
   if (has_key(v, "mlockall"))
     {
       int64_t mcl;

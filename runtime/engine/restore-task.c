@@ -544,6 +544,16 @@ task_session(struct rctx *c, int idx, const struct rproc *p)
         task_fail(c, idx, "process %d: join process group %d: %s", p->pid, p->pgid,
                   strerror(errno));
     }
+  {
+    /* its controlling terminal, when a pty of the tree (pty.c) */
+    crest_error_t e = NULL;
+    if (pty_task_ctty(c, p, &e) < 0)
+      {
+        cleanup_free char *why = crest_error_text(e);
+        crest_error_release(&e);
+        task_fail(c, idx, "%s", why);
+      }
+  }
 }
 
 /* Children: group leaders first, so that their groups exist for the

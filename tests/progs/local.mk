@@ -97,6 +97,7 @@ ZDTM_PROGS += tests/progs/zdtm-inet-udp
 ZDTM_PROGS += tests/progs/zdtm-inet-v6
 ZDTM_PROGS += tests/progs/zdtm-inet-mcast
 ZDTM_PROGS += tests/progs/zdtm-netlink
+ZDTM_PROGS += tests/progs/zdtm-pty
 ZDTM_PROGS += tests/progs/zdtm-inet-tcp-close
 ZDTM_PROGS += tests/progs/zdtm-inet-tcp-est
 # Not restorable on purpose: checkpoint must refuse it (sockets are not v1).
@@ -211,6 +212,8 @@ tests_progs_zdtm_inet_mcast_SOURCES = tests/progs/zdtm/inet-mcast.c $(ZDTM_COMMO
 tests_progs_zdtm_inet_mcast_LDFLAGS = -static -pthread
 tests_progs_zdtm_netlink_SOURCES = tests/progs/zdtm/netlink.c $(ZDTM_COMMON)
 tests_progs_zdtm_netlink_LDFLAGS = -static -pthread
+tests_progs_zdtm_pty_SOURCES = tests/progs/zdtm/pty.c $(ZDTM_COMMON)
+tests_progs_zdtm_pty_LDFLAGS = -static -pthread
 tests_progs_zdtm_inet_tcp_close_SOURCES = tests/progs/zdtm/inet-tcp-close.c $(ZDTM_COMMON)
 tests_progs_zdtm_inet_tcp_close_LDFLAGS = -static -pthread
 tests_progs_zdtm_inet_tcp_est_SOURCES = tests/progs/zdtm/inet-tcp-est.c $(ZDTM_COMMON)
