@@ -272,6 +272,24 @@ pty_ctty_dump(struct dctx *c, struct dproc *p, crest_error_t *err)
         }
       return 0;
     }
+  {
+    /* the leader takes it at restore through a descriptor of it, and sets
+       its foreground group through one of its own */
+    bool held = false, own = false;
+    for (size_t k = 0; k < c->nfds; k++)
+      {
+        const struct dfile *f = &c->f[c->fds[k].file];
+        const struct pty_rec *r = f->priv;
+        if (f->ops == &fd_pty_ops && !r->master && r->index == p->ctty - 1)
+          held = true, own |= c->fds[k].pid == p->pid;
+      }
+    if (!held || (tpgid > 0 && !own))
+      return crest_error_make(err, ENOTSUP,
+                              "task %d: its controlling terminal, pty %d, is open %s: a "
+                              "restore gives it back through a descriptor of it",
+                              p->pid, p->ctty - 1,
+                              held ? "in other processes only" : "in no process of the tree");
+  }
   if (tpgid > 0)
     {
       for (size_t i = 0; i < c->np && !p->itpgid; i++)

@@ -39,6 +39,7 @@
 #include <net/if.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -2252,6 +2253,61 @@ chk_btd(void)
   close(c);
 }
 
+/* pty-ctty-closed: a child that leads a session whose controlling
+   terminal is a pty of the tree (the master here), with no descriptor of
+   it left anywhere: a restore could not give it back (refused). The check:
+   the child still has it (its /proc stat). */
+static int pty_m = -1;
+static pid_t pty_child;
+static long
+tty_of(pid_t pid)
+{
+  char p[64], buf[512];
+  long tty = -1;
+  FILE *f;
+  const char *q;
+  snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+  if ((f = fopen(p, "r")))
+    {
+      if (fgets(buf, sizeof buf, f) && (q = strrchr(buf, ')')))
+        sscanf(q + 2, "%*c %*d %*d %*d %ld", &tty);
+      fclose(f);
+    }
+  return tty;
+}
+static void
+set_pty_closed(void)
+{
+  int sync[2];
+  char c = 0;
+  pty_m = posix_openpt(O_RDWR | O_NOCTTY);
+  need(pty_m >= 0 && grantpt(pty_m) == 0 && unlockpt(pty_m) == 0 && pipe(sync) == 0, "a pty");
+  pty_child = fork();
+  need(pty_child >= 0, "fork");
+  if (pty_child == 0)
+    {
+      int s;
+      if (setsid() < 0 || (s = open(ptsname(pty_m), O_RDWR)) < 0)
+        _exit(1);
+      close(s);
+      close(pty_m);
+      if (write(sync[1], "r", 1) != 1)
+        _exit(1);
+      for (;;)
+        pause();
+    }
+  need(read(sync[0], &c, 1) == 1, "the child's session");
+}
+static void
+chk_pty_closed(void)
+{
+  unsigned n = 0;
+  if (ioctl(pty_m, TIOCGPTN, &n) < 0 || tty_of(pty_child) != (long)makedev(136, n))
+    zdtm_fail("the child's controlling terminal is %ld, expected pty %u", tty_of(pty_child), n);
+  kill(pty_child, SIGKILL);
+  waitpid(pty_child, NULL, 0);
+}
+
 static const struct
 {
   const char *name;
@@ -2337,6 +2393,7 @@ static const struct
   { "accept-queue-close", set_accept_queue, chk_accept_queue_close },
   { "mcast-source", set_mcast_source, chk_mcast_source },
   { "bindtodevice", set_btd, chk_btd },
+  { "pty-ctty-closed", set_pty_closed, chk_pty_closed },
   { "leader-exit", set_leader_exit, NULL },
   { "reparented", set_orphan, NULL },
   { "orphan-pgrp", set_orphan_pgrp, NULL },
