@@ -47,6 +47,8 @@
 #endif
 
 #define PTY_INDEX_MAX (1 << 20)
+/* the kernel's O_LARGEFILE, which fdinfo shows (0 in 64-bit user headers) */
+#define K_O_LARGEFILE 0100000
 
 /* A master of the tree: its slave's devpts and device number. */
 struct pty_known
@@ -494,7 +496,7 @@ pty_open(struct rctx *c, struct rfile *f, int flags, crest_error_t *err)
           }
       if (r->via_tty)
         fd = open_via_tty(r, flags | O_NOCTTY, err);
-      else if (!(f->flags & O_LARGEFILE) && msvc >= 0)
+      else if (!(f->flags & K_O_LARGEFILE) && msvc >= 0)
         {
           /* as openpty(3) makes it (TIOCGPTPEER): without the O_LARGEFILE
              open(2) adds; the flags TIOCGPTPEER does not take, after */
