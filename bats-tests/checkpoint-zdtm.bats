@@ -133,6 +133,7 @@ other_uids() {
 @test "zdtm-inet-v6 in a container (IPv6 TCP and UDP, IPV6_V6ONLY, a dual-stack listener)" { zdtm_cycle inet-v6; }
 @test "zdtm-inet-mcast in a container (UDP multicast groups, IPv4 and IPv6, multicast interfaces)" { zdtm_cycle inet-mcast; }
 @test "zdtm-netlink in a container (rtnetlink with groups and flags, generic netlink at its own port)" { zdtm_cycle netlink; }
+@test "zdtm-pty in a container (a pty both ends of which the tree holds: controlling terminal, foreground group, raw mode)" { zdtm_cycle pty; }
 @test "zdtm-inet-tcp-close in a container (checkpoint --tcp-close: the connection comes back closed)" {
 	update_config '.process.env += ["ZDTM_TCP_CLOSE=1"]'
 	ZDTM_CKPT_FLAGS=--tcp-close zdtm_cycle inet-tcp-close
