@@ -83,6 +83,7 @@ main(int argc, char **argv)
   struct ip_mreqn m = { .imr_ifindex = 0 };
   socklen_t len = sizeof any;
   int a, b, c, port, loop_before;
+  bool v4_shown = access("/proc/self/net/igmp", R_OK) == 0, v4_lost = false;
 
   zdtm_init(argc, argv);
   lo = if_nametoindex("lo");
@@ -118,13 +119,22 @@ main(int argc, char **argv)
   zdtm_ready();
   zdtm_wait();
 
-  if (!member(a, AF_INET, "239.1.2.3"))
+  /* A kernel without /proc/net/igmp (CONFIG_IP_MULTICAST off) shows no
+     IPv4 membership: crest cannot see them there, a known gap
+     (docs/engine.md), reported as such, never as a pass. */
+  if (!v4_shown && !member(a, AF_INET, "239.1.2.3"))
+    {
+      zdtm_known("IPv4 multicast memberships are not kept on a kernel that does not show them "
+                 "(no /proc/net/igmp)");
+      v4_lost = true;
+    }
+  if (!v4_lost && !member(a, AF_INET, "239.1.2.3"))
     zdtm_fail("A: not a member of 239.1.2.3 on lo after restore");
-  if (!member(a, AF_INET, "239.1.2.4"))
+  if (!v4_lost && !member(a, AF_INET, "239.1.2.4"))
     zdtm_fail("A: not a member of 239.1.2.4 on lo after restore");
   if (!member(b, AF_INET6, "ff15::1:2"))
     zdtm_fail("B: not a member of ff15::1:2 on lo after restore");
-  if (!member(b, AF_INET, "239.1.2.5"))
+  if (!v4_lost && !member(b, AF_INET, "239.1.2.5"))
     zdtm_fail("B: not a member of 239.1.2.5 (IPv4 level) on lo after restore");
   {
     struct in_addr got = { 0 };
@@ -138,10 +148,11 @@ main(int argc, char **argv)
   }
   if (member(c, AF_INET, "239.1.2.3") || member(a, AF_INET, "239.1.2.5"))
     zdtm_fail("a membership no socket had before the checkpoint");
-  if (loop_before && !reaches(a, port))
+  if (loop_before && !v4_lost && !reaches(a, port))
     zdtm_fail("A: a datagram sent to 239.1.2.3 on lo reached it before the checkpoint, not after");
-  zdtm_note("memberships kept; a datagram to the group %s",
-            loop_before ? "reached A before and after"
-                        : "did not reach A on this kernel's lo, before or after (not compared)");
+  if (!v4_lost)
+    zdtm_note("memberships kept; a datagram to the group %s",
+              loop_before ? "reached A before and after"
+                          : "did not reach A on this kernel's lo, before or after (not compared)");
   zdtm_finish();
 }
