@@ -53,6 +53,39 @@ parse_memfd(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
   return 0;
 }
 
+/* SVC is the descriptor every mapping and descriptor of object DATA uses. */
+static void
+mf_add(struct rctx *c, const char *data, int svc)
+{
+  c->mf = xrealloc(c->mf, (c->nmf + 1) * sizeof *c->mf);
+  c->mf[c->nmf].data = data, c->mf[c->nmf].svc = svc;
+  c->nmf++;
+}
+
+/* FD filled with the bytes of the image's file DATA. */
+static int
+refill(struct rctx *c, int fd, const char *data, crest_error_t *err)
+{
+  uint64_t size;
+  int in = img_reader_open_file(c->img, data, &size, err);
+  if (in < 0)
+    return -1;
+  for (off_t done = 0; done < (off_t)size;)
+    {
+      char buf[65536];
+      ssize_t r = pread(in, buf, sizeof buf, done);
+      if (r <= 0 || write_all(fd, buf, r) < 0)
+        {
+          int e = r < 0 ? errno : EIO;
+          close(in);
+          return crest_error_make(err, e, "refill from %s", data);
+        }
+      done += r;
+    }
+  close(in);
+  return 0;
+}
+
 /* One memfd per saved memory object, whatever process maps it: the
    mappings share it as they shared the object. */
 int
@@ -61,8 +94,7 @@ memfile_svc(struct rctx *c, const char *data, const char *path, crest_error_t *e
   char name[250]; /* a memfd's name: at most 249 bytes (NAME_MAX - "memfd:") */
   const char *base;
   size_t len;
-  uint64_t size;
-  int fd, in;
+  int fd;
   for (size_t k = 0; k < c->nmf; k++)
     if (strcmp(c->mf[k].data, data) == 0)
       return c->mf[k].svc;
@@ -78,30 +110,14 @@ memfile_svc(struct rctx *c, const char *data, const char *path, crest_error_t *e
   fd = syscall(SYS_memfd_create, name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0)
     return crest_error_errno(err, "memfd_create");
-  in = img_reader_open_file(c->img, data, &size, err);
-  if (in < 0)
+  if (refill(c, fd, data, err) < 0)
     {
       close(fd);
       return -1;
     }
-  for (off_t done = 0; done < (off_t)size;)
-    {
-      char buf[65536];
-      ssize_t r = pread(in, buf, sizeof buf, done);
-      if (r <= 0 || write_all(fd, buf, r) < 0)
-        {
-          int e = r < 0 ? errno : EIO;
-          close(in), close(fd);
-          return crest_error_make(err, e, "refill from %s", data);
-        }
-      done += r;
-    }
-  close(in);
   if ((fd = svc_place(c, fd, err)) < 0)
     return -1;
-  c->mf = xrealloc(c->mf, (c->nmf + 1) * sizeof *c->mf);
-  c->mf[c->nmf].data = data, c->mf[c->nmf].svc = fd;
-  c->nmf++;
+  mf_add(c, data, fd);
   return fd;
 }
 
@@ -118,8 +134,6 @@ memfile_as_file(struct rctx *c, const struct rfile *f, int flags, crest_error_t 
 {
   size_t len = strlen(f->path) - 10;
   cleanup_free char *name = xasprintf("%.*s", (int)len, f->path);
-  cleanup_close int in = -1;
-  uint64_t size;
   int svc, fd;
   for (size_t k = 0; k < c->nmf; k++)
     if (strcmp(c->mf[k].data, f->data) == 0)
@@ -127,20 +141,8 @@ memfile_as_file(struct rctx *c, const struct rfile *f, int flags, crest_error_t 
   svc = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (svc < 0)
     return crest_error_errno(err, "restore: make the unlinked file %s again at its path", name);
-  if (fchmod(svc, (mode_t)f->file_mode) < 0
-      || (in = img_reader_open_file(c->img, f->data, &size, err)) < 0)
+  if (fchmod(svc, (mode_t)f->file_mode) < 0 || refill(c, svc, f->data, err) < 0)
     goto fail;
-  for (off_t done = 0; done < (off_t)size;)
-    {
-      char buf[65536];
-      ssize_t r = pread(in, buf, sizeof buf, done);
-      if (r <= 0 || write_all(svc, buf, r) < 0)
-        {
-          crest_error_make(err, r < 0 ? errno : EIO, "refill %s from %s", name, f->data);
-          goto fail;
-        }
-      done += r;
-    }
   if ((fd = open(name, flags)) < 0)
     {
       crest_error_errno(err, "restore: open %s again", name);
@@ -152,9 +154,7 @@ memfile_as_file(struct rctx *c, const struct rfile *f, int flags, crest_error_t 
       close(fd);
       return -1;
     }
-  c->mf = xrealloc(c->mf, (c->nmf + 1) * sizeof *c->mf);
-  c->mf[c->nmf].data = f->data, c->mf[c->nmf].svc = svc;
-  c->nmf++;
+  mf_add(c, f->data, svc);
   return fd;
 fail:
   unlink(name);

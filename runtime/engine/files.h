@@ -136,6 +136,9 @@ struct dproc;
    finish, the leader parked in its blob. */
 int
 pty_ctty_dump(struct dctx *c, struct dproc *p, crest_error_t *err);
+/* pty.c: tty_nr and tpgid of task PID (/proc/PID/stat). */
+int
+stat_tty(pid_t pid, long *tty, long *tpgid, crest_error_t *err);
 int
 pty_task_ctty(const struct rctx *c, const struct rproc *p, crest_error_t *err);
 int

@@ -73,17 +73,6 @@ is_slave(dev_t rdev)
   return major(rdev) >= 136 && major(rdev) <= 143;
 }
 
-/* Crest's copy of descriptor FD of PID. */
-static int
-copy_of(pid_t pid, int fd, crest_error_t *err)
-{
-  cleanup_close int pfd = syscall(SYS_pidfd_open, pid, 0);
-  int d = pfd < 0 ? -1 : (int)syscall(SYS_pidfd_getfd, pfd, fd, 0);
-  if (d < 0)
-    return crest_error_errno(err, "task %d: fd %d: pidfd_getfd", pid, fd);
-  return d;
-}
-
 /* A master's slave, without opening it: its devpts and device. */
 static int
 master_peer(int m, struct pty_known *k)
@@ -117,7 +106,7 @@ scan_masters(struct dctx *c)
           if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st, 0) < 0
               || !S_ISCHR(st.st_mode) || st.st_rdev != makedev(5, 2))
             continue;
-          m = copy_of(c->p[i].pid, atoi(de->d_name), &e);
+          m = getfd(c->p[i].pid, atoi(de->d_name), &e);
           crest_error_release(&e);
           if (m < 0 || master_peer(m, &k) < 0)
             continue;
@@ -156,7 +145,7 @@ pty_probe(struct dctx *c, struct dproc *p, const struct fd_probe *d, struct dfil
     {
       /* /dev/tty: the terminal of the task that opened it */
       unsigned real = 0;
-      if ((dup = copy_of(p->pid, d->fd, err)) < 0)
+      if ((dup = getfd(p->pid, d->fd, err)) < 0)
         return -1;
       if (ioctl(dup, TIOCGDEV, &real) < 0 || !is_slave((dev_t)real) || !tree_master(c, 0, real))
         return 0;
@@ -166,7 +155,7 @@ pty_probe(struct dctx *c, struct dproc *p, const struct fd_probe *d, struct dfil
      refused (tty.c) */
   else if (!master && !tree_master(c, d->st->st_dev, rdev))
     return 0;
-  if (dup < 0 && (dup = copy_of(p->pid, d->fd, err)) < 0)
+  if (dup < 0 && (dup = getfd(p->pid, d->fd, err)) < 0)
     return -1;
   r = nf->priv = xzalloc(sizeof *r);
   r->via_tty = via_tty;
@@ -228,7 +217,7 @@ pty_write(struct dctx *c, const struct dfile *f, yajl_gen g)
 }
 
 /* tty_nr and tpgid of PID (its stat); -1 when it cannot be read. */
-static int
+int
 stat_tty(pid_t pid, long *tty, long *tpgid, crest_error_t *err)
 {
   cleanup_free char *stat = NULL;

@@ -30,21 +30,16 @@
 void
 tty_find(struct dctx *c)
 {
-  cleanup_free char *statb = NULL;
   crest_error_t e = NULL;
   cleanup_close int fd = -1;
   struct stat st;
   long tty_nr = 0, tpgid = 0;
-  char *q;
 
-  if (read_proc(c->root, "stat", &statb, &e) < 0)
+  if (stat_tty(c->root, &tty_nr, &tpgid, &e) < 0 || tty_nr == 0)
     {
       crest_error_release(&e);
       return;
     }
-  q = strrchr(statb, ')');
-  if (!q || sscanf(q + 2, "%*c %*d %*d %*d %ld %ld", &tty_nr, &tpgid) != 2 || tty_nr == 0)
-    return;
   fd = open_in_root(c, &c->p[0], "/dev/console", O_PATH, &e);
   crest_error_release(&e);
   if (fd < 0 || fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode) || st.st_rdev != (dev_t)tty_nr)

@@ -1874,23 +1874,22 @@ is_restore_bind(const char *mp)
   return false;
 }
 
+struct drop_req
+{
+  pid_t init;
+  char *table; /* its mount table, as ns_view read it */
+};
+
 static int
 drop_binds_body(int fd, void *arg)
 {
   static const char *const ns[] = { "user", "mnt" };
-  pid_t init = *(pid_t *)arg;
-  int proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC), mi, left = 0;
-  char *text = NULL, *save = NULL;
-  size_t len = 0;
-  FILE *m;
-  if (proc < 0 || join_ns(init, ns, ARRAY_SIZE(ns)) < 0
-      || (mi = openat(proc, "self/mountinfo", O_RDONLY | O_CLOEXEC)) < 0
-      || !(m = open_memstream(&text, &len)))
+  struct drop_req *r = arg;
+  char *save = NULL;
+  int left = 0;
+  if (join_ns(r->init, ns, ARRAY_SIZE(ns)) < 0)
     return -1;
-  for (char b[4096]; (len = (size_t)read(mi, b, sizeof b)) > 0 && len <= sizeof b;)
-    fwrite(b, 1, len, m);
-  fclose(m);
-  for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
+  for (char *l = strtok_r(r->table, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
     {
       char mp[4096];
       if (sscanf(l, "%*u %*u %*u:%*u %*s %4095s", mp) != 1
@@ -1899,7 +1898,6 @@ drop_binds_body(int fd, void *arg)
       if (umount2(mp, MNT_DETACH) < 0 || (unlink(mp) < 0 && rmdir(mp) < 0 && errno != ENOENT))
         left++;
     }
-  free(text);
   if (left)
     dprintf(fd, "%d", left);
   return 0;
@@ -1908,7 +1906,10 @@ drop_binds_body(int fd, void *arg)
 static void
 drop_restore_binds(const char *id, pid_t init)
 {
-  cleanup_free char *out = child_run(drop_binds_body, &init);
+  cleanup_free char *table = ns_view(init, NULL), *out = NULL;
+  struct drop_req r = { init, table };
+  if (table)
+    out = child_run(drop_binds_body, &r);
   if (!out || out[0])
     crest_warn("container `%s`: restore: the restorer's and image's binds in the container "
                "could not all be removed (%s%s); the tree runs",
