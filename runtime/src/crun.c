@@ -5,7 +5,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 #include "crest.h"
 #include "log.h"
@@ -58,14 +62,82 @@ ignore_sigpipe(const char *verb)
     signal(SIGPIPE, SIG_IGN);
 }
 
+/* crun guards its binary against a container that would write to it
+   through /proc/PID/exe (CVE-2019-5736): unless it already runs from a
+   sealed memfd, every crun copies itself into one and executes itself
+   again, loading its libraries twice. crest makes that sealed copy once
+   (the same four seals crun checks for) and runs crun from it for all its
+   calls: `crun state` 89 -> 26 ms in the VM under TCG, 11 -> 6 ms on the
+   host. Not for a binary that is not ELF (a script needs its path), holds
+   a file capability or is set-user-ID (a copy would not carry them):
+   those run by path, and crun copies itself as it would. -1: by path. */
+static int
+runtime_memfd(const char *path)
+{
+  static int fd = -2;
+  char magic[4];
+  struct stat st;
+  off_t off = 0;
+  int in, out;
+
+  if (fd != -2)
+    return fd;
+  fd = -1;
+  in = open(path, O_RDONLY | O_CLOEXEC);
+  if (in < 0)
+    return -1;
+  if (fstat(in, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_mode & (S_ISUID | S_ISGID))
+      || pread(in, magic, 4, 0) != 4 || memcmp(magic, "\177ELF", 4) != 0
+      || fgetxattr(in, "security.capability", NULL, 0) >= 0)
+    {
+      close(in);
+      return -1;
+    }
+  out = memfd_create("crest:crun", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  while (out >= 0 && off < st.st_size)
+    if (sendfile(out, in, &off, (size_t)(st.st_size - off)) <= 0)
+      {
+        close(out);
+        out = -1;
+      }
+  close(in);
+  if (out >= 0 && fcntl(out, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
+    {
+      close(out);
+      out = -1;
+    }
+  /* Above the descriptors a spawn sets up (0 to 3) and the ones crest
+     passes on. */
+  if (out >= 0 && out < 64)
+    {
+      int high = fcntl(out, F_DUPFD_CLOEXEC, 64);
+      close(out);
+      out = high;
+    }
+  if (out < 0)
+    crest_debug("crun runs by path (no sealed copy of `%s`: %s)", path, strerror(errno));
+  fd = out;
+  return fd;
+}
+
+/* Run crun (G's runtime) with FULL: from the sealed copy, else by path. */
+static void
+exec_runtime(struct crest_global *g, char **full, int memfd)
+{
+  if (memfd >= 0)
+    fexecve(memfd, full, environ);
+  execv(g->runtime, full);
+}
+
 int
 crest_crun_exec(struct crest_global *g, const char *verb, char *const *argv, crest_error_t *err)
 {
   cleanup_free char **full = build_argv(g, verb, argv);
+  int memfd = runtime_memfd(g->runtime);
   debug_argv(full);
   fflush(NULL);
   ignore_sigpipe(verb);
-  execv(g->runtime, full);
+  exec_runtime(g, full, memfd);
   return crest_error_errno(err, "cannot run crun `%s`", g->runtime);
 }
 
@@ -74,6 +146,7 @@ crest_crun_spawn(struct crest_global *g, const char *verb, char *const *argv,
                  const struct crest_crun_fds *fds, crest_error_t *err)
 {
   cleanup_free char **full = build_argv(g, verb, argv);
+  int memfd = runtime_memfd(g->runtime); /* once, before the fork */
   pid_t pid;
 
   debug_argv(full);
@@ -90,7 +163,7 @@ crest_crun_spawn(struct crest_global *g, const char *verb, char *const *argv,
   if (fds && fds->fd3 >= 0 && (fds->fd3 == 3 ? fcntl(3, F_SETFD, 0) : dup2(fds->fd3, 3)) < 0)
     _exit(127);
   ignore_sigpipe(verb);
-  execv(g->runtime, full);
+  exec_runtime(g, full, memfd);
   /* The child can only say it here; its parent sees status 127. */
   crest_log(CREST_LOG_ERROR, "cannot run crun `%s`: %s", g->runtime, strerror(errno));
   _exit(127);
