@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# vm-kernel: patched stock
+# vm-kernel: stock
 # Pre-dumps (crest checkpoint --pre-dump, then --parent-path): the memory
 # is copied while the tree runs, the final checkpoint copies only the pages
 # written since, restore reads the rest through the chain of images.

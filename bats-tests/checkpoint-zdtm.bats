@@ -1,10 +1,15 @@
 #!/usr/bin/env bats
-# vm-kernel: patched stock
+# vm-kernel: stock patched
+# vm-only: patched zdtm-(shm-anon|shm-tree|memfd|deleted-map|shared-file|caps|zombie|nonroot|inet-tcp-est)
 # Every zdtm program (tests/README.md) as the init of a rootless
 # busybox container: checkpoint, restore, what /proc shows of its tasks
 # compared (cr_procstate_same), then the program checks its own state.
 # The same programs run in process mode on the host
-# (tests/host/zdtm-process.test).
+# (tests/host/zdtm-process.test). On the stock kernel, the one users run,
+# all of them; on the patched kernel those whose path it changes: memory
+# objects read through map_files (shm-*, memfd*, deleted-map,
+# shared-file), the bounding set's exact drop of capability 40 (caps,
+# zombie, nonroot) and TCP_REPAIR in a container (inet-tcp-est).
 
 load helpers
 load checkpoint-helpers

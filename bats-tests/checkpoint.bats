@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# vm-kernel: patched stock
+# vm-kernel: stock patched
+# vm-only: patched counting busybox container, then twice more
 # Checkpoint and restore of a rootless busybox container through crest, as
 # the test user: the container is gone after a checkpoint, comes back with
 # the same PIDs, and goes on counting from where it was; twice more from the

@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# vm-kernel: patched stock
+# vm-kernel: stock
 # Lazy restore (crest restore --lazy-pages, process mode): the tree runs
 # before its private anonymous memory is in; crest fills pages on first
 # touch through a user-mode-only userfaultfd and the rest in the

@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# vm-kernel: patched stock
+# vm-kernel: stock patched
+# vm-only: patched a keep-alive connection
 # vm-aslr: stock
 # nginx in a rootless container (issue 12, "Real services"): Debian's
 # nginx-light from the VM's own root, a master and 4 workers (shared

@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# vm-kernel: patched stock
+# vm-kernel: stock patched
+# vm-only: patched a TCP session
 # vm-aslr: stock
 # PostgreSQL 15 (Debian's) in a rootless container whose root is the VM's own
 # file system, run as the container's user 1000 (PostgreSQL refuses root):

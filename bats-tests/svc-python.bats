@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# vm-kernel: patched stock
+# vm-kernel: stock patched
+# vm-only: patched an open connection
 # vm-aslr: stock
 # python3 -m http.server in a rootless container (issue 12, "Real
 # services"): Debian's python3 from the VM's own root, a directory served

@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# vm-kernel: patched stock
+# vm-kernel: stock patched
+# vm-only: patched survive --tcp-established
 # vm-aslr: stock
 # redis (Debian's redis-server 7.0) in a rootless container whose root is the
 # VM's own file system, with its client inside the same container
