@@ -101,7 +101,8 @@ runtime_memfd(const char *path)
         out = -1;
       }
   close(in);
-  if (out >= 0 && fcntl(out, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
+  if (out >= 0
+      && fcntl(out, F_ADD_SEALS, F_SEAL_SEAL | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) < 0)
     {
       close(out);
       out = -1;
