@@ -23,7 +23,7 @@
    root directory of its own ("root_dir"): a reader of version 1 would ignore
    the key and restore the process running, or without its chroot, so such
    an image must not look like version 1 to it. */
-#define CREST_IMAGE_FORMAT 16
+#define CREST_IMAGE_FORMAT 17
 #define CREST_IMAGE_FORMAT_STOP 2
 #define CREST_IMAGE_FORMAT_CHROOT 2
 /* Format 3: records of docs/engine.md's attribute tables (mapping advice
@@ -77,6 +77,8 @@
    (sk-mcast.c), and "IPV6_MULTICAST_IF"; an inet socket's
    "SO_BINDTODEVICE". */
 #define CREST_IMAGE_FORMAT_MCAST 16
+/* Format 17: a UDP socket's "shutdown" (1 reading, 2 writing, 3 both). */
+#define CREST_IMAGE_FORMAT_UDP_SHUT 17
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */
 #define XSTATE_MAX 16384
 
