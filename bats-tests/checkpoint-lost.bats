@@ -154,6 +154,7 @@ lost_case() {
 @test "zdtm-lost mcast-source: refused (a multicast membership with a source filter)" { lost_case mcast-source "source filter"; }
 @test "zdtm-lost bindtodevice: restored (sockets bound to lo)" { lost_case bindtodevice restore; }
 @test "zdtm-lost udp-shutdown: restored (UDP sockets shut for reading, writing, both)" { lost_case udp-shutdown restore; }
+@test "zdtm-lost sockopts: restored (IP, IPv6, TCP, UDP and socket options a program sets unprivileged)" { lost_case sockopts restore; }
 # Not leader-exit here: crun reports a container whose init's main thread
 # exited as stopped (no init PID); tests/host/zdtm-process.test covers it.
 @test "zdtm-lost reparented: restored" { lost_case reparented restore; }

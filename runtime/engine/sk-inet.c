@@ -98,12 +98,39 @@ struct sk_opt
   {                                                                                                \
     l, n, #n, w, OK_INT                                                                            \
   }
+/* An option whose setting needs a privilege crest does not hold, or
+   state it cannot make again: refused when it is not a new socket's. */
+#define D(l, n, w)                                                                                 \
+  {                                                                                                \
+    l, n, #n, w, OK_DEFAULT                                                                        \
+  }
+/* Newer than the headers crest may be built with (Linux 6.3). */
+#ifndef IP_LOCAL_PORT_RANGE
+#define IP_LOCAL_PORT_RANGE 51
+#endif
+/* linux/in6.h's, which glibc's netinet/in.h does not define */
+#ifndef IPV6_FLOWINFO
+#define IPV6_FLOWINFO 11
+#endif
+#ifndef IPV6_FLOWINFO_SEND
+#define IPV6_FLOWINFO_SEND 33
+#endif
 static const struct sk_opt sk_opts[] = {
   O(SOL_SOCKET, SO_TIMESTAMPNS, ALL),
   O(SOL_SOCKET, SO_TIMESTAMPING, ALL),
   O(SOL_SOCKET, SO_RXQ_OVFL, ALL),
   O(SOL_SOCKET, SO_SELECT_ERR_QUEUE, ALL),
   O(SOL_SOCKET, SO_ZEROCOPY, ALL),
+  O(SOL_SOCKET, SO_INCOMING_CPU, ALL),
+  O(SOL_SOCKET, SO_WIFI_STATUS, ALL),
+  O(SOL_SOCKET, SO_MAX_PACING_RATE, ALL),
+  O(SOL_SOCKET, SO_PREFER_BUSY_POLL, ALL),
+  O(SOL_SOCKET, SO_TXREHASH, ALL),
+  O(SOL_SOCKET, SO_RCVMARK, ALL),
+  /* raised only with CAP_NET_ADMIN; memory reserved against the cgroup */
+  D(SOL_SOCKET, SO_BUSY_POLL, ALL),
+  D(SOL_SOCKET, SO_BUSY_POLL_BUDGET, ALL),
+  D(SOL_SOCKET, SO_RESERVE_MEM, ALL),
   { SOL_IP, IP_TRANSPARENT, "IP_TRANSPARENT", ALL, OK_DEFAULT },
   O(SOL_IP, IP_TOS, ALL),
   O(SOL_IP, IP_TTL, ALL),
@@ -122,6 +149,13 @@ static const struct sk_opt sk_opts[] = {
   O(SOL_IP, IP_MULTICAST_ALL, F4 | PU),
   /* the address it was given (by an interface index alone: not shown) */
   O(SOL_IP, IP_MULTICAST_IF, F4 | PU),
+  O(SOL_IP, IP_UNICAST_IF, F4 | PT | PU),
+  O(SOL_IP, IP_RECVFRAGSIZE, F4 | PU),
+  O(SOL_IP, IP_CHECKSUM, F4 | PU),
+  O(SOL_IP, IP_PASSSEC, F4 | PU),
+  O(SOL_IP, IP_MINTTL, F4 | PT),
+  O(SOL_IP, IP_RECVERR_RFC4884, F4 | PT | PU),
+  O(SOL_IP, IP_LOCAL_PORT_RANGE, F4 | PT | PU),
   O(SOL_IPV6, IPV6_V6ONLY, F6 | PT | PU),
   O(SOL_IPV6, IPV6_TCLASS, F6 | PT | PU),
   O(SOL_IPV6, IPV6_UNICAST_HOPS, F6 | PT | PU),
@@ -135,6 +169,20 @@ static const struct sk_opt sk_opts[] = {
   O(SOL_IPV6, IPV6_DONTFRAG, F6 | PU),
   O(SOL_IPV6, IPV6_AUTOFLOWLABEL, F6 | PT | PU),
   O(SOL_IPV6, IPV6_FREEBIND, F6 | PT | PU),
+  O(SOL_IPV6, IPV6_UNICAST_IF, F6 | PT | PU),
+  O(SOL_IPV6, IPV6_RECVFRAGSIZE, F6 | PU),
+  O(SOL_IPV6, IPV6_RECVORIGDSTADDR, F6 | PU),
+  O(SOL_IPV6, IPV6_RECVRTHDR, F6 | PU),
+  O(SOL_IPV6, IPV6_RECVHOPOPTS, F6 | PU),
+  O(SOL_IPV6, IPV6_RECVDSTOPTS, F6 | PU),
+  O(SOL_IPV6, IPV6_RECVPATHMTU, F6 | PU),
+  O(SOL_IPV6, IPV6_FLOWINFO, F6 | PU),
+  O(SOL_IPV6, IPV6_FLOWINFO_SEND, F6 | PT | PU),
+  O(SOL_IPV6, IPV6_MULTICAST_ALL, F6 | PU),
+  O(SOL_IPV6, IPV6_MINHOPCOUNT, F6 | PT),
+  O(SOL_IPV6, IPV6_ADDR_PREFERENCES, F6 | PT | PU),
+  O(SOL_IPV6, IPV6_RECVERR_RFC4884, F6 | PT | PU),
+  D(SOL_IPV6, IPV6_TRANSPARENT, F6 | PT | PU),
   O(SOL_TCP, TCP_NODELAY, F4 | F6 | PT),
   O(SOL_TCP, TCP_CORK, F4 | F6 | PT),
   O(SOL_TCP, TCP_MAXSEG, F4 | F6 | PT),
@@ -150,9 +198,16 @@ static const struct sk_opt sk_opts[] = {
   O(SOL_TCP, TCP_FASTOPEN, F4 | F6 | PT),
   O(SOL_TCP, TCP_THIN_LINEAR_TIMEOUTS, F4 | F6 | PT),
   O(SOL_TCP, TCP_SAVE_SYN, F4 | F6 | PT),
+  O(SOL_TCP, TCP_INQ, F4 | F6 | PT),
+  O(SOL_TCP, TCP_FASTOPEN_CONNECT, F4 | F6 | PT),
+  O(SOL_TCP, TCP_FASTOPEN_NO_COOKIE, F4 | F6 | PT),
+  D(SOL_TCP, TCP_TX_DELAY, F4 | F6 | PT),
   O(SOL_UDP, UDP_CORK, F4 | F6 | PU),
   O(SOL_UDP, UDP_SEGMENT, F4 | F6 | PU),
   O(SOL_UDP, UDP_GRO, F4 | F6 | PU),
+  O(SOL_UDP, UDP_NO_CHECK6_TX, F6 | PU),
+  O(SOL_UDP, UDP_NO_CHECK6_RX, F6 | PU),
+  D(SOL_UDP, UDP_ENCAP, F4 | F6 | PU),
 };
 #undef O
 #define NOPTS ARRAY_SIZE(sk_opts)
@@ -573,11 +628,24 @@ inet_dump(struct dctx *c, pid_t pid, int d, struct inet_sk *s, bool owns_net, cr
        same interface (a new socket may be bound to one unprivileged) */
     if (getsockopt(d, SOL_SOCKET, SO_BINDTODEVICE, dev, &dl) == 0 && dl && dev[0])
       snprintf(s->bind_dev, sizeof s->bind_dev, "%s", dev);
-    if (getsockopt(d, SOL_SOCKET, SO_GET_FILTER, NULL, &fl) == 0 && fl)
+    /* EACCES: an eBPF filter, which has no program to show */
+    int r = getsockopt(d, SOL_SOCKET, SO_GET_FILTER, NULL, &fl);
+    if ((r == 0 && fl) || (r < 0 && errno == EACCES))
       return crest_error_make(err, ENOTSUP,
-                              "a socket filter is attached (SO_ATTACH_FILTER): crest does not "
-                              "restore it");
+                              "a socket filter is attached (SO_ATTACH_FILTER, SO_ATTACH_BPF): "
+                              "crest does not restore it");
   }
+  if (s->proto == IPPROTO_TCP)
+    {
+      /* an upper layer protocol on the connection (kernel TLS) */
+      char ulp[32] = "";
+      socklen_t ul = sizeof ulp - 1;
+      if (getsockopt(d, SOL_TCP, TCP_ULP, ulp, &ul) == 0 && ulp[0])
+        return crest_error_make(err, ENOTSUP,
+                                "an upper layer protocol \"%.31s\" (TCP_ULP): crest does not "
+                                "restore it",
+                                ulp);
+    }
   if (s->proto == IPPROTO_TCP)
     /* After the state: a connection's buffers are the kernel's to tune,
        and are not kept (tcp_connected). */

@@ -35,6 +35,8 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <netinet/udp.h>
 #include <arpa/inet.h>
 #include <net/if.h>
 #include <sys/prctl.h>
@@ -2378,6 +2380,127 @@ chk_udp_shut(void)
     }
 }
 
+/* sockopts: options of the IP, IPv6, TCP, UDP and socket levels a program
+   may set without privilege, each set to what a new socket does not have,
+   on a UDP and a TCP socket of each family (a TCP listener, and a bound
+   one for the options a listener refuses). An option this kernel does
+   not know is left out (its setsockopt fails); each one set is read back
+   then, and must read the same after restore. */
+#ifndef IP_LOCAL_PORT_RANGE
+#define IP_LOCAL_PORT_RANGE 51
+#endif
+#ifndef IPV6_FLOWINFO
+#define IPV6_FLOWINFO 11
+#endif
+#ifndef IPV6_FLOWINFO_SEND
+#define IPV6_FLOWINFO_SEND 33
+#endif
+enum
+{
+  SO_U4,
+  SO_U6,
+  SO_L4,
+  SO_B4,
+  SO_B6,
+  SO_NSOCK
+};
+static int so_fd[SO_NSOCK] = { -1, -1, -1, -1, -1 };
+#define SOPT(k, l, o, v)                                                                           \
+  {                                                                                                \
+    k, l, o, #o, v, false, 0                                                                       \
+  }
+static struct
+{
+  int sock, level, opt;
+  const char *name;
+  int val;
+  bool set;
+  int got;
+} so_t[] = {
+  SOPT(SO_U4, SOL_SOCKET, SO_INCOMING_CPU, 0),
+  SOPT(SO_U4, SOL_SOCKET, SO_WIFI_STATUS, 1),
+  SOPT(SO_U4, SOL_SOCKET, SO_MAX_PACING_RATE, 1000000),
+  SOPT(SO_U4, SOL_SOCKET, SO_PREFER_BUSY_POLL, 1),
+  SOPT(SO_U4, SOL_SOCKET, SO_TXREHASH, 0),
+  SOPT(SO_U4, SOL_SOCKET, SO_RCVMARK, 1),
+  SOPT(SO_U4, SOL_IP, IP_UNICAST_IF, 0x01000000), /* index 1 (lo), network order */
+  SOPT(SO_U4, SOL_IP, IP_RECVFRAGSIZE, 1),
+  SOPT(SO_U4, SOL_IP, IP_CHECKSUM, 1),
+  SOPT(SO_U4, SOL_IP, IP_PASSSEC, 1),
+  SOPT(SO_U4, SOL_IP, IP_RECVERR_RFC4884, 1),
+  SOPT(SO_U4, SOL_IP, IP_LOCAL_PORT_RANGE, 40000 | 50000 << 16),
+  SOPT(SO_U6, SOL_IPV6, IPV6_UNICAST_IF, 1),
+  SOPT(SO_U6, SOL_IPV6, IPV6_RECVFRAGSIZE, 1),
+  SOPT(SO_U6, SOL_IPV6, IPV6_RECVORIGDSTADDR, 1),
+  SOPT(SO_U6, SOL_IPV6, IPV6_RECVRTHDR, 1),
+  SOPT(SO_U6, SOL_IPV6, IPV6_RECVHOPOPTS, 1),
+  SOPT(SO_U6, SOL_IPV6, IPV6_RECVDSTOPTS, 1),
+  SOPT(SO_U6, SOL_IPV6, IPV6_RECVPATHMTU, 1),
+  SOPT(SO_U6, SOL_IPV6, IPV6_FLOWINFO, 1),
+  SOPT(SO_U6, SOL_IPV6, IPV6_FLOWINFO_SEND, 1),
+  SOPT(SO_U6, SOL_IPV6, IPV6_MULTICAST_ALL, 0),
+  SOPT(SO_U6, SOL_IPV6, IPV6_ADDR_PREFERENCES, 1), /* IPV6_PREFER_SRC_TMP */
+  SOPT(SO_U6, SOL_IPV6, IPV6_RECVERR_RFC4884, 1),
+  SOPT(SO_U6, SOL_UDP, UDP_NO_CHECK6_TX, 1),
+  SOPT(SO_U6, SOL_UDP, UDP_NO_CHECK6_RX, 1),
+  SOPT(SO_L4, SOL_IP, IP_MINTTL, 5),
+  SOPT(SO_L4, SOL_TCP, TCP_INQ, 1),
+  SOPT(SO_B4, SOL_TCP, TCP_FASTOPEN_CONNECT, 1),
+  SOPT(SO_B4, SOL_TCP, TCP_FASTOPEN_NO_COOKIE, 1),
+  SOPT(SO_B6, SOL_IPV6, IPV6_MINHOPCOUNT, 5),
+  SOPT(SO_B6, SOL_IPV6, IPV6_FLOWINFO_SEND, 1),
+};
+static void
+set_sockopts(void)
+{
+  static const int fam[SO_NSOCK] = { AF_INET, AF_INET6, AF_INET, AF_INET, AF_INET6 };
+  static const int type[SO_NSOCK]
+      = { SOCK_DGRAM, SOCK_DGRAM, SOCK_STREAM, SOCK_STREAM, SOCK_STREAM };
+  int n = 0;
+  for (int i = 0; i < SO_NSOCK; i++)
+    need((so_fd[i] = socket(fam[i], type[i], 0)) >= 0, "socket");
+  for (size_t k = 0; k < sizeof so_t / sizeof so_t[0]; k++)
+    {
+      socklen_t len = sizeof so_t[k].got;
+      so_t[k].set
+          = setsockopt(so_fd[so_t[k].sock], so_t[k].level, so_t[k].opt, &so_t[k].val,
+                       sizeof so_t[k].val)
+                == 0
+            && getsockopt(so_fd[so_t[k].sock], so_t[k].level, so_t[k].opt, &so_t[k].got, &len) == 0;
+      n += so_t[k].set;
+    }
+  if (n < 10)
+    unsupported("fewer than 10 of the socket options");
+  for (int i = 0; i < SO_NSOCK; i++)
+    {
+      struct sockaddr_storage a = { .ss_family = (sa_family_t)fam[i] };
+      if (fam[i] == AF_INET)
+        ((struct sockaddr_in *)&a)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      else
+        ((struct sockaddr_in6 *)&a)->sin6_addr = in6addr_loopback;
+      need(bind(so_fd[i], (struct sockaddr *)&a,
+                fam[i] == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6))
+               == 0,
+           "bind");
+    }
+  need(listen(so_fd[SO_L4], 4) == 0, "listen");
+}
+static void
+chk_sockopts(void)
+{
+  for (size_t k = 0; k < sizeof so_t / sizeof so_t[0]; k++)
+    {
+      int v = -12345;
+      socklen_t len = sizeof v;
+      if (!so_t[k].set)
+        continue;
+      if (getsockopt(so_fd[so_t[k].sock], so_t[k].level, so_t[k].opt, &v, &len) < 0)
+        zdtm_fail("%s: getsockopt after restore: %s", so_t[k].name, strerror(errno));
+      else if (v != so_t[k].got)
+        zdtm_fail("%s is %d after restore, %d before", so_t[k].name, v, so_t[k].got);
+    }
+}
+
 /* pty-ctty-closed: a child that leads a session whose controlling
    terminal is a pty of the tree (the master here), with no descriptor of
    it left anywhere: a restore could not give it back (refused). The check:
@@ -2520,6 +2643,7 @@ static const struct
   { "mcast-source", set_mcast_source, chk_mcast_source },
   { "bindtodevice", set_btd, chk_btd },
   { "udp-shutdown", set_udp_shut, chk_udp_shut },
+  { "sockopts", set_sockopts, chk_sockopts },
   { "pty-ctty-closed", set_pty_closed, chk_pty_closed },
   { "leader-exit", set_leader_exit, NULL },
   { "reparented", set_orphan, NULL },
