@@ -131,6 +131,7 @@ lost_case() {
 # And for the holder of a unix socket's peer.
 @test "zdtm-lost unix-outside: restored (the peer's holder is the init's child)" { lost_case unix-outside restore; }
 @test "zdtm-lost unix-ext: restored (the server is the init's child)" { lost_case unix-ext restore; }
+@test "zdtm-lost unix-peercred: restored (SO_PEERCRED of a pair and a connection made by the init)" { lost_case unix-peercred restore; }
 @test "zdtm-lost unix-scm-rights: refused" { lost_case unix-scm-rights "SCM_RIGHTS"; }
 @test "zdtm-lost unix-backlog-data: refused" { lost_case unix-backlog-data "accepted"; }
 @test "zdtm-lost timerfd-cancel: refused" { lost_case timerfd-cancel "CANCEL_ON_SET"; }
