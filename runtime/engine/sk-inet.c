@@ -37,6 +37,7 @@
 #include "engine-int.h"
 #include "files.h"
 #include "image.h"
+#include "kernel-abi.h"
 #include "restore-int.h"
 #include "sk-mcast.h"
 #include "sk-tcp.h"
@@ -104,17 +105,6 @@ struct sk_opt
   {                                                                                                \
     l, n, #n, w, OK_DEFAULT                                                                        \
   }
-/* Newer than the headers crest may be built with (Linux 6.3). */
-#ifndef IP_LOCAL_PORT_RANGE
-#define IP_LOCAL_PORT_RANGE 51
-#endif
-/* linux/in6.h's, which glibc's netinet/in.h does not define */
-#ifndef IPV6_FLOWINFO
-#define IPV6_FLOWINFO 11
-#endif
-#ifndef IPV6_FLOWINFO_SEND
-#define IPV6_FLOWINFO_SEND 33
-#endif
 static const struct sk_opt sk_opts[] = {
   O(SOL_SOCKET, SO_TIMESTAMPNS, ALL),
   O(SOL_SOCKET, SO_TIMESTAMPING, ALL),

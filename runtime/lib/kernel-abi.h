@@ -20,4 +20,17 @@ struct crest_sched_attr
   uint32_t umin, umax;
 };
 
+/* Socket options newer than the headers crest may be built with (Linux
+   6.3's IP_LOCAL_PORT_RANGE), or linux/in6.h's that glibc's netinet/in.h
+   does not define. */
+#ifndef IP_LOCAL_PORT_RANGE
+#define IP_LOCAL_PORT_RANGE 51
+#endif
+#ifndef IPV6_FLOWINFO
+#define IPV6_FLOWINFO 11
+#endif
+#ifndef IPV6_FLOWINFO_SEND
+#define IPV6_FLOWINFO_SEND 33
+#endif
+
 #endif

@@ -10,6 +10,7 @@
  *                                       77: it cannot (the harness skips). */
 #define _GNU_SOURCE
 #include "zdtm.h"
+#include "kernel-abi.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -2436,15 +2437,6 @@ chk_udp_shut(void)
    one for the options a listener refuses). An option this kernel does
    not know is left out (its setsockopt fails); each one set is read back
    then, and must read the same after restore. */
-#ifndef IP_LOCAL_PORT_RANGE
-#define IP_LOCAL_PORT_RANGE 51
-#endif
-#ifndef IPV6_FLOWINFO
-#define IPV6_FLOWINFO 11
-#endif
-#ifndef IPV6_FLOWINFO_SEND
-#define IPV6_FLOWINFO_SEND 33
-#endif
 enum
 {
   SO_U4,
