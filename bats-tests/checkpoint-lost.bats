@@ -107,6 +107,7 @@ lost_case() {
 @test "zdtm-lost mlockall: restored" { lost_case mlockall restore; }
 @test "zdtm-lost posix-timer-overrun: refused" { lost_case posix-timer-overrun overrun; }
 @test "zdtm-lost posix-timer-thread-cpu: refused" { lost_case posix-timer-thread-cpu "CPU-time"; }
+@test "zdtm-lost posix-timer-tid-cpu: restored (timers on a thread's and the process's CPU-time clock named by ID)" { lost_case posix-timer-tid-cpu restore; }
 @test "zdtm-lost unlinked-holes: restored" { lost_case unlinked-holes restore; }
 @test "zdtm-lost unlinked-mode: restored" { lost_case unlinked-mode restore; }
 @test "zdtm-lost unlinked-shared: restored" { lost_case unlinked-shared restore; }

@@ -32,14 +32,21 @@
 #define SIGEV_THREAD_ID 4
 #endif
 
-/* Why a timer on clock CLK of a process of NTH threads cannot be restored,
-   or NULL. The kernel shows a CPU-time clock encoded as ~PID << 3 | thread
-   bit (4) | type (0 prof, 1 virt, 2 sched; 3 is a clock descriptor), with
-   PID 0 for the caller: the process's own clock is -6, the calling thread's
-   -2. Both are given back to timer_create as they are. */
+/* Why a timer on clock CLK of a process cannot be restored, or NULL. SELF
+   is the process's PID and TID(K) its thread K's, both as its PID
+   namespace shows them (as recorded), NTH its number of threads. The
+   kernel shows a CPU-time clock encoded as ~PID << 3 | thread bit (4) |
+   type (0 prof, 1 virt, 2 sched; 3 is a clock descriptor), with PID 0 for
+   the caller: the process's own clock is -6, the calling thread's -2. A
+   clock the process named by its own PID (clock_getcpuclockid) or by one
+   of its threads' TIDs (pthread_getcpuclockid) names the same one after a
+   restore, which gives every thread its TID back before the timers are
+   made: all are given back to timer_create as they are. */
 static const char *
-clock_refusal(int64_t clk, size_t nth)
+clock_refusal(int64_t clk, pid_t self, size_t nth, pid_t (*tid)(const void *p, size_t k),
+              const void *p)
 {
+  int64_t pid;
   if (clk == CLOCK_REALTIME || clk == CLOCK_MONOTONIC || clk == CLOCK_BOOTTIME || clk == CLOCK_TAI)
     return NULL;
   if (clk == CLOCK_REALTIME_ALARM || clk == CLOCK_BOOTTIME_ALARM)
@@ -48,11 +55,29 @@ clock_refusal(int64_t clk, size_t nth)
     return "a clock crest does not know";
   if ((clk & 3) == 3)
     return "a clock descriptor";
-  if (~(clk >> 3) != 0)
-    return "the CPU-time clock of a task named by PID (clock_getcpuclockid)";
-  if ((clk & 4) && nth > 1)
-    return "the CPU-time clock of the thread that created it, which /proc does not name";
-  return NULL;
+  pid = ~(clk >> 3);
+  if (pid == 0)
+    return (clk & 4) && nth > 1
+               ? "the CPU-time clock of the thread that created it, which /proc does not name"
+               : NULL;
+  if (!(clk & 4))
+    return pid == self ? NULL : "the CPU-time clock of another process (clock_getcpuclockid)";
+  for (size_t k = 0; k < nth; k++)
+    if (tid(p, k) == pid)
+      return NULL;
+  return "the CPU-time clock of a thread of another process";
+}
+
+static pid_t
+dump_tid(const void *p, size_t k)
+{
+  return ((const struct dproc *)p)->th[k].itid;
+}
+
+static pid_t
+restore_tid(const void *p, size_t k)
+{
+  return ((const struct rproc *)p)->th[k].tid;
 }
 
 static int
@@ -109,7 +134,7 @@ parse_entry(struct dproc *p, const char *t, struct ptimer *o, crest_error_t *err
                             "task %d: POSIX timer ID %d: IDs from %d on are not restored (a "
                             "restore creates every ID below it)",
                             p->pid, o->id, TIMERS_MAX);
-  if ((why = clock_refusal(o->clock, p->nth)) != NULL)
+  if ((why = clock_refusal(o->clock, p->ipid, p->nth, dump_tid, p)) != NULL)
     return crest_error_make(err, ENOTSUP,
                             "task %d: POSIX timer ID %d on clock %" PRId64 " (%s) is not restored",
                             p->pid, o->id, o->clock, why);
@@ -210,7 +235,7 @@ parse_one(yajl_val v, struct rproc *p, struct ptimer *o, crest_error_t *err)
     return -1;
   if (has_key(v, "thread") && jget_i64(v, "thread", &th, err) < 0)
     return -1;
-  CHECK(id >= 0 && id < TIMERS_MAX && !clock_refusal(o->clock, p->nth),
+  CHECK(id >= 0 && id < TIMERS_MAX && !clock_refusal(o->clock, p->pid, p->nth, restore_tid, p),
         "process %d: timer %lld, clock %lld", p->pid, (long long)id, (long long)o->clock);
   CHECK(notify == SIGEV_SIGNAL || notify == SIGEV_NONE || notify == SIGEV_THREAD
             || notify == (SIGEV_SIGNAL | SIGEV_THREAD_ID),

@@ -962,6 +962,48 @@ chk_timer_thread_cpu(void)
     zdtm_fail("thread CPU-time timer: gone or %ld s left", (long)it.it_value.tv_sec);
 }
 
+/* posix-timer-tid-cpu: timers on CPU-time clocks named by ID, which a
+   restore gives back (every thread has its TID again when the timers are
+   made): a thread's (pthread_getcpuclockid of a second thread) and the
+   process's own (clock_getcpuclockid of its PID). After restore both
+   exist, on the same clocks (/proc/self/timers), with time left. */
+static timer_t tcpu[2];
+static clockid_t tcpu_clk[2];
+static void
+set_timer_tid_cpu(void)
+{
+  struct sigevent ev = { .sigev_notify = SIGEV_NONE };
+  struct itimerspec it = { { 0, 0 }, { 100, 0 } };
+  pthread_t t;
+  need(pthread_create(&t, NULL, idle_thread, NULL) == 0, "pthread_create");
+  need(pthread_getcpuclockid(t, &tcpu_clk[0]) == 0
+           && clock_getcpuclockid(getpid(), &tcpu_clk[1]) == 0,
+       "the CPU-time clocks");
+  for (int i = 0; i < 2; i++)
+    need(timer_create(tcpu_clk[i], &ev, &tcpu[i]) == 0 && timer_settime(tcpu[i], 0, &it, NULL) == 0,
+         "timer_create on a CPU-time clock");
+}
+static void
+chk_timer_tid_cpu(void)
+{
+  char buf[4096] = "", want[64];
+  int tf = open("/proc/self/timers", O_RDONLY);
+  ssize_t n = tf >= 0 ? read(tf, buf, sizeof buf - 1) : -1;
+  if (tf >= 0)
+    close(tf);
+  for (int i = 0; i < 2; i++)
+    {
+      struct itimerspec it;
+      snprintf(want, sizeof want, "ClockID: %d\n", (int)tcpu_clk[i]);
+      if (timer_gettime(tcpu[i], &it) < 0 || it.it_value.tv_sec < 90)
+        zdtm_fail("%s CPU-time timer: gone or %ld s left", i ? "process" : "thread",
+                  (long)it.it_value.tv_sec);
+      if (n <= 0 || !strstr(buf, want))
+        zdtm_fail("%s CPU-time timer: /proc/self/timers has no %.30s", i ? "process" : "thread",
+                  want);
+    }
+}
+
 /* --- memory locks --- */
 
 /* Is LOCK ("lo", "lf") among the VmFlags of the mapping at ADDR? */
@@ -2643,6 +2685,7 @@ static const struct
   { "mlockall", set_mlockall, chk_mlockall },
   { "posix-timer-overrun", set_timer_overrun, chk_timer_overrun },
   { "posix-timer-thread-cpu", set_timer_thread_cpu, chk_timer_thread_cpu },
+  { "posix-timer-tid-cpu", set_timer_tid_cpu, chk_timer_tid_cpu },
   { "unlinked-holes", set_holes, chk_holes },
   { "unlinked-mode", set_umode, chk_umode },
   { "unlinked-shared", set_ushared, chk_ushared },
