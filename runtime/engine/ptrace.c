@@ -745,7 +745,24 @@ pt_normalize_restart(struct user_regs_struct *r)
           r->rip -= 2;
         }
       else if (ax == -516 /* ERESTART_RESTARTBLOCK */)
-        r->rax = (unsigned long)-EINTR; /* the restart block did not survive */
+        {
+          /* The kernel's restart block (the time left) did not survive:
+             a sleep, poll or futex wait is made again with its own
+             arguments, still in the registers (exact for an absolute
+             deadline, the whole timeout again for a relative one: later,
+             as after a suspension, never early). A restart_syscall (the
+             call was interrupted before, by a stop or an earlier
+             checkpoint) names no call to make again: -EINTR. */
+          long nr = (long)r->orig_rax;
+          if (nr == SYS_nanosleep || nr == SYS_clock_nanosleep || nr == SYS_poll
+              || nr == SYS_futex)
+            {
+              r->rax = r->orig_rax;
+              r->rip -= 2;
+            }
+          else
+            r->rax = (unsigned long)-EINTR;
+        }
     }
   r->orig_rax = (unsigned long)-1;
 }

@@ -962,6 +962,62 @@ chk_timer_thread_cpu(void)
     zdtm_fail("thread CPU-time timer: gone or %ld s left", (long)it.it_value.tv_sec);
 }
 
+/* sleep-restart: four threads blocked for an hour in calls the kernel
+   restarts through its restart block, which no restore can carry: a
+   relative nanosleep, an absolute clock_nanosleep, a poll with a timeout
+   and a futex wait with a timeout. None may come back early after
+   restore (each is made again: the absolute one exact, the others with
+   their whole timeout). The threads block every signal: SIGTERM is the
+   main thread's. */
+static volatile int sr_woke[4];
+static uint32_t sr_word;
+static void *
+sr_thread(void *a)
+{
+  int k = (int)(intptr_t)a, r = 0;
+  sigset_t all;
+  struct timespec t = { 3600, 0 }, rem;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  switch (k)
+    {
+    case 0:
+      r = nanosleep(&t, &rem);
+      break;
+    case 1:
+      clock_gettime(CLOCK_MONOTONIC, &t);
+      t.tv_sec += 3600;
+      r = clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL);
+      break;
+    case 2:
+      r = poll(NULL, 0, 3600 * 1000);
+      break;
+    default:
+      r = (int)syscall(SYS_futex, &sr_word, 0 /* FUTEX_WAIT */, 0, &t, NULL, 0);
+    }
+  sr_woke[k] = r < 0 ? (errno ? errno : -1) : 1000 + r;
+  return NULL;
+}
+static void
+set_sleep_restart(void)
+{
+  pthread_t t;
+  for (int k = 0; k < 4; k++)
+    need(pthread_create(&t, NULL, sr_thread, (void *)(intptr_t)k) == 0, "pthread_create");
+  usleep(100000);
+}
+static void
+chk_sleep_restart(void)
+{
+  static const char *const what[4] = { "nanosleep (relative)", "clock_nanosleep (absolute)",
+                                       "poll with a timeout", "futex wait with a timeout" };
+  usleep(200000);
+  for (int k = 0; k < 4; k++)
+    if (sr_woke[k])
+      zdtm_fail("%s came back early (%s)", what[k],
+                sr_woke[k] >= 1000 ? "returned" : strerror(sr_woke[k]));
+}
+
 /* posix-timer-tid-cpu: timers on CPU-time clocks named by ID, which a
    restore gives back (every thread has its TID again when the timers are
    made): a thread's (pthread_getcpuclockid of a second thread) and the
@@ -2686,6 +2742,7 @@ static const struct
   { "posix-timer-overrun", set_timer_overrun, chk_timer_overrun },
   { "posix-timer-thread-cpu", set_timer_thread_cpu, chk_timer_thread_cpu },
   { "posix-timer-tid-cpu", set_timer_tid_cpu, chk_timer_tid_cpu },
+  { "sleep-restart", set_sleep_restart, chk_sleep_restart },
   { "unlinked-holes", set_holes, chk_holes },
   { "unlinked-mode", set_umode, chk_umode },
   { "unlinked-shared", set_ushared, chk_ushared },
