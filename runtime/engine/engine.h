@@ -134,6 +134,10 @@ struct crest_dump_opts
      mode, where PIDs are recorded as seen by crest (run crest inside the same
      PID namespace as the tree, e.g. within `unshare -Urpf`). */
   bool root_is_ns_init;
+  /* Container mode: the restore's tasks run under the security label (LSM)
+     crun gives the container's process, the one its init has; else under
+     crest's own (pstree.c, check_lsm). */
+  bool label_of_init;
   /* --ext-unix-sk (as runc and crun mean it): a unix socket connected to a
      peer outside the tree that has a name (a path or an abstract name) is
      recorded to be connected to that name again at restore, instead of

@@ -62,6 +62,55 @@ ns_field(const char *status, const char *key, bool inner, pid_t fallback)
   return (pid_t)v;
 }
 
+/* The security label the kernel's LSM (AppArmor, SELinux, Smack) gives
+   thread TID of process PID, without its trailing newline ("unconfined",
+   "profile (enforce)", a context), or NULL where no LSM shows one (the
+   file fails or is empty). PID 0: crest itself. */
+static char *
+lsm_label(pid_t pid, pid_t tid)
+{
+  cleanup_free char *path = pid ? xasprintf("/proc/%d/task/%d/attr/current", pid, tid)
+                                : xstrdup("/proc/thread-self/attr/current");
+  char buf[512];
+  ssize_t n;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return NULL;
+  n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\0'))
+    n--;
+  if (n <= 0)
+    return NULL;
+  buf[n] = 0;
+  return xstrdup(buf);
+}
+
+/* A restored task runs under the label of the process that made it: crest
+   (process mode) or the container's restorer, which crun gives the label
+   of the container's configuration, the one its init has. A task under
+   another label would come back without its confinement, or with
+   another: refused. */
+static int
+check_lsm(struct dctx *c, crest_error_t *err)
+{
+  cleanup_free char *ref
+      = c->o->label_of_init ? lsm_label(c->p[0].pid, c->p[0].pid) : lsm_label(0, 0);
+  for (size_t i = 0; i < c->np; i++)
+    for (size_t t = 0; t < c->p[i].nth; t++)
+      {
+        cleanup_free char *l = lsm_label(c->p[i].pid, c->p[i].th[t].tid);
+        if ((l || ref) && (!l || !ref || strcmp(l, ref) != 0))
+          return crest_error_make(err, ENOTSUP,
+                                  "task %d: thread %d runs under the security label \"%.200s\", "
+                                  "and a restore would give it \"%.200s\" (%s's): cannot "
+                                  "checkpoint it",
+                                  c->p[i].pid, c->p[i].th[t].tid, l ? l : "", ref ? ref : "",
+                                  c->o->label_of_init ? "its container's init" : "crest");
+      }
+  return 0;
+}
+
 int
 ns_ids(struct dctx *c, crest_error_t *err)
 {
@@ -108,7 +157,7 @@ ns_ids(struct dctx *c, crest_error_t *err)
             return -1;
         }
     }
-  return 0;
+  return check_lsm(c, err);
 }
 
 int

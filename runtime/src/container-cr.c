@@ -1208,6 +1208,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
   d.pre_dump = opts->pre_dump;
   d.parent_path = opts->parent_path;
   d.root_is_ns_init = true;
+  d.label_of_init = true;
   d.config_digest = digest;
   d.no_chroot_cap = no_chroot_cap(config_text);
   d.no_setid_cap = no_setid_cap(config_text);
