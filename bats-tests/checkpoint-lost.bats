@@ -109,6 +109,7 @@ lost_case() {
 @test "zdtm-lost posix-timer-thread-cpu: refused" { lost_case posix-timer-thread-cpu "CPU-time"; }
 @test "zdtm-lost posix-timer-tid-cpu: restored (timers on a thread's and the process's CPU-time clock named by ID)" { lost_case posix-timer-tid-cpu restore; }
 @test "zdtm-lost sleep-restart: restored (threads in nanosleep, clock_nanosleep, poll, futex with timeouts stay asleep)" { lost_case sleep-restart restore; }
+@test "zdtm-lost mdwe: refused (memory-deny-write-execute, Linux 6.3)" { lost_case mdwe "write-execute"; }
 @test "zdtm-lost unlinked-holes: restored" { lost_case unlinked-holes restore; }
 @test "zdtm-lost unlinked-mode: restored" { lost_case unlinked-mode restore; }
 @test "zdtm-lost unlinked-shared: restored" { lost_case unlinked-shared restore; }

@@ -17,6 +17,7 @@
 #include "util.h"
 
 #define DEFAULT_SLACK 50000
+#define PR_GET_MDWE_ 66 /* newer than the headers crest may be built with */
 #define ARCH_GET_CPUID 0x1011
 #define ARCH_SET_CPUID 0x1012
 #define ARCH_GET_XCOMP_PERM 0x1022
@@ -70,6 +71,16 @@ prctl_dump_process(pid_t tid, const struct user_regs_struct *regs, uint64_t mask
     return crest_error_make(err, ENOTSUP,
                             "task %d: dumpable %ld (set by the kernel at an execve, no prctl "
                             "gives it back): cannot checkpoint it",
+                            tid, ret);
+  /* Memory-deny-write-execute (Linux 6.3): set by the process for good;
+     made again, it would have to come after every mapping the restore
+     makes, which it does not do. EINVAL: a kernel without it. */
+  if (inj(tid, regs, mask, gadget, SYS_prctl, PR_GET_MDWE_, 0, &ret, err) < 0)
+    return -1;
+  if (ret > 0)
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: memory-deny-write-execute is on (PR_SET_MDWE, flags %#lx), "
+                            "which crest does not restore: cannot checkpoint it",
                             tid, ret);
   /* The dynamic XSAVE components the process may use (AMX's tile data):
      a permission asked for once (ARCH_REQ_XCOMP_PERM), without which the

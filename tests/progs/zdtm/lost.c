@@ -962,6 +962,22 @@ chk_timer_thread_cpu(void)
     zdtm_fail("thread CPU-time timer: gone or %ld s left", (long)it.it_value.tv_sec);
 }
 
+/* mdwe: memory-deny-write-execute (PR_SET_MDWE, Linux 6.3), which a
+   process sets for good: refused (the check: still on). */
+static void
+set_mdwe(void)
+{
+  if (prctl(65 /* PR_SET_MDWE */, 1 /* PR_MDWE_REFUSE_EXEC_GAIN */, 0L, 0L, 0L) < 0)
+    unsupported("PR_SET_MDWE");
+}
+static void
+chk_mdwe(void)
+{
+  int v = prctl(66 /* PR_GET_MDWE */, 0L, 0L, 0L, 0L);
+  if (v != 1)
+    zdtm_fail("memory-deny-write-execute is %d, expected 1", v);
+}
+
 /* sleep-restart: four threads blocked for an hour in calls the kernel
    restarts through its restart block, which no restore can carry: a
    relative nanosleep, an absolute clock_nanosleep, a poll with a timeout
@@ -2743,6 +2759,7 @@ static const struct
   { "posix-timer-thread-cpu", set_timer_thread_cpu, chk_timer_thread_cpu },
   { "posix-timer-tid-cpu", set_timer_tid_cpu, chk_timer_tid_cpu },
   { "sleep-restart", set_sleep_restart, chk_sleep_restart },
+  { "mdwe", set_mdwe, chk_mdwe },
   { "unlinked-holes", set_holes, chk_holes },
   { "unlinked-mode", set_umode, chk_umode },
   { "unlinked-shared", set_ushared, chk_ushared },
