@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include "dump-int.h"
 #include "image.h"
+#include "kernel-abi.h"
 #include "sockets.h"
 #include "util.h"
 
@@ -278,6 +279,8 @@ static const struct
   [SKO_LINGER] = { "SO_LINGER", SO_LINGER, SKO_LINGERK },
   [SKO_RCVTIMEO] = { "SO_RCVTIMEO", SO_RCVTIMEO, SKO_TIME },
   [SKO_SNDTIMEO] = { "SO_SNDTIMEO", SO_SNDTIMEO, SKO_TIME },
+  [SKO_PASSPIDFD] = { "SO_PASSPIDFD", SO_PASSPIDFD, SKO_INT },
+  [SKO_PASSRIGHTS] = { "SO_PASSRIGHTS", SO_PASSRIGHTS, SKO_INT },
 };
 
 /* Option I of FD in *V; 1 read, 0 the family has none, -1 failed. */

@@ -83,6 +83,8 @@ enum
   SKO_LINGER,
   SKO_RCVTIMEO,
   SKO_SNDTIMEO,
+  SKO_PASSPIDFD,  /* Linux 6.5 */
+  SKO_PASSRIGHTS, /* Linux 6.16: 0 refuses descriptors sent to it */
   SKO_N
 };
 

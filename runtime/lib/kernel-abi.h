@@ -26,6 +26,12 @@ struct crest_sched_attr
 #ifndef IP_LOCAL_PORT_RANGE
 #define IP_LOCAL_PORT_RANGE 51
 #endif
+#ifndef SO_PASSPIDFD
+#define SO_PASSPIDFD 76
+#endif
+#ifndef SO_PASSRIGHTS
+#define SO_PASSRIGHTS 83
+#endif
 #ifndef IPV6_FLOWINFO
 #define IPV6_FLOWINFO 11
 #endif

@@ -2548,7 +2548,8 @@ chk_udp_shut(void)
 /* sockopts: options of the IP, IPv6, TCP, UDP and socket levels a program
    may set without privilege, each set to what a new socket does not have,
    on a UDP and a TCP socket of each family (a TCP listener, and a bound
-   one for the options a listener refuses). An option this kernel does
+   one for the options a listener refuses) and an unbound unix datagram
+   socket. An option this kernel does
    not know is left out (its setsockopt fails); each one set is read back
    then, and must read the same after restore. */
 enum
@@ -2558,9 +2559,10 @@ enum
   SO_L4,
   SO_B4,
   SO_B6,
+  SO_UX,
   SO_NSOCK
 };
-static int so_fd[SO_NSOCK] = { -1, -1, -1, -1, -1 };
+static int so_fd[SO_NSOCK] = { -1, -1, -1, -1, -1, -1 };
 #define SOPT(k, l, o, v)                                                                           \
   {                                                                                                \
     k, l, o, #o, v, false, 0                                                                       \
@@ -2605,13 +2607,15 @@ static struct
   SOPT(SO_B4, SOL_TCP, TCP_FASTOPEN_NO_COOKIE, 1),
   SOPT(SO_B6, SOL_IPV6, IPV6_MINHOPCOUNT, 5),
   SOPT(SO_B6, SOL_IPV6, IPV6_FLOWINFO_SEND, 1),
+  SOPT(SO_UX, SOL_SOCKET, SO_PASSPIDFD, 1),
+  SOPT(SO_UX, SOL_SOCKET, SO_PASSRIGHTS, 0),
 };
 static void
 set_sockopts(void)
 {
-  static const int fam[SO_NSOCK] = { AF_INET, AF_INET6, AF_INET, AF_INET, AF_INET6 };
+  static const int fam[SO_NSOCK] = { AF_INET, AF_INET6, AF_INET, AF_INET, AF_INET6, AF_UNIX };
   static const int type[SO_NSOCK]
-      = { SOCK_DGRAM, SOCK_DGRAM, SOCK_STREAM, SOCK_STREAM, SOCK_STREAM };
+      = { SOCK_DGRAM, SOCK_DGRAM, SOCK_STREAM, SOCK_STREAM, SOCK_STREAM, SOCK_DGRAM };
   int n = 0;
   for (int i = 0; i < SO_NSOCK; i++)
     need((so_fd[i] = socket(fam[i], type[i], 0)) >= 0, "socket");
@@ -2627,7 +2631,7 @@ set_sockopts(void)
     }
   if (n < 10)
     unsupported("fewer than 10 of the socket options");
-  for (int i = 0; i < SO_NSOCK; i++)
+  for (int i = 0; i < SO_UX; i++)
     {
       struct sockaddr_storage a = { .ss_family = (sa_family_t)fam[i] };
       if (fam[i] == AF_INET)
