@@ -6,6 +6,7 @@
 # SIGHUP ignored, SIGUSR2 blocked with one pending, a file open at an
 # offset, an environment variable set, and two children (fork) each
 # holding the hash (copy-on-write) and a pipe to and from the parent; then
+# a thread asleep for an hour (when this perl has threads); then
 # writes its PID to DIR/ready and waits for SIGTERM. On SIGTERM it checks
 # them (the children recount their hash) and writes PASS or FAIL lines to
 # DIR/result.
@@ -60,6 +61,20 @@ for my $k (1 .. 2) {
     push @kids, [ $pid, $to_w, $from_r ];
 }
 
+# A thread asleep for an hour (its signals blocked: they are the main
+# thread's): still asleep after restore (a sleep the checkpoint
+# interrupted is made again, not ended with EINTR).
+my $sleeper;
+if (eval { require threads; 1 }) {
+    $sleeper = threads->create(sub {
+        my $all = POSIX::SigSet->new;
+        $all->fillset;
+        sigprocmask(SIG_BLOCK, $all);
+        sleep 3600;
+        return 1;
+    });
+}
+
 my $term = 0;
 $SIG{TERM} = sub { $term = 1 };
 open(my $r, '>', "$dir/ready.tmp") or die;
@@ -93,6 +108,10 @@ for my $kid (@kids) {
     push @fails, "child $pid answered '$line'" unless $line =~ /^\d:\Q$sum\E$/;
     waitpid($pid, 0);
     push @fails, "child $pid status $?" unless $? == 0;
+}
+if ($sleeper) {
+    push @fails, "the sleeping thread woke up (its sleep ended early)" unless $sleeper->is_running;
+    $sleeper->detach;
 }
 open(my $out, '>>', "$dir/result") or die;
 print $out "FAIL: $_\n" for @fails;
