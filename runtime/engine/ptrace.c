@@ -754,8 +754,7 @@ pt_normalize_restart(struct user_regs_struct *r)
              call was interrupted before, by a stop or an earlier
              checkpoint) names no call to make again: -EINTR. */
           long nr = (long)r->orig_rax;
-          if (nr == SYS_nanosleep || nr == SYS_clock_nanosleep || nr == SYS_poll
-              || nr == SYS_futex)
+          if (nr == SYS_nanosleep || nr == SYS_clock_nanosleep || nr == SYS_poll || nr == SYS_futex)
             {
               r->rax = r->orig_rax;
               r->rip -= 2;
