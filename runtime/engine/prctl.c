@@ -14,10 +14,10 @@
 #include "engine.h"
 #include "engine-int.h"
 #include "image.h"
+#include "kernel-abi.h"
 #include "util.h"
 
 #define DEFAULT_SLACK 50000
-#define PR_GET_MDWE_ 66 /* newer than the headers crest may be built with */
 #define ARCH_GET_CPUID 0x1011
 #define ARCH_SET_CPUID 0x1012
 #define ARCH_GET_XCOMP_PERM 0x1022
@@ -75,7 +75,7 @@ prctl_dump_process(pid_t tid, const struct user_regs_struct *regs, uint64_t mask
   /* Memory-deny-write-execute (Linux 6.3): set by the process for good;
      made again, it would have to come after every mapping the restore
      makes, which it does not do. EINVAL: a kernel without it. */
-  if (inj(tid, regs, mask, gadget, SYS_prctl, PR_GET_MDWE_, 0, &ret, err) < 0)
+  if (inj(tid, regs, mask, gadget, SYS_prctl, PR_GET_MDWE, 0, &ret, err) < 0)
     return -1;
   if (ret > 0)
     return crest_error_make(err, ENOTSUP,

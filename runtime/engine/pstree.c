@@ -71,19 +71,22 @@ lsm_label(pid_t pid, pid_t tid)
 {
   cleanup_free char *path = pid ? xasprintf("/proc/%d/task/%d/attr/current", pid, tid)
                                 : xstrdup("/proc/thread-self/attr/current");
-  char buf[512];
-  ssize_t n;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return NULL;
-  n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\0'))
-    n--;
-  if (n <= 0)
-    return NULL;
-  buf[n] = 0;
-  return xstrdup(buf);
+  char *l = NULL;
+  size_t n = 0;
+  crest_error_t e = NULL;
+  if (read_file(path, &l, &n, 4096, &e) < 0)
+    {
+      crest_error_release(&e);
+      return NULL;
+    }
+  while (n > 0 && (l[n - 1] == '\n' || l[n - 1] == '\0'))
+    l[--n] = 0;
+  if (n == 0)
+    {
+      free(l);
+      return NULL;
+    }
+  return l;
 }
 
 /* A restored task runs under the label of the process that made it: crest

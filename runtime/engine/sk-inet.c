@@ -423,41 +423,31 @@ peek_queue(int d, struct inet_sk *s, crest_error_t *err)
 }
 
 /* The UDP sockets of a dump's network namespace as udp_diag shows them,
-   by family: asked once per dump (a child may have to enter the
-   namespace); ENOENT where the kernel has no udp_diag. */
-static struct
-{
-  const struct dctx *c;
-  struct timespec t0;
-  int err;
-  struct sk_diag_set s;
-} udiag[2];
-
+   by family; NULL where the kernel has no udp_diag. */
 static const struct sk_diag_set *
 udp_diag(struct dctx *c, pid_t pid, int family)
 {
-  int i = family == AF_INET6;
-  crest_error_t e = NULL;
+  static struct sk_diag_cache udiag[2];
   struct inet_diag_req_v2 req
       = { .sdiag_family = (uint8_t)family, .sdiag_protocol = IPPROTO_UDP, .idiag_states = ~0u };
   struct sk_diag_req q = { &req, sizeof req, offsetof(struct inet_diag_msg, idiag_inode) };
-  if (udiag[i].c != c || udiag[i].t0.tv_sec != c->t0.tv_sec || udiag[i].t0.tv_nsec != c->t0.tv_nsec)
-    {
-      sk_diag_free(&udiag[i].s);
-      udiag[i].c = c;
-      udiag[i].t0 = c->t0;
-      udiag[i].err = 0;
-      if (sk_diag_query(pid, &q, &udiag[i].s, &e) < 0)
-        {
-          cleanup_free char *why = crest_error_text(e);
-          udiag[i].err = e && e->status ? e->status : EIO;
-          crest_debug("checkpoint: no udp_diag (%s): a UDP socket's shutdown for reading "
-                      "is seen by poll, for writing not at all",
-                      why);
-          crest_error_release(&e);
-        }
-    }
-  return udiag[i].err ? NULL : &udiag[i].s;
+  const struct sk_diag_set *set;
+  crest_error_t e = NULL;
+  if (sk_diag_cached(&udiag[family == AF_INET6], c, pid, &q, &set, &e) == 0)
+    return set;
+  crest_debug("checkpoint: no udp_diag (%s): a UDP socket's shutdown for reading is seen by "
+              "poll, for writing not at all",
+              e->msg);
+  crest_error_release(&e);
+  return NULL;
+}
+
+/* Is copy D of a socket shut down for reading? */
+static bool
+shut_for_reading(int d)
+{
+  struct pollfd pf = { .fd = d, .events = POLLRDHUP };
+  return poll(&pf, 1, 0) == 1 && (pf.revents & POLLRDHUP);
 }
 
 /* What shutdown(2) did to D, a copy of a UDP socket (also allowed on one
@@ -465,16 +455,13 @@ udp_diag(struct dctx *c, pid_t pid, int family)
    sock_diag's INET_DIAG_SHUTDOWN where udp_diag is; else POLLRDHUP tells
    the reading half, and the writing half is not visible (a known gap of
    such kernels: docs/engine.md). */
-static int
-udp_shut_dump(struct dctx *c, pid_t pid, int d, struct inet_sk *s, crest_error_t *err)
+static void
+udp_shut_dump(struct dctx *c, pid_t pid, int d, struct inet_sk *s)
 {
-  struct pollfd pf = { .fd = d, .events = POLLRDHUP };
   const struct sk_diag_set *set = udp_diag(c, pid, s->family);
   const struct sk_diag_rec *r;
   struct stat st;
-  if (poll(&pf, 1, 0) < 0)
-    return crest_error_errno(err, "poll");
-  s->shut = (pf.revents & POLLRDHUP) ? 1 : 0;
+  s->shut = shut_for_reading(d) ? 1 : 0;
   if (set && fstat(d, &st) == 0 && (r = sk_diag_find(set, (uint32_t)st.st_ino)))
     {
       size_t len = 0;
@@ -482,7 +469,6 @@ udp_shut_dump(struct dctx *c, pid_t pid, int d, struct inet_sk *s, crest_error_t
       if (v && len >= 1)
         s->shut = *v & 3;
     }
-  return 0;
 }
 
 /* A TCP socket that is connected, or was: refused, or closed
@@ -514,13 +500,10 @@ tcp_connected(struct dctx *c, int d, struct inet_sk *s, unsigned state, crest_er
     }
   /* Shut for reading by the program (an ESTABLISHED socket has had no
      FIN): repair mode does not carry that over. */
-  {
-    struct pollfd pf = { .fd = d, .events = POLLRDHUP };
-    if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLRDHUP))
-      return crest_error_make(err, ENOTSUP,
-                              "--tcp-established: the connection is shut down for reading "
-                              "(shutdown SHUT_RD), which crest does not restore");
-  }
+  if (shut_for_reading(d))
+    return crest_error_make(err, ENOTSUP,
+                            "--tcp-established: the connection is shut down for reading "
+                            "(shutdown SHUT_RD), which crest does not restore");
   /* A container's restorer holds CAP_CHECKPOINT_RESTORE, not
      CAP_NET_ADMIN: is that enough on this kernel? */
   if ((c->foreign_userns && tcp_repair_probe(err) < 0) || tcp_conn_dump(d, &s->tcp, err) < 0)
@@ -646,9 +629,9 @@ inet_dump(struct dctx *c, pid_t pid, int d, struct inet_sk *s, bool owns_net, cr
              : addr_port(&s->local) || !addr_any(&s->local) ? SK_BOUND
                                                             : SK_UNBOUND;
   if (sk_mcast_dump(pid, d, s->family, &s->mcast, &s->nmcast, err) < 0
-      || (s->family == AF_INET6 && sk_mcast_if6_dump(pid, d, s->mcast_if6, err) < 0)
-      || udp_shut_dump(c, pid, d, s, err) < 0)
+      || (s->family == AF_INET6 && sk_mcast_if6_dump(pid, d, s->mcast_if6, err) < 0))
     return -1;
+  udp_shut_dump(c, pid, d, s);
   return so_check(s, owns_net, err) < 0 ? -1 : peek_queue(d, s, err);
 }
 

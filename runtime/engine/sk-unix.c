@@ -78,12 +78,7 @@ struct usk
 
 /* One dump per checkpoint: the tree's sockets all live in one network
    namespace (a task in another is refused: its socket is not found). */
-static struct
-{
-  const struct dctx *c;
-  struct timespec t0;
-  struct sk_diag_set s;
-} diag;
+static struct sk_diag_cache diag;
 
 static int
 diag_get(struct dctx *c, pid_t pid, crest_error_t *err)
@@ -95,15 +90,7 @@ diag_get(struct dctx *c, pid_t pid, crest_error_t *err)
                         | UDIAG_SHOW_RQLEN | UDIAG_SHOW_UID };
   static const struct sk_diag_req q
       = { &req, sizeof req, offsetof(struct unix_diag_msg, udiag_ino) };
-  if (diag.c == c && diag.t0.tv_sec == c->t0.tv_sec && diag.t0.tv_nsec == c->t0.tv_nsec)
-    return 0;
-  sk_diag_free(&diag.s);
-  diag.c = NULL;
-  if (sk_diag_query(pid, &q, &diag.s, err) < 0)
-    return -1;
-  diag.c = c;
-  diag.t0 = c->t0;
-  return 0;
+  return sk_diag_cached(&diag, c, pid, &q, NULL, err);
 }
 
 static const void *

@@ -245,6 +245,31 @@ sk_diag_free(struct sk_diag_set *s)
   s->n = 0;
 }
 
+int
+sk_diag_cached(struct sk_diag_cache *k, const struct dctx *c, pid_t pid,
+               const struct sk_diag_req *q, const struct sk_diag_set **out, crest_error_t *err)
+{
+  if (k->c != c || k->t0.tv_sec != c->t0.tv_sec || k->t0.tv_nsec != c->t0.tv_nsec)
+    {
+      crest_error_t e = NULL;
+      sk_diag_free(&k->s);
+      free(k->why);
+      k->why = NULL;
+      k->c = c;
+      k->t0 = c->t0;
+      k->err = 0;
+      if (sk_diag_query(pid, q, &k->s, &e) < 0)
+        {
+          k->err = e && e->status ? e->status : EIO;
+          k->why = xstrdup(e && e->msg ? e->msg : "sock_diag failed");
+          crest_error_release(&e);
+        }
+    }
+  if (out)
+    *out = &k->s;
+  return k->err ? crest_error_make(err, k->err, "%s", k->why) : 0;
+}
+
 /* --- SOL_SOCKET options --- */
 
 enum sko_kind

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 #include "error.h"
@@ -56,6 +57,24 @@ const void *
 sk_diag_attr(const struct sk_diag_rec *r, size_t hdr, unsigned type, size_t *len);
 void
 sk_diag_free(struct sk_diag_set *s);
+
+/* One dump's answers to one request, asked once per checkpoint (a child
+   may have to enter the tree's namespaces for it), its failure kept too. */
+struct dctx;
+struct sk_diag_cache
+{
+  const struct dctx *c;
+  struct timespec t0;
+  int err;   /* errno of a failed query, 0 */
+  char *why; /* its message */
+  struct sk_diag_set s;
+};
+/* K's answers for checkpoint C (in K->s, and *OUT unless NULL), asking Q
+   of PID's namespace the first time; -1 with ERR when the query failed
+   (each call says so). */
+int
+sk_diag_cached(struct sk_diag_cache *k, const struct dctx *c, pid_t pid,
+               const struct sk_diag_req *q, const struct sk_diag_set **out, crest_error_t *err);
 
 /* --- SOL_SOCKET options --- */
 

@@ -26,6 +26,12 @@ struct crest_sched_attr
 #ifndef IP_LOCAL_PORT_RANGE
 #define IP_LOCAL_PORT_RANGE 51
 #endif
+/* Memory-deny-write-execute (Linux 6.3). */
+#ifndef PR_SET_MDWE
+#define PR_SET_MDWE 65
+#define PR_GET_MDWE 66
+#define PR_MDWE_REFUSE_EXEC_GAIN 1
+#endif
 #ifndef SO_PASSPIDFD
 #define SO_PASSPIDFD 76
 #endif

@@ -10,7 +10,6 @@
  *                                       77: it cannot (the harness skips). */
 #define _GNU_SOURCE
 #include "zdtm.h"
-#include "kernel-abi.h"
 
 #include <errno.h>
 #include <ftw.h>
@@ -52,6 +51,8 @@
 #include <linux/sock_diag.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "kernel-abi.h" /* after the system headers, which may define its constants */
 
 #define PG 4096L
 #define MIB (1024L * 1024)
@@ -967,13 +968,13 @@ chk_timer_thread_cpu(void)
 static void
 set_mdwe(void)
 {
-  if (prctl(65 /* PR_SET_MDWE */, 1 /* PR_MDWE_REFUSE_EXEC_GAIN */, 0L, 0L, 0L) < 0)
+  if (prctl(PR_SET_MDWE, PR_MDWE_REFUSE_EXEC_GAIN, 0L, 0L, 0L) < 0)
     unsupported("PR_SET_MDWE");
 }
 static void
 chk_mdwe(void)
 {
-  int v = prctl(66 /* PR_GET_MDWE */, 0L, 0L, 0L, 0L);
+  int v = prctl(PR_GET_MDWE, 0L, 0L, 0L, 0L);
   if (v != 1)
     zdtm_fail("memory-deny-write-execute is %d, expected 1", v);
 }
