@@ -6,6 +6,17 @@
  * then passes on the untouched original): docs/engine.md says which.
  *
  *   zdtm-lost [READY [RESULT [CASE]]]
+ *   zdtm-lost READY RESULT --batch CASE...
+ *                                       each CASE in a child of its own, in
+ *                                       the directory CASE (made in the
+ *                                       current one), its ready and result
+ *                                       files there: one tree, one
+ *                                       checkpoint for many cases. READY
+ *                                       once all are; on SIGTERM each child
+ *                                       is stopped and checks its case, and
+ *                                       RESULT says PASS when every one
+ *                                       exited 0 (its own lines are in
+ *                                       CASE/result).
  *   ZDTM_CASE=CASE zdtm-lost --probe    exit 0: this kernel can set CASE up,
  *                                       77: it cannot (the harness skips). */
 #define _GNU_SOURCE
@@ -2861,28 +2872,21 @@ probe(void (*set)(void))
   return p > 0 && WIFEXITED(st) ? WEXITSTATUS(st) : 1;
 }
 
-int
-main(int argc, char **argv)
+#define NCASES (sizeof cases / sizeof cases[0])
+
+static size_t
+case_index(const char *name)
 {
-  const char *name = getenv("ZDTM_CASE");
   size_t i;
-  probing = argc > 1 && strcmp(argv[1], "--probe") == 0;
-  if (argc > 3)
-    name = argv[3];
-  for (i = 0; name && i < sizeof cases / sizeof cases[0]; i++)
+  for (i = 0; name && i < NCASES; i++)
     if (strcmp(cases[i].name, name) == 0)
       break;
-  if (!name || i == sizeof cases / sizeof cases[0])
-    {
-      fprintf(stderr, "zdtm-lost: ZDTM_CASE names none of:");
-      for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
-        fprintf(stderr, " %s", cases[i].name);
-      fprintf(stderr, "\n");
-      return 2;
-    }
-  if (probing)
-    return probe(cases[i].set);
-  zdtm_init(argc, argv);
+  return i;
+}
+
+/* One case as the whole run of a process: set up, ready, wait, check. */
+static void __attribute__((noreturn)) run_case(size_t i)
+{
   cases[i].set();
   zdtm_ready();
   zdtm_wait();
@@ -2890,4 +2894,104 @@ main(int argc, char **argv)
     cases[i].chk();
   wait_child();
   zdtm_finish();
+}
+
+/* Has the child K of case NAME announced itself (NAME/ready)? False, with
+   ERROR written, when it ended instead. */
+static bool
+await_case(pid_t k, const char *name)
+{
+  char ready[300];
+  snprintf(ready, sizeof ready, "%s/ready", name);
+  for (int ms = 0; ms < 60000; ms++)
+    {
+      int st;
+      if (access(ready, F_OK) == 0)
+        return true;
+      if (waitpid(k, &st, WNOHANG) == k)
+        {
+          zdtm_fail("case %s ended before it was ready (status 0x%x; its own lines: %s/result)",
+                    name, st, name);
+          return false;
+        }
+      usleep(1000);
+    }
+  zdtm_fail("case %s not ready within 60 s", name);
+  return false;
+}
+
+/* --batch: each case in a child of its own, started one after the other
+   (each ready before the next starts, so that no two set up at once). */
+static int
+batch(int argc, char **argv)
+{
+  int n = argc - 4;
+  pid_t kids[NCASES];
+  char cwd[256];
+  if (n < 1 || (size_t)n > NCASES)
+    zdtm_error("--batch: from 1 to %zu cases", NCASES);
+  need(getcwd(cwd, sizeof cwd) != NULL, "getcwd");
+  zdtm_init(3, argv);
+  for (int j = 0; j < n; j++)
+    {
+      size_t i = case_index(argv[4 + j]);
+      if (i == NCASES)
+        zdtm_error("--batch: no case %s", argv[4 + j]);
+      need(mkdir(cases[i].name, 0755) == 0 || errno == EEXIST, "mkdir of a case's directory");
+      kids[j] = fork();
+      need(kids[j] >= 0, "fork");
+      if (kids[j] == 0)
+        {
+          char ready[512], result[512];
+          char *av[] = { argv[0], ready, result, NULL };
+          snprintf(ready, sizeof ready, "%s/%s/ready", cwd, cases[i].name);
+          snprintf(result, sizeof result, "%s/%s/result", cwd, cases[i].name);
+          need(chdir(cases[i].name) == 0, "chdir to the case's directory");
+          zdtm_init(3, av);
+          run_case(i);
+        }
+      if (!await_case(kids[j], cases[i].name))
+        {
+          for (int k = 0; k <= j; k++)
+            kill(kids[k], SIGKILL);
+          zdtm_finish();
+        }
+    }
+  zdtm_ready();
+  zdtm_wait();
+  for (int j = 0; j < n; j++)
+    {
+      int st = 0;
+      kill(kids[j], SIGTERM);
+      while (waitpid(kids[j], &st, 0) < 0 && errno == EINTR)
+        ;
+      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        zdtm_fail("case %s: status 0x%x (its lines: %s/result)", argv[4 + j], st, argv[4 + j]);
+    }
+  zdtm_finish();
+}
+
+int
+main(int argc, char **argv)
+{
+  const char *name = getenv("ZDTM_CASE");
+  size_t i;
+  probing = argc > 1 && strcmp(argv[1], "--probe") == 0;
+  if (argc > 3 && strcmp(argv[3], "--batch") == 0)
+    return batch(argc, argv);
+  if (argc > 3)
+    name = argv[3];
+  i = case_index(name);
+  if (!name || i == NCASES)
+    {
+      fprintf(stderr, "zdtm-lost: ZDTM_CASE names none of:");
+      for (i = 0; i < NCASES; i++)
+        fprintf(stderr, " %s", cases[i].name);
+      fprintf(stderr, "\n");
+      return 2;
+    }
+  if (probing)
+    return probe(cases[i].set);
+  zdtm_init(argc, argv);
+  run_case(i);
 }
