@@ -34,6 +34,17 @@
 #                             tree's own PIDs) into FILE; capability 40 of
 #                             the bounding set left out where
 #                             bnd_drop_probe says refused (the known gap)
+#   batch_run DIR... -- COMMAND...
+#                             once per suite file: COMMAND (zdtm-batch, or
+#                             zdtm-lost --batch) as a container's init, one
+#                             checkpoint and restore of the whole tree;
+#                             each DIR's result (DIR under the container's
+#                             /tmp: a case's, a program's) kept for
+#                             batch_verdict
+#   batch_point               assert: the batch's cycle went through, /proc
+#                             the same after it (the first test's body)
+#   batch_verdict DIR         assert: DIR's own verdict in the batch (a
+#                             KNOWN line: a skip that names it)
 #   cr_procstate_same ID FILE [ERE]
 #                             assert: cr_procstate of the container now is
 #                             FILE (the differing lines on failure), lines
@@ -379,4 +390,71 @@ cr_procstate_same() {
 		d=$(diff "$2" "$now")
 	fi || fail "/proc shows another state than before the checkpoint (tests/progs/procstate; < before, > after$left):
 $d"
+}
+
+# --- batches: many cases in one container ----------------------------------
+# A container costs about 2 s under TCG (crun, the checkpoint and restore's
+# own start); most cases' state a fraction of that. Batched cases run as
+# children of one init (each in its own directory of /tmp, with its own
+# ready and result files), through one cycle; the test that runs it first
+# fails at the step that does. The outcome, in $BATCH_DIR: err (why the
+# cycle did not finish: every batched test fails with it), procdiff (what
+# /proc showed otherwise after restore: batch_point's failure), DIR (each
+# one's result lines).
+BATCH_DIR=${BATS_FILE_TMPDIR:-/tmp}/batch
+
+batch_run() {
+	[ ! -e "$BATCH_DIR/done" ] || return 0
+	local dirs=() d id="batch-$$" result init i now=$BATS_TEST_TMPDIR/proc.now
+	while [ "$1" != -- ]; do dirs+=("$1"); shift; done
+	shift
+	mkdir -p "$BATCH_DIR"
+	echo "the batch's cycle stopped in the test that ran it (\"$BATS_TEST_DESCRIPTION\"): its output says where" >"$BATCH_DIR/err"
+	: >"$BATCH_DIR/done"
+	result=$(in_rootfs /tmp/result)
+	rm_existing "$(in_rootfs /tmp/ready)" "$result"
+	cr_run "$id" "$@"
+	wait_file "$(in_rootfs /tmp/ready)" 240 || fail "the batch never became ready: $(cat "$result" 2>/dev/null)"
+	cr_procstate "$id" "$BATS_TEST_TMPDIR/proc"
+	cr_checkpoint "$id" --file-locks
+	[ "$status" = 0 ] || fail "checkpoint of the batch failed: $output"
+	cr_gone "$id"
+	cr_restore "$id"
+	[ "$status" = 0 ] || fail "restore of the batch failed: $output"
+	cr_procstate "$id" "$now"
+	diff "$BATS_TEST_TMPDIR/proc" "$now" >"$BATCH_DIR/procdiff" || true
+	init=$(_cr_pid "$id")
+	kill -TERM "$init"
+	for ((i = 0; i < 2400; i++)); do
+		_has_verdict "$result" && break
+		nap 0.05
+	done
+	_has_verdict "$result" || fail "no verdict of the batch within 120 s of SIGTERM"
+	# The init writes its verdict once every child has ended.
+	for d in "${dirs[@]}"; do
+		cp "$(in_rootfs "/tmp/$d/result")" "$BATCH_DIR/$d" 2>/dev/null || true
+	done
+	: >"$BATCH_DIR/err"
+}
+
+batch_point() {
+	[ ! -s "$BATCH_DIR/err" ] || fail "$(cat "$BATCH_DIR/err")"
+	[ ! -s "$BATCH_DIR/procdiff" ] || fail "/proc shows another state than before the checkpoint (tests/progs/procstate; < before, > after):
+$(cat "$BATCH_DIR/procdiff")"
+}
+
+batch_verdict() {
+	local d=$1 l text pass= bad= known=
+	[ ! -s "$BATCH_DIR/err" ] || fail "$(cat "$BATCH_DIR/err")"
+	[ -e "$BATCH_DIR/$d" ] || fail "$d: no verdict in the batch"
+	text=$(<"$BATCH_DIR/$d")
+	while IFS= read -r l; do
+		case "$l" in
+		PASS*) pass=1 ;;
+		FAIL* | ERROR*) bad=1 ;;
+		KNOWN*) known=${known:-$l} ;;
+		esac
+	done <<<"$text"
+	[ -z "$bad" ] && [ -n "$pass" ] || fail "verdict: $text"
+	[ -z "$known" ] || skip "known gap: ${known#KNOWN: }"
 }

@@ -85,19 +85,12 @@ lost_case() {
 # which must stop a checkpoint of its own.
 LOST_BATCH="posix-lock flock ofd-lock pipe-nonblock pipe-two-opens o-async madv-dontfork madv-wipeonfork madv-dontdump madv-hugepage madv-nohugepage subreaper pdeathsig thp-disable dumpable timerslack coredump-filter mempolicy cpuid-fault autogroup spec-store-bypass spec-indirect-branch membarrier posix-timer mlock mlock-onfault mlockall posix-timer-tid-cpu sleep-restart unlinked-holes unlinked-mode unlinked-shared unlinked-wronly unlinked-mapped unlinked-big deleted-dir opath opath-symlink pidfd pipe-no-writer pipe-no-reader pipe-outside epoll-outside unix-outside unix-ext inotify-walk sysv-shm sysv-sem sysv-msg bindtodevice udp-shutdown sockopts reparented"
 
-# lost_batch: the batch's cycle, once per suite file (the test that runs
-# it fails at the first step that does); its outcome in $BATCH_DIR: err
-# (why the cycle did not finish: every case fails with it), procdiff (what
-# /proc showed otherwise after restore: the first test's failure),
-# skip.CASE (a case this kernel cannot set up), CASE (the case's lines).
-BATCH_DIR=${BATS_FILE_TMPDIR:-/tmp}/lost-batch
+# lost_batch: the batch's cycle (batch_run), once per suite file; a case
+# this kernel cannot set up is left out of it, marked skip.CASE.
 lost_batch() {
 	[ ! -e "$BATCH_DIR/done" ] || return 0
-	rm -rf "$BATCH_DIR"
 	mkdir -p "$BATCH_DIR"
-	echo "the batch's cycle stopped in the test that ran it (\"$BATS_TEST_DESCRIPTION\"): its output says where" >"$BATCH_DIR/err"
-	: >"$BATCH_DIR/done"
-	local c run=() id="l-batch-$$" result init i now=$BATS_TEST_TMPDIR/proc.now
+	local c run=()
 	for c in $LOST_BATCH; do
 		# Asked first, on the VM itself (as lost_case does); a failed
 		# probe other than 77 leaves the case in the batch, whose setup
@@ -105,56 +98,19 @@ lost_batch() {
 		(cd "$BATS_TEST_TMPDIR" && ZDTM_CASE=$c "$PROGS/zdtm-lost" --probe >/dev/null 2>&1 3>&-) && run+=("$c") && continue
 		[ $? = 77 ] && : >"$BATCH_DIR/skip.$c" || run+=("$c")
 	done
-	result=$(in_rootfs /tmp/result)
-	rm_existing "$(in_rootfs /tmp/ready)" "$result"
-	cr_run "$id" "$PROGS/zdtm-lost" /tmp/ready /tmp/result --batch "${run[@]}"
-	wait_file "$(in_rootfs /tmp/ready)" 240 || fail "the batch never became ready: $(cat "$result" 2>/dev/null)"
-	cr_procstate "$id" "$BATS_TEST_TMPDIR/proc"
-	cr_checkpoint "$id" --file-locks
-	[ "$status" = 0 ] || fail "checkpoint of the batch failed: $output"
-	cr_gone "$id"
-	cr_restore "$id"
-	[ "$status" = 0 ] || fail "restore of the batch failed: $output"
-	cr_procstate "$id" "$now"
-	diff "$BATS_TEST_TMPDIR/proc" "$now" >"$BATCH_DIR/procdiff" || true
-	init=$(_cr_pid "$id")
-	kill -TERM "$init"
-	for ((i = 0; i < 2400; i++)); do
-		_has_verdict "$result" && break
-		nap 0.05
-	done
-	_has_verdict "$result" || fail "no verdict of the batch within 120 s of SIGTERM"
-	# The init writes its verdict once every case's child has ended.
-	for c in "${run[@]}"; do
-		cp "$(in_rootfs "/tmp/$c/result")" "$BATCH_DIR/$c" 2>/dev/null || true
-	done
-	: >"$BATCH_DIR/err"
+	batch_run "${run[@]}" -- "$PROGS/zdtm-lost" /tmp/ready /tmp/result --batch "${run[@]}"
 }
 
 # lost_batched CASE: CASE's verdict in the batch.
 lost_batched() {
-	local c=$1 l text pass= bad= known=
 	lost_batch
-	[ ! -e "$BATCH_DIR/skip.$c" ] || skip "zdtm-lost $c: this kernel cannot set the case up (zdtm-lost --probe)"
-	[ ! -s "$BATCH_DIR/err" ] || fail "$(cat "$BATCH_DIR/err")"
-	[ -e "$BATCH_DIR/$c" ] || fail "zdtm-lost $c: no verdict in the batch"
-	text=$(<"$BATCH_DIR/$c")
-	while IFS= read -r l; do
-		case "$l" in
-		PASS*) pass=1 ;;
-		FAIL* | ERROR*) bad=1 ;;
-		KNOWN*) known=${known:-$l} ;;
-		esac
-	done <<<"$text"
-	[ -z "$bad" ] && [ -n "$pass" ] || fail "verdict: $text"
-	[ -z "$known" ] || skip "known gap: ${known#KNOWN: }"
+	[ ! -e "$BATCH_DIR/skip.$1" ] || skip "zdtm-lost $1: this kernel cannot set the case up (zdtm-lost --probe)"
+	batch_verdict "$1"
 }
 
 @test "zdtm-lost: the restore cases in one container (zdtm-lost --batch): checkpoint, gone, restore, /proc the same for every task" {
 	lost_batch
-	[ ! -s "$BATCH_DIR/err" ] || fail "$(cat "$BATCH_DIR/err")"
-	[ ! -s "$BATCH_DIR/procdiff" ] || fail "/proc shows another state than before the checkpoint (tests/progs/procstate; < before, > after):
-$(cat "$BATCH_DIR/procdiff")"
+	batch_point
 	local c n=0
 	for c in $LOST_BATCH; do [ -e "$BATCH_DIR/skip.$c" ] || n=$((n + 1)); done
 	[ "$n" -gt 40 ] || fail "only $n of the batch's cases ran"
