@@ -1,7 +1,9 @@
 #!/usr/bin/env bats
 # vm-kernel: stock patched
 # vm-only: patched an open connection
-# vm-aslr: stock
+# Without address randomisation (vm-suites: TCG translates again every
+# exec at a new address, 1.5 times the time): svc-redis.bats runs a real
+# service with it, and the host tests all run with it.
 # python3 -m http.server in a rootless container (issue 12, "Real
 # services"): Debian's python3 from the VM's own root, a directory served
 # from /tmp, checkpointed and restored by crest. Each test checks the bytes

@@ -17,10 +17,23 @@ FUZZ_SRCS = tests/fuzz/fuzz-image.c \
 EXTRA_DIST += tests/fuzz/fuzz-image.c tests/fuzz/seeds tools/fuzz-seeds
 CLEANFILES += tests/fuzz/fuzz-image
 
-tests/fuzz/fuzz-image: $(addprefix $(srcdir)/,$(FUZZ_SRCS)) runtime/engine/restorer-blob.c
-	$(AM_V_CC)$(MKDIR_P) tests/fuzz && $(FUZZ_CC) -g -O2 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-		-I. -I$(srcdir)/runtime/lib -I$(srcdir)/runtime/engine $(YAJL_CFLAGS) \
-		$(addprefix $(srcdir)/,$(FUZZ_SRCS)) runtime/engine/restorer-blob.c $(YAJL_LIBS) -o $@
+# One object per source (under tests/fuzz/obj/, make -j compiles them side
+# by side; FUZZ_CC="ccache clang" keeps them between builds, as CI does),
+# each depending on every header of the engine and the library.
+FUZZ_CFLAGS = -g -O2 -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+	-I. -I$(srcdir)/runtime/lib -I$(srcdir)/runtime/engine $(YAJL_CFLAGS)
+FUZZ_OBJS = $(patsubst %.c,tests/fuzz/obj/%.o,$(FUZZ_SRCS)) tests/fuzz/obj/restorer-blob.o
+FUZZ_HDRS = $(wildcard $(srcdir)/runtime/lib/*.h $(srcdir)/runtime/engine/*.h) config.h
+tests/fuzz/obj/%.o: $(srcdir)/%.c $(FUZZ_HDRS)
+	$(AM_V_CC)$(MKDIR_P) $(@D) && $(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
+tests/fuzz/obj/restorer-blob.o: runtime/engine/restorer-blob.c $(FUZZ_HDRS)
+	$(AM_V_CC)$(MKDIR_P) $(@D) && $(FUZZ_CC) $(FUZZ_CFLAGS) -c runtime/engine/restorer-blob.c -o $@
+tests/fuzz/fuzz-image: $(FUZZ_OBJS)
+	$(AM_V_CCLD)$(FUZZ_CC) -fsanitize=fuzzer,address,undefined $(FUZZ_OBJS) $(YAJL_LIBS) -o $@
+clean-local: clean-fuzz-obj
+clean-fuzz-obj:
+	rm -rf tests/fuzz/obj
+.PHONY: clean-fuzz-obj
 
 fuzz: tests/fuzz/fuzz-image
 	@$(MKDIR_P) $(FUZZ_CORPUS)
