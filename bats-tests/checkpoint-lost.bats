@@ -83,7 +83,7 @@ lost_case() {
 # Alone: pdeathsig-root (the init's own parent-death signal) and
 # unix-peercred (sockets the init itself made), and the refusals, each of
 # which must stop a checkpoint of its own.
-LOST_BATCH="posix-lock flock ofd-lock pipe-nonblock pipe-two-opens o-async madv-dontfork madv-wipeonfork madv-dontdump madv-hugepage madv-nohugepage subreaper pdeathsig thp-disable dumpable timerslack coredump-filter mempolicy cpuid-fault autogroup spec-store-bypass spec-indirect-branch membarrier posix-timer mlock mlock-onfault mlockall posix-timer-tid-cpu sleep-restart unlinked-holes unlinked-mode unlinked-shared unlinked-wronly unlinked-mapped unlinked-big deleted-dir opath opath-symlink pidfd pipe-no-writer pipe-no-reader pipe-outside epoll-outside unix-outside unix-ext inotify-walk sysv-shm sysv-sem sysv-msg bindtodevice udp-shutdown sockopts reparented"
+LOST_BATCH="posix-lock flock ofd-lock pipe-nonblock pipe-two-opens o-async madv-dontfork madv-wipeonfork madv-dontdump madv-hugepage madv-nohugepage subreaper pdeathsig thp-disable dumpable timerslack coredump-filter mempolicy cpuid-fault autogroup spec-store-bypass spec-indirect-branch membarrier posix-timer mlock mlock-onfault mlockall posix-timer-tid-cpu sleep-restart sleep-restarted unlinked-holes unlinked-mode unlinked-shared unlinked-wronly unlinked-mapped unlinked-big deleted-dir opath opath-symlink pidfd pipe-no-writer pipe-no-reader pipe-outside epoll-outside unix-outside unix-ext inotify-walk sysv-shm sysv-sem sysv-msg bindtodevice udp-shutdown sockopts reparented"
 
 # lost_batch: the batch's cycle (batch_run), once per suite file; a case
 # this kernel cannot set up is left out of it, marked skip.CASE.
@@ -154,6 +154,7 @@ lost_batched() {
 @test "zdtm-lost posix-timer-thread-cpu: refused" { lost_case posix-timer-thread-cpu "CPU-time"; }
 @test "zdtm-lost posix-timer-tid-cpu: restored (timers on a thread's and the process's CPU-time clock named by ID)" { lost_batched posix-timer-tid-cpu; }
 @test "zdtm-lost sleep-restart: restored (threads in nanosleep, clock_nanosleep, poll, futex with timeouts stay asleep)" { lost_batched sleep-restart; }
+@test "zdtm-lost sleep-restarted: restored (the same, stopped and continued before: in restart_syscall)" { lost_batched sleep-restarted; }
 @test "zdtm-lost mdwe: refused (memory-deny-write-execute, Linux 6.3)" { lost_case mdwe "write-execute"; }
 @test "zdtm-lost unlinked-holes: restored" { lost_batched unlinked-holes; }
 @test "zdtm-lost unlinked-mode: restored" { lost_batched unlinked-mode; }

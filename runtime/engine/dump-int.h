@@ -224,6 +224,14 @@ struct dctx
   const struct dproc *mf_of; /* whose root the key below is (mapped_file_stat) */
   uint64_t mf_key[4];
   struct predump *pre; /* --pre-dump: what is copied once the tree runs on (chain.c) */
+  /* Threads that waited in restart_syscall before the tree was stopped,
+     and in what (restart-scan.c). */
+  struct
+  {
+    pid_t tid;
+    int kind;
+  } * rs;
+  size_t nrs;
   /* The pty masters the tree holds (pty.c): each one's slave, by the
      devpts it lives in and its device number; scanned once. */
   struct pty_known *ptys;
@@ -562,5 +570,13 @@ int
 dump_roots(struct dctx *c, crest_error_t *err);
 int
 dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err);
+
+/* restart-scan.c: before the tree is stopped, the threads that wait in
+   restart_syscall and in what; then, for the image, the registers of such
+   a thread naming the call it restarts (where its arguments fit it). */
+void
+restart_scan(struct dctx *c);
+void
+restart_fix(const struct dctx *c, pid_t tid, struct user_regs_struct *r);
 
 #endif

@@ -244,6 +244,7 @@ dump_thread(struct dctx *c, struct dproc *p, struct dthread *th, yajl_gen g, boo
             crest_error_t *err)
 {
   uint64_t mask;
+  struct user_regs_struct regs;
   struct rseq_conf rc_;
   uint64_t head = 0;
   size_t hlen = 0;
@@ -261,7 +262,9 @@ dump_thread(struct dctx *c, struct dproc *p, struct dthread *th, yajl_gen g, boo
 
   yajl_gen_map_open(g);
   jput_int(g, "tid", th->itid);
-  jput_hex(g, "regs", &th->regs, sizeof th->regs);
+  regs = th->regs;
+  restart_fix(c, th->tid, &regs);
+  jput_hex(g, "regs", &regs, sizeof regs);
   /* Nearly all zeros (2,341 of 2,432 bytes in a thread that never used
      AVX-512's registers): its zero runs make it a third of its hex. */
   if (jput_hex_runs(g, "xstate", th->xstate, th->xlen) && c->w->format < CREST_IMAGE_FORMAT_XRUNS)

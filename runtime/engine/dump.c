@@ -63,6 +63,7 @@ same_namespaces(struct dctx *c, crest_error_t *err)
 static void
 free_ctx(struct dctx *c)
 {
+  free(c->rs);
   for (size_t i = 0; i < c->np; i++)
     {
       for (size_t t = 0; t < c->p[i].nth; t++)
@@ -348,10 +349,16 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
   sigaddset(&hold, SIGHUP);
   sigaddset(&hold, SIGQUIT);
   sigprocmask(SIG_BLOCK, &hold, &old_mask);
+  /* Before anything stops the tree: where a thread waits shows only now. */
+  restart_scan(&c);
   if (o->freeze)
     {
       if (o->freeze(o->freeze_data, root, CREST_FREEZE_ON, err) < 0)
-        return -1;
+        {
+          free(c.rs);
+          sigprocmask(SIG_SETMASK, &old_mask, NULL);
+          return -1;
+        }
       frozen = true;
       if (dump_fault("frozen", err) < 0)
         goto out;

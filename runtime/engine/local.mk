@@ -15,6 +15,7 @@ runtime_engine_libcrest_engine_a_SOURCES = \
 	runtime/engine/arena.c runtime/engine/arena.h \
 	runtime/engine/image-check.c runtime/engine/image-check.h \
 	runtime/engine/ptrace.c \
+	runtime/engine/restart-scan.c \
 	runtime/engine/inject-home.c \
 	runtime/engine/xsave.c \
 	runtime/engine/shmem.c runtime/engine/shmem.h \

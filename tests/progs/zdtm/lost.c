@@ -998,6 +998,7 @@ chk_mdwe(void)
    their whole timeout). The threads block every signal: SIGTERM is the
    main thread's. */
 static volatile int sr_woke[4];
+static volatile pid_t sr_tid[4];
 static uint32_t sr_word;
 static void *
 sr_thread(void *a)
@@ -1005,6 +1006,7 @@ sr_thread(void *a)
   int k = (int)(intptr_t)a, r = 0;
   sigset_t all;
   struct timespec t = { 3600, 0 }, rem;
+  sr_tid[k] = (pid_t)syscall(SYS_gettid);
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, NULL);
   switch (k)
@@ -1044,6 +1046,62 @@ chk_sleep_restart(void)
     if (sr_woke[k])
       zdtm_fail("%s came back early (%s)", what[k],
                 sr_woke[k] >= 1000 ? "returned" : strerror(sr_woke[k]));
+}
+
+/* sleep-restarted: the same threads, stopped and continued once before
+   the checkpoint (SIGSTOP and SIGCONT from a child), as a stop by hand or
+   an earlier checkpoint with --leave-running or --pre-dump leaves them:
+   the relative sleep, the poll and the futex wait then go on in
+   restart_syscall, which names no call (the absolute sleep restarts as
+   itself). None may come back early after restore. */
+static void
+set_sleep_restarted(void)
+{
+  static const int restarted[3] = { 0, 2, 3 };
+  char pf[64], buf[32];
+  pid_t me = getpid(), k;
+  set_sleep_restart();
+  k = fork();
+  need(k >= 0, "fork");
+  if (k == 0)
+    {
+      snprintf(pf, sizeof pf, "/proc/%d/stat", (int)me);
+      kill(me, SIGSTOP);
+      for (int i = 0; i < 5000; i++)
+        {
+          FILE *f = fopen(pf, "r");
+          char st = 0;
+          if (f && fscanf(f, "%*d (%*[^)]) %c", &st) == 1 && st == 'T')
+            i = 5000;
+          if (f)
+            fclose(f);
+          usleep(1000);
+        }
+      kill(me, SIGCONT);
+      _exit(0);
+    }
+  while (waitpid(k, NULL, 0) < 0 && errno == EINTR)
+    ;
+  for (int j = 0; j < 3; j++)
+    {
+      int i;
+      snprintf(pf, sizeof pf, "/proc/self/task/%d/syscall", (int)sr_tid[restarted[j]]);
+      for (i = 0; i < 5000; i++)
+        {
+          FILE *f = fopen(pf, "r");
+          buf[0] = 0;
+          if (f && !fgets(buf, sizeof buf, f))
+            buf[0] = 0;
+          if (f)
+            fclose(f);
+          if (atol(buf) == SYS_restart_syscall)
+            break;
+          usleep(1000);
+        }
+      if (i == 5000)
+        zdtm_error("thread %d: not in restart_syscall after a stop (syscall %s)",
+                   (int)sr_tid[restarted[j]], buf);
+    }
 }
 
 /* posix-timer-tid-cpu: timers on CPU-time clocks named by ID, which a
@@ -2775,6 +2833,7 @@ static const struct
   { "posix-timer-thread-cpu", set_timer_thread_cpu, chk_timer_thread_cpu },
   { "posix-timer-tid-cpu", set_timer_tid_cpu, chk_timer_tid_cpu },
   { "sleep-restart", set_sleep_restart, chk_sleep_restart },
+  { "sleep-restarted", set_sleep_restarted, chk_sleep_restart },
   { "mdwe", set_mdwe, chk_mdwe },
   { "unlinked-holes", set_holes, chk_holes },
   { "unlinked-mode", set_umode, chk_umode },
