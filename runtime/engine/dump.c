@@ -315,6 +315,29 @@ print_stats(const struct dctx *c)
           c->ms_readv, c->ms_out, c->ms_close, c->ms_tree, c->ms_commit, ms_since(&c->t0));
 }
 
+/* Signals that would end crest held (HOLD) until the tree is let go;
+   where each thread waits read while it still does (restart_scan); then
+   the tree frozen, where the caller gives a freezer. */
+static int
+hold_and_freeze(struct dctx *c, sigset_t *hold, sigset_t *old_mask, bool *frozen,
+                crest_error_t *err)
+{
+  sigemptyset(hold);
+  sigaddset(hold, SIGINT);
+  sigaddset(hold, SIGTERM);
+  sigaddset(hold, SIGHUP);
+  sigaddset(hold, SIGQUIT);
+  sigprocmask(SIG_BLOCK, hold, old_mask);
+  restart_scan(c);
+  if (c->o->freeze && c->o->freeze(c->o->freeze_data, c->root, CREST_FREEZE_ON, err) < 0)
+    {
+      sigprocmask(SIG_SETMASK, old_mask, NULL);
+      return -1;
+    }
+  *frozen = c->o->freeze != NULL;
+  return 0;
+}
+
 /* The dump itself, in the tracer (crest_engine_dump runs it in a worker
    process: dump-guard.c). */
 int
@@ -343,26 +366,14 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
       chain_free(&c);
       return -1;
     }
-  sigemptyset(&hold);
-  sigaddset(&hold, SIGINT);
-  sigaddset(&hold, SIGTERM);
-  sigaddset(&hold, SIGHUP);
-  sigaddset(&hold, SIGQUIT);
-  sigprocmask(SIG_BLOCK, &hold, &old_mask);
-  /* Before anything stops the tree: where a thread waits shows only now. */
-  restart_scan(&c);
-  if (o->freeze)
+  if (hold_and_freeze(&c, &hold, &old_mask, &frozen, err) < 0)
     {
-      if (o->freeze(o->freeze_data, root, CREST_FREEZE_ON, err) < 0)
-        {
-          free(c.rs);
-          sigprocmask(SIG_SETMASK, &old_mask, NULL);
-          return -1;
-        }
-      frozen = true;
-      if (dump_fault("frozen", err) < 0)
-        goto out;
+      free(c.rs);
+      chain_free(&c);
+      return -1;
     }
+  if (frozen && dump_fault("frozen", err) < 0)
+    goto out;
   if (img_writer_open(o->image_dir, &c.w, err) < 0)
     goto out;
   if (c.chain)
