@@ -81,7 +81,8 @@ lost_case() {
 # SIGTERM and each case's own check. The first test below runs that cycle;
 # each case's test then reports its own verdict (PASS, FAIL, a KNOWN gap).
 # Alone: pdeathsig-root (the init's own parent-death signal) and
-# unix-peercred (sockets the init itself made), and the refusals, each of
+# unix-peercred (the init's sockets, which the restorer, PID 1 itself,
+# makes), and the refusals, each of
 # which must stop a checkpoint of its own.
 LOST_BATCH="posix-lock flock ofd-lock pipe-nonblock pipe-two-opens o-async madv-dontfork madv-wipeonfork madv-dontdump madv-hugepage madv-nohugepage subreaper pdeathsig thp-disable dumpable timerslack coredump-filter mempolicy cpuid-fault autogroup spec-store-bypass spec-indirect-branch membarrier posix-timer mlock mlock-onfault mlockall posix-timer-tid-cpu sleep-restart sleep-restarted unlinked-holes unlinked-mode unlinked-shared unlinked-wronly unlinked-mapped unlinked-big deleted-dir opath opath-symlink pidfd pipe-no-writer pipe-no-reader pipe-outside epoll-outside unix-outside unix-ext inotify-walk sysv-shm sysv-sem sysv-msg bindtodevice udp-shutdown sockopts reparented"
 
@@ -180,7 +181,7 @@ lost_batched() {
 # And for the holder of a unix socket's peer.
 @test "zdtm-lost unix-outside: restored (the peer's holder is the init's child)" { lost_batched unix-outside; }
 @test "zdtm-lost unix-ext: restored (the server is the init's child)" { lost_batched unix-ext; }
-@test "zdtm-lost unix-peercred: restored (SO_PEERCRED of a pair and a connection made by the init)" { lost_case unix-peercred restore; }
+@test "zdtm-lost unix-peercred: restored (SO_PEERCRED of a pair, a connection, one to a child's listener: the same PIDs)" { lost_case unix-peercred restore; }
 @test "zdtm-lost unix-scm-rights: refused" { lost_case unix-scm-rights "SCM_RIGHTS"; }
 @test "zdtm-lost unix-backlog-data: refused" { lost_case unix-backlog-data "accepted"; }
 @test "zdtm-lost timerfd-cancel: refused" { lost_case timerfd-cancel "CANCEL_ON_SET"; }

@@ -9,8 +9,12 @@
  * arguments are still in its registers, though. Before the tree is
  * stopped, every thread that waits in restart_syscall (/proc's syscall
  * file) has the kernel function it waits in read (wchan): a poll, a futex
- * wait, or a sleep. Once the thread is seized, its recorded registers name
- * that call instead (restart_fix), when its arguments fit it, and the
+ * wait, a sleep, or a generic one (do_syscall_64, where the kernel inlined
+ * the waiting functions). Once the thread is seized, the calls its
+ * registers fit are found (a relative clock_nanosleep, a nanosleep, a poll,
+ * a futex wait: each argument of the right kind, the pointers readable in
+ * its memory); the one wchan names, or else the only one they fit, is the
+ * call its recorded registers name instead (restart_fix), and the
  * restore makes it again with them as it does for a first interruption
  * (pt_normalize_restart: exact for an absolute deadline, the whole timeout
  * again for a relative one). Otherwise, as before, the call returns EINTR
@@ -20,10 +24,12 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/futex.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include "dump-int.h"
 #include "engine-int.h"
@@ -32,7 +38,8 @@
 
 enum
 {
-  RS_SLEEP = 1,
+  RS_ANY = 1,
+  RS_SLEEP,
   RS_POLL,
   RS_FUTEX
 };
@@ -61,7 +68,12 @@ note_thread(struct dctx *c, pid_t pid, pid_t tid)
   proc_peek(path, buf, sizeof buf);
   if (!buf[0] || strcmp(buf, "0") == 0)
     return;
-  kind = strstr(buf, "poll") ? RS_POLL : strstr(buf, "futex") ? RS_FUTEX : RS_SLEEP;
+  /* A kind where wchan names one (the function may also be a generic
+     one, do_syscall_64, where the waiting ones were inlined). */
+  kind = strstr(buf, "poll")        ? RS_POLL
+         : strstr(buf, "futex")     ? RS_FUTEX
+         : strstr(buf, "nanosleep") ? RS_SLEEP
+                                    : RS_ANY;
   c->rs = xrealloc(c->rs, (c->nrs + 1) * sizeof *c->rs);
   c->rs[c->nrs].tid = tid;
   c->rs[c->nrs++].kind = kind;
@@ -114,41 +126,82 @@ user_ptr(unsigned long long x)
   return x >= 4096 && x < 1ULL << 47;
 }
 
+/* Can LEN bytes at ADDR of TID's memory be read (into BUF)? */
+static bool
+peek_mem(pid_t tid, unsigned long long addr, void *buf, size_t len)
+{
+  struct iovec l = { buf, len }, r = { (void *)(uintptr_t)addr, len };
+  return user_ptr(addr) && process_vm_readv(tid, &l, 1, &r, 1, 0) == (ssize_t)len;
+}
+
+/* A struct timespec a sleep would take, at ADDR of TID's memory. */
+static bool
+timespec_at(pid_t tid, unsigned long long addr)
+{
+  struct timespec ts;
+  return peek_mem(tid, addr, &ts, sizeof ts) && ts.tv_sec >= 0 && ts.tv_nsec >= 0
+         && ts.tv_nsec < 1000000000;
+}
+
+/* X, a register, as a clockid_t argument (an int: zero- or sign-extended):
+   a clock's number, or a CPU-time clock's (negative). */
+static bool
+clock_arg(unsigned long long x)
+{
+  int v = (int)x;
+  if (x != (unsigned long long)(unsigned)v && x != (unsigned long long)(long long)v)
+    return false;
+  return v < 0 || v <= 11;
+}
+
+/* The calls the kernel restarts through its restart block whose arguments
+   R holds; bit K: nr[K]. */
+static const long restart_nr[4] = { SYS_clock_nanosleep, SYS_nanosleep, SYS_poll, SYS_futex };
+static unsigned
+candidates(pid_t tid, const struct user_regs_struct *r)
+{
+  unsigned m = 0;
+  int op = (int)r->rsi & FUTEX_CMD_MASK;
+  uint8_t probe;
+  /* clock_nanosleep(clock, 0, req, rem): relative (an absolute one
+     restarts as itself). */
+  if (clock_arg(r->rdi) && r->rsi == 0 && timespec_at(tid, r->rdx))
+    m |= 1;
+  /* nanosleep(req, rem) */
+  if (timespec_at(tid, r->rdi))
+    m |= 2;
+  /* poll(fds, nfds, timeout): an int timeout, positive. */
+  if (r->rsi <= 1u << 20 && r->rdx > 0 && r->rdx <= 0x7fffffff
+      && (r->rsi == 0 || peek_mem(tid, r->rdi, &probe, 1)))
+    m |= 4;
+  /* futex(uaddr, FUTEX_WAIT or _BITSET, val, timeout, ...) */
+  if (!(r->rdi & 3) && peek_mem(tid, r->rdi, &probe, 1)
+      && (op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET) && timespec_at(tid, r->r10))
+    m |= 8;
+  return m;
+}
+
 void
 restart_fix(const struct dctx *c, pid_t tid, struct user_regs_struct *r)
 {
-  long nr = -1;
+  unsigned m, hint = 0;
   int kind = 0;
   if ((long)r->orig_rax != SYS_restart_syscall || (long)r->rax != -516 /* ERESTART_RESTARTBLOCK */)
     return;
   for (size_t i = 0; i < c->nrs; i++)
     if (c->rs[i].tid == tid)
       kind = c->rs[i].kind;
-  switch (kind)
-    {
-    case RS_POLL: /* poll(fds, nfds, timeout in ms) */
-      if (r->rsi <= 1u << 20 && (int)r->rdx > 0 && (r->rsi == 0 || user_ptr(r->rdi)))
-        nr = SYS_poll;
-      break;
-    case RS_FUTEX: /* futex(uaddr, FUTEX_WAIT or _BITSET, val, timeout, ...) */
-      {
-        int op = (int)r->rsi & FUTEX_CMD_MASK;
-        if (user_ptr(r->rdi) && (op == FUTEX_WAIT || op == FUTEX_WAIT_BITSET) && user_ptr(r->r10))
-          nr = SYS_futex;
-        break;
-      }
-    case RS_SLEEP:
-      /* nanosleep(req, rem), or clock_nanosleep(clock, 0, req, rem): a
-         relative one (an absolute one restarts as itself). */
-      if (user_ptr(r->rdi))
-        nr = SYS_nanosleep;
-      else if (r->rsi == 0 && user_ptr(r->rdx))
-        nr = SYS_clock_nanosleep;
-      break;
-    }
-  if (nr >= 0)
-    r->orig_rax = (unsigned long long)nr;
-  else if (kind)
-    crest_debug("checkpoint: task %d: restart_syscall's arguments fit no call of its kind %d", tid,
-                kind);
+  if (!kind)
+    return; /* not seen waiting there before the stop: left as it is */
+  /* Where wchan names the kind, the call of that kind the arguments fit;
+     else the one call they fit, if only one does. */
+  m = candidates(tid, r);
+  hint = kind == RS_POLL ? 4 : kind == RS_FUTEX ? 8 : kind == RS_SLEEP ? 3 : 0;
+  if (m & hint)
+    m &= hint;
+  if (m && !(m & (m - 1)))
+    r->orig_rax = (unsigned long long)restart_nr[__builtin_ctz(m)];
+  else
+    crest_debug("checkpoint: task %d: restart_syscall: its arguments fit %s (mask %#x)", tid,
+                m ? "several calls" : "no call", m);
 }

@@ -467,6 +467,14 @@ find_thread(struct rctx *c, pid_t tid, struct rproc **pp);
    children are forked by it), and what it runs. */
 pid_t
 create_task(struct rctx *c, int idx);
+/* FN(ARG) in a short-lived child whose PID in the restore's namespace is
+   PID and which shares crest's descriptor table (CLONE_FILES): what it
+   opens, crest holds, made by that PID (a unix socket's SO_PEERCRED).
+   FN returns 0 or an errno, the child's exit status (FN runs in a copy of
+   crest's memory: only system calls, no allocation). 0, or -1 with errno
+   (EEXIST: the PID is taken). */
+int
+run_as_pid(struct rctx *c, pid_t pid, int (*fn)(const void *), const void *arg);
 /* crest's memory layout, read once for every task it forks (restore-task.c). */
 void
 task_layout_prime(void);

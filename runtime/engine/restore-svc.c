@@ -202,14 +202,8 @@ open_files(struct rctx *c, crest_error_t *err)
   /* Files of a container user (mode 0600, or under a directory of mode
      0700) are opened as that user (creds.c). */
   creds_open_as_tasks(c, true);
-  if (tty_open(c, err) < 0 || pipes_open(c, err) < 0 || files_open(c, err) < 0)
-    return -1;
-  for (size_t i = 0; i < c->np && rc == 0; i++)
-    if (!c->p[i].zombie)
-      rc = open_proc_files(c, &c->p[i], &sf, err);
-  free(sf.t);
-  if (rc < 0 || files_finish(c, err) < 0)
-    return -1;
+  /* ns_last_pid first: unix sockets are made by processes of given PIDs
+     (sk-unix.c, run_as_pid). */
   if (c->use_nslp)
     {
       int fd = open("/proc/sys/kernel/ns_last_pid", O_RDWR | O_CLOEXEC);
@@ -218,5 +212,13 @@ open_files(struct rctx *c, crest_error_t *err)
       if ((c->nslp_fd = svc_place(c, fd, err)) < 0)
         return -1;
     }
+  if (tty_open(c, err) < 0 || pipes_open(c, err) < 0 || files_open(c, err) < 0)
+    return -1;
+  for (size_t i = 0; i < c->np && rc == 0; i++)
+    if (!c->p[i].zombie)
+      rc = open_proc_files(c, &c->p[i], &sf, err);
+  free(sf.t);
+  if (rc < 0 || files_finish(c, err) < 0)
+    return -1;
   return 0;
 }

@@ -1187,27 +1187,18 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   task_go(c, idx, base, size, args_addr, &b);
 }
 
-pid_t
-create_task(struct rctx *c, int idx)
+/* clone3 with CA, the child's PID in the restore's namespace PID (set_tid,
+   or ns_last_pid where set_tid cannot be used): the child's PID in the
+   parent, 0 in the child, as fork. */
+static pid_t
+clone_pid(struct rctx *c, pid_t pid, struct clone_args *ca)
 {
-  struct rproc *p = &c->p[idx];
-  struct clone_args ca;
-  pid_t tid = p->pid, r;
-
-  memset(&ca, 0, sizeof ca);
-  ca.exit_signal = SIGCHLD;
-  /* restore --lazy-pages --detach: the root is the caller's child, as with
-     an eager restore -d, not the child's that fills its pages (lazy.c). */
-  if (idx == 0 && lazy_is_child())
-    ca.flags |= CLONE_PARENT, ca.exit_signal = 0; /* the caller's own is used */
+  pid_t tid = pid, r;
   if (!c->use_nslp)
     {
-      ca.set_tid = (uint64_t)&tid;
-      ca.set_tid_size = 1;
-      r = syscall(SYS_clone3, &ca, sizeof ca);
-      if (r == 0)
-        task_main(c, idx);
-      return r;
+      ca->set_tid = (uint64_t)&tid;
+      ca->set_tid_size = 1;
+      return (pid_t)syscall(SYS_clone3, ca, sizeof *ca);
     }
   /* Held from the write to the moment the child exists. A fork by anything
      outside the restore (or another writer of ns_last_pid) can still come
@@ -1216,7 +1207,7 @@ create_task(struct rctx *c, int idx)
   for (int attempt = 0; attempt < 8; attempt++)
     {
       char num[24];
-      int len = snprintf(num, sizeof num, "%d", p->pid - 1), e;
+      int len = snprintf(num, sizeof num, "%d", pid - 1), e;
       if (nslp_set(c, F_WRLCK) < 0)
         return -1;
       if (pwrite(c->nslp_fd, num, len, 0) != len)
@@ -1226,12 +1217,12 @@ create_task(struct rctx *c, int idx)
           errno = e;
           return -1;
         }
-      r = syscall(SYS_clone3, &ca, sizeof ca);
+      r = (pid_t)syscall(SYS_clone3, ca, sizeof *ca);
       if (r == 0)
         {
-          if (getpid() != p->pid)
+          if (getpid() != pid)
             _exit(0);
-          task_main(c, idx);
+          return 0;
         }
       e = errno;
       nslp_set(c, F_UNLCK);
@@ -1240,13 +1231,57 @@ create_task(struct rctx *c, int idx)
           errno = e;
           return -1;
         }
-      if (r == p->pid)
+      if (r == pid)
         return r;
       while (waitpid(r, NULL, 0) < 0 && errno == EINTR)
         ;
-      if (kill(p->pid, 0) == 0 || errno != ESRCH)
+      if (kill(pid, 0) == 0 || errno != ESRCH)
         break; /* taken meanwhile */
     }
   errno = EEXIST;
   return -1;
+}
+
+pid_t
+create_task(struct rctx *c, int idx)
+{
+  struct rproc *p = &c->p[idx];
+  struct clone_args ca;
+  pid_t r;
+
+  memset(&ca, 0, sizeof ca);
+  ca.exit_signal = SIGCHLD;
+  /* restore --lazy-pages --detach: the root is the caller's child, as with
+     an eager restore -d, not the child's that fills its pages (lazy.c). */
+  if (idx == 0 && lazy_is_child())
+    ca.flags |= CLONE_PARENT, ca.exit_signal = 0; /* the caller's own is used */
+  r = clone_pid(c, p->pid, &ca);
+  if (r == 0)
+    task_main(c, idx);
+  return r;
+}
+
+int
+run_as_pid(struct rctx *c, pid_t pid, int (*fn)(const void *), const void *arg)
+{
+  struct clone_args ca;
+  pid_t r;
+  int st;
+  memset(&ca, 0, sizeof ca);
+  ca.flags = CLONE_FILES;
+  ca.exit_signal = SIGCHLD;
+  r = clone_pid(c, pid, &ca);
+  if (r == 0)
+    _exit(fn(arg));
+  if (r < 0)
+    return -1;
+  while (waitpid(r, &st, 0) < 0)
+    if (errno != EINTR)
+      return -1;
+  if (!WIFEXITED(st) || WEXITSTATUS(st))
+    {
+      errno = WIFEXITED(st) ? WEXITSTATUS(st) : EPROTO;
+      return -1;
+    }
+  return 0;
 }

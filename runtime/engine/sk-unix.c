@@ -24,6 +24,7 @@
 #include <linux/sock_diag.h>
 #include <linux/unix_diag.h>
 #include <netinet/tcp.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -32,12 +33,14 @@
 #include "engine-int.h"
 #include "files.h"
 #include "image.h"
+#include "log.h"
 #include "restore-int.h"
 #include "sockets.h"
 #include "util.h"
 
 #define UNAME_MAX ((int)sizeof(((struct sockaddr_un *)0)->sun_path))
 #define QUEUE_MAX (64u << 20) /* bytes of queued data per socket */
+#define PID_MAX 4194304       /* the kernel's PID_MAX_LIMIT on 64 bits */
 
 struct umsg
 {
@@ -72,6 +75,7 @@ struct usk
   bool peer_gone;         /* a stream whose peer closed: the queue, then EOF */
   uint8_t ext[UNAME_MAX]; /* --ext-unix-sk: the outside peer's name */
   int extlen;
+  pid_t cred; /* the PID SO_PEERCRED names, in crest's namespace (0: none) */
 };
 
 /* --- checkpoint --- */
@@ -228,6 +232,12 @@ dump_usk(const struct sk_diag_rec *r, pid_t pid, int fd, struct usk *u, crest_er
     return crest_error_make(err, ENOTSUP, "unix socket of type %d, cannot checkpoint it", u->type);
   if (dump_name(r, pid, u, err) < 0 || sk_opts_get(fd, &u->opts, err) < 0)
     return -1;
+  {
+    struct ucred cr;
+    socklen_t cl = sizeof cr;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) == 0 && cr.pid > 0)
+      u->cred = cr.pid;
+  }
   sk_opts_default(AF_UNIX, u->type, 0, &def);
   if (sk_opts_check(&u->opts, &def, false, err) < 0)
     return -1;
@@ -455,11 +465,26 @@ type_name(int t)
   return t == SOCK_STREAM ? "stream" : t == SOCK_DGRAM ? "dgram" : "seqpacket";
 }
 
+/* A unix socket's SO_PEERCRED PID as the tree sees it: a process of the
+   tree by its recorded PID; another where the tree shares crest's PID
+   namespace (process mode: a process outside, or one gone); 0 where there
+   is none (never connected) or it has no number in the tree's namespace. */
+static pid_t
+cred_in_tree(const struct dctx *c, pid_t pid)
+{
+  if (pid <= 0)
+    return 0;
+  for (size_t i = 0; i < c->np; i++)
+    if (c->p[i].pid == pid)
+      return c->p[i].ipid;
+  return c->o->root_is_ns_init ? 0 : pid;
+}
+
 static void
 unix_write(struct dctx *c, const struct dfile *f, yajl_gen g)
 {
   const struct usk *u = f->priv;
-  (void)c;
+  pid_t cred = cred_in_tree(c, u->cred);
   jput_str(g, "sotype", type_name(u->type));
   jput_bool(g, "listening", u->state == TCP_LISTEN);
   jput_int(g, "backlog", u->backlog);
@@ -473,6 +498,12 @@ unix_write(struct dctx *c, const struct dfile *f, yajl_gen g)
   jput_int(g, "backlog_of", u->backlog_of);
   jput_int(g, "backlog_pos", u->backlog_pos);
   jput_int(g, "shutdown", u->shutdown);
+  if (cred > 0)
+    {
+      jput_int(g, "cred_pid", cred);
+      if (c->w->format < CREST_IMAGE_FORMAT_UNIX_CRED)
+        c->w->format = CREST_IMAGE_FORMAT_UNIX_CRED;
+    }
   sk_opts_put(g, &u->opts);
   jput_key(g, "queue");
   yajl_gen_array_open(g);
@@ -507,8 +538,9 @@ struct ursk
   size_t nq;
   uint8_t *ext; /* the outside peer's name (--ext-unix-sk) */
   size_t extlen;
-  int fd;   /* made, not yet placed: -1 */
-  int gone; /* the other end of a peer_gone pair, closed after the queue */
+  int fd;     /* made, not yet placed: -1 */
+  int gone;   /* the other end of a peer_gone pair, closed after the queue */
+  pid_t cred; /* the PID SO_PEERCRED named (0: none recorded) */
 };
 
 static int
@@ -565,6 +597,18 @@ unix_parse(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
       || get_int(v, "shutdown", 0, 3, &u->shutdown, err) < 0 || sk_opts_parse(v, &u->opts, err) < 0
       || parse_queue(v, u, nf, err) < 0)
     return crest_error_wrap(err, "file %d (unix socket)", f->id);
+  {
+    crest_error_t e2 = NULL;
+    int64_t cred;
+    if (jget_i64(v, "cred_pid", &cred, &e2) == 0)
+      {
+        if (cred < 1 || cred > PID_MAX)
+          return crest_error_make(err, EINVAL, "file %d: cred_pid %lld out of range", f->id,
+                                  (long long)cred);
+        u->cred = (pid_t)cred;
+      }
+    crest_error_release(&e2);
+  }
   u->type = strcmp(t, "stream") == 0      ? SOCK_STREAM
             : strcmp(t, "dgram") == 0     ? SOCK_DGRAM
             : strcmp(t, "seqpacket") == 0 ? SOCK_SEQPACKET
@@ -612,11 +656,98 @@ stale(int type, const struct sockaddr_un *a, socklen_t len)
   return t >= 0 && connect(t, (const struct sockaddr *)a, len) < 0 && errno == ECONNREFUSED;
 }
 
+/* --- made by the process SO_PEERCRED names ---
+   SO_PEERCRED names the process that made a pair (socketpair), that
+   listened (for the sockets that connect to the listener), or that
+   connected (for the socket accept returns). crest makes each again in a
+   short-lived child of that PID sharing its descriptors (run_as_pid):
+   before any task of the tree exists, its PIDs are free. A PID taken by
+   another process (process mode: a process outside the tree) cannot be
+   had: crest makes it itself, as before format 18 (docs/engine.md). */
+enum
+{
+  AS_PAIR,
+  AS_LISTEN,
+  AS_CONNECT
+};
+struct as_op
+{
+  int what, fd, type, backlog;
+  int a, b; /* AS_PAIR: the descriptors the pair's ends take */
+  struct sockaddr_un addr;
+  socklen_t len;
+};
+
+/* O, in whichever process: 0 or an errno. */
+static int
+as_op_run(const void *arg)
+{
+  const struct as_op *o = arg;
+  int sv[2];
+  switch (o->what)
+    {
+    case AS_PAIR:
+      if (socketpair(AF_UNIX, o->type | SOCK_CLOEXEC, 0, sv) < 0)
+        return errno;
+      if (dup3(sv[0], o->a, O_CLOEXEC) < 0 || dup3(sv[1], o->b, O_CLOEXEC) < 0)
+        return errno;
+      close(sv[0]);
+      close(sv[1]);
+      return 0;
+    case AS_LISTEN:
+      return listen(o->fd, o->backlog) < 0 ? errno : 0;
+    default:
+      return connect(o->fd, (const struct sockaddr *)&o->addr, o->len) < 0 ? errno : 0;
+    }
+}
+
+/* O done by PID (0: none recorded, crest itself); -1 with errno. */
+static int
+as_cred(struct rctx *c, pid_t pid, const struct as_op *o)
+{
+  int e;
+  if (pid > 0 && pid != getpid())
+    {
+      if (run_as_pid(c, pid, as_op_run, o) == 0)
+        return 0;
+      if (errno != EEXIST && errno != EBUSY)
+        return -1;
+      crest_debug("restore: PID %d is taken: a unix socket's SO_PEERCRED names crest", pid);
+    }
+  e = as_op_run(o);
+  errno = e;
+  return e ? -1 : 0;
+}
+
+/* A pair of TYPE in SV, made by PID. */
+static int
+pair_as(struct rctx *c, int type, pid_t pid, int sv[2])
+{
+  struct as_op o = { .what = AS_PAIR, .type = type, .a = -1, .b = -1 };
+  int e;
+  if (pid <= 0 || pid == getpid())
+    return socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv);
+  /* The numbers the ends take, held meanwhile. */
+  if ((o.a = eventfd(0, EFD_CLOEXEC)) < 0 || (o.b = eventfd(0, EFD_CLOEXEC)) < 0
+      || as_cred(c, pid, &o) < 0)
+    {
+      e = errno;
+      if (o.a >= 0)
+        close(o.a);
+      if (o.b >= 0)
+        close(o.b);
+      errno = e;
+      return -1;
+    }
+  sv[0] = o.a, sv[1] = o.b;
+  return 0;
+}
+
 /* A new socket of U's type, bound to its name (a stale socket file left
    at the path by the checkpointed tree is removed first; one a live socket
    holds, as the original's with --leave-running, is left: bind fails). */
 static int
-make_bound(struct ursk *u, crest_error_t *err)
+make_bound(struct rctx *c, struct ursk *u, crest_error_t *err)
 {
   struct sockaddr_un a;
   socklen_t len = uaddr(u, &a);
@@ -641,7 +772,9 @@ make_bound(struct ursk *u, crest_error_t *err)
       close(fd);
       return -1;
     }
-  if (u->listening && listen(fd, u->backlog) < 0)
+  if (u->listening
+      && as_cred(c, u->cred, &(struct as_op){ .what = AS_LISTEN, .fd = fd, .backlog = u->backlog })
+             < 0)
     {
       crest_error_errno(err, "listen on %s", uname_text(u, nb, sizeof nb));
       close(fd);
@@ -650,15 +783,22 @@ make_bound(struct ursk *u, crest_error_t *err)
   return u->fd = fd;
 }
 
+/* FD connected to TO's name by PID (0: by crest). */
+static int
+connect_as(struct rctx *c, pid_t pid, int fd, const struct ursk *to, crest_error_t *err)
+{
+  struct as_op o = { .what = AS_CONNECT, .fd = fd };
+  char nb[120];
+  o.len = uaddr(to, &o.addr);
+  if (as_cred(c, pid, &o) < 0)
+    return crest_error_errno(err, "connect to %s", uname_text(to, nb, sizeof nb));
+  return 0;
+}
+
 static int
 connect_to(int fd, const struct ursk *to, crest_error_t *err)
 {
-  struct sockaddr_un a;
-  socklen_t len = uaddr(to, &a);
-  char nb[120];
-  if (connect(fd, (struct sockaddr *)&a, len) < 0)
-    return crest_error_errno(err, "connect to %s", uname_text(to, nb, sizeof nb));
-  return 0;
+  return connect_as(NULL, 0, fd, to, err);
 }
 
 /* Stream and seqpacket pairs, and peers gone. */
@@ -672,7 +812,9 @@ make_pair(struct rctx *c, struct ursk *u, crest_error_t *err)
   if (u->accept_from >= 0 && p)
     {
       struct ursk *l = ur(c, u->accept_from);
-      if (!l || (p->fd < 0 && make_bound(p, err) < 0) || connect_to(p->fd, l, err) < 0)
+      /* The accepted end's SO_PEERCRED names the process that connected. */
+      if (!l || (p->fd < 0 && make_bound(c, p, err) < 0)
+          || connect_as(c, u->cred, p->fd, l, err) < 0)
         return -1;
       if ((u->fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC)) < 0)
         return crest_error_errno(err, "accept");
@@ -682,7 +824,7 @@ make_pair(struct rctx *c, struct ursk *u, crest_error_t *err)
     return make_pair(c, p, err);
   if (u->namelen || (p && p->namelen))
     return crest_error_make(err, EINVAL, "a named pair with no listener");
-  if (socketpair(AF_UNIX, u->type | SOCK_CLOEXEC, 0, sv) < 0)
+  if (pair_as(c, u->type, u->cred, sv) < 0)
     return crest_error_errno(err, "socketpair");
   u->fd = sv[0];
   if (p)
@@ -704,18 +846,18 @@ make_all(struct rctx *c, crest_error_t *err)
           continue;
         p = ur(c, u->peer);
         if (pass == 0 && (u->listening || (u->namelen && u->accept_from < 0))
-            && make_bound(u, err) < 0)
+            && make_bound(c, u, err) < 0)
           return crest_error_wrap(err, "file %zu (unix socket)", i);
         if (pass == 1 && u->type != SOCK_DGRAM && (p || u->peer_gone) && make_pair(c, u, err) < 0)
           return crest_error_wrap(err, "file %zu (unix socket)", i);
         if (pass == 2 && u->type == SOCK_DGRAM && p && !u->namelen && !p->namelen)
           {
             int sv[2];
-            if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) < 0)
+            if (pair_as(c, SOCK_DGRAM, u->cred, sv) < 0)
               return crest_error_errno(err, "file %zu: socketpair", i);
             u->fd = sv[0], p->fd = sv[1];
           }
-        if (pass == 3 && make_bound(u, err) < 0)
+        if (pass == 3 && make_bound(c, u, err) < 0)
           return crest_error_wrap(err, "file %zu (unix socket)", i);
       }
   return 0;
