@@ -80,6 +80,7 @@ int
 main(int argc, char **argv)
 {
   pid_t kids[MAX_PROGS];
+  const char *names[MAX_PROGS];
   char cwd[PATH_MAX];
   int n = argc - 3;
   if (n < 1 || n > MAX_PROGS)
@@ -100,14 +101,7 @@ main(int argc, char **argv)
   zdtm_ready();
   zdtm_wait();
   for (int j = 0; j < n; j++)
-    {
-      int st = 0;
-      kill(kids[j], SIGTERM);
-      while (waitpid(kids[j], &st, 0) < 0 && errno == EINTR)
-        ;
-      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        zdtm_fail("%s: status 0x%x (its lines: %s/result)", dir_of(argv[3 + j]), st,
-                  dir_of(argv[3 + j]));
-    }
+    names[j] = dir_of(argv[3 + j]);
+  zdtm_end_children(kids, names, n);
   zdtm_finish();
 }

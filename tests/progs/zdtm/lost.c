@@ -3090,15 +3090,7 @@ batch(int argc, char **argv)
     }
   zdtm_ready();
   zdtm_wait();
-  for (int j = 0; j < n; j++)
-    {
-      int st = 0;
-      kill(kids[j], SIGTERM);
-      while (waitpid(kids[j], &st, 0) < 0 && errno == EINTR)
-        ;
-      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        zdtm_fail("case %s: status 0x%x (its lines: %s/result)", argv[4 + j], st, argv[4 + j]);
-    }
+  zdtm_end_children(kids, (const char *const *)argv + 4, n);
   zdtm_finish();
 }
 

@@ -396,3 +396,17 @@ zdtm_probe_bnd_drop(char *why, size_t len)
       return -1;
     }
 }
+
+void
+zdtm_end_children(const pid_t *kids, const char *const *names, int n)
+{
+  for (int j = 0; j < n; j++)
+    {
+      int st = 0;
+      kill(kids[j], SIGTERM);
+      while (waitpid(kids[j], &st, 0) < 0 && errno == EINTR)
+        ;
+      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+        zdtm_fail("%s: status 0x%x (its lines: %s/result)", names[j], st, names[j]);
+    }
+}

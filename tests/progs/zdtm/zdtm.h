@@ -79,6 +79,12 @@ struct sockaddr_in;
 void
 zdtm_tcp_pair(int *l, struct sockaddr_in *a, int *c, int *s);
 
+/* A batch's end, after zdtm_wait: each of the N children KIDS (named
+   NAMES, each with its lines in NAME/result) gets SIGTERM in turn and is
+   waited for; one that did not exit 0 is a failure that names it. */
+void
+zdtm_end_children(const pid_t *kids, const char *const *names, int n);
+
 /* Deterministic byte pattern: a function of seed and offset. */
 static inline uint8_t
 zdtm_pattern(uint32_t seed, uint64_t off)
