@@ -140,6 +140,11 @@ pt_restore_signals(pid_t tid, uint64_t saved, crest_error_t *err);
    syscall is rewound so that it restarts, as the kernel would have done. */
 void
 pt_normalize_restart(struct user_regs_struct *r);
+/* The calls the kernel restarts through its restart block, which crest
+   makes again with their own arguments (pt_normalize_restart; a thread in
+   restart_syscall: restart-scan.c), in the order of restart-scan.c's
+   candidate bits. */
+extern const long restart_block_calls[4];
 
 /* dump.c: the dump, run by crest_engine_dump in its worker process. */
 int

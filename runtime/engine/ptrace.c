@@ -753,8 +753,10 @@ pt_normalize_restart(struct user_regs_struct *r)
              as after a suspension, never early). A restart_syscall (the
              call was interrupted before, by a stop or an earlier
              checkpoint) names no call to make again: -EINTR. */
-          long nr = (long)r->orig_rax;
-          if (nr == SYS_nanosleep || nr == SYS_clock_nanosleep || nr == SYS_poll || nr == SYS_futex)
+          bool again = false;
+          for (size_t k = 0; k < sizeof restart_block_calls / sizeof *restart_block_calls; k++)
+            again |= (long)r->orig_rax == restart_block_calls[k];
+          if (again)
             {
               r->rax = r->orig_rax;
               r->rip -= 2;

@@ -154,9 +154,10 @@ clock_arg(unsigned long long x)
   return v < 0 || v <= 11;
 }
 
-/* The calls the kernel restarts through its restart block whose arguments
-   R holds; bit K: nr[K]. */
-static const long restart_nr[4] = { SYS_clock_nanosleep, SYS_nanosleep, SYS_poll, SYS_futex };
+const long restart_block_calls[4] = { SYS_clock_nanosleep, SYS_nanosleep, SYS_poll, SYS_futex };
+
+/* The calls of restart_block_calls whose arguments R holds: bit K for
+   restart_block_calls[K]. */
 static unsigned
 candidates(pid_t tid, const struct user_regs_struct *r)
 {
@@ -200,7 +201,7 @@ restart_fix(const struct dctx *c, pid_t tid, struct user_regs_struct *r)
   if (m & hint)
     m &= hint;
   if (m && !(m & (m - 1)))
-    r->orig_rax = (unsigned long long)restart_nr[__builtin_ctz(m)];
+    r->orig_rax = (unsigned long long)restart_block_calls[__builtin_ctz(m)];
   else
     crest_debug("checkpoint: task %d: restart_syscall: its arguments fit %s (mask %#x)", tid,
                 m ? "several calls" : "no call", m);

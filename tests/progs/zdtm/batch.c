@@ -34,54 +34,20 @@ dir_of(const char *prog)
   return strncmp(b, "zdtm-", 5) == 0 ? b + 5 : b;
 }
 
-/* Start PROG in DIR under CWD; wait until it is ready. 0 if it never was
-   (a line says why). */
-static pid_t
-start(const char *cwd, const char *prog)
+/* zdtm_batch's child J: PROGRAM argv[3 + J] executed there. */
+static void
+batch_prog(int j, const char *ready, const char *result, void *arg)
 {
-  char ready[PATH_MAX + 300], result[PATH_MAX + 300];
-  const char *dir = dir_of(prog);
-  pid_t k;
-  if (strlen(dir) > 200)
-    zdtm_error("%s: a name too long", prog);
-  snprintf(ready, sizeof ready, "%s/%.200s/ready", cwd, dir);
-  snprintf(result, sizeof result, "%s/%.200s/result", cwd, dir);
-  if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-    zdtm_error("mkdir %s: %s", dir, strerror(errno));
-  k = fork();
-  if (k < 0)
-    zdtm_error("fork: %s", strerror(errno));
-  if (k == 0)
-    {
-      signal(SIGTERM, SIG_DFL);
-      if (chdir(dir) == 0)
-        execl(prog, prog, ready, result, (char *)NULL);
-      fprintf(stderr, "zdtm-batch: %s: %s\n", prog, strerror(errno));
-      _exit(127);
-    }
-  for (int ms = 0; ms < 120000; ms++)
-    {
-      int st;
-      if (access(ready, F_OK) == 0)
-        return k;
-      if (waitpid(k, &st, WNOHANG) == k)
-        {
-          zdtm_fail("%s ended before it was ready (status 0x%x; its lines: %s)", dir, st, result);
-          return 0;
-        }
-      usleep(1000);
-    }
-  zdtm_fail("%s not ready within 120 s", dir);
-  kill(k, SIGKILL);
-  return 0;
+  char **argv = arg;
+  signal(SIGTERM, SIG_DFL);
+  execl(argv[3 + j], argv[3 + j], ready, result, (char *)NULL);
+  fprintf(stderr, "zdtm-batch: %s: %s\n", argv[3 + j], strerror(errno));
 }
 
 int
 main(int argc, char **argv)
 {
-  pid_t kids[MAX_PROGS];
   const char *names[MAX_PROGS];
-  char cwd[PATH_MAX];
   int n = argc - 3;
   if (n < 1 || n > MAX_PROGS)
     {
@@ -89,19 +55,7 @@ main(int argc, char **argv)
       return 2;
     }
   zdtm_init(3, argv);
-  if (!getcwd(cwd, sizeof cwd))
-    zdtm_error("getcwd: %s", strerror(errno));
-  for (int j = 0; j < n; j++)
-    if (!(kids[j] = start(cwd, argv[3 + j])))
-      {
-        for (int k = 0; k < j; k++)
-          kill(kids[k], SIGKILL);
-        zdtm_finish();
-      }
-  zdtm_ready();
-  zdtm_wait();
   for (int j = 0; j < n; j++)
     names[j] = dir_of(argv[3 + j]);
-  zdtm_end_children(kids, names, n);
-  zdtm_finish();
+  zdtm_batch(n, names, batch_prog, argv);
 }

@@ -1048,6 +1048,40 @@ chk_sleep_restart(void)
                 sr_woke[k] >= 1000 ? "returned" : strerror(sr_woke[k]));
 }
 
+/* The call thread T of this process is in, as its /proc syscall file
+   names it (-1 running, -2 unreadable). */
+static long
+thread_syscall(pid_t t)
+{
+  char pf[64], buf[32] = "";
+  FILE *f;
+  snprintf(pf, sizeof pf, "/proc/self/task/%d/syscall", (int)t);
+  if (!(f = fopen(pf, "r")))
+    return -2;
+  if (!fgets(buf, sizeof buf, f))
+    buf[0] = 0;
+  fclose(f);
+  return buf[0] ? atol(buf) : -2;
+}
+
+/* Wait (1 ms polls, at most 10 s) until thread T is in a call RESTARTED
+   (restart_syscall) or not (one of the four); its call at the end. */
+static long
+await_syscall(pid_t t, bool restarted)
+{
+  long nr = -2;
+  for (int i = 0; i < 10000; i++)
+    {
+      nr = thread_syscall(t);
+      if (restarted ? nr == SYS_restart_syscall
+                    : nr == SYS_clock_nanosleep || nr == SYS_nanosleep || nr == SYS_poll
+                          || nr == SYS_futex)
+        break;
+      usleep(1000);
+    }
+  return nr;
+}
+
 /* sleep-restarted: the same threads, stopped and continued once before
    the checkpoint (SIGSTOP and SIGCONT from a child), as a stop by hand or
    an earlier checkpoint with --leave-running or --pre-dump leaves them:
@@ -1058,28 +1092,13 @@ static void
 set_sleep_restarted(void)
 {
   static const int restarted[3] = { 0, 2, 3 };
-  char pf[64], buf[32];
+  char pf[64];
   pid_t me = getpid(), k;
   set_sleep_restart();
   /* Each of the three in its call before the stop (a loaded machine may
-     not have them there yet): its syscall file names the call. */
+     not have them there yet). */
   for (int j = 0; j < 3; j++)
-    for (int i = 0; i < 10000; i++)
-      {
-        FILE *f;
-        long nr;
-        snprintf(pf, sizeof pf, "/proc/self/task/%d/syscall", (int)sr_tid[restarted[j]]);
-        f = fopen(pf, "r");
-        buf[0] = 0;
-        if (f && !fgets(buf, sizeof buf, f))
-          buf[0] = 0;
-        if (f)
-          fclose(f);
-        nr = atol(buf);
-        if (nr == SYS_clock_nanosleep || nr == SYS_nanosleep || nr == SYS_poll || nr == SYS_futex)
-          break;
-        usleep(1000);
-      }
+    await_syscall(sr_tid[restarted[j]], false);
   k = fork();
   need(k >= 0, "fork");
   if (k == 0)
@@ -1103,23 +1122,10 @@ set_sleep_restarted(void)
     ;
   for (int j = 0; j < 3; j++)
     {
-      int i;
-      snprintf(pf, sizeof pf, "/proc/self/task/%d/syscall", (int)sr_tid[restarted[j]]);
-      for (i = 0; i < 5000; i++)
-        {
-          FILE *f = fopen(pf, "r");
-          buf[0] = 0;
-          if (f && !fgets(buf, sizeof buf, f))
-            buf[0] = 0;
-          if (f)
-            fclose(f);
-          if (atol(buf) == SYS_restart_syscall)
-            break;
-          usleep(1000);
-        }
-      if (i == 5000)
-        zdtm_error("thread %d: not in restart_syscall after a stop (syscall %s)",
-                   (int)sr_tid[restarted[j]], buf);
+      long nr = await_syscall(sr_tid[restarted[j]], true);
+      if (nr != SYS_restart_syscall)
+        zdtm_error("thread %d: not in restart_syscall after a stop (syscall %ld)",
+                   (int)sr_tid[restarted[j]], nr);
     }
 }
 
@@ -3027,28 +3033,14 @@ static void __attribute__((noreturn)) run_case(size_t i)
   zdtm_finish();
 }
 
-/* Has the child K of case NAME announced itself (NAME/ready)? False, with
-   ERROR written, when it ended instead. */
-static bool
-await_case(pid_t k, const char *name)
+/* zdtm_batch's child J: case argv[4 + J] (ARG: argv). */
+static void
+batch_case(int j, const char *ready, const char *result, void *arg)
 {
-  char ready[300];
-  snprintf(ready, sizeof ready, "%s/ready", name);
-  for (int ms = 0; ms < 60000; ms++)
-    {
-      int st;
-      if (access(ready, F_OK) == 0)
-        return true;
-      if (waitpid(k, &st, WNOHANG) == k)
-        {
-          zdtm_fail("case %s ended before it was ready (status 0x%x; its own lines: %s/result)",
-                    name, st, name);
-          return false;
-        }
-      usleep(1000);
-    }
-  zdtm_fail("case %s not ready within 60 s", name);
-  return false;
+  char **argv = arg;
+  char *av[] = { argv[0], (char *)ready, (char *)result, NULL };
+  zdtm_init(3, av);
+  run_case(case_index(argv[4 + j]));
 }
 
 /* --batch: each case in a child of its own, started one after the other
@@ -3057,41 +3049,13 @@ static int
 batch(int argc, char **argv)
 {
   int n = argc - 4;
-  pid_t kids[NCASES];
-  char cwd[256];
-  if (n < 1 || (size_t)n > NCASES)
-    zdtm_error("--batch: from 1 to %zu cases", NCASES);
-  need(getcwd(cwd, sizeof cwd) != NULL, "getcwd");
   zdtm_init(3, argv);
+  if (n < 1)
+    zdtm_error("--batch: no case");
   for (int j = 0; j < n; j++)
-    {
-      size_t i = case_index(argv[4 + j]);
-      if (i == NCASES)
-        zdtm_error("--batch: no case %s", argv[4 + j]);
-      need(mkdir(cases[i].name, 0755) == 0 || errno == EEXIST, "mkdir of a case's directory");
-      kids[j] = fork();
-      need(kids[j] >= 0, "fork");
-      if (kids[j] == 0)
-        {
-          char ready[512], result[512];
-          char *av[] = { argv[0], ready, result, NULL };
-          snprintf(ready, sizeof ready, "%s/%s/ready", cwd, cases[i].name);
-          snprintf(result, sizeof result, "%s/%s/result", cwd, cases[i].name);
-          need(chdir(cases[i].name) == 0, "chdir to the case's directory");
-          zdtm_init(3, av);
-          run_case(i);
-        }
-      if (!await_case(kids[j], cases[i].name))
-        {
-          for (int k = 0; k <= j; k++)
-            kill(kids[k], SIGKILL);
-          zdtm_finish();
-        }
-    }
-  zdtm_ready();
-  zdtm_wait();
-  zdtm_end_children(kids, (const char *const *)argv + 4, n);
-  zdtm_finish();
+    if (case_index(argv[4 + j]) == NCASES)
+      zdtm_error("--batch: no case %s", argv[4 + j]);
+  zdtm_batch(n, (const char *const *)argv + 4, batch_case, argv);
 }
 
 int

@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -397,9 +398,65 @@ zdtm_probe_bnd_drop(char *why, size_t len)
     }
 }
 
-void
-zdtm_end_children(const pid_t *kids, const char *const *names, int n)
+/* Child K, of directory NAME, has made READY: K; 0 (a failure said) when
+   it ended first or not within 120 s (then killed). */
+static pid_t
+batch_await(pid_t k, const char *name, const char *ready)
 {
+  for (int ms = 0; ms < 120000; ms++)
+    {
+      int st;
+      if (access(ready, F_OK) == 0)
+        return k;
+      if (waitpid(k, &st, WNOHANG) == k)
+        {
+          zdtm_fail("%s ended before it was ready (status 0x%x; its lines: %s/result)", name, st,
+                    name);
+          return 0;
+        }
+      usleep(1000);
+    }
+  zdtm_fail("%s not ready within 120 s", name);
+  kill(k, SIGKILL);
+  return 0;
+}
+
+void
+zdtm_batch(int n, const char *const *names,
+           void (*run)(int j, const char *ready, const char *result, void *arg), void *arg)
+{
+  pid_t *kids = calloc(n > 0 ? n : 1, sizeof *kids);
+  char cwd[4096];
+  if (!kids || !getcwd(cwd, sizeof cwd))
+    zdtm_error("batch: %s", strerror(errno));
+  for (int j = 0; j < n; j++)
+    {
+      char ready[4096 + 300], result[4096 + 300];
+      if (strlen(names[j]) > 200 || strchr(names[j], '/'))
+        zdtm_error("batch: a directory name that is a path or too long: %s", names[j]);
+      snprintf(ready, sizeof ready, "%s/%s/ready", cwd, names[j]);
+      snprintf(result, sizeof result, "%s/%s/result", cwd, names[j]);
+      if (mkdir(names[j], 0755) < 0 && errno != EEXIST)
+        zdtm_error("mkdir %s: %s", names[j], strerror(errno));
+      kids[j] = fork();
+      if (kids[j] < 0)
+        zdtm_error("fork: %s", strerror(errno));
+      if (kids[j] == 0)
+        {
+          if (chdir(names[j]) < 0)
+            _exit(127);
+          run(j, ready, result, arg);
+          _exit(127);
+        }
+      if (!batch_await(kids[j], names[j], ready))
+        {
+          for (int k = 0; k < j; k++)
+            kill(kids[k], SIGKILL);
+          zdtm_finish();
+        }
+    }
+  zdtm_ready();
+  zdtm_wait();
   for (int j = 0; j < n; j++)
     {
       int st = 0;
@@ -409,4 +466,5 @@ zdtm_end_children(const pid_t *kids, const char *const *names, int n)
       if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         zdtm_fail("%s: status 0x%x (its lines: %s/result)", names[j], st, names[j]);
     }
+  zdtm_finish();
 }

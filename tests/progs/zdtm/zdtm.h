@@ -79,11 +79,18 @@ struct sockaddr_in;
 void
 zdtm_tcp_pair(int *l, struct sockaddr_in *a, int *c, int *s);
 
-/* A batch's end, after zdtm_wait: each of the N children KIDS (named
-   NAMES, each with its lines in NAME/result) gets SIGTERM in turn and is
-   waited for; one that did not exit 0 is a failure that names it. */
-void
-zdtm_end_children(const pid_t *kids, const char *const *names, int n);
+/* A batch (zdtm-batch, zdtm-lost --batch), after zdtm_init: N children,
+   one after the other, child J in the directory NAMES[J] (made in the
+   current one), where RUN(J, READY, RESULT, ARG) makes it a zdtm program
+   with those absolute paths (it does not return); each must make its
+   READY within 120 s before the next starts. Then zdtm_ready, zdtm_wait,
+   and each child in turn gets SIGTERM and is waited for. Ends the process
+   (zdtm_finish): PASS when every child exited 0; a failure names the one
+   that did not, or that ended or hung before it was ready (the others are
+   killed then, and nothing is ready). */
+void __attribute__((noreturn))
+zdtm_batch(int n, const char *const *names,
+           void (*run)(int j, const char *ready, const char *result, void *arg), void *arg);
 
 /* Deterministic byte pattern: a function of seed and offset. */
 static inline uint8_t
