@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Host PID (the caller's view) -> the tree's own, for the PIDs given and
@@ -330,6 +331,7 @@ fd_line(const char *pre, long pid, long fd)
 {
   char link[4096], path[64], *s, *save = NULL, *line = NULL, *ticks = NULL, **tfd = NULL;
   size_t len = 0, ntfd = 0;
+  struct stat st;
   bool periodic = false;
   ssize_t n;
   FILE *m = open_memstream(&line, &len);
@@ -363,6 +365,10 @@ fd_line(const char *pre, long pid, long fd)
         fprintf(m, " Pid: %s", tr_pid(w[1], b, sizeof b));
       else if (strcmp(w[0], "NSpid:") == 0)
         fprintf(m, " NSpid: %s", w[k - 1]);
+      else if (strcmp(w[0], "ino:") == 0 && k > 1 && stat(path, &st) == 0)
+        /* with its device: inode numbers of two file systems (a memfd's
+           and a file's of /tmp) may be equal, and are renumbered as one */
+        fprintf(m, " ino: %lx.%s", (unsigned long)st.st_dev, w[1]);
       else if (strcmp(w[0], "lock:") == 0)
         {
           fputs(" lock:", m);
@@ -651,7 +657,7 @@ snap(long pid, long inner)
 }
 
 /* One pass over the whole snapshot: KIND:[N] (pipe, socket, anon_inode
-   links, namespaces), fdinfo's ino:HEX, an eventfd's id and the inode
+   links, namespaces), fdinfo's ino (with its device), an eventfd's id and the inode
    number in the name of an O_TMPFILE file ("DIR/#INODE (deleted)") (the
    kernel numbers them anew) become #K in order of first appearance. */
 static void
@@ -661,7 +667,7 @@ renumber(char *text)
   char **seen = NULL;
   size_t nseen = 0;
   if (regcomp(&re,
-              "[a-z_]+:\\[[0-9]+\\]|ino: ?[0-9a-f]+|eventfd-id: ?[0-9]+|/#[0-9]+ \\(deleted\\)",
+              "[a-z_]+:\\[[0-9]+\\]|ino: ?[0-9a-f.]+|eventfd-id: ?[0-9]+|/#[0-9]+ \\(deleted\\)",
               REG_EXTENDED)
       != 0)
     exit(2);
