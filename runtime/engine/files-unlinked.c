@@ -142,16 +142,7 @@ unlinked_put(yajl_gen g, const struct unlinked_info *u)
   jput_int(g, "mode", u->mode);
   jput_int(g, "uid", u->uid);
   jput_int(g, "gid", u->gid);
-  jput_key(g, "extents");
-  yajl_gen_array_open(g);
-  for (size_t i = 0; i < u->next; i++)
-    {
-      yajl_gen_array_open(g);
-      yajl_gen_integer(g, (long long)u->ext[i][0]);
-      yajl_gen_integer(g, (long long)u->ext[i][1]);
-      yajl_gen_array_close(g);
-    }
-  yajl_gen_array_close(g);
+  jput_extents(g, (const uint64_t(*)[2])u->ext, u->next);
 }
 
 /* Every number checked: extents inside the file, in order, not
@@ -160,9 +151,8 @@ int
 unlinked_parse(yajl_val v, int format, long id, uint64_t dsize, struct unlinked_info *u,
                crest_error_t *err)
 {
-  yajl_val *items;
   int64_t mode, uid, gid, of;
-  uint64_t end = 0, total = 0;
+  cleanup_free char *what = NULL;
   long n;
   memset(u, 0, sizeof *u);
   u->same_as = -1;
@@ -182,34 +172,17 @@ unlinked_parse(yajl_val v, int format, long id, uint64_t dsize, struct unlinked_
       return 0;
     }
   if (jget_u64(v, "size", &u->size, err) < 0 || jget_i64(v, "mode", &mode, err) < 0
-      || jget_i64(v, "uid", &uid, err) < 0 || jget_i64(v, "gid", &gid, err) < 0
-      || (n = jget_array(v, "extents", &items, err)) < 0)
+      || jget_i64(v, "uid", &uid, err) < 0 || jget_i64(v, "gid", &gid, err) < 0)
     return -1;
   if (mode < 0 || mode > 07777 || uid < 0 || uid > UINT32_MAX || gid < 0 || gid > UINT32_MAX
-      || n > MAX_EXTENTS || u->size > (1ULL << 50))
+      || u->size > (1ULL << 50))
     return crest_error_make(err, EINVAL, "file %ld: bad unlinked file record", id);
   u->present = true;
   u->mode = (int)mode, u->uid = uid, u->gid = gid;
-  for (long i = 0; i < n; i++)
-    {
-      yajl_val a = items[i];
-      uint64_t off, len;
-      if (!YAJL_IS_ARRAY(a) || a->u.array.len != 2 || !YAJL_IS_INTEGER(a->u.array.values[0])
-          || !YAJL_IS_INTEGER(a->u.array.values[1]) || YAJL_GET_INTEGER(a->u.array.values[0]) < 0
-          || YAJL_GET_INTEGER(a->u.array.values[1]) <= 0)
-        return crest_error_make(err, EINVAL, "file %ld: extent %ld malformed", id, i);
-      off = YAJL_GET_INTEGER(a->u.array.values[0]), len = YAJL_GET_INTEGER(a->u.array.values[1]);
-      if (off < end || len > u->size || off > u->size - len)
-        return crest_error_make(err, EINVAL, "file %ld: extent %ld out of order or past the end",
-                                id, i);
-      if (add_extent(u, off, len, err) < 0)
-        return -1;
-      end = off + len, total += len;
-    }
-  if (total != dsize)
-    return crest_error_make(err, EINVAL,
-                            "file %ld: extents hold %" PRIu64 " bytes, its data %" PRIu64, id,
-                            total, dsize);
+  what = xasprintf("file %ld", id);
+  if ((n = jget_extents(v, u->size, 1, MAX_EXTENTS, dsize, what, &u->ext, err)) < 0)
+    return -1;
+  u->next = n;
   return 0;
 }
 

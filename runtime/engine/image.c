@@ -529,6 +529,21 @@ jput_hex(yajl_gen g, const char *k, const void *buf, size_t len)
   jput_str(g, k, s);
 }
 
+void
+jput_extents(yajl_gen g, const uint64_t (*ext)[2], size_t n)
+{
+  jput_key(g, "extents");
+  yajl_gen_array_open(g);
+  for (size_t i = 0; i < n; i++)
+    {
+      yajl_gen_array_open(g);
+      yajl_gen_integer(g, (long long)ext[i][0]);
+      yajl_gen_integer(g, (long long)ext[i][1]);
+      yajl_gen_array_close(g);
+    }
+  yajl_gen_array_close(g);
+}
+
 /* Format 11: BUF in hex, with each run of 3 or more zero bytes written as
    '_' and its length in 4 hex digits (up to 0xffff zeros a run). Returns
    true when a run was written (the image needs format 11 to be read). */
@@ -649,6 +664,50 @@ jget_array(yajl_val v, const char *key, yajl_val **items, crest_error_t *err)
       return (long)x->u.array.len;
     }
   return crest_error_make(err, EINVAL, "key \"%s\": missing or not an array", key);
+}
+
+long
+jget_extents(yajl_val v, uint64_t limit, uint64_t align, long max, uint64_t dsize, const char *what,
+             uint64_t (**ext)[2], crest_error_t *err)
+{
+  yajl_val *items;
+  uint64_t end = 0, total = 0;
+  long n = jget_array(v, "extents", &items, err);
+  const char *bad = NULL;
+  long i;
+  *ext = NULL;
+  if (n < 0)
+    return crest_error_wrap(err, "%s", what);
+  if (n > max)
+    return crest_error_make(err, EINVAL, "%s: more than %ld extents", what, max);
+  *ext = xzalloc((n + 1) * sizeof **ext);
+  for (i = 0; i < n; i++)
+    {
+      yajl_val a = items[i];
+      long long off, len;
+      if (!YAJL_IS_ARRAY(a) || a->u.array.len != 2 || !YAJL_IS_INTEGER(a->u.array.values[0])
+          || !YAJL_IS_INTEGER(a->u.array.values[1]))
+        bad = "is not [offset, length]";
+      else if ((off = YAJL_GET_INTEGER(a->u.array.values[0])) < 0
+               || (len = YAJL_GET_INTEGER(a->u.array.values[1])) <= 0 || (uint64_t)off % align
+               || (uint64_t)len % align)
+        bad = "malformed or not aligned";
+      else if ((uint64_t)off < end || (uint64_t)len > limit
+               || (uint64_t)off > limit - (uint64_t)len)
+        bad = "out of order or past the end";
+      if (bad)
+        break;
+      (*ext)[i][0] = off, (*ext)[i][1] = len;
+      end = off + len, total += len;
+    }
+  if (!bad && total == dsize)
+    return n;
+  free(*ext);
+  *ext = NULL;
+  if (bad)
+    return crest_error_make(err, EINVAL, "%s: extent %ld %s", what, i, bad);
+  return crest_error_make(err, EINVAL, "%s: extents hold %" PRIu64 " bytes, its data %" PRIu64,
+                          what, total, dsize);
 }
 
 static int

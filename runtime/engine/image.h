@@ -296,6 +296,16 @@ int
 jget_hex_alloc(yajl_val v, const char *key, size_t max, uint8_t **out, size_t *len,
                crest_error_t *err);
 
+/* Where a data file's bytes go in the object it holds part of: the array
+   "extents" of V, [offset, length] pairs, ascending and disjoint, each
+   length above 0, each number a multiple of ALIGN (1: any), every extent
+   inside [0, LIMIT), at most MAX of them, their lengths together DSIZE
+   (the data file's size). *EXT: a new array of the pairs (one more entry
+   than their number, which is returned). -1 with ERR naming WHAT. */
+long
+jget_extents(yajl_val v, uint64_t limit, uint64_t align, long max, uint64_t dsize, const char *what,
+             uint64_t (**ext)[2], crest_error_t *err);
+
 /* Generator helpers. */
 void
 jput_key(yajl_gen g, const char *k);
@@ -309,6 +319,9 @@ void
 jput_bool(yajl_gen g, const char *k, bool v);
 void
 jput_hex(yajl_gen g, const char *k, const void *buf, size_t len);
+/* "extents": N [offset, length] pairs. */
+void
+jput_extents(yajl_gen g, const uint64_t (*ext)[2], size_t n);
 
 /* A file name inside an image: no '/', no leading '.', printable, short. */
 bool

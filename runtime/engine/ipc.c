@@ -651,16 +651,7 @@ static void
 put_segment(yajl_gen g, const struct ipc_obj *o)
 {
   jput_str(g, "data", o->data);
-  jput_key(g, "extents");
-  yajl_gen_array_open(g);
-  for (size_t k = 0; k < o->next; k++)
-    {
-      yajl_gen_array_open(g);
-      for (int e = 0; e < 2; e++) /* offset, length */
-        yajl_gen_integer(g, (long long)o->ext[k][e]);
-      yajl_gen_array_close(g);
-    }
-  yajl_gen_array_close(g);
+  jput_extents(g, (const uint64_t(*)[2])o->ext, o->next);
   jput_u64(g, "size", o->size);
 }
 
@@ -714,35 +705,20 @@ parse_shm(struct rctx *c, yajl_val v, struct ipc_obj *o, crest_error_t *err)
 {
   const char *data;
   const struct img_file *df;
-  yajl_val *items;
+  cleanup_free char *what = NULL;
   long n;
-  uint64_t total = 0, end = 0;
   if (jget_u64(v, "size", &o->size, err) < 0 || jget_str(v, "data", &data, err) < 0)
     return -1;
   df = img_reader_find(c->img, data);
   CHECK(o->size > 0 && o->size <= IPC_SHM_MAX && df,
         "ipc: segment %d: size %" PRIu64 " or data file %s", o->id, o->size, data);
   o->data = xstrdup(data);
-  n = jget_array(v, "extents", &items, err);
-  CHECK(n >= 0 && n <= IPC_EXTENTS_MAX, "ipc: segment %d: bad extents", o->id);
-  o->ext = xzalloc((n + 1) * sizeof *o->ext);
-  for (long k = 0; k < n; k++, o->next++)
-    {
-      CHECK(YAJL_IS_ARRAY(items[k]) && items[k]->u.array.len == 2
-                && YAJL_IS_INTEGER(items[k]->u.array.values[0])
-                && YAJL_IS_INTEGER(items[k]->u.array.values[1]),
-            "ipc: segment %d: extent %ld is not [offset, length]", o->id, k);
-      long long off = YAJL_GET_INTEGER(items[k]->u.array.values[0]);
-      long long len = YAJL_GET_INTEGER(items[k]->u.array.values[1]);
-      CHECK(off >= 0 && len > 0 && off % PAGE == 0 && len % PAGE == 0 && (uint64_t)off >= end
-                && (uint64_t)len <= IPC_SHM_MAX
-                && (uint64_t)(off + len) <= (o->size + PAGE - 1) / PAGE * PAGE,
-            "ipc: segment %d: extent %ld outside the segment or out of order", o->id, k);
-      o->ext[k][0] = off, o->ext[k][1] = len;
-      end = off + len, total += len;
-    }
-  CHECK(total == df->size, "ipc: segment %d: extents of %" PRIu64 " bytes, data file of %" PRIu64,
-        o->id, total, df->size);
+  what = xasprintf("ipc: segment %d", o->id);
+  n = jget_extents(v, (o->size + PAGE - 1) / PAGE * PAGE, PAGE, IPC_EXTENTS_MAX, df->size, what,
+                   &o->ext, err);
+  if (n < 0)
+    return -1;
+  o->next = n;
   return 0;
 }
 
