@@ -1,6 +1,6 @@
 #!/usr/bin/env bats
 # vm-kernel: stock patched
-# vm-only: patched zdtm-(shm-anon|shm-tree|memfd|deleted-map|shared-file|caps|zombie|nonroot|inet-tcp-est)
+# vm-only: patched zdtm-(shm-anon|shm-tree|shm-sparse|memfd|deleted-map|shared-file|caps|zombie|nonroot|inet-tcp-est)
 # Every zdtm program (tests/README.md) as the init of a rootless
 # busybox container: checkpoint, restore, what /proc shows of its tasks
 # compared (cr_procstate_same), then the program checks its own state.
@@ -53,9 +53,10 @@ zdtm_cycle() {
 # then each program's own check, a point each (batch_run). On the patched
 # kernel only the programs whose path it changes run (vm-only above), each
 # alone; the others run alone there too when asked for. Alone on both:
-# those the patched kernel runs, and those of a config or flags of their own
-# (chroot, nonroot, stopped as UID 1000, shm-tree's image, inet-tcp-*).
-ZDTM_BATCH="anon-mem heap file-private vm-account vm-apart threads ptree fds unlinked pipe signals itimer posix-timers pidfd rlimits task-misc sched exe-mm regs stopped cow eventfd timerfd signalfd epoll inotify sysv-ipc sysv-shm unix-sk inet-listen inet-udp inet-v6 inet-mcast netlink pty"
+# most of those the patched kernel runs (shm-sparse is in the batch), and
+# those of a config or flags of their own (chroot, nonroot, stopped as UID
+# 1000, shm-tree's image, inet-tcp-*).
+ZDTM_BATCH="anon-mem heap file-private vm-account vm-apart threads ptree fds unlinked pipe signals itimer posix-timers pidfd rlimits task-misc sched exe-mm regs stopped cow shm-sparse eventfd timerfd signalfd epoll inotify sysv-ipc sysv-shm unix-sk inet-listen inet-udp inet-v6 inet-mcast netlink pty"
 
 # zdtm_batched PROG: PROG's verdict in the batch (stock), or its own cycle.
 zdtm_batched() {
@@ -129,6 +130,7 @@ other_uids() {
 # kernel crest reads it without map_files, on the patched one through it;
 # the result must be the same.
 @test "zdtm-shm-anon in a container (shared anonymous memory)" { zdtm_cycle shm-anon; }
+@test "zdtm-shm-sparse in a container (large shared objects holding little: saved and restored without their holes)" { zdtm_batched shm-sparse; }
 
 # Private memory a parent shares copy-on-write with its children
 # (runtime/engine/mem-cow.c): still shared after restore, as smaps shows.

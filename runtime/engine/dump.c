@@ -190,6 +190,8 @@ write_tree(struct dctx *c, crest_error_t *err)
   tty_put(c, g);
   if (ipc_put(c, g) && c->w->format < CREST_IMAGE_FORMAT_IPC)
     c->w->format = CREST_IMAGE_FORMAT_IPC;
+  if (shm_put(&c->shm, g) && c->w->format < CREST_IMAGE_FORMAT_MEMFILES)
+    c->w->format = CREST_IMAGE_FORMAT_MEMFILES;
   yajl_gen_map_close(g);
   if (img_write_json(c->w, "tree.json", g, err) < 0)
     goto fail;

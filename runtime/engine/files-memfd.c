@@ -62,25 +62,89 @@ mf_add(struct rctx *c, const char *data, int svc)
   c->nmf++;
 }
 
-/* FD filled with the bytes of the image's file DATA. */
+static const struct rmemfile *
+memfile_find(const struct rctx *c, const char *data)
+{
+  for (size_t i = 0; i < c->nmemfiles; i++)
+    if (strcmp(c->memfiles[i].data, data) == 0)
+      return &c->memfiles[i];
+  return NULL;
+}
+
+uint64_t
+memfile_size(const struct rctx *c, const char *data, uint64_t dsize)
+{
+  const struct rmemfile *m = memfile_find(c, data);
+  return m ? m->size : dsize;
+}
+
+int
+memfiles_parse(struct rctx *c, crest_error_t *err)
+{
+  yajl_val *items;
+  long n;
+  if (!yajl_tree_get(c->tree, (const char *[]){ "memfiles", NULL }, yajl_t_any))
+    return 0;
+  CHECK(c->img->format >= CREST_IMAGE_FORMAT_MEMFILES, "image %s: memfiles in a format %d image",
+        c->o->image_dir, c->img->format);
+  n = jget_array(c->tree, "memfiles", &items, err);
+  CHECK(n >= 0 && n <= 65536, "image %s: bad memfiles list", c->o->image_dir);
+  c->memfiles = plan_zalloc(c, (n + 1) * sizeof *c->memfiles);
+  for (long i = 0; i < n; i++)
+    {
+      struct rmemfile *m = &c->memfiles[i];
+      const struct img_file *df;
+      cleanup_free uint64_t(*ext)[2] = NULL;
+      cleanup_free char *what = NULL;
+      long ne;
+      if (jget_str(items[i], "data", &m->data, err) < 0
+          || jget_u64(items[i], "size", &m->size, err) < 0)
+        return crest_error_wrap(err, "image %s: memfile %ld", c->o->image_dir, i);
+      df = img_reader_find(c->img, m->data);
+      CHECK(df && m->size <= (1ULL << 30) && !memfile_find(c, m->data),
+            "image %s: memfile %ld: data %s missing, listed twice, or size over 1 GiB",
+            c->o->image_dir, i, m->data);
+      what = xasprintf("image %s: memfile %s", c->o->image_dir, m->data);
+      if ((ne = jget_extents(items[i], m->size, 1, 65536, df->size, what, &ext, err)) < 0)
+        return -1;
+      m->ext = plan_zalloc(c, (ne + 1) * sizeof *m->ext);
+      memcpy(m->ext, ext, ne * sizeof *m->ext);
+      m->next = ne;
+      c->nmemfiles++;
+    }
+  return 0;
+}
+
+/* FD filled with the bytes of the image's file DATA: the whole object, or
+   its extents (the rest holes, which read as zeros). */
 static int
 refill(struct rctx *c, int fd, const char *data, crest_error_t *err)
 {
-  uint64_t size;
+  const struct rmemfile *m = memfile_find(c, data);
+  uint64_t size, at = 0;
   int in = img_reader_open_file(c->img, data, &size, err);
   if (in < 0)
     return -1;
-  for (off_t done = 0; done < (off_t)size;)
+  if (m && ftruncate(fd, m->size) < 0)
     {
-      char buf[65536];
-      ssize_t r = pread(in, buf, sizeof buf, done);
-      if (r <= 0 || write_all(fd, buf, r) < 0)
+      close(in);
+      return crest_error_errno(err, "refill from %s: size", data);
+    }
+  for (size_t k = 0; k < (m ? m->next : 1); k++)
+    {
+      uint64_t to = m ? m->ext[k][0] : 0, len = m ? m->ext[k][1] : size;
+      for (uint64_t done = 0; done < len;)
         {
-          int e = r < 0 ? errno : EIO;
-          close(in);
-          return crest_error_make(err, e, "refill from %s", data);
+          char buf[65536];
+          ssize_t r = pread(in, buf, len - done < sizeof buf ? len - done : sizeof buf, at);
+          if (r <= 0 || pwrite_all(fd, buf, r, to + done) < 0)
+            {
+              int e = r < 0 ? errno : EIO;
+              close(in);
+              return crest_error_make(err, e, "refill from %s", data);
+            }
+          done += r, at += r;
         }
-      done += r;
     }
   close(in);
   return 0;

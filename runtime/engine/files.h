@@ -223,5 +223,12 @@ tty_open(struct rctx *c, crest_error_t *err);
    mappings of it share it). */
 int
 memfile_svc(struct rctx *c, const char *data, const char *path, crest_error_t *err);
+/* "memfiles" (format 19): the objects whose data file holds only their
+   extents; parsed before the processes, whose mappings name them. */
+int
+memfiles_parse(struct rctx *c, crest_error_t *err);
+/* The object's size: its "memfiles" entry's, else its data file's (DF). */
+uint64_t
+memfile_size(const struct rctx *c, const char *data, uint64_t dsize);
 
 #endif

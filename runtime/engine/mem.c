@@ -690,9 +690,9 @@ mem_parse_vmas(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
           CHECK(img_path_ok(m->path) && m->pgoff < (1UL << 52),
                 "process %d: mapping %ld: relative path or offset out of range", p->pid, i);
           df = img_reader_find(c->img, m->data);
-          CHECK(df && df->size == m->file_size,
-                "process %d: mapping %ld: memory file %s missing or not %" PRIu64 " bytes", p->pid,
-                i, m->data, m->file_size);
+          CHECK(df && memfile_size(c, m->data, df->size) == m->file_size,
+                "process %d: mapping %ld: memory object %s missing or not %" PRIu64 " bytes",
+                p->pid, i, m->data, m->file_size);
         }
       else if (strcmp(kind, "sysv") == 0)
         {

@@ -230,6 +230,14 @@ struct rctx
     int svc;
   } * mf; /* memory files made so far, shared by every mapping of one */
   size_t nmf;
+  struct rmemfile
+  {
+    const char *data;
+    uint64_t size;
+    uint64_t (*ext)[2];
+    size_t next;
+  } * memfiles; /* "memfiles": the objects saved with holes (plan arena) */
+  size_t nmemfiles;
   bool progress;
   struct timespec t0;
   /* CREST_STATS (test builds): milliseconds since T0 at each phase's end. */

@@ -448,6 +448,8 @@ parse_tree(struct rctx *c, crest_error_t *err)
     return -1;
   if (jget_i64(c->tree, "root", &root, err) < 0)
     return crest_error_wrap(err, "image %s: tree.json", c->o->image_dir);
+  if (memfiles_parse(c, err) < 0)
+    return -1;
   n = jget_array(c->tree, "processes", &items, err);
   if (n < 1 || n > 65536)
     return crest_error_make(err, EINVAL, "image %s: tree.json: bad process list", c->o->image_dir);

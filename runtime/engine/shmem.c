@@ -257,10 +257,46 @@ open_tree_fd(const struct shm_table *t, const struct shm_obj *o)
   return -1;
 }
 
+/* The data of FD, SIZE bytes, into BUF, HAVE marking the pages read:
+   SEEK_DATA and SEEK_HOLE skip the holes (without reading or allocating
+   them; a swapped-out page of a shmem object is data); where the file
+   system cannot say, all of it is read. */
 static int
-read_whole(int fd, struct shm_obj *o, uint8_t **buf, crest_error_t *err)
+read_data(int fd, off_t size, uint8_t *buf, uint8_t *have, crest_error_t *err)
+{
+  for (off_t off = 0; off < size;)
+    {
+      off_t d = lseek(fd, off, SEEK_DATA), h;
+      if (d < 0 && errno == ENXIO)
+        break;
+      if (d < 0 && errno != EINVAL)
+        return crest_error_errno(err, "seek");
+      h = d < 0 ? size : lseek(fd, d, SEEK_HOLE);
+      if (d < 0)
+        d = off;
+      if (h < 0 || h > size)
+        h = size;
+      for (off_t at = d; at < h;)
+        {
+          ssize_t r = pread(fd, buf + at, h - at, at);
+          if (r <= 0)
+            return crest_error_make(err, r < 0 ? errno : EIO, "read");
+          at += r;
+        }
+      memset(have + d / SHM_PAGE, 1, (h - 1) / SHM_PAGE - d / SHM_PAGE + 1);
+      off = h;
+    }
+  return 0;
+}
+
+/* The object behind FD into BUF (its size, zeros where nothing is read),
+   HAVE marking the pages read. */
+static int
+read_whole(int fd, struct shm_obj *o, uint8_t **buf, uint8_t **have, crest_error_t *err)
 {
   struct stat st;
+  off_t was;
+  int rc;
   if (fstat(fd, &st) < 0)
     return crest_error_errno(err, "%s: stat", o->path);
   if (!S_ISREG(st.st_mode))
@@ -268,14 +304,17 @@ read_whole(int fd, struct shm_obj *o, uint8_t **buf, crest_error_t *err)
                             o->path);
   if ((uint64_t)st.st_size > SHM_MAX)
     return crest_error_make(err, EFBIG, "%s: larger than 1 GiB", o->path);
-  *buf = xmalloc(st.st_size + 1);
-  for (off_t done = 0; done < st.st_size;)
-    {
-      ssize_t r = pread(fd, *buf + done, st.st_size - done, done);
-      if (r <= 0)
-        return crest_error_make(err, r < 0 ? errno : EIO, "%s: read", o->path);
-      done += r;
-    }
+  *buf = xzalloc(st.st_size + 1);
+  *have = xzalloc(st.st_size / SHM_PAGE + 2);
+  /* FD may be the tree's own open file description (pidfd_getfd), whose
+     offset the seeks move: put back, whatever happened (the bytes are read
+     with pread). */
+  was = lseek(fd, 0, SEEK_CUR);
+  rc = read_data(fd, st.st_size, *buf, *have, err);
+  if (was >= 0 && lseek(fd, was, SEEK_SET) != was && rc == 0)
+    rc = crest_error_errno(err, "put the descriptor's offset back");
+  if (rc < 0)
+    return crest_error_wrap(err, "%s", o->path);
   o->size = st.st_size;
   return 0;
 }
@@ -377,10 +416,10 @@ read_mapping(const struct shm_table *t, struct shm_obj *o, const struct shm_map 
 
 /* 3. the object's bytes through every mapping of it in the tree. */
 static int
-read_mappings(const struct shm_table *t, struct shm_obj *o, uint8_t **buf, crest_error_t *err)
+read_mappings(const struct shm_table *t, struct shm_obj *o, uint8_t **buf, uint8_t **have,
+              crest_error_t *err)
 {
   uint64_t size = 0, last = 0, npages;
-  cleanup_free uint8_t *have = NULL;
   for (size_t i = 0; i < o->nm; i++)
     {
       uint64_t e = o->m[i].pgoff * SHM_PAGE + (o->m[i].end - o->m[i].start);
@@ -390,15 +429,15 @@ read_mappings(const struct shm_table *t, struct shm_obj *o, uint8_t **buf, crest
     }
   npages = size / SHM_PAGE;
   *buf = xzalloc(size + 1);
-  have = xzalloc(npages + 1);
+  *have = xzalloc(npages + 1);
   for (size_t i = 0; i < o->nm; i++)
-    if (read_mapping(t, o, &o->m[i], *buf, have, err) < 0)
+    if (read_mapping(t, o, &o->m[i], *buf, *have, err) < 0)
       return -1;
   /* A shmem object is as large as its largest mapping says; a disk file
      ends after the last page that could be read (pages past its end fault
      with SIGBUS, and still do after restore). */
   for (uint64_t p = 0; p < npages; p++)
-    if (have[p])
+    if ((*have)[p])
       last = p + 1;
   o->size = o->shmem ? size : last * SHM_PAGE;
   return 0;
@@ -416,7 +455,7 @@ obj_of(struct shm_table *t, pid_t pid, uint64_t start, uint64_t end)
 
 static int
 write_obj(struct shm_table *t, struct img_writer *w, struct shm_obj *o, const uint8_t *buf,
-          crest_error_t *err);
+          const uint8_t *have, crest_error_t *err);
 
 int
 shm_save(struct shm_table *t, struct img_writer *w, pid_t pid, uint64_t start, uint64_t end,
@@ -424,6 +463,7 @@ shm_save(struct shm_table *t, struct img_writer *w, pid_t pid, uint64_t start, u
 {
   struct shm_obj *o = obj_of(t, pid, start, end);
   cleanup_free uint8_t *buf = NULL;
+  cleanup_free uint8_t *have = NULL;
   int fd, rc;
 
   if (!o)
@@ -439,32 +479,106 @@ shm_save(struct shm_table *t, struct img_writer *w, pid_t pid, uint64_t start, u
     o->by = "a descriptor of the tree";
   if (fd >= 0)
     {
-      rc = read_whole(fd, o, &buf, err);
+      rc = read_whole(fd, o, &buf, &have, err);
       close(fd);
     }
   else
     {
       o->by = "its mappings";
-      rc = read_mappings(t, o, &buf, err);
+      rc = read_mappings(t, o, &buf, &have, err);
     }
   if (rc < 0)
     return crest_error_wrap(err, "task %d: mapping %" PRIx64 "-%" PRIx64, pid, start, end);
-  return write_obj(t, w, o, buf, err);
+  return write_obj(t, w, o, buf, have, err);
 }
 
+static bool
+zero_page(const uint8_t *p, size_t len)
+{
+  return p[0] == 0 && memcmp(p, p + 1, len - 1) == 0;
+}
+
+/* The extents of O worth saving: the pages read (HAVE) that hold more than
+   zeros; two of them closer than MERGE_GAP pages are one, the zeros
+   between them saved (fewer extents: at most 1 GiB / 5 pages). */
+#define MERGE_GAP 4
+static void
+find_extents(struct shm_obj *o, const uint8_t *buf, const uint8_t *have)
+{
+  uint64_t npages = (o->size + SHM_PAGE - 1) / SHM_PAGE;
+  for (uint64_t k = 0; k < npages; k++)
+    {
+      uint64_t off = k * SHM_PAGE, len = o->size - off < SHM_PAGE ? o->size - off : SHM_PAGE;
+      uint64_t(*last)[2] = o->next ? &o->ext[o->next - 1] : NULL;
+      if (!have[k] || zero_page(buf + off, len))
+        continue;
+      if (last && (*last)[0] + (*last)[1] + MERGE_GAP * SHM_PAGE >= off)
+        (*last)[1] = off + len - (*last)[0];
+      else
+        {
+          o->ext = xrealloc(o->ext, (o->next + 1) * sizeof *o->ext);
+          o->ext[o->next][0] = off, o->ext[o->next][1] = len;
+          o->next++;
+        }
+    }
+}
+
+/* O's data file: the bytes of its extents, back to back, or (no holes)
+   the whole object. */
 static int
 write_obj(struct shm_table *t, struct img_writer *w, struct shm_obj *o, const uint8_t *buf,
-          crest_error_t *err)
+          const uint8_t *have, crest_error_t *err)
 {
   struct img_out io;
+  uint64_t saved = 0;
+  find_extents(o, buf, have);
+  o->sparse = o->size && !(o->next == 1 && o->ext[0][0] == 0 && o->ext[0][1] == o->size);
   o->data = xasprintf("memfile-%zu.img", t->nsaved++);
-  if (img_out_open(w, o->data, &io, err) < 0 || img_out_write(&io, buf, o->size, err) < 0
-      || img_out_close(&io, err) < 0)
+  if (img_out_open(w, o->data, &io, err) < 0)
     return -1;
+  for (size_t i = 0; o->sparse && i < o->next; i++)
+    if (img_out_write(&io, buf + o->ext[i][0], o->ext[i][1], err) < 0)
+      goto fail;
+  if (!o->sparse && o->size && img_out_write(&io, buf, o->size, err) < 0)
+    goto fail;
+  if (img_out_close(&io, err) < 0)
+    return -1;
+  for (size_t i = 0; i < o->next; i++)
+    saved += o->ext[i][1];
   crest_debug("memory object %s (%u:%u/%" PRIu64 ", %zu mappings): %" PRIu64
-              " bytes read through %s",
-              o->path, o->dev_major, o->dev_minor, o->ino, o->nm, o->size, o->by);
+              " bytes read through %s, %" PRIu64 " saved in %zu extents",
+              o->path, o->dev_major, o->dev_minor, o->ino, o->nm, o->size, o->by,
+              o->sparse ? saved : o->size, o->sparse ? o->next : 1);
   return 0;
+fail:
+  img_out_abort(&io);
+  return -1;
+}
+
+bool
+shm_put(const struct shm_table *t, yajl_gen g)
+{
+  bool any = false;
+  for (size_t i = 0; i < t->n; i++)
+    {
+      const struct shm_obj *o = &t->o[i];
+      if (!o->data || !o->sparse)
+        continue;
+      if (!any)
+        {
+          jput_key(g, "memfiles");
+          yajl_gen_array_open(g);
+          any = true;
+        }
+      yajl_gen_map_open(g);
+      jput_str(g, "data", o->data);
+      jput_u64(g, "size", o->size);
+      jput_extents(g, (const uint64_t(*)[2])o->ext, o->next);
+      yajl_gen_map_close(g);
+    }
+  if (any)
+    yajl_gen_array_close(g);
+  return any;
 }
 
 int
@@ -473,6 +587,7 @@ shm_save_fd(struct shm_table *t, struct img_writer *w, pid_t pid, int fd, const 
 {
   struct shm_obj *o = find_obj(t, major(st->st_dev), minor(st->st_dev), st->st_ino);
   cleanup_free uint8_t *buf = NULL;
+  cleanup_free uint8_t *have = NULL;
   cleanup_close int dup = -1;
   int pfd, fl;
 
@@ -502,16 +617,16 @@ shm_save_fd(struct shm_table *t, struct img_writer *w, pid_t pid, int fd, const 
   fl = fcntl(dup, F_GET_SEALS);
   o->seals = fl < 0 ? 0 : fl;
   o->by = "a descriptor of the tree";
-  if (read_whole(dup, o, &buf, err) < 0)
+  if (read_whole(dup, o, &buf, &have, err) < 0)
     return crest_error_wrap(err, "task %d: fd %d", pid, fd);
-  return write_obj(t, w, o, buf, err);
+  return write_obj(t, w, o, buf, have, err);
 }
 
 void
 shm_free(struct shm_table *t)
 {
   for (size_t i = 0; i < t->n; i++)
-    free(t->o[i].path), free(t->o[i].m), free(t->o[i].data);
+    free(t->o[i].path), free(t->o[i].m), free(t->o[i].data), free(t->o[i].ext);
   free(t->o);
   free(t->pids);
   for (size_t i = 0; i < t->nres; i++)

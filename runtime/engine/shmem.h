@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <yajl/yajl_gen.h>
 #include "error.h"
 
 struct img_writer;
@@ -27,8 +28,13 @@ struct shm_obj
   bool shmem;   /* shared anonymous memory or a memfd (not a disk file) */
   struct shm_map *m;
   size_t nm;
-  char *data;     /* memfile-N.img once saved */
-  uint64_t size;  /* bytes in DATA */
+  char *data;    /* memfile-N.img once saved */
+  uint64_t size; /* the object's bytes */
+  /* SPARSE: DATA holds only the bytes of NEXT extents EXT of the object
+     (docs/image-format.md, "memfiles"), the rest zeros; else all of it. */
+  bool sparse;
+  uint64_t (*ext)[2];
+  size_t next;
   int seals;      /* a memfd's, when a descriptor showed them (F_GET_SEALS) */
   const char *by; /* how it was read: map_files, a descriptor, or the mappings */
 };
@@ -87,6 +93,11 @@ struct stat;
 int
 shm_save_fd(struct shm_table *t, struct img_writer *w, pid_t pid, int fd, const struct stat *st,
             const char *link, const struct shm_obj **out, crest_error_t *err);
+
+/* "memfiles": each saved object with holes, its size and extents; true
+   when one was written (format 19). */
+bool
+shm_put(const struct shm_table *t, yajl_gen g);
 
 void
 shm_free(struct shm_table *t);

@@ -118,10 +118,16 @@ xasprintf(const char *fmt, ...)
 int
 write_all(int fd, const void *buf, size_t len)
 {
+  return pwrite_all(fd, buf, len, -1);
+}
+
+int
+pwrite_all(int fd, const void *buf, size_t len, off_t off)
+{
   const char *p = buf;
   while (len > 0)
     {
-      ssize_t r = write(fd, p, len);
+      ssize_t r = off < 0 ? write(fd, p, len) : pwrite(fd, p, len, off);
       if (r < 0)
         {
           if (errno == EINTR)
@@ -130,6 +136,8 @@ write_all(int fd, const void *buf, size_t len)
         }
       p += r;
       len -= (size_t)r;
+      if (off >= 0)
+        off += r;
     }
   return 0;
 }

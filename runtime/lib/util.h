@@ -60,6 +60,9 @@ remove_tree(const char *path, crest_error_t *err);
 /* Loop over short writes and EINTR. */
 int
 write_all(int fd, const void *buf, size_t len);
+/* As write_all, at offset OFF (pwrite); OFF -1: write. */
+int
+pwrite_all(int fd, const void *buf, size_t len, off_t off);
 int
 read_all(int fd, void *buf, size_t len);
 /* Descriptors LO to HI (inclusive) closed: one close_range, or each one

@@ -1388,6 +1388,51 @@ main(void)
     tree_format = 1;
   }
 
+  /* Memory objects saved without their holes ("memfiles", format 19):
+     pages-10.img is 0x2000 bytes. */
+  {
+    static const struct
+    {
+      const char *what, *mf, *expect;
+      int format;
+    } v[] = {
+      { "a memory object of 64 KiB saved as two extents",
+        "[{\"data\": \"pages-10.img\", \"size\": \"0x10000\", \"extents\": [[0, 4096], "
+        "[32768, 4096]]}]",
+        NULL, 19 },
+      { "memfiles in a format 18 image", "[]", "format 18", 18 },
+      { "memory object extents that are not its data file",
+        "[{\"data\": \"pages-10.img\", \"size\": \"0x10000\", \"extents\": [[0, 4096]]}]",
+        "extents hold", 19 },
+      { "a memory object extent past its end",
+        "[{\"data\": \"pages-10.img\", \"size\": \"0x2000\", \"extents\": [[4096, 8192]]}]",
+        "past the end", 19 },
+      { "memory object extents out of order",
+        "[{\"data\": \"pages-10.img\", \"size\": \"0x10000\", \"extents\": [[8192, 4096], "
+        "[0, 4096]]}]",
+        "out of order", 19 },
+      { "a memory object over 1 GiB",
+        "[{\"data\": \"pages-10.img\", \"size\": \"0x40001000\", \"extents\": [[0, 8192]]}]",
+        "over 1 GiB", 19 },
+      { "one memory object listed twice",
+        "[{\"data\": \"pages-10.img\", \"size\": \"0x2000\", \"extents\": [[0, 8192]]}, "
+        "{\"data\": \"pages-10.img\", \"size\": \"0x2000\", \"extents\": [[0, 8192]]}]",
+        "listed twice", 19 },
+    };
+    for (size_t i = 0; i < ARRAY_SIZE(v); i++)
+      {
+        char name[32];
+        cleanup_free char *rec = xasprintf("\"memfiles\": %s, \"processes\"", v[i].mf);
+        snprintf(name, sizeof name, "t-memfiles%zu", i);
+        tree_find = "\"processes\"";
+        tree_repl = rec;
+        tree_format = v[i].format;
+        expect_tree(name, v[i].expect, v[i].what);
+      }
+    tree_find = tree_repl = NULL;
+    tree_format = 1;
+  }
+
   /* SysV objects of a container's IPC namespace ("ipc", format 4). */
   {
     static const struct
@@ -1431,12 +1476,12 @@ main(void)
         "[{\"kind\": \"shm\", \"id\": 1, \"key\": 0, \"uid\": 0, \"gid\": 0, \"cuid\": 0, "
         "\"cgid\": 0, \"mode\": 384, \"size\": \"0x3000\", \"data\": \"pages-10.img\", "
         "\"extents\": [[0, 4096]]}]",
-        "extents of", 4 },
+        "extents hold", 4 },
       { "a segment extent past its end",
         "[{\"kind\": \"shm\", \"id\": 1, \"key\": 0, \"uid\": 0, \"gid\": 0, \"cuid\": 0, "
         "\"cgid\": 0, \"mode\": 384, \"size\": \"0x1000\", \"data\": \"pages-10.img\", "
         "\"extents\": [[0, 8192]]}]",
-        "outside the segment", 4 },
+        "past the end", 4 },
     };
     for (size_t i = 0; i < ARRAY_SIZE(v); i++)
       {

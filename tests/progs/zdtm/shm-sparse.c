@@ -89,7 +89,8 @@ check_memfd(int fd)
   size_t off;
   if (fstat(fd, &st) < 0 || st.st_size != MFD_SIZE)
     zdtm_fail("memfd: size expected %d, got %ld", MFD_SIZE, (long)st.st_size);
-  if (pread(fd, buf, MFD_HEAD, 0) != MFD_HEAD || (off = zdtm_check(buf, MFD_HEAD, 72, 0)) != (size_t)-1)
+  if (pread(fd, buf, MFD_HEAD, 0) != MFD_HEAD
+      || (off = zdtm_check(buf, MFD_HEAD, 72, 0)) != (size_t)-1)
     zdtm_fail("memfd: its first 64 KiB differ");
   if (pread(fd, buf, PG, MFD_SIZE - PG) != PG
       || zdtm_check(buf, PG, 73, MFD_SIZE - PG) != (size_t)-1)
