@@ -78,13 +78,31 @@ lost_case() {
 # each case in a child of its own, one after the other (zdtm-lost --batch:
 # each in its own directory of /tmp with its own ready and result files),
 # one checkpoint, one restore, /proc compared for the whole tree, then
-# SIGTERM and each case's own check. The first test below runs that cycle;
-# each case's test then reports its own verdict (PASS, FAIL, a KNOWN gap).
+# SIGTERM and each case's own check. The first test below runs that cycle
+# and reports each case's own verdict (PASS, FAIL, a KNOWN gap) as a test
+# point of its own, "zdtm-lost CASE: restored (BATCH_NOTE[CASE])"
+# (batch_points). In a container the other end of pipe-outside,
+# epoll-outside, unix-outside and unix-ext (an orphaned writer, an epoll's
+# only target's holder, a socket peer's holder, a server) is reparented to
+# the init: in the tree.
 # Alone: pdeathsig-root (the init's own parent-death signal) and
 # unix-peercred (the init's sockets, which the restorer, PID 1 itself,
 # makes), and the refusals, each of
 # which must stop a checkpoint of its own.
 LOST_BATCH="posix-lock flock ofd-lock pipe-nonblock pipe-two-opens o-async madv-dontfork madv-wipeonfork madv-dontdump madv-hugepage madv-nohugepage subreaper pdeathsig thp-disable dumpable timerslack coredump-filter mempolicy cpuid-fault autogroup spec-store-bypass spec-indirect-branch membarrier posix-timer mlock mlock-onfault mlockall posix-timer-tid-cpu sleep-restart sleep-restarted unlinked-holes unlinked-mode unlinked-shared unlinked-wronly unlinked-mapped unlinked-big deleted-dir opath opath-symlink pidfd pipe-no-writer pipe-no-reader pipe-outside epoll-outside unix-outside unix-ext inotify-walk sysv-shm sysv-sem sysv-msg bindtodevice udp-shutdown sockopts reparented"
+
+BATCH_NOTE=(
+	[posix-timer-tid-cpu]="timers on a thread's and the process's CPU-time clock named by ID"
+	[sleep-restart]="threads in nanosleep, clock_nanosleep, poll, futex with timeouts stay asleep"
+	[sleep-restarted]="the same, stopped and continued before: in restart_syscall"
+	[pipe-outside]="the writer is the init's child"
+	[epoll-outside]="the holder is the init's child"
+	[unix-outside]="the peer's holder is the init's child"
+	[unix-ext]="the server is the init's child"
+	[bindtodevice]="sockets bound to lo"
+	[udp-shutdown]="UDP sockets shut for reading, writing, both"
+	[sockopts]="IP, IPv6, TCP, UDP and socket options a program sets unprivileged"
+)
 
 # lost_batch: the batch's cycle (batch_run), once per suite file; a case
 # this kernel cannot set up is left out of it, marked skip.CASE.
@@ -97,104 +115,48 @@ lost_batch() {
 		# probe other than 77 leaves the case in the batch, whose setup
 		# then says what failed.
 		(cd "$BATS_TEST_TMPDIR" && ZDTM_CASE=$c "$PROGS/zdtm-lost" --probe >/dev/null 2>&1 3>&-) && run+=("$c") && continue
-		[ $? = 77 ] && : >"$BATCH_DIR/skip.$c" || run+=("$c")
+		[ $? = 77 ] && echo "zdtm-lost $c: this kernel cannot set the case up (zdtm-lost --probe)" >"$BATCH_DIR/skip.$c" || run+=("$c")
 	done
 	batch_run "${run[@]}" -- "$PROGS/zdtm-lost" /tmp/ready /tmp/result --batch "${run[@]}"
 }
 
-# lost_batched CASE: CASE's verdict in the batch.
-lost_batched() {
-	lost_batch
-	[ ! -e "$BATCH_DIR/skip.$1" ] || skip "zdtm-lost $1: this kernel cannot set the case up (zdtm-lost --probe)"
-	batch_verdict "$1"
-}
-
-@test "zdtm-lost: the restore cases in one container (zdtm-lost --batch): checkpoint, gone, restore, /proc the same for every task" {
-	lost_batch
-	batch_point
+@test "zdtm-lost: the restore cases in one container (zdtm-lost --batch): checkpoint, gone, restore, /proc the same for every task; each case a point of its own" {
 	local c n=0
+	# shellcheck disable=SC2086 # a list of names
+	batch_announce $LOST_BATCH
+	lost_batch
+	# shellcheck disable=SC2086
+	batch_points "zdtm-lost %s: restored" $LOST_BATCH
+	batch_point
 	for c in $LOST_BATCH; do [ -e "$BATCH_DIR/skip.$c" ] || n=$((n + 1)); done
 	[ "$n" -gt 40 ] || fail "only $n of the batch's cases ran"
 }
 
-@test "zdtm-lost posix-lock: restored" { lost_batched posix-lock; }
-@test "zdtm-lost flock: restored" { lost_batched flock; }
-@test "zdtm-lost ofd-lock: restored" { lost_batched ofd-lock; }
 @test "zdtm-lost lease: refused" { lost_case lease "lease"; }
-@test "zdtm-lost pipe-nonblock: restored" { lost_batched pipe-nonblock; }
-@test "zdtm-lost pipe-two-opens: restored" { lost_batched pipe-two-opens; }
-@test "zdtm-lost o-async: restored" { lost_batched o-async; }
 @test "zdtm-lost pipe-packet: refused" { lost_case pipe-packet "O_DIRECT"; }
-@test "zdtm-lost madv-dontfork: restored" { lost_batched madv-dontfork; }
-@test "zdtm-lost madv-wipeonfork: restored" { lost_batched madv-wipeonfork; }
-@test "zdtm-lost madv-dontdump: restored" { lost_batched madv-dontdump; }
-@test "zdtm-lost madv-hugepage: restored" { lost_batched madv-hugepage; }
-@test "zdtm-lost madv-nohugepage: restored" { lost_batched madv-nohugepage; }
 @test "zdtm-lost guard-region: refused" { lost_case guard-region "guard region"; }
-@test "zdtm-lost subreaper: restored" { lost_batched subreaper; }
-@test "zdtm-lost pdeathsig: restored" { lost_batched pdeathsig; }
 @test "zdtm-lost pdeathsig-root: restored (a container's init)" { lost_case pdeathsig-root restore; }
-@test "zdtm-lost thp-disable: restored" { lost_batched thp-disable; }
-@test "zdtm-lost dumpable: restored" { lost_batched dumpable; }
-@test "zdtm-lost timerslack: restored" { lost_batched timerslack; }
-@test "zdtm-lost coredump-filter: restored" { lost_batched coredump-filter; }
-@test "zdtm-lost mempolicy: restored" { lost_batched mempolicy; }
-@test "zdtm-lost cpuid-fault: restored" { lost_batched cpuid-fault; }
-@test "zdtm-lost autogroup: restored" { lost_batched autogroup; }
-@test "zdtm-lost spec-store-bypass: restored" { lost_batched spec-store-bypass; }
-@test "zdtm-lost spec-indirect-branch: restored" { lost_batched spec-indirect-branch; }
 @test "zdtm-lost keyring-thread: refused" { lost_case keyring-thread "thread keyring"; }
 @test "zdtm-lost keyring-session-given: refused (a key in crun's session keyring)" { lost_case keyring-session-given "session keyring"; }
 @test "zdtm-lost keyring-user: refused (the user namespace is made again)" { lost_case keyring-user "user keyring"; }
-@test "zdtm-lost membarrier: restored" { lost_batched membarrier; }
-@test "zdtm-lost posix-timer: restored" { lost_batched posix-timer; }
-@test "zdtm-lost mlock: restored" { lost_batched mlock; }
-@test "zdtm-lost mlock-onfault: restored" { lost_batched mlock-onfault; }
-@test "zdtm-lost mlockall: restored" { lost_batched mlockall; }
 @test "zdtm-lost posix-timer-overrun: refused" { lost_case posix-timer-overrun overrun; }
 @test "zdtm-lost posix-timer-thread-cpu: refused" { lost_case posix-timer-thread-cpu "CPU-time"; }
-@test "zdtm-lost posix-timer-tid-cpu: restored (timers on a thread's and the process's CPU-time clock named by ID)" { lost_batched posix-timer-tid-cpu; }
-@test "zdtm-lost sleep-restart: restored (threads in nanosleep, clock_nanosleep, poll, futex with timeouts stay asleep)" { lost_batched sleep-restart; }
-@test "zdtm-lost sleep-restarted: restored (the same, stopped and continued before: in restart_syscall)" { lost_batched sleep-restarted; }
 @test "zdtm-lost mdwe: refused (memory-deny-write-execute, Linux 6.3)" { lost_case mdwe "write-execute"; }
-@test "zdtm-lost unlinked-holes: restored" { lost_batched unlinked-holes; }
-@test "zdtm-lost unlinked-mode: restored" { lost_batched unlinked-mode; }
-@test "zdtm-lost unlinked-shared: restored" { lost_batched unlinked-shared; }
-@test "zdtm-lost unlinked-wronly: restored" { lost_batched unlinked-wronly; }
-@test "zdtm-lost unlinked-mapped: restored" { lost_batched unlinked-mapped; }
-@test "zdtm-lost unlinked-big: restored" { lost_batched unlinked-big; }
-@test "zdtm-lost deleted-dir: restored" { lost_batched deleted-dir; }
 @test "zdtm-lost deleted-fifo: refused" { lost_case deleted-fifo "deleted FIFO"; }
-@test "zdtm-lost opath: restored" { lost_batched opath; }
-@test "zdtm-lost opath-symlink: restored" { lost_batched opath-symlink; }
-@test "zdtm-lost pidfd: restored" { lost_batched pidfd; }
 @test "zdtm-lost pidfd-reaped: refused" { lost_case pidfd-reaped reaped; }
 @test "zdtm-lost pidfd-shared: refused" { lost_case pidfd-shared shares; }
 @test "zdtm-lost proc-fd: refused" { lost_case proc-fd "/proc"; }
 @test "zdtm-lost deleted-cwd: refused" { lost_case deleted-cwd "deleted"; }
-@test "zdtm-lost pipe-no-writer: restored" { lost_batched pipe-no-writer; }
-@test "zdtm-lost pipe-no-reader: restored" { lost_batched pipe-no-reader; }
-# In a container the orphaned writer is reparented to the init: in the tree.
-@test "zdtm-lost pipe-outside: restored (the writer is the init's child)" { lost_batched pipe-outside; }
-# The same for the holder of an epoll's only target.
-@test "zdtm-lost epoll-outside: restored (the holder is the init's child)" { lost_batched epoll-outside; }
-# And for the holder of a unix socket's peer.
-@test "zdtm-lost unix-outside: restored (the peer's holder is the init's child)" { lost_batched unix-outside; }
-@test "zdtm-lost unix-ext: restored (the server is the init's child)" { lost_batched unix-ext; }
 @test "zdtm-lost unix-peercred: restored (SO_PEERCRED of a pair, a connection, one to a child's listener: the same PIDs)" { lost_case unix-peercred restore; }
 @test "zdtm-lost unix-scm-rights: refused" { lost_case unix-scm-rights "SCM_RIGHTS"; }
 @test "zdtm-lost unix-backlog-data: refused" { lost_case unix-backlog-data "accepted"; }
 @test "zdtm-lost timerfd-cancel: refused" { lost_case timerfd-cancel "CANCEL_ON_SET"; }
 @test "zdtm-lost inotify-unread: refused" { lost_case inotify-unread "unread"; }
 @test "zdtm-lost inotify-nopath: refused" { lost_case inotify-nopath "no path"; }
-@test "zdtm-lost inotify-walk: restored" { lost_batched inotify-walk; }
 @test "zdtm-lost fanotify: refused" { lost_case fanotify "fanotify"; }
 # SysV IPC and POSIX message queues of the container's IPC namespace
 # (runtime/engine/ipc.c): segments, semaphore sets and message queues are
 # restored, POSIX queues not yet.
-@test "zdtm-lost sysv-shm: restored" { lost_batched sysv-shm; }
-@test "zdtm-lost sysv-sem: restored" { lost_batched sysv-sem; }
-@test "zdtm-lost sysv-msg: restored" { lost_batched sysv-msg; }
 @test "zdtm-lost posix-mq: refused" { lost_case posix-mq "message queue"; }
 @test "zdtm-lost posix-mq-closed: refused" { lost_case posix-mq-closed "message queue"; }
 # POSIX shared memory in the tmpfs /dev/shm crun mounts for the container
@@ -203,11 +165,7 @@ lost_batched() {
 @test "zdtm-lost tcp-established: refused (no --tcp-close)" { lost_case tcp-established "established"; }
 @test "zdtm-lost accept-queue: refused (connections waiting to be accepted)" { lost_case accept-queue "waiting to be accepted"; }
 @test "zdtm-lost mcast-source: refused (a multicast membership with a source filter)" { lost_case mcast-source "source filter"; }
-@test "zdtm-lost bindtodevice: restored (sockets bound to lo)" { lost_batched bindtodevice; }
-@test "zdtm-lost udp-shutdown: restored (UDP sockets shut for reading, writing, both)" { lost_batched udp-shutdown; }
-@test "zdtm-lost sockopts: restored (IP, IPv6, TCP, UDP and socket options a program sets unprivileged)" { lost_batched sockopts; }
 # Not leader-exit here: crun reports a container whose init's main thread
 # exited as stopped (no init PID); tests/host/zdtm-process.test covers it.
-@test "zdtm-lost reparented: restored" { lost_batched reparented; }
 @test "zdtm-lost orphan-pgrp: refused" { lost_case orphan-pgrp "process group"; }
 @test "zdtm-lost orphan-session: refused" { lost_case orphan-session "session"; }

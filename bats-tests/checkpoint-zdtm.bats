@@ -53,52 +53,47 @@ zdtm_cycle() {
 # then each program's own check, a point each (batch_run). On the patched
 # kernel only the programs whose path it changes run (vm-only above), each
 # alone; the others run alone there too when asked for. Alone on both:
-# most of those the patched kernel runs (shm-sparse is in the batch), and
-# those of a config or flags of their own (chroot, nonroot, stopped as UID
-# 1000, shm-tree's image, inet-tcp-*).
-ZDTM_BATCH="anon-mem heap file-private vm-account vm-apart threads ptree fds unlinked pipe signals itimer posix-timers pidfd rlimits task-misc sched exe-mm regs stopped cow shm-sparse eventfd timerfd signalfd epoll inotify sysv-ipc sysv-shm unix-sk inet-listen inet-udp inet-v6 inet-mcast netlink pty"
+# those the patched kernel runs, and those of a config or flags of their
+# own (chroot, nonroot, stopped as UID 1000, shm-tree's image, inet-tcp-*).
+# The batch's test reports each program's own verdict as a point of its
+# own, "zdtm-PROG in a container (BATCH_NOTE[PROG])" (batch_points).
+ZDTM_BATCH="anon-mem heap file-private vm-account vm-apart threads ptree fds unlinked pipe signals itimer posix-timers pidfd rlimits task-misc sched exe-mm regs stopped cow eventfd timerfd signalfd epoll inotify sysv-ipc sysv-shm unix-sk inet-listen inet-udp inet-v6 inet-mcast netlink pty"
 
-# zdtm_batched PROG: PROG's verdict in the batch (stock), or its own cycle.
-zdtm_batched() {
-	if [ "${CREST_KERNEL:-}" != stock ]; then
-		zdtm_cycle "$1"
-		return
-	fi
-	local p progs=()
-	for p in $ZDTM_BATCH; do progs+=("$PROGS/zdtm-$p"); done
-	# shellcheck disable=SC2086 # a list of names
-	batch_run $ZDTM_BATCH -- "$PROGS/zdtm-batch" /tmp/ready /tmp/result "${progs[@]}"
-	batch_verdict "$1"
-}
+BATCH_NOTE=(
+	[stopped]="children in a group stop stay stopped"
+	# runtime/engine/mem-cow.c: still shared after restore, as smaps shows
+	[cow]="private memory shared copy-on-write, shared again"
+	[eventfd]="count, semaphore mode, flags, shared"
+	[timerfd]="clocks, time left, intervals, absolute, unread expirations"
+	[signalfd]="masks, flags, pending signals read through it"
+	[epoll]="targets: numbers, events, data; nested, shared"
+	[inotify]="watches: numbers, masks, paths"
+	[sysv-ipc]="semaphore sets, message queues, same IDs"
+	[sysv-shm]="segments: contents, attachments at the same addresses, same IDs"
+	[unix-sk]="unix socket pairs, listener with backlog, names, queues, shutdown, options"
+	[inet-listen]="TCP: listening with its backlog, bound, unbound; options"
+	[inet-udp]="UDP: bound, connected, queued datagrams with their sources"
+	[inet-v6]="IPv6 TCP and UDP, IPV6_V6ONLY, a dual-stack listener"
+	[inet-mcast]="UDP multicast groups, IPv4 and IPv6, multicast interfaces"
+	[netlink]="rtnetlink with groups and flags, generic netlink at its own port"
+	[pty]="a pty both ends of which the tree holds: controlling terminal, foreground group, raw mode"
+)
 
-@test "zdtm programs in one container (zdtm-batch, stock kernel): checkpoint, gone, restore, /proc the same for every task" {
+@test "zdtm programs in one container (zdtm-batch, stock kernel): checkpoint, gone, restore, /proc the same for every task; each program a point of its own" {
 	[ "${CREST_KERNEL:-}" = stock ] || skip "the batch runs on the stock kernel (the patched one runs its programs alone)"
-	zdtm_batched heap
+	local p progs=()
+	# shellcheck disable=SC2086 # a list of names
+	batch_announce $ZDTM_BATCH
+	for p in $ZDTM_BATCH; do progs+=("$PROGS/zdtm-$p"); done
+	# shellcheck disable=SC2086
+	batch_run $ZDTM_BATCH -- "$PROGS/zdtm-batch" /tmp/ready /tmp/result "${progs[@]}"
+	# shellcheck disable=SC2086
+	batch_points "zdtm-%s in a container" $ZDTM_BATCH
 	batch_point
 }
 
-@test "zdtm-anon-mem in a container" { zdtm_batched anon-mem; }
-@test "zdtm-heap in a container" { zdtm_batched heap; }
-@test "zdtm-file-private in a container" { zdtm_batched file-private; }
-@test "zdtm-vm-account in a container" { zdtm_batched vm-account; }
-@test "zdtm-vm-apart in a container" { zdtm_batched vm-apart; }
-@test "zdtm-threads in a container" { zdtm_batched threads; }
-@test "zdtm-ptree in a container" { zdtm_batched ptree; }
-@test "zdtm-fds in a container" { zdtm_batched fds; }
-@test "zdtm-unlinked in a container" { zdtm_batched unlinked; }
-@test "zdtm-pipe in a container" { zdtm_batched pipe; }
-@test "zdtm-signals in a container" { zdtm_batched signals; }
-@test "zdtm-itimer in a container" { zdtm_batched itimer; }
-@test "zdtm-posix-timers in a container" { zdtm_batched posix-timers; }
-@test "zdtm-pidfd in a container" { zdtm_batched pidfd; }
-@test "zdtm-rlimits in a container" { zdtm_batched rlimits; }
-@test "zdtm-task-misc in a container" { zdtm_batched task-misc; }
-@test "zdtm-sched in a container" { zdtm_batched sched; }
 @test "zdtm-caps in a container" { zdtm_cycle caps; }
-@test "zdtm-exe-mm in a container" { zdtm_batched exe-mm; }
-@test "zdtm-regs in a container" { zdtm_batched regs; }
 @test "zdtm-zombie in a container" { zdtm_cycle zombie; }
-@test "zdtm-stopped in a container (children in a group stop stay stopped)" { zdtm_batched stopped; }
 @test "zdtm-chroot in a container (its config gives CAP_SYS_CHROOT)" {
 	update_config '.process.capabilities |= with_entries(if .key == "bounding" or .key == "permitted" or .key == "effective" then .value += ["CAP_SYS_CHROOT"] else . end)'
 	zdtm_cycle chroot
@@ -130,11 +125,8 @@ other_uids() {
 # kernel crest reads it without map_files, on the patched one through it;
 # the result must be the same.
 @test "zdtm-shm-anon in a container (shared anonymous memory)" { zdtm_cycle shm-anon; }
-@test "zdtm-shm-sparse in a container (large shared objects holding little: saved and restored without their holes)" { zdtm_batched shm-sparse; }
+@test "zdtm-shm-sparse in a container (large shared objects holding little: saved and restored without their holes)" { zdtm_cycle shm-sparse; }
 
-# Private memory a parent shares copy-on-write with its children
-# (runtime/engine/mem-cow.c): still shared after restore, as smaps shows.
-@test "zdtm-cow in a container (private memory shared copy-on-write, shared again)" { zdtm_batched cow; }
 @test "zdtm-shm-tree in a container (one shared object, three processes, saved once)" {
 	local id="z-shm-tree-$$" before after files
 	zdtm_run "$id" shm-tree
@@ -158,20 +150,6 @@ other_uids() {
 @test "zdtm-memfd-closed in a container (a memfd mapped, its descriptor closed)" { zdtm_cycle memfd-closed; }
 @test "zdtm-deleted-map in a container (mappings of a deleted file)" { zdtm_cycle deleted-map; }
 @test "zdtm-shared-file in a container (a shared file mapping with mixed protections)" { zdtm_cycle shared-file; }
-@test "zdtm-eventfd in a container (count, semaphore mode, flags, shared)" { zdtm_batched eventfd; }
-@test "zdtm-timerfd in a container (clocks, time left, intervals, absolute, unread expirations)" { zdtm_batched timerfd; }
-@test "zdtm-signalfd in a container (masks, flags, pending signals read through it)" { zdtm_batched signalfd; }
-@test "zdtm-epoll in a container (targets: numbers, events, data; nested, shared)" { zdtm_batched epoll; }
-@test "zdtm-inotify in a container (watches: numbers, masks, paths)" { zdtm_batched inotify; }
-@test "zdtm-sysv-ipc in a container (semaphore sets, message queues, same IDs)" { zdtm_batched sysv-ipc; }
-@test "zdtm-sysv-shm in a container (segments: contents, attachments at the same addresses, same IDs)" { zdtm_batched sysv-shm; }
-@test "zdtm-unix-sk in a container (unix socket pairs, listener with backlog, names, queues, shutdown, options)" { zdtm_batched unix-sk; }
-@test "zdtm-inet-listen in a container (TCP: listening with its backlog, bound, unbound; options)" { zdtm_batched inet-listen; }
-@test "zdtm-inet-udp in a container (UDP: bound, connected, queued datagrams with their sources)" { zdtm_batched inet-udp; }
-@test "zdtm-inet-v6 in a container (IPv6 TCP and UDP, IPV6_V6ONLY, a dual-stack listener)" { zdtm_batched inet-v6; }
-@test "zdtm-inet-mcast in a container (UDP multicast groups, IPv4 and IPv6, multicast interfaces)" { zdtm_batched inet-mcast; }
-@test "zdtm-netlink in a container (rtnetlink with groups and flags, generic netlink at its own port)" { zdtm_batched netlink; }
-@test "zdtm-pty in a container (a pty both ends of which the tree holds: controlling terminal, foreground group, raw mode)" { zdtm_batched pty; }
 @test "zdtm-inet-tcp-close in a container (checkpoint --tcp-close: the connection comes back closed)" {
 	update_config '.process.env += ["ZDTM_TCP_CLOSE=1"]'
 	ZDTM_CKPT_FLAGS=--tcp-close zdtm_cycle inet-tcp-close
