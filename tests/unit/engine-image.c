@@ -190,6 +190,21 @@ expect_tree(const char *name, const char *want, const char *what)
   free(msg);
 }
 
+/* A top-level KEY of tree.json with VALUE, in an image of FORMAT: passes
+   (WANT NULL) or is refused with WANT in the message. */
+static void
+expect_top_key(const char *key, const char *value, int format, const char *name, const char *want,
+               const char *what)
+{
+  cleanup_free char *rec = xasprintf("\"%s\": %s, \"processes\"", key, value);
+  tree_find = "\"processes\"";
+  tree_repl = rec;
+  tree_format = format;
+  expect_tree(name, want, what);
+  tree_find = tree_repl = NULL;
+  tree_format = 1;
+}
+
 /* Numbers, IDs and paths the format constrains (docs/image-format.md),
    each edited into an otherwise valid tree. */
 static void
@@ -1422,15 +1437,9 @@ main(void)
     for (size_t i = 0; i < ARRAY_SIZE(v); i++)
       {
         char name[32];
-        cleanup_free char *rec = xasprintf("\"memfiles\": %s, \"processes\"", v[i].mf);
         snprintf(name, sizeof name, "t-memfiles%zu", i);
-        tree_find = "\"processes\"";
-        tree_repl = rec;
-        tree_format = v[i].format;
-        expect_tree(name, v[i].expect, v[i].what);
+        expect_top_key("memfiles", v[i].mf, v[i].format, name, v[i].expect, v[i].what);
       }
-    tree_find = tree_repl = NULL;
-    tree_format = 1;
   }
 
   /* SysV objects of a container's IPC namespace ("ipc", format 4). */
@@ -1486,15 +1495,9 @@ main(void)
     for (size_t i = 0; i < ARRAY_SIZE(v); i++)
       {
         char name[32];
-        cleanup_free char *rec = xasprintf("\"ipc\": %s, \"processes\"", v[i].ipc);
         snprintf(name, sizeof name, "t-ipc%zu", i);
-        tree_find = "\"processes\"";
-        tree_repl = rec;
-        tree_format = v[i].format;
-        expect_tree(name, v[i].expect, v[i].what);
+        expect_top_key("ipc", v[i].ipc, v[i].format, name, v[i].expect, v[i].what);
       }
-    tree_find = tree_repl = NULL;
-    tree_format = 1;
   }
 
   {
