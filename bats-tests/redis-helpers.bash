@@ -9,8 +9,24 @@
 #   client_id          the held connection's CLIENT ID
 #   conn_close         the client quits and stops connecting
 #   secs A B           B - A, two `date +%s.%N` values, in seconds
+#   redis_setup, redis_teardown
+#                      a suite's setup and teardown (svc-redis*.bats)
 # CDIR is the directory of the client's files (the container's /tmp, $SVC),
 # SEED the keys' seed (this shell's PID unless set).
+redis_setup() {
+	requires non-root vm cmd:crest cmd:redis-server cmd:redis-cli
+	svc_setup
+	svc_fifo redis
+	CDIR=$SVC
+	: >"$SVC/conn.log"
+	MARK=0
+}
+
+redis_teardown() {
+	teardown_bundle
+	rm -rf "$IMAGE" "$SVC" 2>/dev/null || true
+}
+
 # The container's init: redis without persistence on 127.0.0.1 and ::1, and
 # a client that holds one connection to the address written in /tmp/conn-on
 # while that file is there, and connects again when its connection ends

@@ -2,7 +2,7 @@
 # vm-kernel: stock patched
 # vm-only: patched a keep-alive connection
 # Without address randomisation (vm-suites: TCG translates again every
-# exec at a new address, 1.5 times the time): svc-redis.bats runs a real
+# exec at a new address, 1.5 times the time): svc-redis-aslr.bats runs a real
 # service with it, and the host tests all run with it.
 # nginx in a rootless container (issue 12, "Real services"): Debian's
 # nginx-light from the VM's own root, a master and 4 workers (shared

@@ -2,7 +2,7 @@
 # vm-kernel: stock patched
 # vm-only: patched a TCP session
 # Without address randomisation (vm-suites: TCG translates again every
-# exec at a new address, 1.5 times the time): svc-redis.bats runs a real
+# exec at a new address, 1.5 times the time): svc-redis-aslr.bats runs a real
 # service with it, and the host tests all run with it.
 # PostgreSQL 15 (Debian's) in a rootless container whose root is the VM's own
 # file system, run as the container's user 1000 (PostgreSQL refuses root):
