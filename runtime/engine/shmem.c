@@ -274,7 +274,9 @@ read_data(int fd, off_t size, uint8_t *buf, uint8_t *have, crest_error_t *err)
       h = d < 0 ? size : lseek(fd, d, SEEK_HOLE);
       if (d < 0)
         d = off;
-      if (h < 0 || h > size)
+      if (d >= size)
+        break;
+      if (h <= d || h > size)
         h = size;
       for (off_t at = d; at < h;)
         {
