@@ -190,17 +190,27 @@ expect_tree(const char *name, const char *want, const char *what)
   free(msg);
 }
 
-/* A top-level KEY of tree.json with VALUE, in an image of FORMAT: passes
-   (WANT NULL) or is refused with WANT in the message. */
-static void
-expect_top_key(const char *key, const char *value, int format, const char *name, const char *want,
-               const char *what)
+/* A top-level key's cases: its value, in an image of FORMAT, passes
+   (EXPECT NULL) or is refused with EXPECT in the message. */
+struct top_case
 {
-  cleanup_free char *rec = xasprintf("\"%s\": %s, \"processes\"", key, value);
-  tree_find = "\"processes\"";
-  tree_repl = rec;
-  tree_format = format;
-  expect_tree(name, want, what);
+  const char *what, *value, *expect;
+  int format;
+};
+
+static void
+expect_top_key(const char *key, const struct top_case *v, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      char name[32];
+      cleanup_free char *rec = xasprintf("\"%s\": %s, \"processes\"", key, v[i].value);
+      snprintf(name, sizeof name, "t-%s%zu", key, i);
+      tree_find = "\"processes\"";
+      tree_repl = rec;
+      tree_format = v[i].format;
+      expect_tree(name, v[i].expect, v[i].what);
+    }
   tree_find = tree_repl = NULL;
   tree_format = 1;
 }
@@ -1406,11 +1416,7 @@ main(void)
   /* Memory objects saved without their holes ("memfiles", format 19):
      pages-10.img is 0x2000 bytes. */
   {
-    static const struct
-    {
-      const char *what, *mf, *expect;
-      int format;
-    } v[] = {
+    static const struct top_case v[] = {
       { "a memory object of 64 KiB saved as two extents",
         "[{\"data\": \"pages-10.img\", \"size\": \"0x10000\", \"extents\": [[0, 4096], "
         "[32768, 4096]]}]",
@@ -1434,21 +1440,12 @@ main(void)
         "{\"data\": \"pages-10.img\", \"size\": \"0x2000\", \"extents\": [[0, 8192]]}]",
         "listed twice", 19 },
     };
-    for (size_t i = 0; i < ARRAY_SIZE(v); i++)
-      {
-        char name[32];
-        snprintf(name, sizeof name, "t-memfiles%zu", i);
-        expect_top_key("memfiles", v[i].mf, v[i].format, name, v[i].expect, v[i].what);
-      }
+    expect_top_key("memfiles", v, ARRAY_SIZE(v));
   }
 
   /* SysV objects of a container's IPC namespace ("ipc", format 4). */
   {
-    static const struct
-    {
-      const char *what, *ipc, *expect;
-      int format;
-    } v[] = {
+    static const struct top_case v[] = {
       { "a semaphore set and a message queue",
         "[{\"kind\": \"sem\", \"id\": 32774, \"key\": 1, \"uid\": 0, \"gid\": 0, "
         "\"cuid\": 0, \"cgid\": 0, \"mode\": 416, \"values\": \"0500ff7f\"}, {\"kind\": "
@@ -1492,12 +1489,7 @@ main(void)
         "\"extents\": [[0, 8192]]}]",
         "past the end", 4 },
     };
-    for (size_t i = 0; i < ARRAY_SIZE(v); i++)
-      {
-        char name[32];
-        snprintf(name, sizeof name, "t-ipc%zu", i);
-        expect_top_key("ipc", v[i].ipc, v[i].format, name, v[i].expect, v[i].what);
-      }
+    expect_top_key("ipc", v, ARRAY_SIZE(v));
   }
 
   {
