@@ -398,7 +398,7 @@ bld_alloc(struct bld *b, uint64_t size, uint64_t align, const void *init);
 struct oplist
 {
   struct blob_op *ops;
-  size_t n;
+  size_t n, cap;
 };
 void
 op(struct oplist *l, long nr, int check, int64_t expect, uint64_t a0, uint64_t a1, uint64_t a2,

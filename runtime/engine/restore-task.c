@@ -67,7 +67,14 @@ op(struct oplist *l, long nr, int check, int64_t expect, uint64_t a0, uint64_t a
    uint64_t a3, uint64_t a4, uint64_t a5)
 {
   struct blob_op *o;
-  l->ops = xrealloc(l->ops, (l->n + 1) * sizeof *l->ops);
+  /* Grown by doubling: a task builds a hundred or more operations, and a
+     realloc per operation walks and writes crest's inherited heap, each
+     page of it a copy-on-write fault in the task. */
+  if (l->n == l->cap)
+    {
+      l->cap = l->cap ? 2 * l->cap : 64;
+      l->ops = xrealloc(l->ops, l->cap * sizeof *l->ops);
+    }
   o = &l->ops[l->n++];
   memset(o, 0, sizeof *o);
   o->nr = nr, o->check = check, o->expect = expect;
