@@ -11,8 +11,9 @@
  *   1. eventfd.c: the functions of its struct fd_ops and
  *      `const struct fd_ops fd_eventfd_ops = { .type = "eventfd", ... }`;
  *      its own state in a record of its own, hung on dfile->priv at dump
- *      and rfile->priv at restore (malloc'd; freed with the context), not
- *      in new fields of struct dfile or struct rfile;
+ *      and rfile->priv at restore (malloc'd; freed with the context, and
+ *      what the record points to by the type's release), not in new
+ *      fields of struct dfile or struct rfile;
  *   2. its extern line below, and its row in fd_types[] (files.c): the
  *      first type whose probe claims a descriptor takes it, so a type that
  *      is a special case of another comes before it;
@@ -123,6 +124,9 @@ struct fd_ops
   /* Optional, in the new task: the descriptor that becomes its FD (else
      F->svc); -1: none. */
   int (*install)(const struct rctx *c, const struct rfile *f, int fd);
+  /* Optional: frees what parse hung on F->priv besides the record itself
+     (the context frees that), whether the parse finished or failed. */
+  void (*release)(struct rfile *f);
 };
 
 extern const struct fd_ops fd_inherited_ops, fd_reg_ops, fd_dir_ops, fd_link_ops, fd_dev_ops;

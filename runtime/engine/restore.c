@@ -123,7 +123,11 @@ free_ctx(struct rctx *c)
       cow_free(p);
     }
   for (size_t i = 0; i < c->nf; i++)
-    free(c->f[i].priv), free(c->f[i].u.ext), free(c->f[i].deleted_dir.ext);
+    {
+      if (c->f[i].priv && c->f[i].ops && c->f[i].ops->release)
+        c->f[i].ops->release(&c->f[i]);
+      free(c->f[i].priv), free(c->f[i].u.ext), free(c->f[i].deleted_dir.ext);
+    }
   free(c->kids), free(c->f), free(c->pp), free(c->mf);
   ipc_free(c->ipc);
   jtree_free(c->jt);

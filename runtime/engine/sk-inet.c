@@ -1062,6 +1062,12 @@ inet_finish(struct rctx *c, struct rfile *f, crest_error_t *err)
   return udp_shut_restore(c, f, err);
 }
 
+static void
+inet_release(struct rfile *f)
+{
+  inet_free(f->priv);
+}
+
 const struct fd_ops fd_inet_ops = {
   .type = "inet",
   .probe = inet_probe,
@@ -1069,4 +1075,5 @@ const struct fd_ops fd_inet_ops = {
   .parse = inet_parse,
   .open = inet_open,
   .finish = inet_finish,
+  .release = inet_release,
 };

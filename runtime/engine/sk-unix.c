@@ -564,11 +564,12 @@ parse_queue(yajl_val v, struct ursk *u, int nf, crest_error_t *err)
   if (n < 0)
     return -1;
   u->q = xzalloc((n ? n : 1) * sizeof *u->q);
-  for (long i = 0; i < n; i++, u->nq++)
+  for (long i = 0; i < n; i++)
     {
       if (get_int(items[i], "sender", -1, nf - 1, &u->q[i].sender, err) < 0
           || jget_hex_alloc(items[i], "data", QUEUE_MAX, &u->q[i].data, &u->q[i].len, err) < 0)
         return crest_error_wrap(err, "queue entry %ld", i);
+      u->nq++; /* its data is the record's, to release */
       if ((total += u->q[i].len) > QUEUE_MAX)
         return crest_error_make(err, EINVAL, "queue over %u bytes", QUEUE_MAX);
     }
@@ -970,6 +971,15 @@ unix_open(struct rctx *c, struct rfile *f, int flags, crest_error_t *err)
   return 0;
 }
 
+static void
+unix_release(struct rfile *f)
+{
+  struct ursk *u = f->priv;
+  for (size_t i = 0; i < u->nq; i++)
+    free(u->q[i].data);
+  free(u->q), free(u->name), free(u->ext);
+}
+
 const struct fd_ops fd_unix_ops = {
   .type = "unix",
   .probe = unix_probe,
@@ -977,4 +987,5 @@ const struct fd_ops fd_unix_ops = {
   .write = unix_write,
   .parse = unix_parse,
   .open = unix_open,
+  .release = unix_release,
 };
