@@ -18,6 +18,10 @@
  *                reader only parses JSON files, and refuses zeros in
  *                them before any copy).
  *
+ * A record named manifest.json is the image's manifest as it is: its
+ * format is then the one it names (13 and later have no bit of byte 0),
+ * its files those it lists.
+ *
  * The image stays in memory (img_reader_open_mem): no file, no descriptor,
  * no checksum, so that one input costs what its parsing costs. The
  * harness writes the manifest itself, listing every record with its size,
