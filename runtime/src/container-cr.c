@@ -1878,9 +1878,13 @@ is_restore_bind(const char *mp)
 struct drop_req
 {
   pid_t init;
-  char *table; /* its mount table, as ns_view read it */
+  char *table; /* its mount table */
 };
 
+/* In a child: INIT's user and mount namespaces entered, each restore
+   bind of TABLE unmounted and its mount point removed. Writes nothing when
+   every one went, else why not, for the warning: how many stayed, or the
+   namespace it could not enter. */
 static int
 drop_binds_body(int fd, void *arg)
 {
@@ -1888,8 +1892,9 @@ drop_binds_body(int fd, void *arg)
   struct drop_req *r = arg;
   char *save = NULL;
   int left = 0;
-  if (join_ns(r->init, ns, ARRAY_SIZE(ns)) < 0)
-    return -1;
+  for (size_t i = 0; i < ARRAY_SIZE(ns); i++)
+    if (join_ns(r->init, &ns[i], 1) < 0)
+      return dprintf(fd, "enter its %s namespace: %s", ns[i], strerror(errno)) < 0 ? -1 : 0;
   for (char *l = strtok_r(r->table, "\n", &save); l; l = strtok_r(NULL, "\n", &save))
     {
       char mp[4096];
@@ -1900,21 +1905,34 @@ drop_binds_body(int fd, void *arg)
         left++;
     }
   if (left)
-    dprintf(fd, "%d", left);
+    dprintf(fd, "%d left", left);
   return 0;
 }
 
+/* The mount table as the container sees it (ns_view), else as crest reads
+   it in /proc (the same mount points, relative to INIT's root). */
 static void
 drop_restore_binds(const char *id, pid_t init)
 {
-  cleanup_free char *table = ns_view(init, NULL), *out = NULL;
-  struct drop_req r = { init, table };
-  if (table)
-    out = child_run(drop_binds_body, &r);
+  cleanup_free char *table = ns_view(init, NULL), *out = NULL,
+                    *path = xasprintf("/proc/%d/mountinfo", (int)init);
+  crest_error_t e = NULL;
+  struct drop_req r = { init, NULL };
+  if (!table && read_file(path, &table, NULL, 16u << 20, &e) < 0)
+    {
+      cleanup_free char *why = crest_error_text(e);
+      crest_warn("container `%s`: restore: the restorer's and image's binds in the container "
+                 "were not removed (its mount table: %s); the tree runs",
+                 id, why);
+      crest_error_release(&e);
+      return;
+    }
+  r.table = table;
+  out = child_run(drop_binds_body, &r);
   if (!out || out[0])
     crest_warn("container `%s`: restore: the restorer's and image's binds in the container "
-               "could not all be removed (%s%s); the tree runs",
-               id, out ? out : "its namespaces could not be entered", out ? " left" : "");
+               "could not all be removed (%s); the tree runs",
+               id, out ? out : "its helper failed");
 }
 
 /* Detached: crun has exited or exits now that the tree runs; its status
