@@ -13,9 +13,10 @@ EXTRA_DIST += tests/host/zdtm-process.test tests/host/zdtm-container.test
 
 # Programs nobody here wrote (CPython, perl, busybox sh and httpd) through
 # two checkpoint/restore cycles, /proc compared (tests/progs/procstate).
-TESTS += tests/host/real-programs.test
+TESTS += tests/host/real-programs.test tests/host/real-services.test
 EXTRA_DIST += tests/host/real-programs.test tests/host/real/py-state.py tests/host/real/py-async.py \
-    tests/host/real/pl-state.pl
+    tests/host/real/pl-state.pl tests/host/real/lib.bash tests/host/real-services.test \
+    tests/host/real/py-sqlite.py tests/host/real/py-mp.py
 
 # Signals that arrive while the dump works on a task (zdtm-sigstorm).
 TESTS += tests/host/engine-signals.test
