@@ -16,7 +16,7 @@ EXTRA_DIST += tests/host/zdtm-process.test tests/host/zdtm-container.test
 TESTS += tests/host/real-programs.test tests/host/real-services.test
 EXTRA_DIST += tests/host/real-programs.test tests/host/real/py-state.py tests/host/real/py-async.py \
     tests/host/real/pl-state.pl tests/host/real/lib.bash tests/host/real-services.test \
-    tests/host/real/py-sqlite.py tests/host/real/py-mp.py
+    tests/host/real/py-sqlite.py tests/host/real/py-mp.py tests/host/real/zdtm_py.py
 
 # Signals that arrive while the dump works on a task (zdtm-sigstorm).
 TESTS += tests/host/engine-signals.test

@@ -13,10 +13,11 @@ differed.
 """
 import multiprocessing as mp
 import os
-import signal
 import sys
 import time
 from multiprocessing import shared_memory
+
+import zdtm_py
 
 
 def square(x):
@@ -36,13 +37,7 @@ if __name__ == "__main__":
     q = mp.Queue()
     q.put("queued-item")
     time.sleep(0.2)  # the feeder thread has written it to the pipe
-    term = []
-    signal.signal(signal.SIGTERM, lambda *a: term.append(1))
-    with open(os.path.join(d, "ready.tmp"), "w") as f:
-        f.write("%d\n" % os.getpid())
-    os.rename(os.path.join(d, "ready.tmp"), os.path.join(d, "ready"))
-    while not term:
-        time.sleep(0.05)
+    zdtm_py.ready_and_wait(d)
     why = []
     got = sum(pool.map(square, range(200)))
     if first != want or got != want:
@@ -66,5 +61,4 @@ if __name__ == "__main__":
     pool.join()
     shm.close()
     shm.unlink()
-    with open(os.path.join(d, "result"), "a") as f:
-        f.write("FAIL: %s\n" % "; ".join(why) if why else "PASS\n")
+    zdtm_py.verdict(d, why)

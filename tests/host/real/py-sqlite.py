@@ -11,10 +11,10 @@ hold 5,001 rows whose values are as written, and DIR/result gets PASS or
 FAIL with what differed.
 """
 import os
-import signal
 import sqlite3
 import sys
-import time
+
+import zdtm_py
 
 d = sys.argv[1]
 c = sqlite3.connect(os.path.join(d, "db"), isolation_level=None)
@@ -25,13 +25,7 @@ c.executemany("insert into t values(?, ?)", [(i, "v%d" % i) for i in range(5000)
 c.execute("commit")
 c.execute("begin immediate")
 c.execute("insert into t values(99999, 'pending')")
-term = []
-signal.signal(signal.SIGTERM, lambda *a: term.append(1))
-with open(os.path.join(d, "ready.tmp"), "w") as f:
-    f.write("%d\n" % os.getpid())
-os.rename(os.path.join(d, "ready.tmp"), os.path.join(d, "ready"))
-while not term:
-    time.sleep(0.05)
+zdtm_py.ready_and_wait(d)
 why = []
 if mode != "wal":
     why.append("journal mode %s, expected wal" % mode)
@@ -44,5 +38,4 @@ if bad:
     why.append("%d rows with another value than written" % bad)
 if c.execute("select v from t where k = 99999").fetchone() != ("pending",):
     why.append("the row of the open transaction is not there after its commit")
-with open(os.path.join(d, "result"), "a") as f:
-    f.write("FAIL: %s\n" % "; ".join(why) if why else "PASS\n")
+zdtm_py.verdict(d, why)
