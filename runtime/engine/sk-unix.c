@@ -713,7 +713,11 @@ as_cred(struct rctx *c, pid_t pid, const struct as_op *o)
         return 0;
       if (errno != EEXIST && errno != EBUSY)
         return -1;
-      crest_debug("restore: PID %d is taken: a unix socket's SO_PEERCRED names crest", pid);
+      /* Process mode: the process outside the tree that made the socket
+         still runs. Not silent: the restored socket names another PID. */
+      crest_warn("restore: PID %d, which a unix socket's SO_PEERCRED named (the process that "
+                 "made it, outside the tree), is taken: the socket names crest's PID %d instead",
+                 pid, (int)getpid());
     }
   e = as_op_run(o);
   errno = e;
