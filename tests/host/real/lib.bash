@@ -3,7 +3,7 @@
 # with $bin (crest, procstate and the programs' scripts) and $crest set.
 # TAP counter and lines, waits, and the checkpoint/restore cycle of a tree
 # with what /proc shows of it compared (tests/progs/procstate).
-n=0
+n=0 why= detail=
 ok() { n=$((n+1)); echo "ok $n - $1"; }
 fail() { n=$((n+1)); echo "not ok $n - $1"; shift; for l in "$@"; do [ -n "$l" ] && printf '%s\n' "$l" | sed 's/^/#   /'; done; }
 wait_for() { local i; for ((i = 0; i < $2 * 20; i++)); do [ -e "$1" ] && return 0; sleep 0.05; done; return 1; }
@@ -48,12 +48,17 @@ $(diff "$d/proc-$k.before" "$d/proc-$k.after" | grep '^[<>]' | head -12)"
     return 0
 }
 
+# cycles NAME DIR PID: two cycles; $why and $detail say what failed.
+cycles() {
+    local k
+    why= detail=
+    for k in 1 2; do cycle "$1" "$2" "$3" "$k" || return 1; done
+}
+
 # interp NAME DIR PID: two cycles, then SIGTERM and the program's verdict.
 interp() {
-    local name=$1 d=$2 pid=$3 k i
-    why= detail=
-    for k in 1 2; do cycle "$name" "$d" "$pid" "$k" || break; done
-    if [ -n "$why" ]; then
+    local name=$1 d=$2 pid=$3 i
+    if ! cycles "$name" "$d" "$pid"; then
         fail "$name: $why" "$detail"; kill -KILL "$pid" 2>/dev/null; return
     fi
     kill -TERM "$pid"
