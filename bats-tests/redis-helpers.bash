@@ -10,8 +10,8 @@
 #   conn_close         the client quits and stops connecting
 #   secs A B           B - A, two `date +%s.%N` values, in seconds
 #   redis_setup, redis_teardown
-#                      the setup and teardown of every suite that loads
-#                      this file (svc-redis*.bats): its setup() and teardown()
+#                      a suite's setup and teardown (svc-redis*.bats; not
+#                      setup() here: the migrate suites load this file too)
 # CDIR is the directory of the client's files (the container's /tmp, $SVC),
 # SEED the keys' seed (this shell's PID unless set).
 redis_setup() {
@@ -26,15 +26,6 @@ redis_setup() {
 redis_teardown() {
 	teardown_bundle
 	rm -rf "$IMAGE" "$SVC" 2>/dev/null || true
-}
-
-# Every suite that loads this file (svc-redis*.bats) is redis's.
-setup() {
-	redis_setup
-}
-
-teardown() {
-	redis_teardown
 }
 
 # The container's init: redis without persistence on 127.0.0.1 and ::1, and

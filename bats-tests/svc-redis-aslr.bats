@@ -13,6 +13,14 @@ load checkpoint-helpers
 load svc-helpers
 load redis-helpers
 
+setup() {
+	redis_setup
+}
+
+teardown() {
+	redis_teardown
+}
+
 @test "redis: 10,000 keys survive a checkpoint with no connection open; both listeners (127.0.0.1, ::1), expiry, jemalloc and the lazy-free thread work after restore; /proc the same across a stopped cycle" {
 	ID="redis-$$"
 	local t0 t1 t2

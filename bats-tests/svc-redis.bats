@@ -15,6 +15,14 @@ load checkpoint-helpers
 load svc-helpers
 load redis-helpers
 
+setup() {
+	redis_setup
+}
+
+teardown() {
+	redis_teardown
+}
+
 @test "redis: 10,000 keys and an open connection survive --tcp-established (same CLIENT ID); refused on a stock kernel" {
 	ID="redis-$$"
 	local id=$ID before after t0 t1 t2 conns addr size
