@@ -230,8 +230,9 @@ dir_open(struct rctx *c, struct rfile *f, int flags, crest_error_t *err)
       if (fd < 0)
         return -1;
     }
-  else
-    fd = img_open_typed(f->path, flags | O_DIRECTORY, S_IFDIR, "directory", err);
+  else /* With its own flags: O_DIRECTORY shows in its fdinfo (the type is
+          checked before the open and the inode after it). */
+    fd = img_open_typed(f->path, flags, S_IFDIR, "directory", err);
   return file_place(c, f, fd, true, err);
 }
 

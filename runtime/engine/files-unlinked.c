@@ -344,7 +344,7 @@ deleted_dir_open(const char *path, const struct unlinked_info *u, int flags, cre
   int fd;
   if (mkdir(tmp, 0700) < 0)
     return crest_error_errno(err, "restore: recreate deleted directory %s", path);
-  fd = open(tmp, flags | O_DIRECTORY);
+  fd = open(tmp, flags); /* made just now: a directory; O_DIRECTORY as it was */
   if (fd < 0 || fchmod(fd, u->mode) < 0 || fchown(fd, u->uid, u->gid) < 0)
     {
       crest_error_errno(err, "restore: recreate deleted directory %s", path);

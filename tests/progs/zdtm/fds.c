@@ -4,7 +4,8 @@
  *   offset (moving one moves the other after restore);
  * - fd C: the same file opened again, O_WRONLY|O_APPEND, close-on-exec;
  *   a write through it lands at the end;
- * - fd D: a directory; /dev/null, /dev/zero, /dev/urandom;
+ * - fd D: a directory; fd D2, the same opened without O_DIRECTORY (the
+ *   flag shows in fdinfo: varnish's); /dev/null, /dev/zero, /dev/urandom;
  * - a descriptor number far from the others (100).
  * A child process shares A's open file description through fork(): after
  * restore the child moves the offset and the parent sees it. */
@@ -49,7 +50,7 @@ main(int argc, char **argv)
 {
   char path[] = "zdtm-fds.XXXXXX";
   uint8_t buf[20000];
-  int a, b, c, d, dn, dz, du, far;
+  int a, b, c, d, d2, dn, dz, du, far;
   struct stat sa, sd, sdn, sdz, sdu;
   pid_t kid;
   int st;
@@ -65,11 +66,12 @@ main(int argc, char **argv)
   b = dup(a);
   c = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
   d = open(".", O_RDONLY | O_DIRECTORY);
+  d2 = open(".", O_RDONLY);
   dn = open("/dev/null", O_WRONLY);
   dz = open("/dev/zero", O_RDONLY | O_NONBLOCK);
   du = open("/dev/urandom", O_RDONLY);
   far = fcntl(a, F_DUPFD_CLOEXEC, 100);
-  if (b < 0 || c < 0 || d < 0 || dn < 0 || dz < 0 || du < 0 || far != 100)
+  if (b < 0 || c < 0 || d < 0 || d2 < 0 || dn < 0 || dz < 0 || du < 0 || far != 100)
     zdtm_error("open: %s", strerror(errno));
   fstat(a, &sa);
   fstat(d, &sd);
@@ -98,6 +100,11 @@ main(int argc, char **argv)
   expect_fd(c, "file, append", O_WRONLY | O_APPEND, FD_CLOEXEC, &sa);
   expect_fd(far, "dup at 100", O_RDWR, FD_CLOEXEC, &sa);
   expect_fd(d, "directory", O_RDONLY, 0, &sd);
+  expect_fd(d2, "directory without O_DIRECTORY", O_RDONLY, 0, &sd);
+  if (!(fcntl(d, F_GETFL) & O_DIRECTORY))
+    zdtm_fail("fd %d: opened with O_DIRECTORY, restored without it", d);
+  if (fcntl(d2, F_GETFL) & O_DIRECTORY)
+    zdtm_fail("fd %d: opened without O_DIRECTORY, restored with it", d2);
   expect_fd(dn, "/dev/null", O_WRONLY, 0, &sdn);
   expect_fd(dz, "/dev/zero", O_RDONLY | O_NONBLOCK, 0, &sdz);
   expect_fd(du, "/dev/urandom", O_RDONLY, 0, &sdu);
