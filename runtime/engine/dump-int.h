@@ -262,6 +262,7 @@ struct vma
   char *path;
   unsigned dev_major, dev_minor;
   uint64_t ino;
+  bool no_pages; /* smaps, read while the tree is stopped: Rss and Swap 0 */
 };
 
 /* inject-home.c: the way home of a thread whose injected call is cut off
@@ -389,11 +390,19 @@ mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err);
    look for), taken out of its page runs mapping by mapping and written as
    "parent_pages". */
 struct cow_dump;
+/* mem.c: the NPAGES pagemap entries of PID from START into ENT (FD its
+   open pagemap), read on until all are in. */
+int
+pagemap_read(int fd, pid_t pid, uint64_t start, uint64_t npages, uint64_t *ent,
+             crest_error_t *err);
+/* Pages of a mapping whose pagemap entries are read at once: a mapping
+   may reserve terabytes (MariaDB's 8 TiB PROT_NONE range). */
+#define PAGEMAP_WINDOW ((uint64_t)1 << 16)
 int
 cow_dump_begin(struct dctx *c, struct dproc *p, struct cow_dump **out, crest_error_t *err);
 int
-cow_dump_filter(struct cow_dump *d, const struct vma *m, uint64_t *ent, uint64_t npages,
-                crest_error_t *err);
+cow_dump_filter(struct cow_dump *d, const struct vma *m, uint64_t start, uint64_t *ent,
+                uint64_t npages, crest_error_t *err);
 void
 cow_dump_put(struct dctx *c, struct cow_dump *d, yajl_gen g);
 void

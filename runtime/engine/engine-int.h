@@ -232,6 +232,8 @@ vmflags_load(pid_t pid, struct vmflags_ent **out, size_t *n, crest_error_t *err)
 int
 vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, uint64_t end,
               const char *kind, uint32_t *bits, crest_error_t *err);
+bool
+vmflags_no_pages(const struct vmflags_ent *v, size_t n, uint64_t start);
 int
 vmflags_advice(uint32_t bit);
 bool

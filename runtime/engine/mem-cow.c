@@ -248,17 +248,17 @@ compare_part(void *arg)
   return NULL;
 }
 
-/* Pages K..J-1 of M (present in both): those equal to the parent's lose
+/* Pages K..J-1 from START in M (present in both): those equal to the parent's lose
    their present and swap bits in ENT (not saved) and become references. A
    run of at least 2 * CMP_PAGES pages is compared in two halves at once
    (the second by a thread of its own), as the copies out of the child
    are most of a tree's checkpoint where children share much. */
 static int
-compare_run(struct cow_dump *d, const struct vma *m, uint64_t *ent, uint64_t k, uint64_t j,
-            crest_error_t *err)
+compare_run(struct cow_dump *d, const struct vma *m, uint64_t start, uint64_t *ent, uint64_t k,
+            uint64_t j, crest_error_t *err)
 {
   cleanup_free uint8_t *eq = xzalloc(j - k);
-  struct cmp_part part[2] = { { d, m->start, k, j, 0, eq, d->a, d->b, NULL, 0 } };
+  struct cmp_part part[2] = { { d, start, k, j, 0, eq, d->a, d->b, NULL, 0 } };
   cleanup_free char *bufs = NULL;
   pthread_t th;
   bool two = false;
@@ -269,7 +269,7 @@ compare_run(struct cow_dump *d, const struct vma *m, uint64_t *ent, uint64_t k, 
       uint64_t mid = k + (j - k) / 2;
       bufs = xmalloc(2 * CMP_PAGES * PAGE);
       part[1] = (struct cmp_part){
-        d, m->start, mid, j, 0, eq + (mid - k), bufs, bufs + CMP_PAGES * PAGE, NULL, 0
+        d, start, mid, j, 0, eq + (mid - k), bufs, bufs + CMP_PAGES * PAGE, NULL, 0
       };
       part[0].j = mid;
       two = pthread_create(&th, NULL, compare_part, &part[1]) == 0;
@@ -296,16 +296,17 @@ compare_run(struct cow_dump *d, const struct vma *m, uint64_t *ent, uint64_t k, 
         else
           d->shared++;
         ent[k + i] &= ~(PM_PRESENT | PM_SWAP);
-        add_ref(d, m->start + (k + i) * PAGE, m->start);
+        add_ref(d, start + (k + i) * PAGE, m->start);
       }
   return 0;
 }
 
-/* Mapping M of the child, ENT its NPAGES pagemap entries: the pages it
-   shares with the parent's mapping of the same range are taken out. */
+/* Mapping M of the child, ENT the pagemap entries of its NPAGES pages
+   from START (a window of it): the pages it shares with the parent's
+   mapping of the same range are taken out. */
 int
-cow_dump_filter(struct cow_dump *d, const struct vma *m, uint64_t *ent, uint64_t npages,
-                crest_error_t *err)
+cow_dump_filter(struct cow_dump *d, const struct vma *m, uint64_t start, uint64_t *ent,
+                uint64_t npages, crest_error_t *err)
 {
   const struct vma *pm = NULL;
   cleanup_free uint64_t *pe = NULL;
@@ -320,19 +321,18 @@ cow_dump_filter(struct cow_dump *d, const struct vma *m, uint64_t *ent, uint64_t
   if (!pm)
     return 0;
   pe = xmalloc(npages * 8);
-  if (pread(d->ppm, pe, npages * 8, m->start / PAGE * 8) != (ssize_t)(npages * 8))
-    return crest_error_errno(err, "task %d: read pagemap of %" PRIx64 "-%" PRIx64, d->ppid,
-                             m->start, m->end);
+  if (pagemap_read(d->ppm, d->ppid, start, npages, pe, err) < 0)
+    return -1;
   /* The parent's pages that only the checkpoint's own injected calls made
      present are not in its image: not to be referred to. */
-  unfresh(d->pp, m->start, npages, pe);
+  unfresh(d->pp, start, npages, pe);
 #define BOTH(k) (own_page(ent[k], file) && own_page(pe[k], file))
   for (uint64_t k = 0; k < npages;)
     {
       uint64_t j = k;
       while (j < npages && BOTH(j))
         j++;
-      if (j > k && compare_run(d, m, ent, k, j, err) < 0)
+      if (j > k && compare_run(d, m, start, ent, k, j, err) < 0)
         return -1;
       k = j + 1;
     }

@@ -217,6 +217,51 @@ unfresh(const struct dproc *p, uint64_t start, uint64_t npages, uint64_t *ent)
     }
 }
 
+int
+pagemap_read(int fd, pid_t pid, uint64_t start, uint64_t npages, uint64_t *ent,
+             crest_error_t *err)
+{
+  uint64_t done = 0;
+  while (done < npages * 8)
+    {
+      ssize_t n = pread(fd, (char *)ent + done, npages * 8 - done, (off_t)(start / PAGE * 8 + done));
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        return crest_error_errno(err, "task %d: read pagemap of %" PRIx64 "-%" PRIx64, pid, start,
+                                 start + npages * PAGE);
+      if (n == 0)
+        return crest_error_make(err, EIO,
+                                "task %d: read pagemap of %" PRIx64 "-%" PRIx64
+                                ": it ended %" PRIu64 " entries early",
+                                pid, start, start + npages * PAGE, npages - done / 8);
+      done += (uint64_t)n;
+    }
+  return 0;
+}
+
+/* The pages of a window of mapping M (WN entries ENT from WS) the image
+   holds, added to *RUNS; *OFF: the bytes of this image's own so far. */
+static void
+plan_window(const struct vma *m, uint64_t ws, const uint64_t *ent, uint64_t wn, bool file,
+            const struct chain_proc *cp, struct prun **runs, size_t *nruns, uint64_t *off)
+{
+  for (uint64_t k = 0; k < wn; k++)
+    {
+      uint64_t e = ent[k], addr = ws + k * PAGE, poff;
+      int from;
+      if (!(((e >> 63) & 1 && (!file || !((e >> 61) & 1))) || ((e >> 62) & 1)))
+        continue;
+      if (cp && chain_take(cp, m, addr, e, &from, &poff))
+        add_run(runs, nruns, addr, PAGE, from, poff, false);
+      else
+        {
+          add_run(runs, nruns, addr, PAGE, 0, *off, !(m->prot & PROT_READ));
+          *off += PAGE;
+        }
+    }
+}
+
 /* Which pages of process P (mappings V) the image holds, and where
    from: present or swapped; in a file mapping only the private
    (copied-on-write) pages, the rest comes from the file; with a parent
@@ -242,34 +287,27 @@ mem_plan(const struct dproc *p, const struct vma *v, size_t nv, struct cow_dump 
       const struct vma *m = &v[i];
       uint64_t npages = (m->end - m->start) / PAGE;
       bool file = strcmp(m->kind, "file") == 0 || strcmp(m->kind, "memfile") == 0;
-      if (m->shared || strcmp(m->kind, "vdso") == 0 || strncmp(m->kind, "vvar", 4) == 0)
+      if (m->shared || m->no_pages || strcmp(m->kind, "vdso") == 0
+          || strncmp(m->kind, "vvar", 4) == 0)
         continue;
-      ent = xrealloc(ent, npages * 8);
-      if (pread(pm, ent, npages * 8, m->start / PAGE * 8) != (ssize_t)(npages * 8))
+      for (uint64_t w = 0; w < npages; w += PAGEMAP_WINDOW)
         {
-          free(runs);
-          return crest_error_errno(err, "task %d: read pagemap of %" PRIx64 "-%" PRIx64, pid,
-                                   m->start, m->end);
-        }
-      unfresh(p, m->start, npages, ent);
-      if (cow_dump_filter(cow, m, ent, npages, err) < 0)
-        {
-          free(runs);
-          return -1;
-        }
-      for (uint64_t k = 0; k < npages; k++)
-        {
-          uint64_t e = ent[k], addr = m->start + k * PAGE, poff;
-          int from;
-          if (!(((e >> 63) & 1 && (!file || !((e >> 61) & 1))) || ((e >> 62) & 1)))
-            continue;
-          if (cp && chain_take(cp, m, addr, e, &from, &poff))
-            add_run(&runs, &nruns, addr, PAGE, from, poff, false);
-          else
+          uint64_t wn = npages - w < PAGEMAP_WINDOW ? npages - w : PAGEMAP_WINDOW;
+          uint64_t ws = m->start + w * PAGE;
+          if (!ent)
+            ent = xmalloc(PAGEMAP_WINDOW * 8);
+          if (pagemap_read(pm, pid, ws, wn, ent, err) < 0)
             {
-              add_run(&runs, &nruns, addr, PAGE, 0, off, !(m->prot & PROT_READ));
-              off += PAGE;
+              free(runs);
+              return -1;
             }
+          unfresh(p, ws, wn, ent);
+          if (cow_dump_filter(cow, m, ws, ent, wn, err) < 0)
+            {
+              free(runs);
+              return -1;
+            }
+          plan_window(m, ws, ent, wn, file, cp, &runs, &nruns, &off);
         }
     }
   *out = runs, *nout = nruns, *own = off;
@@ -463,6 +501,9 @@ mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   yajl_gen_array_open(g);
   for (size_t i = 0; i < nv; i++)
     {
+      /* A range reserved and never touched (an 8 TiB PROT_NONE one in
+         MariaDB) is not read page by page from pagemap. */
+      v[i].no_pages = vmflags_no_pages(vf, nvf, v[i].start);
       yajl_gen_map_open(g);
       jput_u64(g, "start", v[i].start);
       jput_u64(g, "end", v[i].end);

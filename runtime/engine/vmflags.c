@@ -19,6 +19,7 @@ struct vmflags_ent
   uint64_t start;
   char flags[128]; /* the VmFlags line, each entry followed by a space */
   bool anon_name;  /* maps shows [anon:NAME] (PR_SET_VMA_ANON_NAME) */
+  int zeros;       /* of its Rss and Swap lines, how many say 0 kB */
 };
 
 /* Flags restored, with the advice that sets each (0: a mapping flag). */
@@ -111,7 +112,14 @@ vmflags_load(pid_t pid, struct vmflags_ent **out, size_t *n, crest_error_t *err)
           (*out)[*n].start = s;
           (*out)[*n].flags[0] = 0;
           (*out)[*n].anon_name = strstr(line, " [anon:") != NULL;
+          (*out)[*n].zeros = 0;
           (*n)++;
+        }
+      else if (*n && (strncmp(line, "Rss:", 4) == 0 || strncmp(line, "Swap:", 5) == 0))
+        {
+          const char *kb = line + strcspn(line, "0123456789");
+          if (kb[0] == '0' && kb[1] == ' ')
+            (*out)[*n - 1].zeros++;
         }
       else if (*n && strncmp(line, "VmFlags:", 8) == 0)
         snprintf((*out)[*n - 1].flags, sizeof(*out)[*n - 1].flags, "%s ", line + 8);
@@ -202,6 +210,17 @@ vmflags_at_has(const struct vmflags_ent *v, size_t n, uint64_t addr, const char 
       at = &v[i];
   snprintf(tok, sizeof tok, " %s ", lock); /* the line keeps its leading space */
   return at && strstr(at->flags, tok) != NULL;
+}
+
+/* Does the mapping of V (N entries) at START hold no page, present or
+   swapped? */
+bool
+vmflags_no_pages(const struct vmflags_ent *v, size_t n, uint64_t start)
+{
+  for (size_t i = 0; i < n; i++)
+    if (v[i].start == start) /* hugetlb pages are not in Rss */
+      return v[i].zeros == 2 && !strstr(v[i].flags, " ht ");
+  return false;
 }
 
 int

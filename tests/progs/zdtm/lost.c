@@ -444,6 +444,65 @@ chk_guard(void)
     zdtm_fail("guard region: a write to it did not fault");
 }
 
+/* --- a terabyte reserved and never touched (MariaDB reserves 8 TiB), and
+   a sparse mapping of 2 GiB whose pages sit on either side of the 256 MiB
+   windows the checkpoint reads pagemap by (until December 2026 it read a
+   mapping's pagemap in one call, which stops short at 2 GiB of entries,
+   and refused MariaDB) --- */
+
+#define SPARSE (2048 * MIB)
+static char *resv, *sparse;
+static const long sparse_at[] = { 0, 256 * MIB - PG, 256 * MIB, 256 * MIB + PG, 1024 * MIB + 5 * PG,
+                                  SPARSE - PG };
+
+static void
+set_sparse(void)
+{
+  resv = mmap(NULL, 1L << 40, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  need(resv != MAP_FAILED, "mmap of 1 TiB, PROT_NONE");
+  sparse = mmap(NULL, SPARSE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                -1, 0);
+  need(sparse != MAP_FAILED, "mmap of 2 GiB");
+  for (size_t i = 0; i < sizeof sparse_at / sizeof sparse_at[0]; i++)
+    memset(sparse + sparse_at[i], 0x40 + (int)i, PG);
+}
+
+static void
+chk_sparse(void)
+{
+  static unsigned char vec[SPARSE / PG];
+  long in = 0;
+  char want[64], line[256];
+  bool found = false;
+  FILE *f;
+  if (mincore(sparse, SPARSE, vec) < 0)
+    zdtm_fail("mincore of the sparse mapping: %s", strerror(errno));
+  for (long i = 0; i < SPARSE / PG; i++)
+    in += vec[i] & 1;
+  if (in != (long)(sizeof sparse_at / sizeof sparse_at[0]))
+    zdtm_fail("the sparse mapping has %ld pages in memory, expected %zu", in,
+              sizeof sparse_at / sizeof sparse_at[0]);
+  for (size_t i = 0; i < sizeof sparse_at / sizeof sparse_at[0]; i++)
+    for (long b = 0; b < PG; b++)
+      if ((unsigned char)sparse[sparse_at[i] + b] != 0x40 + i)
+        {
+          zdtm_fail("sparse mapping: byte %ld of the page at +%ld is 0x%x, expected 0x%x", b,
+                    sparse_at[i], (unsigned char)sparse[sparse_at[i] + b], 0x40 + (unsigned)i);
+          break;
+        }
+  if (sparse[512 * MIB] != 0)
+    zdtm_fail("sparse mapping: a page never written does not read 0");
+  snprintf(want, sizeof want, "%lx-%lx ---p ", (unsigned long)resv,
+           (unsigned long)resv + (1UL << 40));
+  f = fopen("/proc/self/maps", "r");
+  while (f && fgets(line, sizeof line, f))
+    found |= strncmp(line, want, strlen(want)) == 0;
+  if (f)
+    fclose(f);
+  if (!found)
+    zdtm_fail("the 1 TiB PROT_NONE range %s is not in maps any more", want);
+}
+
 /* --- NUMA memory policies (node 0: every machine has it) --- */
 
 static char *mp_bind, *mp_pref;
@@ -2883,6 +2942,7 @@ static const struct
   { "madv-hugepage", set_hg, chk_madv },
   { "madv-nohugepage", set_nh, chk_madv },
   { "guard-region", set_guard, chk_guard },
+  { "reserve-sparse", set_sparse, chk_sparse },
   { "subreaper", set_subreaper, chk_subreaper },
   { "coredump-filter", set_coredump, chk_coredump },
   { "mce-kill", set_mce, chk_mce },
