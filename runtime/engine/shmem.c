@@ -390,9 +390,8 @@ read_mapping(const struct shm_table *t, struct shm_obj *o, const struct shm_map 
 
   if (pm < 0 || mem < 0)
     return crest_error_errno(err, "task %d: open %s", m->pid, pm < 0 ? "pagemap" : "mem");
-  if (pread(pm, ent, npages * 8, m->start / SHM_PAGE * 8) != (ssize_t)(npages * 8))
-    return crest_error_errno(err, "task %d: read pagemap of %" PRIx64 "-%" PRIx64, m->pid, m->start,
-                             m->end);
+  if (pagemap_read(pm, m->pid, m->start, npages, ent, err) < 0)
+    return -1;
   for (uint64_t k = 0; k < npages;)
     {
       uint64_t j;
