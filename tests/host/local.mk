@@ -17,6 +17,9 @@ TESTS += tests/host/real-programs.test tests/host/real-services.test
 EXTRA_DIST += tests/host/real-programs.test tests/host/real/py-state.py tests/host/real/py-async.py \
     tests/host/real/pl-state.pl tests/host/real/lib.bash tests/host/real-services.test \
     tests/host/real/py-sqlite.py tests/host/real/py-mp.py tests/host/real/zdtm_py.py
+# Daemons: varnish, MariaDB, Erlang, Go, Unbound, rsyslog, gunicorn.
+TESTS += tests/host/real-daemons.test
+EXTRA_DIST += tests/host/real-daemons.test tests/host/real/go-srv.go tests/host/real/erl_srv.erl
 
 # Signals that arrive while the dump works on a task (zdtm-sigstorm).
 TESTS += tests/host/engine-signals.test

@@ -19,11 +19,29 @@ tree_pids() {
     echo $all
 }
 
+# settle PID...: wait until what /proc shows of them holds still for a
+# second (at most 20 s): a daemon's allocator gives memory back a few
+# seconds after start-up or after a restore (BEAM's), a change of its own
+# that the comparison below would count against the restore.
+settle() {
+    local a b i
+    a=$("$bin/procstate" "$@")
+    for ((i = 0; i < 20; i++)); do
+        sleep 1
+        b=$("$bin/procstate" "$@")
+        [ "$a" = "$b" ] && return 0
+        a=$b
+    done
+}
+
 # cycle NAME DIR PID K: checkpoint the tree of PID and restore it, what
-# /proc shows compared. Sets $why on failure.
+# /proc shows compared (with SETTLE=1, once it holds still). Sets $why on
+# failure.
 cycle() {
     local name=$1 d=$2 pid=$3 k=$4 tree t i
     tree=$(tree_pids "$pid")
+    # shellcheck disable=SC2086 # a list of PIDs
+    [ -z "${SETTLE:-}" ] || settle $tree
     # shellcheck disable=SC2086 # a list of PIDs
     "$bin/procstate" $tree >"$d/proc-$k.before"
     if ! "$crest" checkpoint --pid "$pid" --image-path "$d/img-$k" >"$d/ckpt-$k.err" 2>&1; then
