@@ -273,7 +273,9 @@ struct crest_restore_opts
   /* Container mode, when > 0: a descriptor on which the tracer that
      finishes the tree writes "D" and a newline once every task runs
      restored (crest-restorer's sync pipe): the init's own signs (its name,
-     its descriptors) change earlier, while the tree may still fail. */
+     its descriptors) change earlier, while the tree may still fail. When
+     it is a unix socket, crest outside also answers on it the requests for
+     TCP repair mode that the restorer may not make itself (sk-tcp.c). */
   int done_fd;
   /* Optional: the directories of the image's parent images (pre-dumps),
      nearest first, where they are not where the image's manifest says

@@ -13,6 +13,7 @@
 #include <linux/sched.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include "kernel-abi.h"
 #include "log.h"
 #include "testhook.h"
+#include "sk-tcp.h"
 #include "util.h"
 
 #include "restore-int.h"
@@ -439,6 +441,11 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
   c.nslp_fd = -1;
   c.term_svc = -1;
   clock_gettime(CLOCK_MONOTONIC, &c.t0);
+  {
+    struct stat st;
+    if (o->done_fd > 0 && fstat(o->done_fd, &st) == 0 && S_ISSOCK(st.st_mode))
+      tcp_repair_helper(o->done_fd);
+  }
   if (o->lazy_pages && o->detach && !o->as_ns_init && !lazy_is_child())
     return lazy_detached(o, root_out, err);
   if (o->as_ns_init && getpid() != 1)

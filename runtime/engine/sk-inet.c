@@ -505,8 +505,9 @@ tcp_connected(struct dctx *c, int d, struct inet_sk *s, unsigned state, crest_er
                             "--tcp-established: the connection is shut down for reading "
                             "(shutdown SHUT_RD), which crest does not restore");
   /* A container's restorer holds CAP_CHECKPOINT_RESTORE, not
-     CAP_NET_ADMIN: is that enough on this kernel? */
-  if ((c->foreign_userns && tcp_repair_probe(err) < 0) || tcp_conn_dump(d, &s->tcp, err) < 0)
+     CAP_NET_ADMIN: on a stock kernel crest outside, the owner of its user
+     namespace, puts its sockets in repair mode (tcp_repair_helper). */
+  if (tcp_conn_dump(d, &s->tcp, err) < 0)
     return crest_error_wrap(err, "--tcp-established");
   s->state = SK_ESTABLISHED;
   return 0;

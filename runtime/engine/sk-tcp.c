@@ -11,17 +11,15 @@
 #include <config.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <linux/capability.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <sched.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 #include "image.h"
 #include "sk-tcp.h"
@@ -29,10 +27,59 @@
 
 #define TCP_QUEUE_MAX (4u << 20)
 
+/* The channel to crest outside a rootless container, or -1 (see
+   tcp_repair_helper). */
+static int helper = -1;
+
+void
+tcp_repair_helper(int fd)
+{
+  helper = fd;
+}
+
+/* Repair mode set to ON (TCP_REPAIR's value) on FD by crest outside the
+   container: the socket goes to it (SCM_RIGHTS) with "T" and the value as
+   a digit, and it answers "t" and an errno (0: done). crest, in the user
+   namespace that owns the container's and as its owner, holds
+   CAP_NET_ADMIN over the container's network namespace, which a stock
+   kernel wants for TCP_REPAIR and the restorer does not hold. */
+static int
+repair_by_helper(int fd, int on)
+{
+  char req[2] = { 'T', on == TCP_REPAIR_OFF_NO_WP ? '2' : on ? '1' : '0' }, ans[16];
+  union
+  {
+    struct cmsghdr h;
+    char buf[CMSG_SPACE(sizeof(int))];
+  } u;
+  struct iovec iov = { req, sizeof req };
+  struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
+                      .msg_controllen = sizeof u.buf };
+  struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+  struct pollfd p = { helper, POLLIN, 0 };
+  ssize_t n;
+  c->cmsg_level = SOL_SOCKET, c->cmsg_type = SCM_RIGHTS, c->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  if (sendmsg(helper, &m, MSG_NOSIGNAL) != (ssize_t)sizeof req)
+    return -1;
+  if (poll(&p, 1, 10000) != 1)
+    return errno = ETIMEDOUT, -1;
+  n = recv(helper, ans, sizeof ans - 1, 0);
+  if (n < 2 || ans[0] != 't')
+    return errno = EPROTO, -1;
+  ans[n] = 0;
+  errno = atoi(ans + 1);
+  return errno ? -1 : 0;
+}
+
 static int
 repair(int fd, int on)
 {
-  return setsockopt(fd, SOL_TCP, TCP_REPAIR, &on, sizeof on);
+  if (setsockopt(fd, SOL_TCP, TCP_REPAIR, &on, sizeof on) == 0)
+    return 0;
+  if (errno != EPERM || helper < 0)
+    return -1;
+  return repair_by_helper(fd, on);
 }
 
 static int
@@ -220,7 +267,8 @@ tcp_conn_restore(int fd, const struct sockaddr *local, const struct sockaddr *pe
   uint32_t snd = t->snd_seq, rcv = t->rcv_seq;
   if (repair(fd, 1) < 0)
     return crest_error_errno(err, "TCP_REPAIR (the restore needs CAP_NET_ADMIN in the network "
-                                  "namespace, or CAP_CHECKPOINT_RESTORE on the patched kernel)");
+                                  "namespace, or crest outside the container to set it, or "
+                                  "CAP_CHECKPOINT_RESTORE on the patched kernel)");
   if (bind(fd, local, alen) < 0)
     return crest_error_errno(err, "bind");
   if (select_queue(fd, TCP_SEND_QUEUE) < 0
@@ -246,47 +294,5 @@ tcp_conn_release(int fd, crest_error_t *err)
 {
   if (repair(fd, TCP_REPAIR_OFF) < 0)
     return crest_error_errno(err, "leave TCP repair mode");
-  return 0;
-}
-
-/* In a child: a new user and network namespace, every capability dropped
-   but CAP_CHECKPOINT_RESTORE (what a container's restorer holds there
-   beyond crun's rootless defaults), then TCP_REPAIR on a new socket. */
-static void __attribute__((noreturn)) probe_child(void)
-{
-  struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
-  struct __user_cap_data_struct d[2];
-  int fd;
-  if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0)
-    _exit(2);
-  memset(d, 0, sizeof d);
-  d[1].effective = d[1].permitted = 1u << (CAP_CHECKPOINT_RESTORE - 32);
-  if (syscall(SYS_capset, &h, d) < 0)
-    _exit(2);
-  fd = socket(AF_INET, SOCK_STREAM, 0);
-  _exit(fd >= 0 && repair(fd, 1) == 0 ? 0 : 1);
-}
-
-int
-tcp_repair_probe(crest_error_t *err)
-{
-  int st = 0;
-  pid_t pid = fork();
-  if (pid < 0)
-    return crest_error_errno(err, "fork");
-  if (pid == 0)
-    probe_child();
-  if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st))
-    return crest_error_make(err, EIO, "the TCP_REPAIR probe did not finish");
-  if (WEXITSTATUS(st) == 2)
-    return crest_error_make(err, ENOTSUP,
-                            "cannot learn whether the restore may use TCP_REPAIR (no user "
-                            "namespace for the probe)");
-  if (WEXITSTATUS(st) != 0)
-    return crest_error_make(err, EPERM,
-                            "this kernel does not let the restorer use TCP_REPAIR with "
-                            "CAP_CHECKPOINT_RESTORE (the patched kernel's 0006 does; a stock "
-                            "kernel wants CAP_NET_ADMIN in the container's network namespace, "
-                            "which crest does not add)");
   return 0;
 }

@@ -42,10 +42,10 @@ tcp_conn_restore(int fd, const struct sockaddr *local, const struct sockaddr *pe
                  const struct tcp_conn *t, crest_error_t *err);
 int
 tcp_conn_release(int fd, crest_error_t *err);
-/* 0 when a process holding CAP_CHECKPOINT_RESTORE and no CAP_NET_ADMIN in
-   a network namespace of its own may use TCP_REPAIR there (as a
-   container's restorer does); -1 with one line why not. */
-int
-tcp_repair_probe(crest_error_t *err);
+/* FD: a unix socket to crest outside a rootless container (the restorer's
+   sync channel), which sets TCP repair mode on a socket sent to it where
+   the restorer may not (EPERM); -1: none. */
+void
+tcp_repair_helper(int fd);
 
 #endif

@@ -33,6 +33,8 @@
 #include "testhook.h"
 
 #define SYNC_FD 3
+/* crest's sync channel: a unix socket (a pipe from older crests). */
+#define SYNC_OK(m) (S_ISSOCK(m) || S_ISFIFO(m))
 
 /* To crest through the sync pipe, which prints it as its one line; to
    stderr only without it (started by hand): the container's stderr is the
@@ -41,7 +43,7 @@ static void
 report(const char *text)
 {
   struct stat st;
-  if (fstat(SYNC_FD, &st) == 0 && S_ISFIFO(st.st_mode))
+  if (fstat(SYNC_FD, &st) == 0 && SYNC_OK(st.st_mode))
     dprintf(SYNC_FD, "%s\n", text);
   else
     fprintf(stderr, "crest-restorer: %s\n", text);
@@ -95,7 +97,7 @@ main(int argc, char **argv)
     /* "R": crest now knows the container's init is this program (crun's
        own processes before it have other names), named as above. */
     struct stat st;
-    if (fstat(SYNC_FD, &st) == 0 && S_ISFIFO(st.st_mode) && write(SYNC_FD, "R\n", 2) != 2)
+    if (fstat(SYNC_FD, &st) == 0 && SYNC_OK(st.st_mode) && write(SYNC_FD, "R\n", 2) != 2)
       return 2;
   }
   if (argc < 3 || argc > 4 + 16 || strncmp(argv[2], "cr-granted=", 11) != 0)
@@ -147,7 +149,7 @@ main(int argc, char **argv)
   o.stdio_fds[0] = o.stdio_fds[1] = o.stdio_fds[2] = -1;
   {
     struct stat st;
-    if (fstat(SYNC_FD, &st) == 0 && S_ISFIFO(st.st_mode))
+    if (fstat(SYNC_FD, &st) == 0 && SYNC_OK(st.st_mode))
       o.done_fd = SYNC_FD;
   }
   /* Returns only on failure: on success this process is the restored init. */

@@ -18,6 +18,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <net/if.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sched.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -1454,19 +1456,73 @@ read_pid_file(const char *path)
   return v > 0 && v < INT_MAX ? (pid_t)v : 0;
 }
 
-/* Append what the restorer wrote on the sync pipe to MSG. */
+/* A request of the restorer's engine (sk-tcp.c): "T" and TCP_REPAIR's
+   value as a digit ('2': off without a window probe), with the socket
+   (RFD). crest, the owner of the container's user namespace, holds
+   CAP_NET_ADMIN over its network namespace, which a stock kernel wants
+   for repair mode; the restorer, inside, does not. Answered with "t" and
+   the errno (0: done). */
+static void
+repair_for_restorer(int fd, const char *req, ssize_t len, int rfd)
+{
+  int on = req[1] == '1' ? TCP_REPAIR_ON : req[1] == '2' ? TCP_REPAIR_OFF_NO_WP : TCP_REPAIR_OFF;
+  char ans[16];
+  int e = 0;
+  if (len != 2 || rfd < 0)
+    e = EPROTO;
+  else if (setsockopt(rfd, SOL_TCP, TCP_REPAIR, &on, sizeof on) < 0)
+    e = errno;
+  crest_debug("restore: TCP repair mode %d on the restorer's socket: %s", on, e ? strerror(e) : "done");
+  snprintf(ans, sizeof ans, "t%d", e);
+  if (send(fd, ans, strlen(ans), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+    crest_debug("restore: answer the restorer: %s", strerror(errno));
+}
+
+/* Append what the restorer wrote on the sync channel to MSG, serving its
+   requests for repair mode on the way. */
 static void
 drain(int fd, char *msg, size_t cap)
 {
   size_t used = strlen(msg);
   for (;;)
     {
+      union
+      {
+        struct cmsghdr h;
+        char buf[CMSG_SPACE(4 * sizeof(int))];
+      } u;
+      struct iovec iov;
+      struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+      struct cmsghdr *c;
+      int rfd = -1;
       ssize_t r;
       if (used + 1 >= cap)
         break;
-      r = read(fd, msg + used, cap - used - 1);
+      iov = (struct iovec){ msg + used, cap - used - 1 };
+      m.msg_control = u.buf, m.msg_controllen = sizeof u.buf;
+      r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
       if (r <= 0)
         break;
+      for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+          for (size_t k = 0; k < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++)
+            {
+              int x;
+              memcpy(&x, CMSG_DATA(c) + k * sizeof(int), sizeof x);
+              if (rfd < 0)
+                rfd = x;
+              else
+                close(x);
+            }
+      if (msg[used] == 'T' && rfd >= 0)
+        {
+          repair_for_restorer(fd, msg + used, r, rfd);
+          close(rfd);
+          msg[used] = '\0';
+          continue;
+        }
+      if (rfd >= 0)
+        close(rfd);
       used += (size_t)r;
       msg[used] = '\0';
     }
@@ -2082,9 +2138,11 @@ crest_container_restore(struct crest_global *g, const char *id,
       crest_state_remove(g, id, NULL);
       return crest_error_wrap(err, "container `%s`: restore: write crest's state", id);
     }
-  if (pipe2(sync, O_CLOEXEC) < 0)
+  /* A unix socket rather than a pipe: the restorer also sends on it the
+     TCP sockets it may not put in repair mode itself (drain). */
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0)
     {
-      crest_error_errno(err, "container `%s`: restore: pipe", id);
+      crest_error_errno(err, "container `%s`: restore: socketpair", id);
       goto undo;
     }
   unlink(pid_file);
