@@ -1,8 +1,10 @@
 #!/usr/bin/env bats
 # The privilege contract of a container restore: the restorer holds the
 # checkpointed container's capabilities plus CAP_CHECKPOINT_RESTORE and
-# nothing more while it works; every restored task has exactly the sets it
-# had at checkpoint time afterwards (no capability 40 unless it held it).
+# CAP_SETPCAP (with which each task drops 40 from its bounding set, on any
+# kernel) and nothing more while it works; every restored task has exactly
+# the sets it had at checkpoint time afterwards (no capability 40 or 8
+# unless it held it).
 
 load helpers
 load checkpoint-helpers
@@ -45,7 +47,7 @@ restore_watching_restorer() {
 	[ -n "$RESTORER_CAPS" ] || fail "never saw the restorer (comm crest-restoring) at work"
 }
 
-@test "restore: the restorer holds the container's capabilities plus 40 only; restored tasks hold exactly theirs" {
+@test "restore: the restorer holds the container's capabilities plus 40 and 8 only; restored tasks hold exactly theirs" {
 	zdtm_run "caps-$$" caps
 	local before
 	before=$(cr_caps "caps-$$")
@@ -56,43 +58,23 @@ restore_watching_restorer() {
 
 	local inh prm eff bnd amb
 	read -r inh prm eff bnd amb <<<"$RESTORER_CAPS"
-	local cr=$((1 << CAP_CHECKPOINT_RESTORE))
-	[ "$bnd" = "$(printf '%016x' $((0x$(config_mask bounding) | cr)))" ] || fail "restorer CapBnd $bnd, want config's bounding + 40"
-	[ "$prm" = "$(printf '%016x' $((0x$(config_mask permitted) | cr)))" ] || fail "restorer CapPrm $prm, want config's permitted + 40"
-	[ "$eff" = "$(printf '%016x' $((0x$(config_mask effective) | cr)))" ] || fail "restorer CapEff $eff, want config's effective + 40"
+	local cr=$((1 << CAP_CHECKPOINT_RESTORE)) sp=$((1 << 8))
+	[ "$bnd" = "$(printf '%016x' $((0x$(config_mask bounding) | cr | sp)))" ] || fail "restorer CapBnd $bnd, want config's bounding + 40 + 8"
+	[ "$prm" = "$(printf '%016x' $((0x$(config_mask permitted) | cr | sp)))" ] || fail "restorer CapPrm $prm, want config's permitted + 40 + 8"
+	[ "$eff" = "$(printf '%016x' $((0x$(config_mask effective) | cr | sp)))" ] || fail "restorer CapEff $eff, want config's effective + 40 + 8"
 	[ "$inh" = "$(config_mask inheritable)" ] || fail "restorer CapInh $inh, want config's inheritable"
 	[ $((0x$amb & cr)) = 0 ] || fail "restorer has capability 40 in its ambient set ($amb)"
 
-	local after probe
+	local after
 	after=$(cr_caps "caps-$$")
-	probe=$(bnd_drop_probe)
-	if [ "$probe" = refused ]; then
-		# Capability 40 left in the bounding set is the documented gap of a
-		# kernel that refuses the drop (docs/engine.md); zdtm-caps reports
-		# it as KNOWN and zdtm_verdict turns that into a skip naming it.
-		# Every other bit must match.
-		[ "$(mask_bnd_cr "$after" "$before")" = "$(sed 's/ *$//' <<<"$before")" ] || fail "capability sets differ after restore: before [$before] after [$after]"
-	else
-		# The kernel lets the tasks drop it (or the probe failed, which is
-		# no excuse): every set, bounding included, exactly as before.
-		[ "$after" = "$before" ] || fail "capability sets differ after restore (kernel's drop of 40: $probe): before [$before] after [$after]"
-	fi
+	# Every set, bounding included, exactly as before, on either kernel
+	# (the stock one too since December 2026: before, 40 stayed in the
+	# bounding set there).
+	[ "$after" = "$before" ] || fail "capability sets differ after restore: before [$before] after [$after]"
 	while read -r _ inh prm eff bnd amb; do
 		[ $((0x$eff & cr | 0x$prm & cr)) = 0 ] || fail "a restored task kept capability 40: $inh $prm $eff $bnd $amb"
 	done <<<"$after"
 	zdtm_verdict "caps-$$"
-}
-
-# AFTER with capability 40 removed from each task's bounding set where the
-# same task (same line of BEFORE) did not have it (only where the kernel
-# refuses the drop).
-mask_bnd_cr() {
-	paste -d' ' <(echo "$1") <(echo "$2") | while read -r pid inh prm eff bnd amb _ _ _ _ obnd _; do
-		if [ $((0x$obnd >> CAP_CHECKPOINT_RESTORE & 1)) = 0 ]; then
-			bnd=$(printf '%016x' $((0x$bnd & ~(1 << CAP_CHECKPOINT_RESTORE))))
-		fi
-		echo "$pid $inh $prm $eff $bnd $amb"
-	done
 }
 
 @test "restore of a container granted capability 40 keeps it in every task" {

@@ -587,6 +587,8 @@ caps_bound(const struct crest_restore_opts *o, uint64_t *bound, const char **who
       *whose = "the container's configuration does not give";
       if (!o->cr_granted)
         *bound &= ~(1ULL << CAP_CHECKPOINT_RESTORE);
+      if (o->setpcap_added)
+        *bound &= ~(1ULL << CAP_SETPCAP);
     }
   else if (getauxval(AT_SECURE))
     {
@@ -618,6 +620,51 @@ cr_regainable(const struct rproc *p)
          && (fc.data[CAP_CHECKPOINT_RESTORE / 32].permitted & (1U << CAP_CHECKPOINT_RESTORE % 32));
 }
 
+/* Names of capabilities 0-40, for messages. */
+static const char *const cap_names[] = {
+  "CAP_CHOWN",
+  "CAP_DAC_OVERRIDE",
+  "CAP_DAC_READ_SEARCH",
+  "CAP_FOWNER",
+  "CAP_FSETID",
+  "CAP_KILL",
+  "CAP_SETGID",
+  "CAP_SETUID",
+  "CAP_SETPCAP",
+  "CAP_LINUX_IMMUTABLE",
+  "CAP_NET_BIND_SERVICE",
+  "CAP_NET_BROADCAST",
+  "CAP_NET_ADMIN",
+  "CAP_NET_RAW",
+  "CAP_IPC_LOCK",
+  "CAP_IPC_OWNER",
+  "CAP_SYS_MODULE",
+  "CAP_SYS_RAWIO",
+  "CAP_SYS_CHROOT",
+  "CAP_SYS_PTRACE",
+  "CAP_SYS_PACCT",
+  "CAP_SYS_ADMIN",
+  "CAP_SYS_BOOT",
+  "CAP_SYS_NICE",
+  "CAP_SYS_RESOURCE",
+  "CAP_SYS_TIME",
+  "CAP_SYS_TTY_CONFIG",
+  "CAP_MKNOD",
+  "CAP_LEASE",
+  "CAP_AUDIT_WRITE",
+  "CAP_AUDIT_CONTROL",
+  "CAP_SETFCAP",
+  "CAP_MAC_OVERRIDE",
+  "CAP_MAC_ADMIN",
+  "CAP_SYSLOG",
+  "CAP_WAKE_ALARM",
+  "CAP_BLOCK_SUSPEND",
+  "CAP_AUDIT_READ",
+  "CAP_PERFMON",
+  "CAP_BPF",
+  "CAP_CHECKPOINT_RESTORE",
+};
+
 /* Every process's inheritable, permitted, effective and ambient sets lie
    within BOUND; one line naming the first capability that does not. */
 int
@@ -641,10 +688,10 @@ check_caps(struct rctx *c, uint64_t bound, const char *whose, crest_error_t *err
         int cap = extra ? __builtin_ctzll(extra) : -1;
         if (cap >= 0)
           return crest_error_make(err, EPERM,
-                                  "image %s: process %d: its %s set has capability %d%s, which "
-                                  "%s",
+                                  "image %s: process %d: its %s set has capability %d (%s), "
+                                  "which %s",
                                   c->o->image_dir, c->p[i].pid, set[k], cap,
-                                  cap == CAP_CHECKPOINT_RESTORE ? " (CAP_CHECKPOINT_RESTORE)" : "",
+                                  cap < (int)ARRAY_SIZE(cap_names) ? cap_names[cap] : "?",
                                   extra & bound ? who : whose);
       }
   return 0;

@@ -270,6 +270,10 @@ struct crest_restore_opts
      false: process mode, the bound is the restorer's own permitted set. */
   bool caps_from_config;
   bool cr_granted;
+  /* Container mode: crest also added CAP_SETPCAP, which the configuration
+     does not give (each task drops from its bounding set what it did not
+     have with it, and holds it at the end only if it did). */
+  bool setpcap_added;
   /* Container mode, when > 0: a descriptor on which the tracer that
      finishes the tree writes "D" and a newline once every task runs
      restored (crest-restorer's sync pipe): the init's own signs (its name,

@@ -102,7 +102,8 @@ main(int argc, char **argv)
   }
   if (argc < 3 || argc > 4 + 16 || strncmp(argv[2], "cr-granted=", 11) != 0)
     {
-      report("usage: crest-restorer IMAGE_DIR cr-granted=0|1 [seccomp=FLAGS:HEX] [PARENT_DIR...] "
+      report("usage: crest-restorer IMAGE_DIR cr-granted=0|1[,setpcap-added] [seccomp=FLAGS:HEX] "
+             "[PARENT_DIR...] "
              "(started by `crest restore`, not by hand)");
       return 2;
     }
@@ -131,7 +132,10 @@ main(int argc, char **argv)
      CAP_CHECKPOINT_RESTORE; crest says whether the configuration grants
      that one itself. */
   o.caps_from_config = true;
-  o.cr_granted = strcmp(argv[2], "cr-granted=1") == 0;
+  o.cr_granted = strncmp(argv[2], "cr-granted=1", 12) == 0;
+  /* ",setpcap-added": crest added CAP_SETPCAP too, which the configuration
+     does not give. */
+  o.setpcap_added = strstr(argv[2], ",setpcap-added") != NULL;
   /* The container's seccomp profile, compiled by crest, when crun did not
      install it here: every restored thread installs it at its end. */
   if (argc > 3 && strncmp(argv[3], "seccomp=", 8) == 0)

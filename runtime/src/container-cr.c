@@ -1326,9 +1326,13 @@ restore_config_with(yajl_val config, const char *restorer, const char *image,
   const char *in_image = in_dev ? IN_DEV_IMAGE : IN_ROOT_IMAGE;
   /* The restored tasks get CAP_CHECKPOINT_RESTORE only if the
      configuration gives it (docs/engine.md, "Capabilities from the image"). */
-  const char *granted = crest_config_process_holds_cap(config, "CAP_CHECKPOINT_RESTORE") == 1
-                            ? "cr-granted=1"
-                            : "cr-granted=0";
+  bool cr = crest_config_process_holds_cap(config, "CAP_CHECKPOINT_RESTORE") == 1;
+  /* CAP_SETPCAP too (each task drops CAP_CHECKPOINT_RESTORE from its
+     bounding set with it): the restorer is told when the configuration
+     does not give it, so that no task keeps it. */
+  bool setpcap = crest_config_root_holds_cap(config, "CAP_SETPCAP") == 1;
+  const char *granted = cr ? (setpcap ? "cr-granted=1" : "cr-granted=1,setpcap-added")
+                           : (setpcap ? "cr-granted=0" : "cr-granted=0,setpcap-added");
   /* The image's parent images (pre-dumps) are bind-mounted beside it, and
      named to the restorer after its other arguments. */
   const char *args[4 + CREST_IMAGE_CHAIN_MAX + 1] = { in_restorer, in_image, granted, NULL };
@@ -1366,7 +1370,8 @@ restore_config_with(yajl_val config, const char *restorer, const char *image,
                                  .env_add = knob,
                                  .binds = binds,
                                  .nbinds = 2 + (size_t)nchain,
-                                 .drop_seccomp = late > 0 };
+                                 .drop_seccomp = late > 0,
+                                 .add_setpcap = true };
   /* The names the container had (uts.json), where it has a UTS namespace
      of its own: crun gives them to the new one. */
   if (uts && uts->has && has_namespace(config, "uts"))

@@ -261,6 +261,17 @@ gen_cap_set(struct gen_state *st, const char *set, yajl_val arr)
             gen_str(st->g, ids[k]);
         }
     }
+  if (st->edit->add_setpcap
+      && (strcmp(set, "bounding") == 0 || strcmp(set, "permitted") == 0
+          || strcmp(set, "effective") == 0))
+    {
+      bool there = false;
+      for (size_t j = 0; arr && YAJL_IS_ARRAY(arr) && j < arr->u.array.len; j++)
+        there |= YAJL_IS_STRING(arr->u.array.values[j])
+                 && strcmp(arr->u.array.values[j]->u.string, "CAP_SETPCAP") == 0;
+      if (!there)
+        gen_str(st->g, "CAP_SETPCAP");
+    }
   yajl_gen_array_close(st->g);
 }
 
@@ -278,7 +289,7 @@ gen_caps_object(struct gen_state *st, yajl_val caps)
           if (strcmp(key, cap_sets[k]) == 0)
             is_set = true;
         gen_str(st->g, key);
-        if (is_set && (st->grant != CREST_GRANT_NONE || st->edit->as_root))
+        if (is_set && (st->grant != CREST_GRANT_NONE || st->edit->as_root || st->edit->add_setpcap))
           gen_cap_set(st, key, caps->u.object.values[i]);
         else
           gen_value(st, caps->u.object.values[i], CTX_OTHER);

@@ -85,6 +85,12 @@ struct crest_config_edit
      container whose process user is another, which reads the image as the
      container's root and gives each task its own IDs at the end. */
   bool as_root;
+  /* CAP_SETPCAP added to the bounding, permitted and effective sets (the
+     restorer's): each restored task drops from its bounding set what it
+     did not have, CAP_CHECKPOINT_RESTORE included, which a stock kernel
+     allows only with CAP_SETPCAP; its own sets come back as they were at
+     the end. */
+  bool add_setpcap;
 };
 
 /* Serialise ROOT to JSON with EDIT applied on the way (every other value is

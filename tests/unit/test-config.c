@@ -351,5 +351,38 @@ main(void)
         yajl_tree_free(in);
       free(o);
     }
+  /* add_setpcap (the restorer's config): CAP_SETPCAP in bounding,
+     permitted and effective, once, whether the config had it in some of
+     them or none; inheritable and ambient untouched. */
+  for (int had = 0; had < 2; had++)
+    {
+      const char *text
+          = had ? "{\"process\":{\"capabilities\":{\"bounding\":[\"CAP_KILL\",\"CAP_SETPCAP\"],"
+                  "\"permitted\":[\"CAP_SETPCAP\"],\"effective\":[],\"inheritable\":[]}}}"
+                : "{\"process\":{\"capabilities\":{\"bounding\":[\"CAP_KILL\"],"
+                  "\"permitted\":[\"CAP_KILL\"],\"effective\":[\"CAP_KILL\"],"
+                  "\"inheritable\":[]}}}";
+      struct crest_config_edit e = { .grant = CREST_GRANT_ADD, .add_setpcap = true };
+      yajl_val in = parse(text), out = NULL;
+      char *o = NULL;
+      int n = 0;
+      if (in && crest_config_edit(in, &e, &o, NULL, &err) == 0)
+        out = parse(o);
+      for (const char *q = o; q && (q = strstr(q, "\"CAP_SETPCAP\"")); q++)
+        n++;
+      tap_ok(out && crest_config_process_holds_cap(out, "CAP_SETPCAP") == 1 && n == 3
+                 && crest_config_process_holds_cap(out, "CAP_KILL") == 1,
+             "edit add_setpcap: CAP_SETPCAP once in each of bounding, permitted, effective (%d "
+             "in all; the config had it in %s)",
+             n, had ? "bounding and permitted" : "none");
+      tap_ok(in && crest_config_root_holds_cap(in, "CAP_SETPCAP") == had,
+             "the restore's test of whether the config gives CAP_SETPCAP: %s",
+             had ? "it does" : "it does not (the restorer is told: setpcap-added)");
+      if (out)
+        yajl_tree_free(out);
+      if (in)
+        yajl_tree_free(in);
+      free(o);
+    }
   return tap_done();
 }

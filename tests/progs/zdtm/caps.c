@@ -10,10 +10,11 @@
  * compared; in particular CAP_CHECKPOINT_RESTORE must be held after restore
  * exactly when it was held before.
  *
- * Capability 40 left in the bounding set is a known gap (KNOWN) only where
- * the running kernel refuses to let a task drop it without CAP_SETPCAP,
- * which is probed (probe_bnd_drop), never read from the kernel's version;
- * where the kernel allows it, it is a failure.
+ * Capability 40 left in the bounding set is a failure on any kernel: a
+ * container's restorer holds CAP_SETPCAP to drop it (until December 2026 it
+ * did not, and this was a known gap where the kernel refused the drop
+ * without CAP_SETPCAP); the probe (probe_bnd_drop) still says which kernel
+ * this is, in the message.
  *
  *   zdtm-caps --probe-bnd-drop
  *
@@ -82,9 +83,8 @@ compare(const struct creds *want)
   CMP(eff, "0x%016" PRIx64);
   if (want->bnd != got.bnd)
     {
-      /* Capability 40 left in the bounding set is a known gap only where
-         the kernel lets no task drop it without CAP_SETPCAP (docs/engine.md);
-         where it does, crest must have dropped it. */
+      /* Capability 40 left in the bounding set: crest must have dropped it
+         (with CAP_SETPCAP, or on a kernel that allows it without). */
       uint64_t cr = 1ULL << CAP_CHECKPOINT_RESTORE;
       char why[256];
       int allowed;
@@ -92,10 +92,11 @@ compare(const struct creds *want)
         {
           allowed = zdtm_probe_bnd_drop(why, sizeof why);
           if (allowed == 0)
-            zdtm_known("bnd keeps CAP_CHECKPOINT_RESTORE after restore (expected 0x%016" PRIx64
-                       ", got 0x%016" PRIx64
-                       "): this kernel drops a bounding capability only with CAP_SETPCAP",
-                       want->bnd, got.bnd);
+            zdtm_fail("bnd keeps CAP_CHECKPOINT_RESTORE after restore (expected 0x%016" PRIx64
+                      ", got 0x%016" PRIx64
+                      "): this kernel drops a bounding capability only with CAP_SETPCAP, which "
+                      "the restorer should have held",
+                      want->bnd, got.bnd);
           else if (allowed > 0)
             zdtm_fail("bnd: expected 0x%016" PRIx64 ", got 0x%016" PRIx64
                       ": CAP_CHECKPOINT_RESTORE stayed, although this kernel lets a task "
