@@ -194,6 +194,7 @@ struct dctx
   /* Keyrings (keyrings.c): crest's own session keyring and the tree's
      root's (0: none, or no keys in this kernel). */
   long own_session_key, session_key;
+  bool session_is_users; /* the root's session keyring is its user's own (keyrings.c) */
   struct cpus_cache cpus_cache; /* affinity.c: the cpuset last looked up */
   bool foreign_userns;          /* the tree lives in another user namespace than crest */
   struct idmap uidmap, gidmap;

@@ -112,21 +112,49 @@ root_session(struct dctx *c, const struct kinj *j, long s, crest_error_t *err)
 {
   long us = 0, uk = 0;
   c->session_key = s;
-  if (s == 0 || s == c->own_session_key)
+  if (s == 0)
+    return 0;
+  /* Process mode: the user's own session keyring (the one a task without
+     another uses) is still the user's after a restore. */
+  if (!c->o->root_is_ns_init)
+    {
+      if (ring_id(j, KEY_SPEC_USER_SESSION_KEYRING, &us, err) < 0)
+        return -1;
+      c->session_is_users = s == us;
+    }
+  if (s == c->own_session_key || c->session_is_users)
     return 0;
   if (ring_id(j, KEY_SPEC_USER_KEYRING, &uk, err) < 0)
     return -1;
   if (c->o->root_is_ns_init)
     return ring_empty(j, s, uk, "session keyring", "crun makes the restored container a new one",
                       err);
-  /* The user's own session keyring (the one a task without another uses):
-     still the user's after a restore. */
-  if (ring_id(j, KEY_SPEC_USER_SESSION_KEYRING, &us, err) < 0)
-    return -1;
-  if (s == us)
-    return 0;
   return ring_empty(j, s, uk, "session keyring",
                     "the restored tree gets the session keyring of whoever restores it", err);
+}
+
+/* A thread of another UID than the root's whose session keyring is its own
+   user's session keyring (KEY_SPEC_USER_SESSION_KEYRING, of its UID), in a
+   tree whose root's is the root's user's: none of the tree's tasks joined
+   a session keyring, and each searches its own user's (a service that
+   changed its UID: Apache's workers). A restore gives each task the same
+   where the restorer has none either, as it does for the root; the
+   keyring must hold nothing a restore could lose (ring_empty). False with
+   *ERR unset: not that case. */
+static bool
+own_users(struct dctx *c, const struct kinj *j, long id, crest_error_t *err)
+{
+  long us = 0, uk = 0;
+  if (!c->session_is_users || ring_id(j, KEY_SPEC_USER_SESSION_KEYRING, &us, err) < 0 || id != us)
+    return false;
+  if (ring_id(j, KEY_SPEC_USER_KEYRING, &uk, err) < 0
+      || ring_empty(j, id, uk, "user session keyring",
+                    "a restore gives the task its user's session keyring, of the restorer's "
+                    "user namespace",
+                    err)
+             < 0)
+    return false;
+  return true;
 }
 
 int
@@ -161,8 +189,8 @@ keys_dump_thread(struct dctx *c, struct dproc *p, size_t t, shm_inject_fn fn, vo
       if (root_session(c, &j, id, err) < 0)
         return -1;
     }
-  else if (id != c->session_key)
-    return crest_error_make(err, ENOTSUP,
+  else if (id != c->session_key && !own_users(c, &j, id, err))
+    return *err ? -1 : crest_error_make(err, ENOTSUP,
                             "task %d: thread %d's session keyring (key %ld) is not the root's "
                             "(key %ld), and a restore gives every task the root's: cannot "
                             "checkpoint it",

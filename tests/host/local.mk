@@ -19,7 +19,8 @@ EXTRA_DIST += tests/host/real-programs.test tests/host/real/py-state.py tests/ho
     tests/host/real/py-sqlite.py tests/host/real/py-mp.py tests/host/real/zdtm_py.py
 # Daemons: varnish, MariaDB, Erlang, Go, Unbound, rsyslog, gunicorn.
 TESTS += tests/host/real-daemons.test
-EXTRA_DIST += tests/host/real-daemons.test tests/host/real/go-srv.go tests/host/real/erl_srv.erl
+EXTRA_DIST += tests/host/real-daemons.test tests/host/real/go-srv.go tests/host/real/erl_srv.erl \
+    tests/host/real/py-keyring.py
 
 # Signals that arrive while the dump works on a task (zdtm-sigstorm).
 TESTS += tests/host/engine-signals.test
