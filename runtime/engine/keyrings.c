@@ -190,11 +190,13 @@ keys_dump_thread(struct dctx *c, struct dproc *p, size_t t, shm_inject_fn fn, vo
         return -1;
     }
   else if (id != c->session_key && !own_users(c, &j, id, err))
-    return *err ? -1 : crest_error_make(err, ENOTSUP,
-                            "task %d: thread %d's session keyring (key %ld) is not the root's "
-                            "(key %ld), and a restore gives every task the root's: cannot "
-                            "checkpoint it",
-                            p->pid, j.tid, id, c->session_key);
+    return *err ? -1
+                : crest_error_make(
+                    err, ENOTSUP,
+                    "task %d: thread %d's session keyring (key %ld) is not the root's "
+                    "(key %ld), and a restore gives every task the root's: cannot "
+                    "checkpoint it",
+                    p->pid, j.tid, id, c->session_key);
   /* A container's user keyrings (one of each per user ID): in the user
      namespace crun makes again. */
   if (t != 0 || !c->o->root_is_ns_init)

@@ -53,8 +53,8 @@ repair_by_helper(int fd, int on)
     char buf[CMSG_SPACE(sizeof(int))];
   } u;
   struct iovec iov = { req, sizeof req };
-  struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf,
-                      .msg_controllen = sizeof u.buf };
+  struct msghdr m
+      = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
   struct cmsghdr *c = CMSG_FIRSTHDR(&m);
   struct pollfd p = { helper, POLLIN, 0 };
   ssize_t n;

@@ -1477,7 +1477,8 @@ repair_for_restorer(int fd, const char *req, ssize_t len, int rfd)
     e = EPROTO;
   else if (setsockopt(rfd, SOL_TCP, TCP_REPAIR, &on, sizeof on) < 0)
     e = errno;
-  crest_debug("restore: TCP repair mode %d on the restorer's socket: %s", on, e ? strerror(e) : "done");
+  crest_debug("restore: TCP repair mode %d on the restorer's socket: %s", on,
+              e ? strerror(e) : "done");
   snprintf(ans, sizeof ans, "t%d", e);
   if (send(fd, ans, strlen(ans), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
     crest_debug("restore: answer the restorer: %s", strerror(errno));
