@@ -563,7 +563,7 @@ predump_copy(struct dctx *c, struct pre_proc *q, struct img_out *o, struct sums 
               else
                 {
                   out = xrealloc(out, (nout + 1) * sizeof *out);
-                  out[nout++] = (struct prun){ a, PAGE, o->size - PAGE, 0, false };
+                  out[nout++] = (struct prun){ a, PAGE, o->size - PAGE, 0, false, false };
                 }
             }
         }

@@ -194,7 +194,7 @@ struct dctx
   /* Keyrings (keyrings.c): crest's own session keyring and the tree's
      root's (0: none, or no keys in this kernel). */
   long own_session_key, session_key;
-  bool session_is_users; /* the root's session keyring is its user's own (keyrings.c) */
+  bool session_is_users;        /* the root's session keyring is its user's own (keyrings.c) */
   struct cpus_cache cpus_cache; /* affinity.c: the cpuset last looked up */
   bool foreign_userns;          /* the tree lives in another user namespace than crest */
   struct idmap uidmap, gidmap;
@@ -355,6 +355,10 @@ struct prun
   uint64_t vaddr, len, off;
   int from;
   bool noread;
+  /* One page mapped but not the mapping's own (pagemap: present, neither
+     exclusively mapped nor a file's): the kernel's zero page where it
+     reads as zeros, which the dump leaves out (dump_memory). */
+  bool zcand;
 };
 struct chain_proc;
 struct cow_dump;
@@ -394,8 +398,7 @@ struct cow_dump;
 /* mem.c: the NPAGES pagemap entries of PID from START into ENT (FD its
    open pagemap), read on until all are in. */
 int
-pagemap_read(int fd, pid_t pid, uint64_t start, uint64_t npages, uint64_t *ent,
-             crest_error_t *err);
+pagemap_read(int fd, pid_t pid, uint64_t start, uint64_t npages, uint64_t *ent, crest_error_t *err);
 /* Pages of a mapping whose pagemap entries are read at once: a mapping
    may reserve terabytes (MariaDB's 8 TiB PROT_NONE range). */
 #define PAGEMAP_WINDOW ((uint64_t)1 << 16)

@@ -207,8 +207,35 @@ parent_page(const struct cow_dump *d, uint64_t addr, size_t *hint)
   }
 }
 
+/* Does the parent's image hold its page at ADDR in a run (of its own page
+   file or of an image it takes pages from)? A page of zeros it does not
+   hold there may be one it left out as the zero page (mem.c, dump_memory):
+   a child's equal page is then not made a reference to it (which the
+   restore would refuse), and is left out as well where it is not the
+   child's own. (A page of zeros the parent holds through a reference of
+   its own is not told apart: the child's copy is saved, or left out.) */
+static bool
+parent_has(const struct cow_dump *d, uint64_t addr)
+{
+  const struct dproc *pp = d->pp;
+  size_t lo = 0, hi = pp->nruns;
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      const struct prun *r = &pp->runs[mid];
+      if (addr < r->vaddr)
+        hi = mid;
+      else if (addr >= r->vaddr + r->len)
+        lo = mid + 1;
+      else
+        return true;
+    }
+  return false;
+}
+
 /* Pages K..J-1 from START compared, EQ[i] set for page K+i equal to the
-   parent's (A, B: buffers of CMP_PAGES pages). Run by two threads at once
+   parent's (A, B: buffers of CMP_PAGES pages): 1, or 2 where it is all
+   zeros; 0 where it differs. Run by two threads at once
    on the halves of a long run; the parent's page file is mapped before
    (parent_page only reads then). */
 struct cmp_part
@@ -242,7 +269,13 @@ compare_part(void *arg)
       if (remote && vm_read(c->d->ppid, addr, c->b, n * PAGE, &c->err) < 0)
         return c->rc = -1, NULL;
       for (uint64_t i = 0; i < n; i++)
-        c->eq[k - c->k + i] = memcmp(c->a + i * PAGE, src[i] ? src[i] : c->b + i * PAGE, PAGE) == 0;
+        {
+          static const char zero[PAGE];
+          const char *pa = c->a + i * PAGE;
+          c->eq[k - c->k + i] = memcmp(pa, src[i] ? src[i] : c->b + i * PAGE, PAGE) != 0 ? 0
+                                : memcmp(pa, zero, PAGE) == 0                            ? 2
+                                                                                         : 1;
+        }
       k += n;
     }
   return NULL;
@@ -289,7 +322,7 @@ compare_run(struct cow_dump *d, const struct vma *m, uint64_t start, uint64_t *e
   if (part[0].rc < 0 || part[1].rc < 0)
     return -1;
   for (uint64_t i = 0; i < j - k; i++)
-    if (eq[i])
+    if (eq[i] == 1 || (eq[i] == 2 && parent_has(d, start + (k + i) * PAGE)))
       {
         if (ent[k + i] & PM_EXCLUSIVE)
           d->equal++;

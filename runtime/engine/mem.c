@@ -182,17 +182,17 @@ put_runs(yajl_gen g, const char *name, const struct prun *runs, size_t nruns)
    image's page file, OFF its running size). */
 static void
 add_run(struct prun **runs, size_t *n, uint64_t addr, uint64_t len, int from, uint64_t off,
-        bool noread)
+        bool noread, bool zcand)
 {
   struct prun *l = *n ? &(*runs)[*n - 1] : NULL;
-  if (l && l->vaddr + l->len == addr && l->from == from && l->off + l->len == off
-      && l->noread == noread)
+  if (l && !zcand && !l->zcand && l->vaddr + l->len == addr && l->from == from
+      && l->off + l->len == off && l->noread == noread)
     {
       l->len += len;
       return;
     }
   *runs = xrealloc(*runs, (*n + 1) * sizeof **runs);
-  (*runs)[(*n)++] = (struct prun){ addr, len, off, from, noread };
+  (*runs)[(*n)++] = (struct prun){ addr, len, off, from, noread, zcand };
 }
 
 /* Entries ENT of the NPAGES pages from START: those the checkpoint's own
@@ -218,13 +218,13 @@ unfresh(const struct dproc *p, uint64_t start, uint64_t npages, uint64_t *ent)
 }
 
 int
-pagemap_read(int fd, pid_t pid, uint64_t start, uint64_t npages, uint64_t *ent,
-             crest_error_t *err)
+pagemap_read(int fd, pid_t pid, uint64_t start, uint64_t npages, uint64_t *ent, crest_error_t *err)
 {
   uint64_t done = 0;
   while (done < npages * 8)
     {
-      ssize_t n = pread(fd, (char *)ent + done, npages * 8 - done, (off_t)(start / PAGE * 8 + done));
+      ssize_t n
+          = pread(fd, (char *)ent + done, npages * 8 - done, (off_t)(start / PAGE * 8 + done));
       if (n < 0 && errno == EINTR)
         continue;
       if (n < 0)
@@ -253,10 +253,16 @@ plan_window(const struct vma *m, uint64_t ws, const uint64_t *ent, uint64_t wn, 
       if (!(((e >> 63) & 1 && (!file || !((e >> 61) & 1))) || ((e >> 62) & 1)))
         continue;
       if (cp && chain_take(cp, m, addr, e, &from, &poff))
-        add_run(runs, nruns, addr, PAGE, from, poff, false);
+        add_run(runs, nruns, addr, PAGE, from, poff, false, false);
       else
         {
-          add_run(runs, nruns, addr, PAGE, 0, *off, !(m->prot & PROT_READ));
+          /* Present, not swapped, not exclusively mapped (bit 56), in a
+             private anonymous mapping: maybe the zero page (a page only
+             read; the huge zero page shows as a file's, bit 61), else
+             shared with a process the comparison with the parent did not
+             cover. */
+          bool z = !file && (m->prot & PROT_READ) && ((e >> 62) & 3) == 2 && !((e >> 56) & 1);
+          add_run(runs, nruns, addr, PAGE, 0, *off, !(m->prot & PROT_READ), z);
           *off += PAGE;
         }
     }
@@ -314,6 +320,42 @@ mem_plan(const struct dproc *p, const struct vma *v, size_t nv, struct cow_dump 
   return 0;
 }
 
+static bool
+page_zero(const char *b)
+{
+  static const char zero[PAGE];
+  return memcmp(b, zero, PAGE) == 0;
+}
+
+/* The NB pieces of BUF just read (RIOV; RIX their runs, FIRST whether a
+   piece starts its run) made into what the page file gets, in place: a
+   candidate zero page (struct prun: zcand) that reads as zeros is left
+   out (its run's length becomes 0), and each run's offset is where its
+   first byte lands, WROFF being the file's size before. The bytes kept. */
+static uint64_t
+batch_compact(char *buf, const struct iovec *riov, const size_t *rix, const bool *first, size_t nb,
+              struct prun *runs, uint64_t wroff)
+{
+  uint64_t pos = 0, dst = 0;
+  for (size_t k = 0; k < nb; k++)
+    {
+      struct prun *r = &runs[rix[k]];
+      uint64_t len = riov[k].iov_len;
+      if (r->zcand && page_zero(buf + pos))
+        r->len = 0;
+      else
+        {
+          if (first[k])
+            r->off = wroff + dst;
+          if (dst != pos)
+            memmove(buf + dst, buf + pos, len);
+          dst += len;
+        }
+      pos += len;
+    }
+  return dst;
+}
+
 static int
 dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct cow_dump *cow,
             yajl_gen g, crest_error_t *err)
@@ -326,7 +368,9 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
   struct prun *runs = NULL;
   size_t nruns = 0, nbatch = 0;
   struct iovec riov[IOV_MAX];
-  uint64_t own = 0, bfill = 0;
+  size_t rix[IOV_MAX];
+  bool first[IOV_MAX];
+  uint64_t own = 0, bfill = 0, wroff = 0, kept;
   struct img_out o;
   int rc = -1;
 
@@ -368,8 +412,10 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
                                "task %d: copy memory (process_vm_readv)", p->pid);                 \
               goto out;                                                                            \
             }                                                                                      \
+          kept = batch_compact(buf, riov, rix, first, nbatch, runs, wroff);                        \
+          wroff += kept;                                                                           \
           clock_gettime(CLOCK_MONOTONIC, &ts);                                                     \
-          if (img_out_write(&o, buf, bfill, err) < 0)                                              \
+          if (img_out_write(&o, buf, kept, err) < 0)                                               \
             goto out;                                                                              \
           c->ms_out += ms_since(&ts);                                                              \
           buf = buf == bufs ? bufs + BATCH : bufs;                                                 \
@@ -387,8 +433,10 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
       p->mem_bytes += len;
       if (runs[i].noread)
         {
-          /* process_vm_readv honours protections; /proc/PID/mem does not. */
           FLUSH();
+          runs[i].off = wroff;
+          wroff += len;
+          /* process_vm_readv honours protections; /proc/PID/mem does not. */
           if (mem < 0 && (mem = open(mempath, O_RDONLY | O_CLOEXEC)) < 0)
             {
               crest_error_errno(err, "task %d: open mem", p->pid);
@@ -414,6 +462,7 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
           uint64_t room = BATCH - bfill, chunk = len < room ? len : room;
           riov[nbatch].iov_base = (void *)addr;
           riov[nbatch].iov_len = chunk;
+          rix[nbatch] = i, first[nbatch] = addr == runs[i].vaddr;
           nbatch++, bfill += chunk, addr += chunk, len -= chunk;
           if (bfill == BATCH || nbatch == IOV_MAX)
             {
@@ -430,6 +479,17 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
   if (img_out_close(&o, err) < 0)
     goto out;
   c->ms_close += ms_since(&ts);
+  {
+    /* The zero pages left out: no run. */
+    size_t n = 0;
+    for (size_t i = 0; i < nruns; i++)
+      if (runs[i].len)
+        runs[n++] = runs[i];
+    if (n < nruns)
+      crest_debug("task %d: %zu pages read as zeros and not its own (the zero page) left out",
+                  p->pid, nruns - n);
+    nruns = n;
+  }
   put_runs(g, name, runs, nruns);
   cow_dump_put(c, cow, g);
   /* Kept for the children's comparison (mem-cow.c: parent_page). */

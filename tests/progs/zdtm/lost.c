@@ -503,6 +503,67 @@ chk_sparse(void)
     zdtm_fail("the 1 TiB PROT_NONE range %s is not in maps any more", want);
 }
 
+/* --- pages only read: the kernel's zero page, which is in no one's Rss.
+   Until December 2026 the checkpoint saved each as a page of zeros and the
+   restore wrote it: the restored mapping's Rss grew by every page the
+   program had only read (a lookup table of zeros, a bitmap) --- */
+
+#define ZMAP (16 * MIB)
+static char *zmap;
+
+static long
+rss_kb_of(void *addr)
+{
+  FILE *f = fopen("/proc/self/smaps", "r");
+  char line[256];
+  bool in = false;
+  long kb = -1;
+  unsigned long a = (unsigned long)addr, s, e;
+  while (f && fgets(line, sizeof line, f))
+    if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
+      in = s <= a && a < e;
+    else if (in && sscanf(line, "Rss: %ld kB", &kb) == 1)
+      break;
+  if (f)
+    fclose(f);
+  return kb;
+}
+
+static void
+set_zero_read(void)
+{
+  volatile char sum = 0;
+  zmap = mmap(NULL, ZMAP, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  need(zmap != MAP_FAILED, "mmap");
+  madvise(zmap, ZMAP, MADV_NOHUGEPAGE); /* pages of 4 KiB, each read or written */
+  for (long i = 0; i < 16; i++)
+    memset(zmap + i * 64 * PG, 0x30 + (int)i, PG);
+  for (long i = 0; i < ZMAP; i += PG)
+    sum += zmap[i];
+  (void)sum;
+  if (rss_kb_of(zmap) != 16 * PG / 1024)
+    unsupported("the zero page (Rss of 16 written pages and the rest read)");
+}
+
+static void
+chk_zero_read(void)
+{
+  long kb = rss_kb_of(zmap);
+  if (kb != 16 * PG / 1024)
+    zdtm_fail("a mapping of 16 written pages and %ld only read: Rss %ld kB after restore, %ld "
+              "before",
+              ZMAP / PG - 16, kb, 16 * PG / 1024);
+  for (long i = 0; i < ZMAP; i += PG)
+    {
+      int want = i % (64 * PG) == 0 && i / (64 * PG) < 16 ? 0x30 + (int)(i / (64 * PG)) : 0;
+      if (zmap[i] != want || zmap[i + PG - 1] != want)
+        {
+          zdtm_fail("the page at +%ld reads 0x%x, expected 0x%x", i, zmap[i], want);
+          break;
+        }
+    }
+}
+
 /* --- NUMA memory policies (node 0: every machine has it) --- */
 
 static char *mp_bind, *mp_pref;
@@ -2943,6 +3004,7 @@ static const struct
   { "madv-nohugepage", set_nh, chk_madv },
   { "guard-region", set_guard, chk_guard },
   { "reserve-sparse", set_sparse, chk_sparse },
+  { "zero-read", set_zero_read, chk_zero_read },
   { "subreaper", set_subreaper, chk_subreaper },
   { "coredump-filter", set_coredump, chk_coredump },
   { "mce-kill", set_mce, chk_mce },
