@@ -368,7 +368,7 @@ chain_take(const struct chain_proc *cp, const struct vma *m, uint64_t addr, uint
            uint64_t *off)
 {
   const struct chain_vma *pv = NULL;
-  size_t lo = 0, hi = cp->nr;
+  const struct prun *r;
   /* Present, mapped by this process only (bit 56: never the shared zero
      page a read fault maps, nor a page shared copy-on-write), and not
      written since the parent cleared the soft-dirty bits (bit 55). */
@@ -385,22 +385,12 @@ chain_take(const struct chain_proc *cp, const struct vma *m, uint64_t addr, uint
           && (strcmp(pv->path, m->path) != 0
               || pv->pgoff * PAGE + (addr - pv->start) != m->pgoff * PAGE + (addr - m->start))))
     return false;
-  while (lo < hi)
-    {
-      size_t mid = (lo + hi) / 2;
-      const struct prun *r = &cp->runs[mid];
-      if (addr < r->vaddr)
-        hi = mid;
-      else if (addr >= r->vaddr + r->len)
-        lo = mid + 1;
-      else
-        {
-          *from = r->from;
-          *off = r->off + (addr - r->vaddr);
-          return true;
-        }
-    }
-  return false;
+  r = prun_find(cp->runs, cp->nr, addr);
+  if (!r)
+    return false;
+  *from = r->from;
+  *off = r->off + (addr - r->vaddr);
+  return true;
 }
 
 void

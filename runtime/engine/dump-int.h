@@ -364,6 +364,9 @@ struct chain_proc;
 struct cow_dump;
 
 /* mem.c */
+/* The run of RUNS (N, sorted by address) that holds ADDR, or NULL. */
+const struct prun *
+prun_find(const struct prun *runs, size_t n, uint64_t addr);
 void
 put_runs(yajl_gen g, const char *name, const struct prun *runs, size_t nruns);
 int

@@ -217,20 +217,7 @@ parent_page(const struct cow_dump *d, uint64_t addr, size_t *hint)
 static bool
 parent_has(const struct cow_dump *d, uint64_t addr)
 {
-  const struct dproc *pp = d->pp;
-  size_t lo = 0, hi = pp->nruns;
-  while (lo < hi)
-    {
-      size_t mid = lo + (hi - lo) / 2;
-      const struct prun *r = &pp->runs[mid];
-      if (addr < r->vaddr)
-        hi = mid;
-      else if (addr >= r->vaddr + r->len)
-        lo = mid + 1;
-      else
-        return true;
-    }
-  return false;
+  return prun_find(d->pp->runs, d->pp->nruns, addr) != NULL;
 }
 
 /* Pages K..J-1 from START compared, EQ[i] set for page K+i equal to the

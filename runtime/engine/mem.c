@@ -159,6 +159,24 @@ free_vmas(struct vma *v, size_t n)
 }
 
 /* The record of a process's page file NAME and its RUNS. */
+const struct prun *
+prun_find(const struct prun *runs, size_t n, uint64_t addr)
+{
+  size_t lo = 0, hi = n;
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      const struct prun *r = &runs[mid];
+      if (addr < r->vaddr)
+        hi = mid;
+      else if (addr >= r->vaddr + r->len)
+        lo = mid + 1;
+      else
+        return r;
+    }
+  return NULL;
+}
+
 void
 put_runs(yajl_gen g, const char *name, const struct prun *runs, size_t nruns)
 {
