@@ -1912,6 +1912,20 @@ restore_watch(struct restore_watch *w)
         }
       watch_wait(&f, w);
     }
+  /* Restored before crun wrote the init's PID (the restorer's "D" can come
+     first): wait for the file, as above (the binds are taken out through
+     the init's namespaces, and a PID of 0 named none). */
+  while (w->restored && !w->init && time(NULL) <= deadline)
+    {
+      struct pollfd p = { f.ino, POLLIN, 0 };
+      char buf[4096];
+      w->init = read_pid_file(w->pid_file);
+      if (w->init)
+        break;
+      poll(&p, f.ino >= 0, f.ino >= 0 ? 1000 : 10);
+      while (f.ino >= 0 && read(f.ino, buf, sizeof buf) > 0)
+        ;
+    }
   watch_close(&f);
 }
 
@@ -1976,11 +1990,13 @@ drop_binds_body(int fd, void *arg)
 static void
 drop_restore_binds(const char *id, pid_t init)
 {
-  cleanup_free char *table = ns_view(init, NULL), *out = NULL,
+  cleanup_free char *table = init ? ns_view(init, NULL) : NULL, *out = NULL,
                     *path = xasprintf("/proc/%d/mountinfo", (int)init);
   crest_error_t e = NULL;
   struct drop_req r = { init, NULL };
-  if (!table && read_file(path, &table, NULL, 16u << 20, &e) < 0)
+  if (!init)
+    crest_error_make(&e, ESRCH, "crun never wrote the init's PID");
+  if (!table && (!init || read_file(path, &table, NULL, 16u << 20, &e) < 0))
     {
       cleanup_free char *why = crest_error_text(e);
       crest_warn("container `%s`: restore: the restorer's and image's binds in the container "
