@@ -158,7 +158,6 @@ free_vmas(struct vma *v, size_t n)
   free(v);
 }
 
-/* The record of a process's page file NAME and its RUNS. */
 const struct prun *
 prun_find(const struct prun *runs, size_t n, uint64_t addr)
 {
@@ -177,6 +176,7 @@ prun_find(const struct prun *runs, size_t n, uint64_t addr)
   return NULL;
 }
 
+/* The record of a process's page file NAME and its RUNS. */
 void
 put_runs(yajl_gen g, const char *name, const struct prun *runs, size_t nruns)
 {
