@@ -498,14 +498,26 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
     goto out;
   c->ms_close += ms_since(&ts);
   {
-    /* The zero pages left out: no run. */
-    size_t n = 0;
+    /* The zero pages left out: no run; the candidates kept (each a run of
+       its own while it was one) joined to their neighbours again. */
+    size_t n = 0, left = 0;
     for (size_t i = 0; i < nruns; i++)
-      if (runs[i].len)
-        runs[n++] = runs[i];
-    if (n < nruns)
+      {
+        struct prun *l = n ? &runs[n - 1] : NULL, *r = &runs[i];
+        if (!r->len)
+          {
+            left++;
+            continue;
+          }
+        if (l && !l->from && !r->from && l->noread == r->noread && l->vaddr + l->len == r->vaddr
+            && l->off + l->len == r->off)
+          l->len += r->len;
+        else
+          runs[n++] = *r;
+      }
+    if (left)
       crest_debug("task %d: %zu pages read as zeros and not its own (the zero page) left out",
-                  p->pid, nruns - n);
+                  p->pid, left);
     nruns = n;
   }
   put_runs(g, name, runs, nruns);
