@@ -452,8 +452,8 @@ chk_guard(void)
 
 #define SPARSE (2048 * MIB)
 static char *resv, *sparse;
-static const long sparse_at[] = { 0, 256 * MIB - PG, 256 * MIB, 256 * MIB + PG, 1024 * MIB + 5 * PG,
-                                  SPARSE - PG };
+static const long sparse_at[]
+    = { 0, 256 * MIB - PG, 256 * MIB, 256 * MIB + PG, 1024 * MIB + 5 * PG, SPARSE - PG };
 
 static void
 set_sparse(void)
