@@ -374,6 +374,33 @@ batch_compact(char *buf, const struct iovec *riov, const size_t *rix, const bool
   return dst;
 }
 
+/* RUNS (N) once written: the zero pages left out have no run; the
+   candidates kept (each a run of its own while it was one) are joined to
+   their neighbours again. The runs left. */
+static size_t
+runs_settle(struct prun *runs, size_t nruns, pid_t pid)
+{
+  size_t n = 0, left = 0;
+  for (size_t i = 0; i < nruns; i++)
+    {
+      struct prun *l = n ? &runs[n - 1] : NULL, *r = &runs[i];
+      if (!r->len)
+        {
+          left++;
+          continue;
+        }
+      if (l && !l->from && !r->from && l->noread == r->noread && l->vaddr + l->len == r->vaddr
+          && l->off + l->len == r->off)
+        l->len += r->len;
+      else
+        runs[n++] = *r;
+    }
+  if (left)
+    crest_debug("task %d: %zu pages read as zeros and not its own (the zero page) left out", pid,
+                left);
+  return n;
+}
+
 static int
 dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct cow_dump *cow,
             yajl_gen g, crest_error_t *err)
@@ -497,29 +524,7 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
   if (img_out_close(&o, err) < 0)
     goto out;
   c->ms_close += ms_since(&ts);
-  {
-    /* The zero pages left out: no run; the candidates kept (each a run of
-       its own while it was one) joined to their neighbours again. */
-    size_t n = 0, left = 0;
-    for (size_t i = 0; i < nruns; i++)
-      {
-        struct prun *l = n ? &runs[n - 1] : NULL, *r = &runs[i];
-        if (!r->len)
-          {
-            left++;
-            continue;
-          }
-        if (l && !l->from && !r->from && l->noread == r->noread && l->vaddr + l->len == r->vaddr
-            && l->off + l->len == r->off)
-          l->len += r->len;
-        else
-          runs[n++] = *r;
-      }
-    if (left)
-      crest_debug("task %d: %zu pages read as zeros and not its own (the zero page) left out",
-                  p->pid, left);
-    nruns = n;
-  }
+  nruns = runs_settle(runs, nruns, p->pid);
   put_runs(g, name, runs, nruns);
   cow_dump_put(c, cow, g);
   /* Kept for the children's comparison (mem-cow.c: parent_page). */
