@@ -364,6 +364,9 @@ struct chain_proc;
 struct cow_dump;
 
 /* mem.c */
+/* Is the page at B all zeros? */
+bool
+page_zero(const char *b);
 /* The run of RUNS (N, sorted by address) that holds ADDR, or NULL. */
 const struct prun *
 prun_find(const struct prun *runs, size_t n, uint64_t addr);

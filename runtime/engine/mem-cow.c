@@ -221,8 +221,8 @@ parent_has(const struct cow_dump *d, uint64_t addr)
 }
 
 /* Pages K..J-1 from START compared, EQ[i] set for page K+i equal to the
-   parent's (A, B: buffers of CMP_PAGES pages): 1, or 2 where it is all
-   zeros; 0 where it differs. Run by two threads at once
+   parent's and one its image holds (A, B: buffers of CMP_PAGES pages).
+   Run by two threads at once
    on the halves of a long run; the parent's page file is mapped before
    (parent_page only reads then). */
 struct cmp_part
@@ -255,13 +255,13 @@ compare_part(void *arg)
           c->in_file++;
       if (remote && vm_read(c->d->ppid, addr, c->b, n * PAGE, &c->err) < 0)
         return c->rc = -1, NULL;
+      /* A page read out of the parent (not in its page file) that is all
+         zeros is a reference only where the parent's image holds it. */
       for (uint64_t i = 0; i < n; i++)
         {
-          static const char zero[PAGE];
           const char *pa = c->a + i * PAGE;
-          c->eq[k - c->k + i] = memcmp(pa, src[i] ? src[i] : c->b + i * PAGE, PAGE) != 0 ? 0
-                                : memcmp(pa, zero, PAGE) == 0                            ? 2
-                                                                                         : 1;
+          c->eq[k - c->k + i] = memcmp(pa, src[i] ? src[i] : c->b + i * PAGE, PAGE) == 0
+                                && (src[i] || !page_zero(pa) || parent_has(c->d, addr + i * PAGE));
         }
       k += n;
     }
@@ -309,7 +309,7 @@ compare_run(struct cow_dump *d, const struct vma *m, uint64_t start, uint64_t *e
   if (part[0].rc < 0 || part[1].rc < 0)
     return -1;
   for (uint64_t i = 0; i < j - k; i++)
-    if (eq[i] == 1 || (eq[i] == 2 && parent_has(d, start + (k + i) * PAGE)))
+    if (eq[i])
       {
         if (ent[k + i] & PM_EXCLUSIVE)
           d->equal++;

@@ -338,7 +338,7 @@ mem_plan(const struct dproc *p, const struct vma *v, size_t nv, struct cow_dump 
   return 0;
 }
 
-static bool
+bool
 page_zero(const char *b)
 {
   static const char zero[PAGE];

@@ -89,6 +89,9 @@ interp() {
     fi
 }
 
+# free_port: a TCP port of 127.0.0.1 free a moment ago.
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
 start() { # DIR COMMAND...: in DIR, stdin from /dev/null, output to DIR/out
     local d=$1; shift
     (cd "$d" && exec "$@" </dev/null >"$d/out" 2>&1) &
