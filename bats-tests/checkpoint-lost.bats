@@ -149,6 +149,8 @@ lost_batch() {
 @test "zdtm-lost deleted-cwd: refused" { lost_case deleted-cwd "deleted"; }
 @test "zdtm-lost unix-peercred: restored (SO_PEERCRED of a pair, a connection, one to a child's listener: the same PIDs)" { lost_case unix-peercred restore; }
 @test "zdtm-lost unix-scm-rights: refused" { lost_case unix-scm-rights "SCM_RIGHTS"; }
+@test "zdtm-lost udp-cork: refused (a corked datagram)" { lost_case udp-cork "UDP_CORK"; }
+@test "zdtm-lost udp-more: refused (a datagram sent with MSG_MORE, after the wait)" { lost_case udp-more "MSG_MORE"; }
 @test "zdtm-lost unix-backlog-data: refused" { lost_case unix-backlog-data "accepted"; }
 @test "zdtm-lost timerfd-cancel: refused" { lost_case timerfd-cancel "CANCEL_ON_SET"; }
 @test "zdtm-lost inotify-unread: refused" { lost_case inotify-unread "unread"; }

@@ -60,6 +60,7 @@
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
+#include <linux/sockios.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -2713,6 +2714,108 @@ chk_btd(void)
   close(c);
 }
 
+/* udp-cork, udp-more, udp-inflight: a UDP socket S with bytes sent that
+   the kernel still holds (SIOCOUTQ). udp-cork: corked with UDP_CORK, "AB"
+   sent to R on 127.0.0.1; udp-more: "A" sent with MSG_MORE. Either would
+   be lost with the socket: refused (the check, on the untouched original:
+   uncorked, or "B" sent, R reads the one datagram "AB"). udp-inflight: 100
+   bytes sent to ZDTM_UDP_HOLD, an address of a network whose neighbour
+   never answers (the harness makes one with a veth pair), held by the
+   kernel about three seconds: they leave whatever becomes of S, and the
+   checkpoint waits for them (until December 2026 refused as corked); the
+   check after restore: S holds nothing, keeps its port and sends to R. */
+static int dg_s = -1, dg_r = -1;
+static bool dg_corked;
+static struct sockaddr_in dg_ra, dg_sa;
+static int
+outq(int s)
+{
+  int q = -1;
+  return ioctl(s, SIOCOUTQ, &q) < 0 ? -1 : q;
+}
+static void
+dg_pair(void)
+{
+  socklen_t len = sizeof dg_ra;
+  dg_s = socket(AF_INET, SOCK_DGRAM, 0);
+  dg_r = socket(AF_INET, SOCK_DGRAM, 0);
+  dg_ra.sin_family = AF_INET;
+  dg_ra.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  need(dg_s >= 0 && dg_r >= 0 && bind(dg_r, (struct sockaddr *)&dg_ra, sizeof dg_ra) == 0
+           && getsockname(dg_r, (struct sockaddr *)&dg_ra, &len) == 0,
+       "UDP sockets on 127.0.0.1");
+}
+static void
+set_udp_cork(void)
+{
+  dg_pair();
+  need(setsockopt(dg_s, SOL_UDP, UDP_CORK, &(int){ 1 }, sizeof(int)) == 0, "UDP_CORK");
+  dg_corked = true;
+  need(sendto(dg_s, "AB", 2, 0, (struct sockaddr *)&dg_ra, sizeof dg_ra) == 2, "sendto");
+  need(outq(dg_s) > 0, "corked bytes in SIOCOUTQ");
+}
+static void
+set_udp_more(void)
+{
+  dg_pair();
+  need(sendto(dg_s, "A", 1, MSG_MORE, (struct sockaddr *)&dg_ra, sizeof dg_ra) == 1,
+       "sendto(MSG_MORE)");
+  need(outq(dg_s) > 0, "bytes sent with MSG_MORE in SIOCOUTQ");
+}
+static void
+chk_dg_whole(void)
+{
+  char buf[8];
+  struct pollfd p = { .fd = dg_r, .events = POLLIN };
+  ssize_t n;
+  if (dg_corked)
+    {
+      if (setsockopt(dg_s, SOL_UDP, UDP_CORK, &(int){ 0 }, sizeof(int)) < 0)
+        zdtm_fail("uncork: %s", strerror(errno));
+    }
+  else if (sendto(dg_s, "B", 1, 0, (struct sockaddr *)&dg_ra, sizeof dg_ra) != 1)
+    zdtm_fail("the rest of the datagram: %s", strerror(errno));
+  n = poll(&p, 1, 2000) == 1 ? recv(dg_r, buf, sizeof buf, MSG_DONTWAIT) : -1;
+  if (n != 2 || memcmp(buf, "AB", 2) != 0)
+    zdtm_fail("R did not read the datagram \"AB\" (recv %zd)", n);
+}
+static void
+set_udp_inflight(void)
+{
+  const char *to = getenv("ZDTM_UDP_HOLD");
+  struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(9) };
+  char dgram[100] = { 0 };
+  socklen_t len = sizeof dg_sa;
+  int q;
+  if (!to || inet_pton(AF_INET, to, &a.sin_addr) != 1)
+    {
+      errno = EADDRNOTAVAIL;
+      unsupported("ZDTM_UDP_HOLD, an address whose neighbour never answers");
+    }
+  dg_pair();
+  need(sendto(dg_s, dgram, sizeof dgram, 0, (struct sockaddr *)&a, sizeof a) == sizeof dgram
+           && getsockname(dg_s, (struct sockaddr *)&dg_sa, &len) == 0,
+       "sendto ZDTM_UDP_HOLD");
+  if ((q = outq(dg_s)) <= 0)
+    zdtm_error("the datagram to %s is not held by the kernel (SIOCOUTQ %d)", to, q);
+}
+static void
+chk_udp_inflight(void)
+{
+  struct sockaddr_in a;
+  socklen_t len = sizeof a;
+  char buf[4];
+  struct pollfd p = { .fd = dg_r, .events = POLLIN };
+  int q = outq(dg_s);
+  if (q != 0)
+    zdtm_fail("S holds %d bytes after restore", q);
+  if (getsockname(dg_s, (struct sockaddr *)&a, &len) < 0 || a.sin_port != dg_sa.sin_port)
+    zdtm_fail("S: port %d after restore, %d before", ntohs(a.sin_port), ntohs(dg_sa.sin_port));
+  if (sendto(dg_s, "s", 1, 0, (struct sockaddr *)&dg_ra, sizeof dg_ra) != 1
+      || poll(&p, 1, 2000) != 1 || recv(dg_r, buf, sizeof buf, 0) != 1 || buf[0] != 's')
+    zdtm_fail("S no longer sends to R after restore: %s", strerror(errno));
+}
+
 /* udp-shutdown: UDP sockets shut down (shutdown(2), which a socket that is
    not connected also keeps, saying ENOTCONN): R bound, a datagram queued,
    then shut for reading; W connected to R, shut for writing; B bound and
@@ -3078,6 +3181,9 @@ static const struct
   { "mcast-source", set_mcast_source, chk_mcast_source },
   { "bindtodevice", set_btd, chk_btd },
   { "udp-shutdown", set_udp_shut, chk_udp_shut },
+  { "udp-cork", set_udp_cork, chk_dg_whole },
+  { "udp-more", set_udp_more, chk_dg_whole },
+  { "udp-inflight", set_udp_inflight, chk_udp_inflight },
   { "sockopts", set_sockopts, chk_sockopts },
   { "pty-ctty-closed", set_pty_closed, chk_pty_closed },
   { "leader-exit", set_leader_exit, NULL },
