@@ -170,6 +170,8 @@ write_tree(struct dctx *c, crest_error_t *err)
   yajl_gen_map_open(g);
   jput_int(g, "root", c->p[0].ipid);
   jput_bool(g, "root_is_ns_init", c->o->root_is_ns_init);
+  if (c->session_is_users)
+    jput_bool(g, "session_users", true);
   if (c->o->cgroup_path)
     jput_str(g, "cgroup", c->o->cgroup_path);
   jput_key(g, "processes");

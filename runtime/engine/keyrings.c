@@ -12,12 +12,16 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 #include <linux/keyctl.h>
 
 #include "dump-int.h"
+#include "log.h"
+#include "restore-int.h"
 #include "util.h"
 
 struct kinj
@@ -215,4 +219,65 @@ keys_own_session(void)
 {
   long r = syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0);
   return r < 0 ? 0 : r;
+}
+
+/* The restore side, process mode. A tree whose root's session keyring was
+   its user's session keyring (tree.json "session_users": none of its tasks
+   had joined one) gets, restored by a process with a session keyring of
+   its own, that one: a key the program added to its session keyring would
+   be out of its reach. So the restorer takes its user's session keyring as
+   its own first (KEYCTL_JOIN_SESSION_KEYRING by its name, "_uid_ses.UID",
+   checked to be the very keyring), which the tree's tasks then inherit, as
+   the root had it. A task of another UID searched its own user's, which an
+   inherited session keyring would hide: refused. */
+
+/* The restorer's session keyring when it has one other than its user's
+   (0: none, or its user's). Asked in a thread of its own: asking installs
+   the user's session keyring as the asking thread's (credentials are a
+   thread's), which the tree forked from the main thread must not inherit
+   where it had none. */
+static void *
+session_probe(void *arg)
+{
+  long *v = arg;
+  v[0] = syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0);
+  v[1] = syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_SESSION_KEYRING, 0);
+  return NULL;
+}
+
+int
+keys_restore_session(const struct rctx *c, crest_error_t *err)
+{
+  long v[2] = { 0, 0 }, us, j;
+  pthread_t th;
+  char name[32];
+  if (!c->session_users)
+    return 0;
+  if (pthread_create(&th, NULL, session_probe, v) != 0)
+    return crest_error_make(err, EAGAIN, "restore: a thread to ask for the session keyring");
+  pthread_join(th, NULL);
+  if (v[0] <= 0 || v[0] == v[1])
+    return 0;
+  for (size_t i = 1; i < c->np; i++)
+    if (!c->p[i].zombie && c->p[i].uids[0] != c->p[0].uids[0])
+      return crest_error_make(err, ENOTSUP,
+                              "restore: process %d (UID %lld) had no session keyring but its "
+                              "user's, which a task forked by this restore, whose session "
+                              "keyring is key %ld, cannot get back: restore it from a process "
+                              "without a session keyring of its own",
+                              c->p[i].pid, (long long)c->p[i].uids[0], v[0]);
+  us = syscall(SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_USER_SESSION_KEYRING, 1);
+  snprintf(name, sizeof name, "_uid_ses.%u", (unsigned)getuid());
+  j = us > 0 ? syscall(SYS_keyctl, KEYCTL_JOIN_SESSION_KEYRING, name) : -1;
+  if (us <= 0 || j < 0)
+    return crest_error_errno(err, "restore: join the user's session keyring %s", name);
+  if (j != us)
+    return crest_error_make(err, EEXIST,
+                            "restore: joining the session keyring \"%s\" gave key %ld, not the "
+                            "user's session keyring (key %ld)",
+                            name, j, us);
+  crest_debug("restore: the tree's session keyring is its user's (key %ld), not this process's "
+              "(key %ld)",
+              us, v[0]);
+  return 0;
 }

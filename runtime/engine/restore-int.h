@@ -222,6 +222,7 @@ struct rctx
   int nslp_fd;
   pid_t helper; /* a container's init: the finishing helper it forked */
   bool use_nslp;
+  bool session_users; /* tree.json: the root's session keyring was its user's (keyrings.c) */
   int report[2];
   int32_t *go;
   struct
@@ -527,6 +528,11 @@ int
 lazy_detached(const struct crest_restore_opts *o, pid_t *root_out, crest_error_t *err);
 bool
 lazy_is_child(void);
+/* keyrings.c: process mode, a tree whose root's session keyring was its
+   user's: the restorer joins its user's, or refuses (a task of another
+   UID); nothing where it has no session keyring of its own. */
+int
+keys_restore_session(const struct rctx *c, crest_error_t *err);
 /* lazy-sys.c: the memory a system call may touch. */
 #define LAZY_SYS_ALL (-1)
 #define LAZY_SYS_IOV (-2)

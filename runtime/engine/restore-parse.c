@@ -446,7 +446,9 @@ parse_tree(struct rctx *c, crest_error_t *err)
   c->plan.kind = ARENA_FILE;
   if (img_reader_json_tree(c->img, "tree.json", &c->jt, &c->tree, err) < 0)
     return -1;
-  if (jget_i64(c->tree, "root", &root, err) < 0)
+  if (jget_i64(c->tree, "root", &root, err) < 0
+      || (yajl_tree_get(c->tree, (const char *[]){ "session_users", NULL }, yajl_t_any)
+          && jget_bool(c->tree, "session_users", &c->session_users, err) < 0))
     return crest_error_wrap(err, "image %s: tree.json", c->o->image_dir);
   if (memfiles_parse(c, err) < 0)
     return -1;

@@ -467,6 +467,11 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
                        c.np);
       }
   }
+  if (!o->as_ns_init && keys_restore_session(&c, err) < 0)
+    {
+      free_ctx(&c);
+      return -1;
+    }
   c.use_nslp = o->force_ns_last_pid || (force && strcmp(force, "1") == 0);
   if (!c.use_nslp && syscall(SYS_clone3, NULL, 0) < 0 && errno == ENOSYS)
     c.use_nslp = true;

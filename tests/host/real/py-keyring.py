@@ -6,7 +6,7 @@
 # its user's session keyring, and writes both. On SIGUSR1 (after restore)
 # each asks again: the same keyrings must come back. Usage: DIR; writes
 # DIR/ready (the parent's PID) once both are set up, DIR/result with PASS or
-# FAIL lines.
+# FAIL lines. With "alone" after DIR: one process (see below).
 import ctypes, os, signal, sys, time
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -21,6 +21,25 @@ def rings():
 d = sys.argv[1]
 go = []
 signal.signal(signal.SIGUSR1, lambda *a: go.append(1))
+if sys.argv[2:] == ["alone"]:
+    # One process, no child, whose session keyring is its user's: a key
+    # added to its user's session keyring (a key added to "the session
+    # keyring" would make it a new one) must be found through its session
+    # keyring after restore, with the same keyrings, whatever session
+    # keyring the restorer had.
+    SYS_add_key, SEARCH = 248, 10
+    key = libc.syscall(SYS_add_key, b"user", b"crest-k", b"v", 1, USER_SESSION)
+    before = rings()
+    open(d + "/ready.tmp", "w").write(str(os.getpid()))
+    os.rename(d + "/ready.tmp", d + "/ready")
+    while not go:
+        time.sleep(0.05)
+    after = rings()
+    found = libc.syscall(SYS_keyctl, SEARCH, SESSION, b"user", b"crest-k", 0)
+    ok = key > 0 and before == after and found == key and before.split()[0] == before.split()[1]
+    with open(d + "/result", "w") as f:
+        f.write("%s alone: keyrings before %s, after %s; key %d, found %d\n" % ("PASS" if ok else "FAIL", before, after, key, found))
+    sys.exit(0)
 rfd, wfd = os.pipe()
 kid = os.fork()
 if kid == 0:
