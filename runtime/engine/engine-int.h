@@ -234,6 +234,10 @@ vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, 
               const char *kind, uint32_t *bits, crest_error_t *err);
 bool
 vmflags_no_pages(const struct vmflags_ent *v, size_t n, uint64_t start);
+/* Kilobytes smaps shows swapped out of the mapping at START (-1: no such
+   mapping, or no Swap line). */
+long
+vmflags_swap_kb(const struct vmflags_ent *v, size_t n, uint64_t start);
 int
 vmflags_advice(uint32_t bit);
 bool

@@ -188,11 +188,17 @@ shm_probe(struct shm_table *t, pid_t pid, const struct vma *vv, size_t nv, shm_i
 }
 
 static const struct shm_resident *
-resident(const struct shm_table *t, pid_t pid, uint64_t start)
+resident(struct shm_table *t, pid_t pid, uint64_t start)
 {
-  for (size_t i = 0; i < t->nres; i++)
-    if (t->res[i].pid == pid && t->res[i].start == start)
-      return &t->res[i];
+  for (size_t k = 0; k < t->nres; k++)
+    {
+      size_t i = (t->hint_res + k) % t->nres;
+      if (t->res[i].pid == pid && t->res[i].start == start)
+        {
+          t->hint_res = i + 1;
+          return &t->res[i];
+        }
+    }
   return NULL;
 }
 
@@ -323,32 +329,23 @@ read_whole(int fd, struct shm_obj *o, uint8_t **buf, uint8_t **have, crest_error
 
 /* Kilobytes of the object swapped out in the mapping at START of task PID
    (smaps counts a shmem object's swapped pages, which pagemap does not
-   show); -1 when smaps does not say. */
+   show); -1 when smaps does not say. A task's smaps is read once for all
+   its mappings (vmflags.c). */
 static long
-swapped_kb(pid_t pid, uint64_t start)
+swapped_kb(struct shm_table *t, pid_t pid, uint64_t start)
 {
-  cleanup_free char *path = xasprintf("/proc/%d/smaps", pid);
-  cleanup_free char *line = NULL;
-  size_t cap = 0;
-  bool in = false;
-  long kb = -1;
-  FILE *f = fopen(path, "re");
-  if (!f)
-    return -1;
-  while (getline(&line, &cap, f) > 0)
+  if (t->swap_pid != pid || !t->swap)
     {
-      unsigned long s, e;
-      if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
+      crest_error_t e = NULL;
+      free(t->swap);
+      t->swap = NULL, t->nswap = 0, t->swap_pid = pid;
+      if (vmflags_load(pid, &t->swap, &t->nswap, &e) < 0)
         {
-          if (in)
-            break;
-          in = s == start;
+          crest_error_release(&e);
+          return -1;
         }
-      else if (in && sscanf(line, "Swap: %ld kB", &kb) == 1)
-        break;
     }
-  fclose(f);
-  return kb;
+  return vmflags_swap_kb(t->swap, t->nswap, start);
 }
 
 /* Read pages [K, J) of mapping M (object pages from M->pgoff + K) through
@@ -372,7 +369,7 @@ read_run(int mem, const struct shm_map *m, uint64_t k, uint64_t j, uint8_t *buf,
 }
 
 static int
-read_mapping(const struct shm_table *t, struct shm_obj *o, const struct shm_map *m, uint8_t *buf,
+read_mapping(struct shm_table *t, struct shm_obj *o, const struct shm_map *m, uint8_t *buf,
              uint8_t *have, crest_error_t *err)
 {
   uint64_t npages = (m->end - m->start) / SHM_PAGE;
@@ -386,7 +383,7 @@ read_mapping(const struct shm_table *t, struct shm_obj *o, const struct shm_map 
      where the task could not tell which pages are in memory, all are
      read. */
   const struct shm_resident *r = o->shmem ? resident(t, m->pid, m->start) : NULL;
-  bool full = !o->shmem || !r || !r->vec || swapped_kb(m->pid, m->start) > 0;
+  bool full = !o->shmem || !r || !r->vec || swapped_kb(t, m->pid, m->start) > 0;
 
   if (pm < 0 || mem < 0)
     return crest_error_errno(err, "task %d: open %s", m->pid, pm < 0 ? "pagemap" : "mem");
@@ -417,7 +414,7 @@ read_mapping(const struct shm_table *t, struct shm_obj *o, const struct shm_map 
 
 /* 3. the object's bytes through every mapping of it in the tree. */
 static int
-read_mappings(const struct shm_table *t, struct shm_obj *o, uint8_t **buf, uint8_t **have,
+read_mappings(struct shm_table *t, struct shm_obj *o, uint8_t **buf, uint8_t **have,
               crest_error_t *err)
 {
   uint64_t size = 0, last = 0, npages;
@@ -447,10 +444,25 @@ read_mappings(const struct shm_table *t, struct shm_obj *o, uint8_t **buf, uint8
 static struct shm_obj *
 obj_of(struct shm_table *t, pid_t pid, uint64_t start, uint64_t end)
 {
+  /* The mapping after the last one found first: the dump asks in the
+     order they were collected. */
+  if (t->hint_obj < t->n)
+    {
+      const struct shm_obj *o = &t->o[t->hint_obj];
+      size_t k = t->hint_map;
+      if (k < o->nm && o->m[k].pid == pid && o->m[k].start == start && o->m[k].end == end)
+        {
+          t->hint_map = k + 1;
+          return &t->o[t->hint_obj];
+        }
+    }
   for (size_t i = 0; i < t->n; i++)
     for (size_t k = 0; k < t->o[i].nm; k++)
       if (t->o[i].m[k].pid == pid && t->o[i].m[k].start == start && t->o[i].m[k].end == end)
-        return &t->o[i];
+        {
+          t->hint_obj = i, t->hint_map = k + 1;
+          return &t->o[i];
+        }
   return NULL;
 }
 
@@ -633,5 +645,6 @@ shm_free(struct shm_table *t)
   for (size_t i = 0; i < t->nres; i++)
     free(t->res[i].vec);
   free(t->res);
+  free(t->swap);
   memset(t, 0, sizeof *t);
 }

@@ -57,6 +57,15 @@ struct shm_table
   struct shm_resident *res;
   size_t nres;
   int map_files; /* does the kernel open map_files to crest: 0 not tried yet, 1 yes, -1 no */
+  /* Lookups by mapping, in the order the dump asks (address order within
+     a task): where the last one was found, to try first (a process with
+     20,000 mappings of one object made linear searches quadratic). */
+  size_t hint_obj, hint_map, hint_res;
+  /* The smaps of task swap_pid (vmflags.c), read once for every mapping of
+     it whose object is read through its mappings. */
+  struct vmflags_ent *swap;
+  size_t nswap;
+  pid_t swap_pid;
 };
 
 /* Run one syscall NR with arguments A in the seized task (dump-inject.c's

@@ -20,6 +20,7 @@ struct vmflags_ent
   char flags[128]; /* the VmFlags line, each entry followed by a space */
   bool anon_name;  /* maps shows [anon:NAME] (PR_SET_VMA_ANON_NAME) */
   int zeros;       /* of its Rss and Swap lines, how many say 0 kB */
+  long swap_kb;    /* its Swap line (-1: none) */
 };
 
 /* Flags restored, with the advice that sets each (0: a mapping flag). */
@@ -113,6 +114,7 @@ vmflags_load(pid_t pid, struct vmflags_ent **out, size_t *n, crest_error_t *err)
           (*out)[*n].flags[0] = 0;
           (*out)[*n].anon_name = strstr(line, " [anon:") != NULL;
           (*out)[*n].zeros = 0;
+          (*out)[*n].swap_kb = -1;
           (*n)++;
         }
       else if (*n && (strncmp(line, "Rss:", 4) == 0 || strncmp(line, "Swap:", 5) == 0))
@@ -120,11 +122,40 @@ vmflags_load(pid_t pid, struct vmflags_ent **out, size_t *n, crest_error_t *err)
           const char *kb = line + strcspn(line, "0123456789");
           if (kb[0] == '0' && kb[1] == ' ')
             (*out)[*n - 1].zeros++;
+          if (line[0] == 'S')
+            (*out)[*n - 1].swap_kb = strtol(kb, NULL, 10);
         }
       else if (*n && strncmp(line, "VmFlags:", 8) == 0)
         snprintf((*out)[*n - 1].flags, sizeof(*out)[*n - 1].flags, "%s ", line + 8);
     }
   return 0;
+}
+
+/* The first entry of V (N, in address order as smaps lists mappings)
+   that starts above ADDR, by binary search: a process may have tens of
+   thousands of mappings, each looked up (a linear search made a checkpoint
+   of 20,000 quadratic). */
+static size_t
+above(const struct vmflags_ent *v, size_t n, uint64_t addr)
+{
+  size_t lo = 0, hi = n;
+  while (lo < hi)
+    {
+      size_t mid = lo + (hi - lo) / 2;
+      if (v[mid].start <= addr)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+  return lo;
+}
+
+/* The entry of the mapping at START, or NULL. */
+static const struct vmflags_ent *
+vf_at(const struct vmflags_ent *v, size_t n, uint64_t start)
+{
+  size_t i = above(v, n, start);
+  return i && v[i - 1].start == start ? &v[i - 1] : NULL;
 }
 
 static bool
@@ -142,24 +173,20 @@ int
 vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, uint64_t end,
               const char *kind, uint32_t *bits, crest_error_t *err)
 {
-  const char *f = NULL;
+  const struct vmflags_ent *e = vf_at(v, n, start);
+  const char *f = e ? e->flags : NULL;
   char tok[8];
   /* "ac", or not a private mapping the kernel could charge: shared ("sh";
      "ms" alone for a shared mapping of a file open read-only) or
      MAP_NORESERVE ("nr"). */
   bool charged = false, sh = false;
   *bits = 0;
-  for (size_t i = 0; i < n && !f; i++)
-    if (v[i].start == start)
-      {
-        f = v[i].flags;
-        if (v[i].anon_name)
-          return crest_error_make(err, ENOTSUP,
-                                  "task %d: mapping %" PRIx64 "-%" PRIx64 ": an anonymous mapping "
-                                  "with a name (PR_SET_VMA_ANON_NAME) is not restored yet: cannot "
-                                  "checkpoint it",
-                                  pid, start, end);
-      }
+  if (e && e->anon_name)
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: mapping %" PRIx64 "-%" PRIx64 ": an anonymous mapping "
+                            "with a name (PR_SET_VMA_ANON_NAME) is not restored yet: cannot "
+                            "checkpoint it",
+                            pid, start, end);
   /* The vDSO and vvar are the kernel's own: mapped again by the kernel. */
   if (!f || strcmp(kind, "vdso") == 0 || strncmp(kind, "vvar", 4) == 0)
     return 0;
@@ -203,11 +230,9 @@ vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, 
 bool
 vmflags_at_has(const struct vmflags_ent *v, size_t n, uint64_t addr, const char *lock)
 {
-  const struct vmflags_ent *at = NULL;
+  size_t i = above(v, n, addr);
+  const struct vmflags_ent *at = i ? &v[i - 1] : NULL;
   char tok[8];
-  for (size_t i = 0; i < n; i++)
-    if (v[i].start <= addr && (!at || v[i].start > at->start))
-      at = &v[i];
   snprintf(tok, sizeof tok, " %s ", lock); /* the line keeps its leading space */
   return at && strstr(at->flags, tok) != NULL;
 }
@@ -217,10 +242,16 @@ vmflags_at_has(const struct vmflags_ent *v, size_t n, uint64_t addr, const char 
 bool
 vmflags_no_pages(const struct vmflags_ent *v, size_t n, uint64_t start)
 {
-  for (size_t i = 0; i < n; i++)
-    if (v[i].start == start) /* hugetlb pages are not in Rss */
-      return v[i].zeros == 2 && !strstr(v[i].flags, " ht ");
-  return false;
+  const struct vmflags_ent *e = vf_at(v, n, start);
+  /* hugetlb pages are not in Rss */
+  return e && e->zeros == 2 && !strstr(e->flags, " ht ");
+}
+
+long
+vmflags_swap_kb(const struct vmflags_ent *v, size_t n, uint64_t start)
+{
+  const struct vmflags_ent *e = vf_at(v, n, start);
+  return e ? e->swap_kb : -1;
 }
 
 int
