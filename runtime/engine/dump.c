@@ -25,6 +25,37 @@
 
 #include "dump-int.h"
 
+/* Process mode: the restore makes the tree in the namespaces of the crest
+   that restores it, so the root's must be those of the crest that
+   checkpoints it, which a restore from the same place gives back (a
+   container's, or --ns-init's, are made again by their caller). Until
+   December 2026 a tree started with `unshare -n` (or -u, -i, -m) came back
+   in crest's namespaces without a word: on the network it had been cut
+   off from. */
+static int
+same_as_crest(struct dctx *c, crest_error_t *err)
+{
+  static const char *const ns[] = { "user", "mnt", "uts", "ipc", "net", "pid", "cgroup", "time" };
+  for (size_t k = 0; k < ARRAY_SIZE(ns); k++)
+    {
+      struct stat r, self;
+      cleanup_free char *rp = xasprintf("/proc/%d/ns/%s", c->root, ns[k]);
+      cleanup_free char *sp = xasprintf("/proc/self/ns/%s", ns[k]);
+      if (stat(sp, &self) < 0)
+        continue;
+      if (stat(rp, &r) < 0)
+        return crest_error_errno(err, "task %d: its %s namespace", c->root, ns[k]);
+      if (r.st_dev != self.st_dev || r.st_ino != self.st_ino)
+        return crest_error_make(err, ENOTSUP,
+                                "task %d: its %s namespace is not crest's, and a restore makes "
+                                "the tree in the namespaces of the crest that restores it: cannot "
+                                "checkpoint it (run crest in the tree's namespaces, as `nsenter "
+                                "-t %d -a crest checkpoint ...`, or checkpoint its container)",
+                                c->root, ns[k], c->root);
+    }
+  return 0;
+}
+
 /* Every task must share the root task's namespaces: restore makes each
    task in the namespaces its restorer runs in, so a task that unshared one
    (a mount, UTS, IPC, network, PID, cgroup or time namespace of its own,
@@ -57,7 +88,7 @@ same_namespaces(struct dctx *c, crest_error_t *err)
                                     c->p[i].pid, ns[k].name);
         }
     }
-  return 0;
+  return c->o->root_is_ns_init ? 0 : same_as_crest(c, err);
 }
 
 static void
