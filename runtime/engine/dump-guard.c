@@ -21,12 +21,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include "engine.h"
 #include "engine-int.h"
 #include "log.h"
+#include "sk-tcp.h"
 #include "testhook.h"
 #include "util.h"
 
@@ -167,6 +169,32 @@ dump_remove_stale_tmp(const char *final_dir)
   closedir(d);
 }
 
+/* In the worker: the channel to the caller's process (-1: the dump runs
+   in the caller's process itself). */
+static int guard_chan = -1;
+
+void
+dump_guard_hold(int fd, bool reuse)
+{
+  char msg[2] = { 'R', reuse ? '1' : '0' };
+  union
+  {
+    struct cmsghdr h;
+    char buf[CMSG_SPACE(sizeof(int))];
+  } u;
+  struct iovec iov = { msg, sizeof msg };
+  struct msghdr m
+      = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
+  struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+  if (guard_chan < 0)
+    return;
+  c->cmsg_level = SOL_SOCKET, c->cmsg_type = SCM_RIGHTS, c->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  if (sendmsg(guard_chan, &m, MSG_NOSIGNAL) < 0)
+    crest_debug("checkpoint: a TCP socket in repair mode not handed to the caller: %s",
+                strerror(errno));
+}
+
 /* In the worker: the dump itself, its result sent to the caller's process
    through FD (status, then the message), and _exit. */
 static void __attribute__((noreturn))
@@ -188,6 +216,7 @@ worker(pid_t parent, int fd, pid_t root, const struct crest_dump_opts *o)
   prctl(PR_SET_PDEATHSIG, SIGHUP);
   if (getppid() != parent)
     kill(getpid(), SIGHUP); /* died before the prctl */
+  guard_chan = fd;
   rc = dump_tree_here(root, o, &err);
   if (rc < 0)
     {
@@ -238,6 +267,65 @@ worker_died(pid_t w, int st, const struct crest_dump_opts *o, pid_t root, crest_
                           root, (int)w, WIFEXITED(st) ? WEXITSTATUS(st) : -1);
 }
 
+/* The worker's sockets in TCP repair mode (dump_guard_hold), held here
+   until it is gone: closed then, in repair mode if the tree was killed,
+   which sends its peers nothing; taken out of it first if the worker died
+   without a word, as the tree then runs on. */
+struct held
+{
+  int *fd;
+  bool *reuse;
+  size_t n;
+};
+
+static void
+held_release(struct held *h, bool worker_died)
+{
+  for (size_t i = 0; i < h->n; i++)
+    {
+      if (worker_died && tcp_conn_unrepair(h->fd[i], h->reuse[i]) < 0)
+        crest_warn("checkpoint: a TCP connection could not be taken out of repair mode: %s",
+                   strerror(errno));
+      close(h->fd[i]);
+    }
+  free(h->fd);
+  free(h->reuse);
+}
+
+/* One message of the worker: a socket to hold (into H) or bytes of its
+   answer (into BUF at *LEN). 0 at its end. */
+static ssize_t
+guard_recv(int fd, struct held *h, char *buf, size_t *len, size_t cap)
+{
+  union
+  {
+    struct cmsghdr c;
+    char b[CMSG_SPACE(sizeof(int))];
+  } u;
+  char tmp[4096];
+  struct iovec iov = { tmp, sizeof tmp };
+  struct msghdr m
+      = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b };
+  struct cmsghdr *c;
+  ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+  if (n <= 0)
+    return n;
+  c = CMSG_FIRSTHDR(&m);
+  if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+    {
+      h->fd = xrealloc(h->fd, (h->n + 1) * sizeof *h->fd);
+      h->reuse = xrealloc(h->reuse, (h->n + 1) * sizeof *h->reuse);
+      memcpy(&h->fd[h->n], CMSG_DATA(c), sizeof(int));
+      h->reuse[h->n++] = n >= 2 && tmp[1] == '1';
+      return n;
+    }
+  if ((size_t)n > cap - 1 - *len)
+    n = (ssize_t)(cap - 1 - *len);
+  memcpy(buf + *len, tmp, n);
+  *len += n;
+  return n;
+}
+
 /* Wait for the worker W, forwarding held signals, and read its answer
    (*CODE: the errno of its failure, 0 if none was given). */
 static int
@@ -248,6 +336,7 @@ supervise(pid_t w, int fd, pid_t root, const struct crest_dump_opts *o, int *cod
   size_t len = 0;
   bool sent = false;
   int st = 0;
+  struct held h = { NULL, NULL, 0 };
 
   for (;;)
     {
@@ -256,18 +345,16 @@ supervise(pid_t w, int fd, pid_t root, const struct crest_dump_opts *o, int *cod
       forward_held(w, &sent);
       if (poll(&p, 1, 100) <= 0)
         continue;
-      n = read(fd, buf + len, sizeof buf - 1 - len);
+      n = guard_recv(fd, &h, buf, &len, sizeof buf);
       if (n < 0 && errno == EINTR)
         continue;
       if (n <= 0)
-        break;
-      len += n;
-      if (len == sizeof buf - 1)
         break;
     }
   buf[len] = 0;
   while (waitpid(w, &st, 0) < 0 && errno == EINTR)
     ;
+  held_release(&h, !(WIFEXITED(st) && (WEXITSTATUS(st) == 0 || len)));
   if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
     return 0;
   if (WIFEXITED(st) && len)
@@ -307,8 +394,10 @@ dump_once(pid_t root, const struct crest_dump_opts *o, int *code, crest_error_t 
   pid_t w;
 
   *code = 0;
-  if (pipe2(pfd, O_CLOEXEC) < 0)
-    return crest_error_errno(err, "checkpoint: pipe");
+  /* Messages, not a stream: the sockets the worker hands over
+     (dump_guard_hold) arrive one by one beside its answer. */
+  if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pfd) < 0)
+    return crest_error_errno(err, "checkpoint: socketpair");
   fflush(NULL);
   w = fork();
   if (w < 0)

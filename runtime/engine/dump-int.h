@@ -184,6 +184,13 @@ broker_openat2(pid_t task, int dir, const char *path, const struct open_how *how
 void
 broker_stop(void);
 
+/* A TCP socket crest holds in repair mode (dctx.tcp_held). */
+struct tcp_held
+{
+  int fd;
+  bool reuse; /* its SO_REUSEADDR, which leaving repair mode clears */
+};
+
 struct dctx
 {
   const struct crest_dump_opts *o;
@@ -194,7 +201,13 @@ struct dctx
   /* Keyrings (keyrings.c): crest's own session keyring and the tree's
      root's (0: none, or no keys in this kernel). */
   long own_session_key, session_key;
-  bool session_is_users;        /* the root's session keyring is its user's own (keyrings.c) */
+  bool session_is_users; /* the root's session keyring is its user's own (keyrings.c) */
+  /* --tcp-established: crest's copies of the connections read, left in
+     repair mode until the end (dump_tcp_release); each also handed to the
+     caller's process (dump_guard_hold), which takes it out again if the
+     worker dies. */
+  struct tcp_held *tcp_held;
+  size_t ntcp_held;
   struct cpus_cache cpus_cache; /* affinity.c: the cpuset last looked up */
   bool foreign_userns;          /* the tree lives in another user namespace than crest */
   struct idmap uidmap, gidmap;
@@ -537,6 +550,18 @@ const struct mpol_rec *
 mpol_of_vma(const struct dproc *p, uint64_t start);
 void
 mpol_put(yajl_gen g, const char *key, int mode, const cpu_set_t *nodes);
+
+/* dump-guard.c: in the checkpoint's worker, hand FD (a socket in TCP
+   repair mode; REUSE: its SO_REUSEADDR) to the caller's process, which
+   takes it out of repair mode if the worker dies, and closes it once the
+   worker is gone. */
+void
+dump_guard_hold(int fd, bool reuse);
+/* dump.c: crest's copies of the connections (dctx.tcp_held) taken out of
+   repair mode (the tree runs on), or (KILLED, once the tree is gone)
+   closed as they are. */
+void
+dump_tcp_release(struct dctx *c, bool killed);
 
 /* crest's own session keyring (0: none). */
 long

@@ -24,6 +24,7 @@
 #include "util.h"
 
 #include "dump-int.h"
+#include "sk-tcp.h"
 
 /* Process mode: the restore makes the tree in the namespaces of the crest
    that restores it, so the root's must be those of the crest that
@@ -89,6 +90,21 @@ same_namespaces(struct dctx *c, crest_error_t *err)
         }
     }
   return c->o->root_is_ns_init ? 0 : same_as_crest(c, err);
+}
+
+void
+dump_tcp_release(struct dctx *c, bool killed)
+{
+  for (size_t i = 0; i < c->ntcp_held; i++)
+    {
+      if (!killed && tcp_conn_unrepair(c->tcp_held[i].fd, c->tcp_held[i].reuse) < 0)
+        crest_warn("checkpoint: a TCP connection could not be taken out of repair mode: %s",
+                   strerror(errno));
+      close(c->tcp_held[i].fd);
+    }
+  free(c->tcp_held);
+  c->tcp_held = NULL;
+  c->ntcp_held = 0;
 }
 
 static void
@@ -478,6 +494,8 @@ out:
     exit_reason(&c, err);
   if (frozen && !(rc == 0 && !o->leave_running && !o->pre_dump))
     put_back_freezer(&c, &frozen, &rc, err);
+  if (!(rc == 0 && !o->leave_running && !o->pre_dump))
+    dump_tcp_release(&c, false);
   {
     crest_error_t e2 = NULL, thaw = NULL;
     if (release_tree(&c, rc == 0 && !o->leave_running && !o->pre_dump, &frozen, &thaw, &e2) < 0)
@@ -495,6 +513,7 @@ out:
           crest_error_release(&thaw);
       }
   }
+  dump_tcp_release(&c, true); /* the tree is gone (or they were released above) */
   if (frozen)
     {
       crest_error_t e2 = NULL;

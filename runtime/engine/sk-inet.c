@@ -509,6 +509,23 @@ tcp_connected(struct dctx *c, int d, struct inet_sk *s, unsigned state, crest_er
      namespace, puts its sockets in repair mode (tcp_repair_helper). */
   if (tcp_conn_dump(d, &s->tcp, err) < 0)
     return crest_error_wrap(err, "--tcp-established");
+  /* In repair mode until the end of the checkpoint: then out of it if
+     the tree runs on, or closed in it once the tree is gone, which sends
+     the peer nothing (taken out before the kill, the dying task's close
+     sent a FIN and the peer outside the tree read the end of the
+     connection; with both ends in the tree, a TIME_WAIT kept the port). */
+  {
+    int h = fcntl(d, F_DUPFD_CLOEXEC, 3);
+    if (h < 0)
+      {
+        tcp_conn_unrepair(d, s->so.have[SKO_REUSEADDR] && s->so.v[SKO_REUSEADDR]);
+        return crest_error_errno(err, "--tcp-established: dup");
+      }
+    c->tcp_held = xrealloc(c->tcp_held, (c->ntcp_held + 1) * sizeof *c->tcp_held);
+    c->tcp_held[c->ntcp_held].fd = h;
+    c->tcp_held[c->ntcp_held++].reuse = s->so.have[SKO_REUSEADDR] && s->so.v[SKO_REUSEADDR];
+    dump_guard_hold(h, s->so.have[SKO_REUSEADDR] && s->so.v[SKO_REUSEADDR]);
+  }
   s->state = SK_ESTABLISHED;
   return 0;
 }
@@ -1065,13 +1082,26 @@ udp_shut_restore(struct rctx *c, const struct rfile *f, crest_error_t *err)
   return 0;
 }
 
+/* The kernel clears SO_REUSEADDR when a socket leaves repair mode (it
+   forced it while in it): set back to the program's value, REUSE. */
+static int
+reuse_again(int fd, int reuse, crest_error_t *err)
+{
+  if (reuse && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof reuse) < 0)
+    return crest_error_errno(err, "SO_REUSEADDR again after repair mode");
+  return 0;
+}
+
 static int
 inet_finish(struct rctx *c, struct rfile *f, crest_error_t *err)
 {
   const struct inet_sk *s = f->priv;
   struct sockaddr_storage to;
   socklen_t len = sizeof to;
-  if (s->state == SK_ESTABLISHED && tcp_conn_release(f->svc, err) < 0)
+  if (s->state == SK_ESTABLISHED
+      && (tcp_conn_release(f->svc, err) < 0
+          || reuse_again(f->svc, s->so.have[SKO_REUSEADDR] ? (int)s->so.v[SKO_REUSEADDR] : 0, err)
+                 < 0))
     return crest_error_wrap(err, "restore: file %d (%s)", f->id, f->path);
   if (s->nq)
     {

@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include "log.h"
 #include "image.h"
 #include "sk-tcp.h"
 #include "util.h"
@@ -150,9 +151,23 @@ tcp_conn_dump(int d, struct tcp_conn *t, crest_error_t *err)
                                   "CAP_NET_ADMIN in the socket's network namespace)");
   rc = conn_read(d, t, err);
   select_queue(d, TCP_NO_QUEUE);
-  if (repair(d, TCP_REPAIR_OFF_NO_WP) < 0 && rc == 0)
-    rc = crest_error_errno(err, "take it out of repair mode");
+  if (rc == 0)
+    return 0;
+  if (repair(d, TCP_REPAIR_OFF_NO_WP) < 0)
+    crest_debug("checkpoint: a TCP socket could not be taken out of repair mode: %s",
+                strerror(errno));
   return rc;
+}
+
+int
+tcp_conn_unrepair(int d, bool reuse)
+{
+  int one = 1;
+  if (repair(d, TCP_REPAIR_OFF_NO_WP) < 0)
+    return -1;
+  /* Leaving repair mode clears SO_REUSEADDR (the kernel forced it on in
+     repair mode): the program's value again. */
+  return reuse ? setsockopt(d, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) : 0;
 }
 
 void

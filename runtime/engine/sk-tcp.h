@@ -24,10 +24,18 @@ struct tcp_conn
 };
 
 /* Read the connection of D, crest's copy of an established socket, in
-   repair mode, and take it out again (no window probe). -1 with one line
+   repair mode, and leave it there (tcp_conn_unrepair; on failure it is
+   taken out again, no window probe). -1 with one line
    when crest may not (no CAP_NET_ADMIN in its network namespace). */
 int
 tcp_conn_dump(int d, struct tcp_conn *t, crest_error_t *err);
+/* Take D out of repair mode (no window probe), its SO_REUSEADDR set
+   again when REUSE (leaving repair mode clears it): the tree runs on. A socket
+   of a tree the checkpoint kills is closed in repair mode instead, which
+   the kernel does without a packet (no FIN for its peer, no TIME_WAIT):
+   the connection goes on after restore. */
+int
+tcp_conn_unrepair(int d, bool reuse);
 void
 tcp_conn_free(struct tcp_conn *t);
 /* "tcp": { ... } */

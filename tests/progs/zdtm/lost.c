@@ -2191,6 +2191,73 @@ chk_unix_ext(void)
   send(fd, "bye", 3, 0);
 }
 
+/* tcp-ext: a TCP connection to a server outside the tree (an orphan that
+   accepts it and answers every message with "pong:" and it, and leaves at
+   the connection's end or at "bye"), the tree's end with SO_REUSEADDR:
+   with checkpoint --tcp-established, in a network namespace of the user
+   namespace's own. After restore the server answers on the same
+   connection (until December 2026 the checkpoint's kill closed it: the
+   server read its end) and SO_REUSEADDR is still set (leaving repair mode
+   cleared it). */
+static void
+set_tcp_ext(void)
+{
+  struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+  socklen_t len = sizeof a;
+  int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
+  pid_t k;
+  need(l >= 0 && bind(l, (struct sockaddr *)&a, sizeof a) == 0 && listen(l, 1) == 0
+           && getsockname(l, (struct sockaddr *)&a, &len) == 0,
+       "listener on 127.0.0.1");
+  k = fork();
+  need(k >= 0, "fork");
+  if (k == 0)
+    {
+      if (fork() == 0)
+        {
+          struct pollfd p = { .fd = l, .events = POLLIN };
+          struct timeval tv = { 0, 100000 };
+          int s = poll(&p, 1, 120000) == 1 ? accept(l, NULL, NULL) : -1;
+          setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+          for (int t = 0; s >= 0 && t < 1200; t++)
+            {
+              char b[32], out[48];
+              ssize_t n = recv(s, b, sizeof b, 0);
+              if (n == 0 || (n == 3 && memcmp(b, "bye", 3) == 0))
+                break;
+              if (n > 0)
+                {
+                  int m = snprintf(out, sizeof out, "pong:%.*s", (int)n, b);
+                  send(s, out, m, MSG_NOSIGNAL);
+                }
+            }
+          _exit(0);
+        }
+      _exit(0);
+    }
+  waitpid(k, NULL, 0);
+  close(l);
+  fd = socket(AF_INET, SOCK_STREAM, 0);
+  need(fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0
+           && connect(fd, (struct sockaddr *)&a, sizeof a) == 0,
+       "connect to the server outside");
+  need(ext_ping("one"), "the server's first answer");
+  ext_server = true;
+}
+
+static void
+chk_tcp_ext(void)
+{
+  int reuse = 0;
+  socklen_t rl = sizeof reuse;
+  if (getsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, &rl) < 0 || !reuse)
+    zdtm_fail("SO_REUSEADDR is %d after restore, 1 before", reuse);
+  if (!ext_ping("two"))
+    zdtm_fail("TCP connection to a server outside: no answer after restore (%s)",
+              strerror(errno));
+  send(fd, "bye", 3, MSG_NOSIGNAL);
+}
+
 /* An epoll whose target is held only by a process outside the tree (an
    orphan: in process mode it leaves the tree; in a container, the init
    adopts it). */
@@ -3176,6 +3243,7 @@ static const struct
   { "posix-shm", set_posix_shm, chk_posix_shm },
   { "tcp-established", set_tcp_est, chk_tcp_est },
   { "tcp-shut-rd", set_tcp_shut_rd, chk_tcp_shut_rd },
+  { "tcp-ext", set_tcp_ext, chk_tcp_ext },
   { "accept-queue", set_accept_queue, chk_accept_queue },
   { "accept-queue-close", set_accept_queue, chk_accept_queue_close },
   { "mcast-source", set_mcast_source, chk_mcast_source },
