@@ -23,7 +23,7 @@
    root directory of its own ("root_dir"): a reader of version 1 would ignore
    the key and restore the process running, or without its chroot, so such
    an image must not look like version 1 to it. */
-#define CREST_IMAGE_FORMAT 19
+#define CREST_IMAGE_FORMAT 20
 #define CREST_IMAGE_FORMAT_STOP 2
 #define CREST_IMAGE_FORMAT_CHROOT 2
 /* Format 3: records of docs/engine.md's attribute tables (mapping advice
@@ -85,6 +85,9 @@
 /* Format 19: "memfiles", the memory objects whose data file holds only
    some of their bytes (the rest zeros): their size and extents. */
 #define CREST_IMAGE_FORMAT_MEMFILES 19
+/* Format 20: a unix socket's "moved", the path its file was renamed to
+   (sk-unix.c). */
+#define CREST_IMAGE_FORMAT_UNIX_MOVED 20
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */
 #define XSTATE_MAX 16384
 

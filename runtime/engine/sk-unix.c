@@ -15,6 +15,7 @@
  * in their order), then the queues (sent again by their sender), the
  * shutdowns, the unlinks and the options. */
 #include <config.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -27,6 +28,7 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
 #include "dump-int.h"
@@ -58,6 +60,11 @@ struct usk
   uint8_t name[UNAME_MAX];
   int namelen; /* 0: unbound; name[0] == 0: abstract */
   bool unlinked;
+  /* Unlinked from its name, but found under another name of the same
+     directory (renamed: HotSpot's attach listener binds ".java_pidN.tmp"
+     and renames it): that path, MOVEDLEN bytes. */
+  char moved[UNAME_MAX];
+  int movedlen;
   uint32_t mode;
   int backlog;
   uint32_t *icons;
@@ -103,6 +110,37 @@ uattr(const struct sk_diag_rec *r, unsigned type, size_t *len)
   return sk_diag_attr(r, sizeof(struct unix_diag_msg), type, len);
 }
 
+/* The entry of the directory of NAME (LEN bytes, absolute, as task PID
+   sees it) that is the socket file VFS: its path in U->moved and its
+   stat in *ST. False: none (unlinked). A rename within the directory is
+   what programs do (bind a temporary name, rename it into place). */
+static bool
+find_moved(pid_t pid, const uint8_t *name, size_t len, const struct unix_diag_vfs *vfs,
+           struct usk *u, struct stat *st)
+{
+  const char *slash = memrchr(name, '/', len);
+  size_t dl = slash ? (size_t)(slash - (const char *)name) : 0;
+  cleanup_free char *dir = xasprintf("/proc/%d/root%.*s/", pid, (int)dl, (const char *)name);
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  bool found = false;
+  if (!d)
+    return false;
+  while (!found && (e = readdir(d)))
+    if (fstatat(dirfd(d), e->d_name, st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st->st_mode)
+        && st->st_ino == vfs->udiag_vfs_ino
+        && major(st->st_dev) == vfs->udiag_vfs_dev >> 20
+        && minor(st->st_dev) == (vfs->udiag_vfs_dev & 0xfffff))
+      {
+        int n = snprintf(u->moved, sizeof u->moved, "%.*s/%s", (int)dl, (const char *)name,
+                         e->d_name);
+        found = n > 0 && n < (int)sizeof u->moved;
+        u->movedlen = found ? n : 0;
+      }
+  closedir(d);
+  return found;
+}
+
 /* The name, and whether the path still names this socket. */
 static int
 dump_name(const struct sk_diag_rec *r, pid_t pid, struct usk *u, crest_error_t *err)
@@ -127,6 +165,8 @@ dump_name(const struct sk_diag_rec *r, pid_t pid, struct usk *u, crest_error_t *
   p = xasprintf("/proc/%d/root%.*s", pid, (int)len, n);
   u->unlinked = !vfs || stat(p, &st) < 0 || st.st_ino != vfs->udiag_vfs_ino;
   u->mode = u->unlinked ? 0777 : st.st_mode & 07777;
+  if (u->unlinked && vfs && find_moved(pid, n, len, vfs, u, &st))
+    u->mode = st.st_mode & 07777;
   return 0;
 }
 
@@ -490,6 +530,12 @@ unix_write(struct dctx *c, const struct dfile *f, yajl_gen g)
   jput_int(g, "backlog", u->backlog);
   jput_hex(g, "name", u->name, u->namelen);
   jput_bool(g, "unlinked", u->unlinked);
+  if (u->movedlen)
+    {
+      jput_hex(g, "moved", (const uint8_t *)u->moved, u->movedlen);
+      if (c->w->format < CREST_IMAGE_FORMAT_UNIX_MOVED)
+        c->w->format = CREST_IMAGE_FORMAT_UNIX_MOVED;
+    }
   jput_int(g, "mode", u->mode);
   jput_int(g, "peer", u->peer_file);
   jput_bool(g, "peer_gone", u->peer_gone);
@@ -526,6 +572,8 @@ struct ursk
   int backlog;
   uint8_t *name;
   size_t namelen;
+  uint8_t *moved; /* format 20: renamed there at the end (NUL-terminated) */
+  size_t movedlen;
   int mode;
   int peer, accept_from, backlog_of, backlog_pos, shutdown;
   struct sk_opts opts;
@@ -596,8 +644,18 @@ unix_parse(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
       || get_int(v, "backlog_of", -1, nf - 1, &u->backlog_of, err) < 0
       || get_int(v, "backlog_pos", 0, 1 << 20, &u->backlog_pos, err) < 0
       || get_int(v, "shutdown", 0, 3, &u->shutdown, err) < 0 || sk_opts_parse(v, &u->opts, err) < 0
-      || parse_queue(v, u, nf, err) < 0)
+      || parse_queue(v, u, nf, err) < 0
+      || (yajl_tree_get(v, (const char *[]){ "moved", NULL }, yajl_t_any)
+          && jget_hex_alloc(v, "moved", UNAME_MAX - 1, &u->moved, &u->movedlen, err) < 0))
     return crest_error_wrap(err, "file %d (unix socket)", f->id);
+  if (u->moved)
+    {
+      uint8_t *m = xrealloc(u->moved, u->movedlen + 1);
+      m[u->movedlen] = 0;
+      u->moved = m;
+      if (!u->unlinked || u->movedlen < 2 || m[0] != '/' || memchr(m, 0, u->movedlen))
+        return crest_error_make(err, EINVAL, "file %d (unix socket): a bad \"moved\"", f->id);
+    }
   {
     crest_error_t e2 = NULL;
     int64_t cred;
@@ -655,6 +713,27 @@ stale(int type, const struct sockaddr_un *a, socklen_t len)
 {
   cleanup_close int t = socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   return t >= 0 && connect(t, (const struct sockaddr *)a, len) < 0 && errno == ECONNREFUSED;
+}
+
+/* A socket bound to its name and renamed since (format 20 "moved"): its
+   file renamed there once every connection to the name is made. What is
+   there already must be a stale socket file (the checkpointed tree's);
+   a live socket's (the original's, with --leave-running) or another file
+   is not replaced: the restore fails in one line. */
+static int
+move_bound(struct ursk *u, crest_error_t *err)
+{
+  struct sockaddr_un a = { .sun_family = AF_UNIX };
+  struct stat st;
+  memcpy(a.sun_path, u->moved, u->movedlen + 1);
+  if (lstat(a.sun_path, &st) == 0
+      && (!S_ISSOCK(st.st_mode) || !stale(u->type, &a, sizeof a)))
+    return crest_error_make(err, EEXIST,
+                            "move the socket to %s, as it was: %s is there", a.sun_path,
+                            S_ISSOCK(st.st_mode) ? "a live socket" : "another file");
+  if (rename((const char *)u->name, a.sun_path) < 0)
+    return crest_error_errno(err, "rename %s to %s", (const char *)u->name, a.sun_path);
+  return 0;
 }
 
 /* --- made by the process SO_PEERCRED names ---
@@ -948,7 +1027,12 @@ finish_all(struct rctx *c, crest_error_t *err)
           && (((u->shutdown & 2) && shutdown(u->fd, SHUT_WR) < 0)
               || ((u->shutdown & 1) && shutdown(u->fd, SHUT_RD) < 0)))
         return crest_error_errno(err, "file %zu (unix socket): shutdown", i);
-      if (u->unlinked && u->namelen && u->name[0])
+      if (u->unlinked && u->namelen && u->name[0] && u->moved)
+        {
+          if (move_bound(u, err) < 0)
+            return crest_error_wrap(err, "file %zu (unix socket)", i);
+        }
+      else if (u->unlinked && u->namelen && u->name[0])
         unlink((const char *)u->name);
       if (sk_opts_apply(u->fd, &u->opts, SKO_BIT(SKO_PEEK_OFF), err) < 0)
         return crest_error_wrap(err, "file %zu (unix socket)", i);
@@ -981,7 +1065,7 @@ unix_release(struct rfile *f)
   struct ursk *u = f->priv;
   for (size_t i = 0; i < u->nq; i++)
     free(u->q[i].data);
-  free(u->q), free(u->name), free(u->ext);
+  free(u->q), free(u->name), free(u->ext), free(u->moved);
 }
 
 const struct fd_ops fd_unix_ops = {

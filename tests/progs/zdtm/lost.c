@@ -1931,6 +1931,52 @@ chk_unix_outside(void)
               strerror(errno));
 }
 
+/* unix-renamed: a listener bound to DIR/r.sock.tmp, its file renamed to
+   DIR/r.sock, as HotSpot's attach listener does (DIR: the case's own,
+   absolute). getsockname keeps the first name. After restore the renamed
+   path takes a connection the listener accepts, the first name is no
+   file, the listener's name is still the first (until December 2026 the
+   socket was taken for unlinked: its file at the first name was removed,
+   and the renamed path was the dead original's, refusing connections: a
+   restored JVM's jcmd). */
+static char ren_tmp[108], ren_path[108];
+static void
+set_unix_renamed(void)
+{
+  struct sockaddr_un a = { .sun_family = AF_UNIX };
+  char cwd[64];
+  need(getcwd(cwd, sizeof cwd) != NULL, "getcwd (a short one)");
+  snprintf(ren_tmp, sizeof ren_tmp, "%s/r.sock.tmp", cwd);
+  snprintf(ren_path, sizeof ren_path, "%s/r.sock", cwd);
+  memcpy(a.sun_path, ren_tmp, strlen(ren_tmp) + 1);
+  fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  need(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0
+           && rename(ren_tmp, ren_path) == 0 && listen(fd, 4) == 0,
+       "bind, rename, listen");
+}
+static void
+chk_unix_renamed(void)
+{
+  struct sockaddr_un a = { .sun_family = AF_UNIX }, got;
+  socklen_t gl = sizeof got;
+  int c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), s;
+  struct pollfd p = { .fd = fd, .events = POLLIN };
+  memcpy(a.sun_path, ren_path, strlen(ren_path) + 1);
+  if (c < 0 || connect(c, (struct sockaddr *)&a, sizeof a) < 0)
+    zdtm_fail("connect to the renamed path %s: %s", ren_path, strerror(errno));
+  else if (poll(&p, 1, 2000) != 1 || (s = accept(fd, NULL, NULL)) < 0)
+    zdtm_fail("the listener did not get the connection to %s", ren_path);
+  else
+    close(s);
+  if (access(ren_tmp, F_OK) == 0)
+    zdtm_fail("the first name %s is a file again", ren_tmp);
+  if (getsockname(fd, (struct sockaddr *)&got, &gl) < 0 || strcmp(got.sun_path, ren_tmp) != 0)
+    zdtm_fail("the listener's name is \"%s\", expected %s", got.sun_path, ren_tmp);
+  if (c >= 0)
+    close(c);
+  unlink(ren_path);
+}
+
 /* unix-peercred: what SO_PEERCRED shows of a socket pair made by this
    process and of connections (the accepted end shows the connecting
    process, the connecting end the process that called listen): a
@@ -3228,6 +3274,7 @@ static const struct
   { "unix-outside", set_unix_outside, chk_unix_outside },
   { "unix-ext", set_unix_ext, chk_unix_ext },
   { "unix-peercred", set_unix_peercred, chk_unix_peercred },
+  { "unix-renamed", set_unix_renamed, chk_unix_renamed },
   { "unix-scm-rights", set_unix_scm, chk_unix_scm },
   { "unix-backlog-data", set_unix_backlog, chk_unix_backlog },
   { "timerfd-cancel", set_timerfd_cancel, chk_timerfd_cancel },
