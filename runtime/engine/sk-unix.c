@@ -128,8 +128,7 @@ find_moved(pid_t pid, const uint8_t *name, size_t len, const struct unix_diag_vf
     return false;
   while (!found && (e = readdir(d)))
     if (fstatat(dirfd(d), e->d_name, st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISSOCK(st->st_mode)
-        && st->st_ino == vfs->udiag_vfs_ino
-        && major(st->st_dev) == vfs->udiag_vfs_dev >> 20
+        && st->st_ino == vfs->udiag_vfs_ino && major(st->st_dev) == vfs->udiag_vfs_dev >> 20
         && minor(st->st_dev) == (vfs->udiag_vfs_dev & 0xfffff))
       {
         int n = snprintf(u->moved, sizeof u->moved, "%.*s/%s", (int)dl, (const char *)name,
@@ -726,11 +725,9 @@ move_bound(struct ursk *u, crest_error_t *err)
   struct sockaddr_un a = { .sun_family = AF_UNIX };
   struct stat st;
   memcpy(a.sun_path, u->moved, u->movedlen + 1);
-  if (lstat(a.sun_path, &st) == 0
-      && (!S_ISSOCK(st.st_mode) || !stale(u->type, &a, sizeof a)))
-    return crest_error_make(err, EEXIST,
-                            "move the socket to %s, as it was: %s is there", a.sun_path,
-                            S_ISSOCK(st.st_mode) ? "a live socket" : "another file");
+  if (lstat(a.sun_path, &st) == 0 && (!S_ISSOCK(st.st_mode) || !stale(u->type, &a, sizeof a)))
+    return crest_error_make(err, EEXIST, "move the socket to %s, as it was: %s is there",
+                            a.sun_path, S_ISSOCK(st.st_mode) ? "a live socket" : "another file");
   if (rename((const char *)u->name, a.sun_path) < 0)
     return crest_error_errno(err, "rename %s to %s", (const char *)u->name, a.sun_path);
   return 0;
