@@ -89,7 +89,7 @@ lost_case() {
 # unix-peercred (the init's sockets, which the restorer, PID 1 itself,
 # makes), and the refusals, each of
 # which must stop a checkpoint of its own.
-LOST_BATCH="posix-lock flock ofd-lock pipe-nonblock pipe-two-opens o-async madv-dontfork madv-wipeonfork madv-dontdump madv-hugepage madv-nohugepage reserve-sparse zero-read subreaper pdeathsig thp-disable dumpable timerslack coredump-filter mempolicy cpuid-fault autogroup spec-store-bypass spec-indirect-branch membarrier posix-timer mlock mlock-onfault mlockall posix-timer-tid-cpu sleep-restart sleep-restarted unlinked-holes unlinked-mode unlinked-shared unlinked-wronly unlinked-mapped unlinked-big deleted-dir opath opath-symlink pidfd pipe-no-writer pipe-no-reader pipe-outside epoll-outside unix-outside unix-ext unix-renamed inotify-walk sysv-shm sysv-sem sysv-msg bindtodevice udp-shutdown sockopts reparented"
+LOST_BATCH="posix-lock flock ofd-lock pipe-nonblock pipe-two-opens o-async madv-dontfork madv-wipeonfork madv-dontdump madv-hugepage madv-nohugepage reserve-sparse zero-read subreaper pdeathsig thp-disable dumpable timerslack coredump-filter mempolicy cpuid-fault autogroup spec-store-bypass spec-indirect-branch membarrier posix-timer mlock mlock-onfault mlockall posix-timer-tid-cpu sleep-restart sleep-restarted unlinked-holes unlinked-mode unlinked-shared unlinked-wronly unlinked-mapped unlinked-mapped-lock unlinked-big deleted-dir opath opath-symlink pidfd pipe-no-writer pipe-no-reader pipe-outside epoll-outside unix-outside unix-ext unix-renamed inotify-walk sysv-shm sysv-sem sysv-msg bindtodevice udp-shutdown sockopts reparented"
 
 BATCH_NOTE=(
 	[posix-timer-tid-cpu]="timers on a thread's and the process's CPU-time clock named by ID"
@@ -150,6 +150,7 @@ lost_batch() {
 @test "zdtm-lost deleted-cwd: refused" { lost_case deleted-cwd "deleted"; }
 @test "zdtm-lost unix-peercred: restored (SO_PEERCRED of a pair, a connection, one to a child's listener: the same PIDs)" { lost_case unix-peercred restore; }
 @test "zdtm-lost unix-scm-rights: refused" { lost_case unix-scm-rights "SCM_RIGHTS"; }
+@test "zdtm-lost unlinked-dir-gone: refused (an unlinked file whose directory is gone)" { lost_case unlinked-dir-gone "directory is gone"; }
 @test "zdtm-lost udp-cork: refused (a corked datagram)" { lost_case udp-cork "UDP_CORK"; }
 @test "zdtm-lost udp-more: refused (a datagram sent with MSG_MORE, after the wait)" { lost_case udp-more "MSG_MORE"; }
 @test "zdtm-lost unix-backlog-data: refused" { lost_case unix-backlog-data "accepted"; }

@@ -309,6 +309,11 @@ memfd_probe(struct dctx *c, struct dproc *p, const struct fd_probe *d, struct df
       && !(d->st->st_nlink == 0 && ll > 10 && strcmp(d->link + ll - 10, " (deleted)") == 0
            && tree_maps(c, d->st)))
     return 0;
+  /* The restore makes it again at its path (memfile_as_file): its
+     directory must still be there (knotd removes the directory of its
+     temporary configuration database with it). */
+  if (strncmp(d->link, "/memfd:", 7) != 0 && unlinked_dir_check(c, p, d->fd, d->link, err) < 0)
+    return -1;
   if (shm_save_fd(&c->shm, c->w, p->pid, d->fd, d->st, d->link, &o, err) < 0)
     return -1;
   nf->u.mode = (int)(d->st->st_mode & 07777);
@@ -321,6 +326,7 @@ static void
 memfd_write(struct dctx *c, const struct dfile *f, yajl_gen g)
 {
   files_put_attrs(c, f, g);
+  files_put_locks(c, f, g);
   jput_int(g, "seals", f->seals);
   if (strncmp(f->path, "/memfd:", 7) != 0)
     jput_int(g, "file_mode", f->u.mode);
@@ -337,7 +343,7 @@ memfd_open(struct rctx *c, struct rfile *f, int flags, crest_error_t *err)
 
 const struct fd_ops fd_memfd_ops = {
   .type = "memfd",
-  .flags = FDT_PATH | FDT_DATA,
+  .flags = FDT_LOCKS | FDT_PATH | FDT_DATA,
   .probe = memfd_probe,
   .write = memfd_write,
   .parse = parse_memfd,

@@ -66,6 +66,8 @@ dump_removed(struct dctx *c, struct dproc *p, int fd, int flags, char *link, con
       nf->deleted_dir = true;
       return 0;
     }
+  if (unlinked_dir_check(c, p, fd, link, err) < 0)
+    return -1;
   nf->unlinked = true;
   nf->u.same_as = -1;
   for (size_t k = 0; k < c->nf && nf->u.same_as < 0; k++)
@@ -74,6 +76,24 @@ dump_removed(struct dctx *c, struct dproc *p, int fd, int flags, char *link, con
   if (nf->u.same_as >= 0)
     return 0;
   return unlinked_dump(c->w, p->pid, fd, flags, st, nf->id, &nf->u, &nf->data, err);
+}
+
+int
+unlinked_dir_check(struct dctx *c, struct dproc *p, int fd, const char *link, crest_error_t *err)
+{
+  cleanup_free char *parent = xstrdup(link);
+  cleanup_close int pf = -1;
+  crest_error_t e = NULL;
+  *strrchr(parent, '/') = 0;
+  pf = open_in_root(c, p, *parent ? parent : "/", O_PATH | O_DIRECTORY, &e);
+  if (pf >= 0)
+    return 0;
+  crest_error_release(&e);
+  return crest_error_make(err, ENOTSUP,
+                          "task %d: fd %d (%s): an unlinked file whose directory is gone too "
+                          "(or closed to crest): a restore could not make it again beside its "
+                          "path: cannot checkpoint it",
+                          p->pid, fd, link);
 }
 
 int
@@ -104,20 +124,24 @@ files_put_attrs(struct dctx *c, const struct dfile *f, yajl_gen g)
     unlinked_put(g, &f->u);
   if (f->deleted_dir)
     deleted_dir_put(g, &f->u);
-  {
-    /* A flock's taker as the tree knows it: a live process of the tree,
-       or none (crest takes it at restore). */
-    struct lock_set ls = f->locks;
-    for (size_t i = 0; i < ls.n; i++)
-      if (ls.l[i].owner)
-        {
-          struct dproc *q = find_proc(c, (pid_t)ls.l[i].owner);
-          ls.l[i].owner = q && !q->zombie ? q->ipid : 0;
-          if (ls.l[i].owner && c->w->format < CREST_IMAGE_FORMAT_FLOCKPID)
-            c->w->format = CREST_IMAGE_FORMAT_FLOCKPID;
-        }
-    put_attrs(c, locks_put(g, &ls, (1u << LOCK_KIND_FLOCK) | (1u << LOCK_KIND_OFD)));
-  }
+  files_put_locks(c, f, g);
+}
+
+void
+files_put_locks(struct dctx *c, const struct dfile *f, yajl_gen g)
+{
+  /* A flock's taker as the tree knows it: a live process of the tree,
+     or none (crest takes it at restore). */
+  struct lock_set ls = f->locks;
+  for (size_t i = 0; i < ls.n; i++)
+    if (ls.l[i].owner)
+      {
+        struct dproc *q = find_proc(c, (pid_t)ls.l[i].owner);
+        ls.l[i].owner = q && !q->zombie ? q->ipid : 0;
+        if (ls.l[i].owner && c->w->format < CREST_IMAGE_FORMAT_FLOCKPID)
+          c->w->format = CREST_IMAGE_FORMAT_FLOCKPID;
+      }
+  put_attrs(c, locks_put(g, &ls, (1u << LOCK_KIND_FLOCK) | (1u << LOCK_KIND_OFD)));
 }
 
 static bool

@@ -117,9 +117,12 @@ new_file(struct dctx *c, struct dproc *p, const struct fd_probe *d, int64_t pos,
     {
       free(nf.path), free(nf.data), free(nf.priv);
       return crest_error_make(err, ENOTSUP,
-                              "task %d: fd %d (%s): a lock on a descriptor that leads outside "
-                              "the tree is not restored: cannot checkpoint it",
-                              p->pid, d->fd, d->link);
+                              nf.ops == &fd_inherited_ops
+                                  ? "task %d: fd %d (%s): a lock on a descriptor that leads "
+                                    "outside the tree is not restored: cannot checkpoint it"
+                                  : "task %d: fd %d (%s): a lock on a descriptor of type %s, "
+                                    "which crest does not restore: cannot checkpoint it",
+                              p->pid, d->fd, d->link, nf.ops->type);
     }
   nf.locks = *locks;
   c->f = xrealloc(c->f, (c->nf + 1) * sizeof *c->f);

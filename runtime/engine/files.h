@@ -200,6 +200,14 @@ files_check_path(struct dctx *c, struct dproc *p, const struct fd_probe *d, bool
    tables (data, unlinked, deleted_dir, flock and OFD locks). */
 void
 files_put_attrs(struct dctx *c, const struct dfile *f, yajl_gen g);
+/* files-reg.c: refused (-1, one line) when the directory of LINK, an
+   unlinked file of task P's descriptor FD, is gone as well: the restore
+   makes the file again there. */
+int
+unlinked_dir_check(struct dctx *c, struct dproc *p, int fd, const char *link, crest_error_t *err);
+/* Its flock and OFD locks (files-reg.c), for the types with FDT_LOCKS. */
+void
+files_put_locks(struct dctx *c, const struct dfile *f, yajl_gen g);
 
 /* pipes.c: the pipes and FIFOs, with their bytes. */
 int

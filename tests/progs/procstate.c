@@ -371,9 +371,12 @@ fd_line(const char *pre, long pid, long fd)
         fprintf(m, " ino: %lx.%s", (unsigned long)st.st_dev, w[1]);
       else if (strcmp(w[0], "lock:") == 0)
         {
+          /* the lock's MAJ:MIN:INODE is this descriptor's file's, which
+             its "ino:" shows (renumbered: an unlinked file comes back as
+             another inode) */
           fputs(" lock:", m);
           for (int i = 2; i < k; i++)
-            fprintf(m, " %s", i == 5 ? tr_pid(w[i], b, sizeof b) : w[i]);
+            fprintf(m, " %s", i == 5 ? tr_pid(w[i], b, sizeof b) : i == 6 ? "-" : w[i]);
         }
       else
         fprintf(m, " %s", l);

@@ -1506,6 +1506,71 @@ chk_umapped(void)
     zdtm_fail("unlinked mapped file: a write into the mapping is not in the file");
 }
 
+/* unlinked-mapped-lock: the same with a POSIX read lock on bytes 0-99
+   and a flock (knotd's temporary LMDB configuration, unlinked, mapped
+   shared and locked): until December 2026 refused ("a lock on a
+   descriptor that leads outside the tree"). The checks: the file as
+   above, and another process sees the read lock of this one and the
+   flock. */
+static void
+set_umapped_lock(void)
+{
+  struct flock l = { .l_type = F_RDLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 100 };
+  set_umapped();
+  need(fcntl(fd, F_SETLK, &l) == 0 && flock(fd, LOCK_SH) == 0, "F_SETLK, flock");
+}
+static void
+chk_umapped_lock(void)
+{
+  pid_t me = getpid(), k;
+  int st;
+  chk_umapped();
+  k = fork();
+  if (k == 0)
+    {
+      struct flock l = { .l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0 };
+      char p[64];
+      int f;
+      snprintf(p, sizeof p, "/proc/%d/fd/%d", (int)me, fd);
+      f = open(p, O_RDWR | O_CLOEXEC); /* an open file description of its own */
+      if (f < 0 || fcntl(f, F_GETLK, &l) < 0)
+        _exit(2);
+      if (l.l_type != F_RDLCK || l.l_pid != me || l.l_start != 0 || l.l_len != 100)
+        _exit(3);
+      _exit(flock(f, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK ? 0 : 4);
+    }
+  waitpid(k, &st, 0);
+  if (!WIFEXITED(st) || WEXITSTATUS(st))
+    zdtm_fail("unlinked mapped file: its read lock or flock not seen by another process "
+              "(status %d)",
+              WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+/* unlinked-dir-gone: an unlinked file whose directory was removed too
+   (knotd's temporary configuration database): the restore could not make
+   it again beside its path, refused at checkpoint (until December 2026 the
+   checkpoint killed the tree and the restore failed). The check, on the
+   untouched original: its bytes. */
+static char ugone_dir[32];
+static void
+set_unlinked_dir_gone(void)
+{
+  char p[64];
+  snprintf(ugone_dir, sizeof ugone_dir, "ugone.%d", (int)getpid());
+  snprintf(p, sizeof p, "%s/f", ugone_dir);
+  need(mkdir(ugone_dir, 0700) == 0, "mkdir");
+  fd = open(p, O_RDWR | O_CREAT | O_EXCL, 0600);
+  need(fd >= 0 && pwrite(fd, "gone", 4, 0) == 4 && unlink(p) == 0 && rmdir(ugone_dir) == 0,
+       "open, write, unlink, rmdir");
+}
+static void
+chk_unlinked_dir_gone(void)
+{
+  char b[4];
+  if (pread(fd, b, 4, 0) != 4 || memcmp(b, "gone", 4) != 0)
+    zdtm_fail("unlinked file in a removed directory: its bytes");
+}
+
 static void
 set_uwronly(void)
 {
@@ -3256,6 +3321,8 @@ static const struct
   { "unlinked-shared", set_ushared, chk_ushared },
   { "unlinked-wronly", set_uwronly, chk_uwronly },
   { "unlinked-mapped", set_umapped, chk_umapped },
+  { "unlinked-mapped-lock", set_umapped_lock, chk_umapped_lock },
+  { "unlinked-dir-gone", set_unlinked_dir_gone, chk_unlinked_dir_gone },
   { "unlinked-big", set_big, chk_big },
   { "deleted-dir", set_deldir, chk_deldir },
   { "deleted-fifo", set_delfifo, chk_delfifo },
