@@ -2015,8 +2015,8 @@ set_unix_renamed(void)
   snprintf(ren_path, sizeof ren_path, "%s/r.sock", cwd);
   memcpy(a.sun_path, ren_tmp, strlen(ren_tmp) + 1);
   fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  need(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0
-           && rename(ren_tmp, ren_path) == 0 && listen(fd, 4) == 0,
+  need(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && rename(ren_tmp, ren_path) == 0
+           && listen(fd, 4) == 0,
        "bind, rename, listen");
 }
 static void
@@ -2364,8 +2364,7 @@ chk_tcp_ext(void)
   if (getsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, &rl) < 0 || !reuse)
     zdtm_fail("SO_REUSEADDR is %d after restore, 1 before", reuse);
   if (!ext_ping("two"))
-    zdtm_fail("TCP connection to a server outside: no answer after restore (%s)",
-              strerror(errno));
+    zdtm_fail("TCP connection to a server outside: no answer after restore (%s)", strerror(errno));
   send(fd, "bye", 3, MSG_NOSIGNAL);
 }
 
