@@ -88,6 +88,9 @@
 /* Format 20: a unix socket's "moved", the path its file was renamed to
    (sk-unix.c). */
 #define CREST_IMAGE_FORMAT_UNIX_MOVED 20
+/* Format 20 too: a unix socket's "base", the directory its relative name
+   is bound from. */
+#define CREST_IMAGE_FORMAT_UNIX_BASE 20
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */
 #define XSTATE_MAX 16384
 

@@ -65,6 +65,10 @@ struct usk
      and renames it): that path, MOVEDLEN bytes. */
   char moved[UNAME_MAX];
   int movedlen;
+  /* A name relative to the binder's working directory (Postfix binds
+     "private/smtp" and "public/pickup" in its queue directory): the
+     directory it leads to the socket from, as the tree sees it. */
+  char base[512];
   uint32_t mode;
   int backlog;
   uint32_t *icons;
@@ -140,6 +144,28 @@ find_moved(pid_t pid, const uint8_t *name, size_t len, const struct unix_diag_vf
   return found;
 }
 
+/* A name relative to the directory the binder was in: the task's working
+   directory when the name leads there to this socket (the base the
+   restore binds and connects from), else refused. */
+static int
+relative_name(pid_t pid, const uint8_t *n, size_t len, const struct unix_diag_vfs *vfs,
+              struct usk *u, crest_error_t *err)
+{
+  cleanup_free char *cwdl = xasprintf("/proc/%d/cwd", pid);
+  cleanup_free char *at = xasprintf("/proc/%d/cwd/%.*s", pid, (int)len, (const char *)n);
+  struct stat st;
+  ssize_t cl = readlink(cwdl, u->base, sizeof u->base - 1);
+  if (cl <= 0 || u->base[0] != '/' || (size_t)cl >= sizeof u->base - 1 || !vfs || stat(at, &st) < 0
+      || !S_ISSOCK(st.st_mode) || st.st_ino != vfs->udiag_vfs_ino)
+    return crest_error_make(err, ENOTSUP,
+                            "unix socket bound to the relative path \"%.*s\", which does not "
+                            "lead to it from the task's working directory: cannot checkpoint it",
+                            (int)len, (const char *)n);
+  u->base[cl] = 0;
+  u->mode = st.st_mode & 07777;
+  return 0;
+}
+
 /* The name, and whether the path still names this socket. */
 static int
 dump_name(const struct sk_diag_rec *r, pid_t pid, struct usk *u, crest_error_t *err)
@@ -158,9 +184,7 @@ dump_name(const struct sk_diag_rec *r, pid_t pid, struct usk *u, crest_error_t *
   if (n[0] == 0)
     return 0;
   if (n[0] != '/')
-    return crest_error_make(err, ENOTSUP,
-                            "unix socket bound to the relative path \"%.*s\", cannot checkpoint it",
-                            (int)len, n);
+    return relative_name(pid, n, len, vfs, u, err);
   p = xasprintf("/proc/%d/root%.*s", pid, (int)len, n);
   u->unlinked = !vfs || stat(p, &st) < 0 || st.st_ino != vfs->udiag_vfs_ino;
   u->mode = u->unlinked ? 0777 : st.st_mode & 07777;
@@ -535,6 +559,12 @@ unix_write(struct dctx *c, const struct dfile *f, yajl_gen g)
       if (c->w->format < CREST_IMAGE_FORMAT_UNIX_MOVED)
         c->w->format = CREST_IMAGE_FORMAT_UNIX_MOVED;
     }
+  if (u->base[0])
+    {
+      jput_str(g, "base", u->base);
+      if (c->w->format < CREST_IMAGE_FORMAT_UNIX_BASE)
+        c->w->format = CREST_IMAGE_FORMAT_UNIX_BASE;
+    }
   jput_int(g, "mode", u->mode);
   jput_int(g, "peer", u->peer_file);
   jput_bool(g, "peer_gone", u->peer_gone);
@@ -573,6 +603,7 @@ struct ursk
   size_t namelen;
   uint8_t *moved; /* format 20: renamed there at the end (NUL-terminated) */
   size_t movedlen;
+  char *base; /* format 20: the directory a relative name is bound from */
   int mode;
   int peer, accept_from, backlog_of, backlog_pos, shutdown;
   struct sk_opts opts;
@@ -647,6 +678,15 @@ unix_parse(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
       || (yajl_tree_get(v, (const char *[]){ "moved", NULL }, yajl_t_any)
           && jget_hex_alloc(v, "moved", UNAME_MAX - 1, &u->moved, &u->movedlen, err) < 0))
     return crest_error_wrap(err, "file %d (unix socket)", f->id);
+  {
+    const char *b = NULL;
+    if (yajl_tree_get(v, (const char *[]){ "base", NULL }, yajl_t_any)
+        && jget_str(v, "base", &b, err) < 0)
+      return crest_error_wrap(err, "file %d (unix socket)", f->id);
+    if (b && (b[0] != '/' || !u->namelen || u->name[0] == '/' || u->name[0] == 0))
+      return crest_error_make(err, EINVAL, "file %d (unix socket): a bad \"base\"", f->id);
+    u->base = b ? xstrdup(b) : NULL;
+  }
   if (u->moved)
     {
       uint8_t *m = xrealloc(u->moved, u->movedlen + 1);
@@ -677,7 +717,7 @@ unix_parse(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
   u->name[u->namelen] = 0;
   if (u->namelen && u->name[0] && strlen((const char *)u->name) + 1 < u->namelen)
     return crest_error_make(err, EINVAL, "file %d: a unix socket path with a NUL", f->id);
-  if (u->namelen && u->name[0] && u->name[0] != '/')
+  if (u->namelen && u->name[0] && u->name[0] != '/' && !u->base)
     return crest_error_make(err, EINVAL, "file %d: a unix socket path not absolute", f->id);
   return 0;
 }
@@ -824,11 +864,57 @@ pair_as(struct rctx *c, int type, pid_t pid, int sv[2])
   return 0;
 }
 
+/* A relative name (U->base) is bound, connected to, sent to, moved and
+   removed from its base directory: entered for the call, then left for
+   the directory crest was in (*SAVED). */
+static int
+base_enter(const struct ursk *u, int *saved, crest_error_t *err)
+{
+  *saved = -1;
+  if (!u || !u->base)
+    return 0;
+  if ((*saved = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+    return crest_error_errno(err, "open the working directory");
+  if (chdir(u->base) < 0)
+    {
+      int e = errno;
+      close(*saved);
+      *saved = -1;
+      errno = e;
+      return crest_error_errno(err, "enter %s, the directory of a relative socket name", u->base);
+    }
+  return 0;
+}
+
+static void
+base_leave(int saved)
+{
+  if (saved < 0)
+    return;
+  if (fchdir(saved) < 0)
+    crest_warn("restore: back to the working directory: %s", strerror(errno));
+  close(saved);
+}
+
 /* A new socket of U's type, bound to its name (a stale socket file left
    at the path by the checkpointed tree is removed first; one a live socket
    holds, as the original's with --leave-running, is left: bind fails). */
 static int
+make_bound_here(struct rctx *c, struct ursk *u, crest_error_t *err);
+
+static int
 make_bound(struct rctx *c, struct ursk *u, crest_error_t *err)
+{
+  int saved, rc;
+  if (base_enter(u, &saved, err) < 0)
+    return -1;
+  rc = make_bound_here(c, u, err);
+  base_leave(saved);
+  return rc;
+}
+
+static int
+make_bound_here(struct rctx *c, struct ursk *u, crest_error_t *err)
 {
   struct sockaddr_un a;
   socklen_t len = uaddr(u, &a);
@@ -870,8 +956,13 @@ connect_as(struct rctx *c, pid_t pid, int fd, const struct ursk *to, crest_error
 {
   struct as_op o = { .what = AS_CONNECT, .fd = fd };
   char nb[120];
+  int saved, rc;
   o.len = uaddr(to, &o.addr);
-  if (as_cred(c, pid, &o) < 0)
+  if (base_enter(to, &saved, err) < 0)
+    return -1;
+  rc = as_cred(c, pid, &o);
+  base_leave(saved);
+  if (rc < 0)
     return crest_error_errno(err, "connect to %s", uname_text(to, nb, sizeof nb));
   return 0;
 }
@@ -990,10 +1081,14 @@ send_queue(struct rctx *c, int id, struct ursk *u, crest_error_t *err)
       socklen_t alen = uaddr(u, &a);
       bool to = u->type == SOCK_DGRAM && s && s->peer != id;
       ssize_t n;
+      int saved = -1;
       if (fd < 0)
         return crest_error_make(err, EINVAL, "file %d: queued data with no sender", id);
+      if (to && base_enter(u, &saved, err) < 0)
+        return -1;
       n = sendto(fd, u->q[k].data, u->q[k].len, MSG_DONTWAIT | MSG_NOSIGNAL,
                  to ? (struct sockaddr *)&a : NULL, to ? alen : 0);
+      base_leave(saved);
       if (n != (ssize_t)u->q[k].len)
         return crest_error_make(err, n < 0 ? errno : EIO, "file %d: queue its %zu bytes again%s%s",
                                 id, u->q[k].len, n < 0 ? ": " : "",
@@ -1024,13 +1119,20 @@ finish_all(struct rctx *c, crest_error_t *err)
           && (((u->shutdown & 2) && shutdown(u->fd, SHUT_WR) < 0)
               || ((u->shutdown & 1) && shutdown(u->fd, SHUT_RD) < 0)))
         return crest_error_errno(err, "file %zu (unix socket): shutdown", i);
-      if (u->unlinked && u->namelen && u->name[0] && u->moved)
+      if (u->unlinked && u->namelen && u->name[0])
         {
-          if (move_bound(u, err) < 0)
+          int saved;
+          if (base_enter(u, &saved, err) < 0)
             return crest_error_wrap(err, "file %zu (unix socket)", i);
+          if (!u->moved)
+            unlink((const char *)u->name);
+          else if (move_bound(u, err) < 0)
+            {
+              base_leave(saved);
+              return crest_error_wrap(err, "file %zu (unix socket)", i);
+            }
+          base_leave(saved);
         }
-      else if (u->unlinked && u->namelen && u->name[0])
-        unlink((const char *)u->name);
       if (sk_opts_apply(u->fd, &u->opts, SKO_BIT(SKO_PEEK_OFF), err) < 0)
         return crest_error_wrap(err, "file %zu (unix socket)", i);
       if ((c->f[i].flags & O_NONBLOCK) && fcntl(u->fd, F_SETFL, O_NONBLOCK) < 0)
@@ -1062,7 +1164,7 @@ unix_release(struct rfile *f)
   struct ursk *u = f->priv;
   for (size_t i = 0; i < u->nq; i++)
     free(u->q[i].data);
-  free(u->q), free(u->name), free(u->ext), free(u->moved);
+  free(u->q), free(u->name), free(u->ext), free(u->moved), free(u->base);
 }
 
 const struct fd_ops fd_unix_ops = {

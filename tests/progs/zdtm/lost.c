@@ -1996,6 +1996,80 @@ chk_unix_outside(void)
               strerror(errno));
 }
 
+/* unix-relative: sockets bound to names relative to the working directory,
+   as Postfix binds its services in its queue directory: a listener
+   "priv/s" with a connection accepted and one waiting, and a datagram
+   socket "priv/d" with a datagram queued from a socket bound to "priv/c".
+   Until December 2026 refused ("bound to the relative path"). After
+   restore: the names as before (getsockname), a new connection to
+   "priv/s" accepted, both connections carry bytes, the datagram is there
+   from "priv/c". */
+static int rel_l = -1, rel_a = -1, rel_c = -1, rel_w = -1, rel_d = -1, rel_s = -1;
+static socklen_t
+rel_addr(struct sockaddr_un *a, const char *name)
+{
+  memset(a, 0, sizeof *a);
+  a->sun_family = AF_UNIX;
+  snprintf(a->sun_path, sizeof a->sun_path, "%s", name);
+  return offsetof(struct sockaddr_un, sun_path) + strlen(name) + 1;
+}
+static void
+set_unix_relative(void)
+{
+  struct sockaddr_un a;
+  socklen_t l;
+  need(mkdir("priv", 0700) == 0, "mkdir priv");
+  rel_l = socket(AF_UNIX, SOCK_STREAM, 0);
+  rel_c = socket(AF_UNIX, SOCK_STREAM, 0);
+  rel_w = socket(AF_UNIX, SOCK_STREAM, 0);
+  rel_d = socket(AF_UNIX, SOCK_DGRAM, 0);
+  rel_s = socket(AF_UNIX, SOCK_DGRAM, 0);
+  l = rel_addr(&a, "priv/s");
+  need(rel_l >= 0 && rel_c >= 0 && rel_w >= 0 && bind(rel_l, (struct sockaddr *)&a, l) == 0
+           && listen(rel_l, 4) == 0 && connect(rel_c, (struct sockaddr *)&a, l) == 0
+           && (rel_a = accept(rel_l, NULL, NULL)) >= 0
+           && connect(rel_w, (struct sockaddr *)&a, l) == 0 && write(rel_c, "to-a", 4) == 4,
+       "relative listener, connections");
+  l = rel_addr(&a, "priv/d");
+  need(rel_d >= 0 && rel_s >= 0 && bind(rel_d, (struct sockaddr *)&a, l) == 0, "bind priv/d");
+  {
+    struct sockaddr_un c;
+    socklen_t cl = rel_addr(&c, "priv/c");
+    need(bind(rel_s, (struct sockaddr *)&c, cl) == 0
+             && sendto(rel_s, "dgram", 5, 0, (struct sockaddr *)&a, l) == 5,
+         "bind priv/c, send to priv/d");
+  }
+}
+static void
+chk_unix_relative(void)
+{
+  struct sockaddr_un a, got;
+  socklen_t gl = sizeof got, l = rel_addr(&a, "priv/s");
+  struct sockaddr_un from;
+  socklen_t fl = sizeof from;
+  char b[16];
+  int n = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), w;
+  if (getsockname(rel_l, (struct sockaddr *)&got, &gl) < 0 || strcmp(got.sun_path, "priv/s"))
+    zdtm_fail("the listener's name is \"%s\", expected priv/s", got.sun_path);
+  if (n < 0 || connect(n, (struct sockaddr *)&a, l) < 0 || (w = accept(rel_l, NULL, NULL)) < 0)
+    zdtm_fail("a new connection to priv/s: %s", strerror(errno));
+  else
+    close(w);
+  if (read(rel_a, b, 4) != 4 || memcmp(b, "to-a", 4) || write(rel_a, "back", 4) != 4
+      || read(rel_c, b, 4) != 4 || memcmp(b, "back", 4))
+    zdtm_fail("the accepted connection: bytes lost");
+  if ((w = accept4(rel_l, NULL, NULL, SOCK_NONBLOCK)) < 0)
+    zdtm_fail("the connection waiting to be accepted is gone");
+  else
+    close(w);
+  if (recvfrom(rel_d, b, sizeof b, MSG_DONTWAIT, (struct sockaddr *)&from, &fl) != 5
+      || memcmp(b, "dgram", 5) || strcmp(from.sun_path, "priv/c"))
+    zdtm_fail("priv/d: the datagram from priv/c is gone");
+  if (n >= 0)
+    close(n);
+  unlink("priv/s"), unlink("priv/d"), unlink("priv/c"), rmdir("priv");
+}
+
 /* unix-renamed: a listener bound to DIR/r.sock.tmp, its file renamed to
    DIR/r.sock, as HotSpot's attach listener does (DIR: the case's own,
    absolute). getsockname keeps the first name. After restore the renamed
@@ -3341,6 +3415,7 @@ static const struct
   { "unix-ext", set_unix_ext, chk_unix_ext },
   { "unix-peercred", set_unix_peercred, chk_unix_peercred },
   { "unix-renamed", set_unix_renamed, chk_unix_renamed },
+  { "unix-relative", set_unix_relative, chk_unix_relative },
   { "unix-scm-rights", set_unix_scm, chk_unix_scm },
   { "unix-backlog-data", set_unix_backlog, chk_unix_backlog },
   { "timerfd-cancel", set_timerfd_cancel, chk_timerfd_cancel },
