@@ -234,6 +234,11 @@ vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, 
               const char *kind, uint32_t *bits, crest_error_t *err);
 bool
 vmflags_no_pages(const struct vmflags_ent *v, size_t n, uint64_t start);
+/* mem.c: refused (-1, one line) when a process of N mappings could not be
+   restored under this machine's vm.max_map_count (WHEN: "checkpoint" or
+   "restore"). */
+int
+map_count_check(pid_t pid, size_t n, const char *when, crest_error_t *err);
 /* Kilobytes smaps shows swapped out of the mapping at START (-1: no such
    mapping, or no Swap line). */
 long

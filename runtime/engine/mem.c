@@ -581,6 +581,32 @@ mem_put_mm(const struct dproc *p, const unsigned long long f[64], const char *au
 }
 
 /* The "vmas" of process P and its pages. */
+/* While a task is restored, crest's own mappings and its are there at
+   once: a process with nearly vm.max_map_count mappings cannot be made
+   again (its restore failed in the middle, "mprotect ... Cannot allocate
+   memory"). Refused before: at checkpoint, where the tree runs on, and at
+   restore, before anything is made. */
+#define MAP_COUNT_MARGIN 512
+int
+map_count_check(pid_t pid, size_t n, const char *when, crest_error_t *err)
+{
+  long max = 0;
+  FILE *f = fopen("/proc/sys/vm/max_map_count", "re");
+  if (f)
+    {
+      if (fscanf(f, "%ld", &max) != 1)
+        max = 0;
+      fclose(f);
+    }
+  if (max <= 0 || (long)n + MAP_COUNT_MARGIN <= max)
+    return 0;
+  return crest_error_make(err, ENOTSUP,
+                          "%s %d: %zu mappings, and its restore needs about %d more while "
+                          "crest's own are mapped too: over vm.max_map_count (%ld) here",
+                          strcmp(when, "restore") == 0 ? "restore: process" : "task", (int)pid, n,
+                          MAP_COUNT_MARGIN, max);
+}
+
 int
 mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
 {
@@ -590,7 +616,8 @@ mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   size_t nv = 0, nvf = 0;
   int rc = -1;
 
-  if (parse_maps(p->pid, &v, &nv, err) < 0 || vmflags_load(p->pid, &vf, &nvf, err) < 0)
+  if (parse_maps(p->pid, &v, &nv, err) < 0 || vmflags_load(p->pid, &vf, &nvf, err) < 0
+      || map_count_check(p->pid, nv, "checkpoint", err) < 0)
     goto fail;
   jput_key(g, "vmas");
   yajl_gen_array_open(g);

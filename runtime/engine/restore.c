@@ -467,6 +467,12 @@ crest_engine_restore(const struct crest_restore_opts *o, pid_t *root_out, crest_
                        c.np);
       }
   }
+  for (size_t i = 0; i < c.np; i++)
+    if (map_count_check(c.p[i].pid, c.p[i].nvmas, "restore", err) < 0)
+      {
+        free_ctx(&c);
+        return -1;
+      }
   if (!o->as_ns_init && keys_restore_session(&c, err) < 0)
     {
       free_ctx(&c);
