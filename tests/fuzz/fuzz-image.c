@@ -71,8 +71,9 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
   return 0;
 }
 
-/* The image writer's and ptrace.c's hooks into the checkpoint's worker
-   (dump-guard.c): the fuzzer only reads images, so they never fire here. */
+/* The image writer's, ptrace.c's and sk-inet.c's hooks into the
+   checkpoint's worker (dump-guard.c): the fuzzer only reads images, so
+   they never fire here. */
 int
 dump_fault(const char *point, crest_error_t *err)
 {
@@ -90,6 +91,11 @@ void
 dump_fault_target(pid_t tid)
 {
   (void)tid;
+}
+void
+dump_guard_hold(int fd, bool reuse)
+{
+  (void)fd, (void)reuse;
 }
 
 static bool
