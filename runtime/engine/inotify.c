@@ -206,8 +206,11 @@ unread_events(pid_t pid, int fd, crest_error_t *err)
   int n = 0;
   if (pfd < 0 || (d = syscall(SYS_pidfd_getfd, pfd, fd, 0)) < 0 || ioctl(d, FIONREAD, &n) < 0)
     return crest_error_errno(err, "count its unread events (FIONREAD)");
+  /* A passing state of a program that reads its events (rsyslog's imfile
+     while a followed file is written): EAGAIN, the checkpoint is tried
+     again once the tree has run on; refused in the end if they stay. */
   if (n)
-    return crest_error_make(err, ENOTSUP,
+    return crest_error_make(err, EAGAIN,
                             "%d bytes of unread inotify events, which fdinfo does not show, "
                             "cannot checkpoint it",
                             n);
