@@ -177,20 +177,9 @@ void
 dump_guard_hold(int fd, bool reuse)
 {
   char msg[2] = { 'R', reuse ? '1' : '0' };
-  union
-  {
-    struct cmsghdr h;
-    char buf[CMSG_SPACE(sizeof(int))];
-  } u;
-  struct iovec iov = { msg, sizeof msg };
-  struct msghdr m
-      = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
-  struct cmsghdr *c = CMSG_FIRSTHDR(&m);
   if (guard_chan < 0)
     return;
-  c->cmsg_level = SOL_SOCKET, c->cmsg_type = SCM_RIGHTS, c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  if (sendmsg(guard_chan, &m, MSG_NOSIGNAL) < 0)
+  if (send_with_fd(guard_chan, msg, sizeof msg, fd) < 0)
     crest_debug("checkpoint: a TCP socket in repair mode not handed to the caller: %s",
                 strerror(errno));
 }

@@ -590,14 +590,7 @@ mem_put_mm(const struct dproc *p, const unsigned long long f[64], const char *au
 int
 map_count_check(pid_t pid, size_t n, const char *when, crest_error_t *err)
 {
-  long max = 0;
-  FILE *f = fopen("/proc/sys/vm/max_map_count", "re");
-  if (f)
-    {
-      if (fscanf(f, "%ld", &max) != 1)
-        max = 0;
-      fclose(f);
-    }
+  long max = read_long_file("/proc/sys/vm/max_map_count", 0);
   if (max <= 0 || (long)n + MAP_COUNT_MARGIN <= max)
     return 0;
   return crest_error_make(err, ENOTSUP,

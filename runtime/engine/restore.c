@@ -87,14 +87,7 @@ fault_kill(const char *phase)
 static pid_t
 helper_fork(struct rctx *c)
 {
-  long pid_max = 32768;
-  FILE *f = fopen("/proc/sys/kernel/pid_max", "re");
-  if (f)
-    {
-      if (fscanf(f, "%ld", &pid_max) != 1)
-        pid_max = 32768;
-      fclose(f);
-    }
+  long pid_max = read_long_file("/proc/sys/kernel/pid_max", 32768);
   for (pid_t cand = pid_max - 1; cand > pid_max - 64; cand--)
     {
       struct clone_args ca;

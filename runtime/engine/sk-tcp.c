@@ -48,20 +48,9 @@ static int
 repair_by_helper(int fd, int on)
 {
   char req[2] = { 'T', on == TCP_REPAIR_OFF_NO_WP ? '2' : on ? '1' : '0' }, ans[16];
-  union
-  {
-    struct cmsghdr h;
-    char buf[CMSG_SPACE(sizeof(int))];
-  } u;
-  struct iovec iov = { req, sizeof req };
-  struct msghdr m
-      = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
-  struct cmsghdr *c = CMSG_FIRSTHDR(&m);
   struct pollfd p = { helper, POLLIN, 0 };
   ssize_t n;
-  c->cmsg_level = SOL_SOCKET, c->cmsg_type = SCM_RIGHTS, c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  if (sendmsg(helper, &m, MSG_NOSIGNAL) != (ssize_t)sizeof req)
+  if (send_with_fd(helper, req, sizeof req, fd) != (ssize_t)sizeof req)
     return -1;
   if (poll(&p, 1, 10000) != 1)
     return errno = ETIMEDOUT, -1;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -164,6 +165,36 @@ read_all(int fd, void *buf, size_t len)
       len -= (size_t)r;
     }
   return 0;
+}
+
+long
+read_long_file(const char *path, long dflt)
+{
+  long v = dflt;
+  FILE *f = fopen(path, "re");
+  if (!f)
+    return dflt;
+  if (fscanf(f, "%ld", &v) != 1)
+    v = dflt;
+  fclose(f);
+  return v;
+}
+
+ssize_t
+send_with_fd(int sock, const void *buf, size_t len, int fd)
+{
+  union
+  {
+    struct cmsghdr h;
+    char b[CMSG_SPACE(sizeof(int))];
+  } u;
+  struct iovec iov = { (void *)buf, len };
+  struct msghdr m
+      = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.b, .msg_controllen = sizeof u.b };
+  struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+  c->cmsg_level = SOL_SOCKET, c->cmsg_type = SCM_RIGHTS, c->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  return sendmsg(sock, &m, MSG_NOSIGNAL);
 }
 
 int

@@ -65,6 +65,14 @@ int
 pwrite_all(int fd, const void *buf, size_t len, off_t off);
 int
 read_all(int fd, void *buf, size_t len);
+/* The number a file of /proc holds (a sysctl: vm.max_map_count,
+   kernel.pid_max), or DFLT where it cannot be read. */
+long
+read_long_file(const char *path, long dflt);
+/* One message of LEN bytes with descriptor FD (SCM_RIGHTS) on the unix
+   socket SOCK; as sendmsg. */
+ssize_t
+send_with_fd(int sock, const void *buf, size_t len, int fd);
 /* Descriptors LO to HI (inclusive) closed: one close_range, or each one
    where the kernel has none (before 5.9). */
 void

@@ -20,14 +20,15 @@ tree_pids() {
 }
 
 # settle PID...: wait until what /proc shows of them holds still for a
-# second (at most 20 s): a daemon's allocator gives memory back a few
+# second, or SETTLE_GAP seconds (at most 20 tries): a daemon's allocator
+# gives memory back a few
 # seconds after start-up or after a restore (BEAM's), a change of its own
 # that the comparison below would count against the restore.
 settle() {
     local a b i
     a=$("$bin/procstate" "$@")
     for ((i = 0; i < 20; i++)); do
-        sleep 1
+        sleep "${SETTLE_GAP:-1}"
         b=$("$bin/procstate" "$@")
         [ "$a" = "$b" ] && return 0
         a=$b
