@@ -153,6 +153,7 @@ lost_batch() {
 @test "zdtm-lost unix-scm-rights: refused" { lost_case unix-scm-rights "SCM_RIGHTS"; }
 @test "zdtm-lost unlinked-dir-gone: refused (an unlinked file whose directory is gone)" { lost_case unlinked-dir-gone "directory is gone"; }
 @test "zdtm-lost maps-limit: refused (nearly vm.max_map_count mappings)" { lost_case maps-limit "max_map_count"; }
+@test "zdtm-lost tcp-close-wait: refused, naming the state" { lost_case tcp-close-wait "CLOSE_WAIT"; }
 @test "zdtm-lost udp-cork: refused (a corked datagram)" { lost_case udp-cork "UDP_CORK"; }
 @test "zdtm-lost udp-more: refused (a datagram sent with MSG_MORE, after the wait)" { lost_case udp-more "MSG_MORE"; }
 @test "zdtm-lost unix-backlog-data: refused" { lost_case unix-backlog-data "accepted"; }

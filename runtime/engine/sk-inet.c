@@ -473,19 +473,35 @@ udp_shut_dump(struct dctx *c, pid_t pid, int d, struct inet_sk *s)
 
 /* A TCP socket that is connected, or was: refused, or closed
    (--tcp-close), or read through repair mode (--tcp-established). */
+/* The name of TCP state STATE (the kernel's numbers, as tcp_info shows
+   them), for messages. */
+static const char *
+tcp_state_name(unsigned state)
+{
+  static const char *const names[]
+      = { "?",         "ESTABLISHED", "SYN_SENT",   "SYN_RECV", "FIN_WAIT1", "FIN_WAIT2",
+          "TIME_WAIT", "CLOSE",       "CLOSE_WAIT", "LAST_ACK", "LISTEN",    "CLOSING" };
+  return state < ARRAY_SIZE(names) ? names[state] : "?";
+}
+
 static int
 tcp_connected(struct dctx *c, int d, struct inet_sk *s, unsigned state, crest_error_t *err)
 {
-  if (c->o->tcp_mode == CREST_TCP_REFUSE)
+  if (c->o->tcp_mode == CREST_TCP_REFUSE && state == TCP_ESTABLISHED)
     return crest_error_make(err, ENOTSUP,
                             "an established TCP connection (state %u): give --tcp-close to "
                             "restore it closed, or --tcp-established",
                             state);
+  if (c->o->tcp_mode == CREST_TCP_REFUSE)
+    return crest_error_make(err, ENOTSUP,
+                            "a TCP connection in state %s (%u): give --tcp-close to restore it "
+                            "closed (--tcp-established restores ESTABLISHED ones only)",
+                            tcp_state_name(state), state);
   if (c->o->tcp_mode == CREST_TCP_ESTABLISHED && state != TCP_ESTABLISHED)
     return crest_error_make(err, ENOTSUP,
-                            "a TCP connection in state %u: --tcp-established restores "
+                            "a TCP connection in state %s (%u): --tcp-established restores "
                             "ESTABLISHED ones only (--tcp-close restores it closed)",
-                            state);
+                            tcp_state_name(state), state);
   /* What the connection negotiated or tuned is the kernel's, not the
      program's: repair mode sets the MSS again, a closed socket has none. */
   for (size_t i = 0; i < NOPTS; i++)

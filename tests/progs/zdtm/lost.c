@@ -2870,6 +2870,33 @@ chk_tcp_shut_rd(void)
     zdtm_fail("the server end is no longer shut for reading (poll 0x%x)", p.revents);
 }
 
+/* tcp-close-wait: the server end of a connection whose client closed its
+   end (CLOSE_WAIT, as a Redis save child holds a client's socket): refused
+   without --tcp-close, naming the state (until December 2026 called "an
+   established TCP connection (state 8)"). The check, on the original: the
+   end of the connection is there to read. */
+static void
+set_tcp_close_wait(void)
+{
+  tcp_pair(true);
+  close(tcp_c);
+  tcp_c = -1;
+  for (int i = 0; i < 200; i++)
+    {
+      struct pollfd p = { .fd = tcp_s, .events = POLLRDHUP };
+      if (poll(&p, 1, 10) == 1)
+        break;
+    }
+}
+static void
+chk_tcp_close_wait(void)
+{
+  char buf[8];
+  if (recv(tcp_s, buf, 6, MSG_WAITALL) != 6 || memcmp(buf, "queued", 6) != 0
+      || read(tcp_s, buf, sizeof buf) != 0)
+    zdtm_fail("the server end: not its 6 bytes, then the end of file (%s)", strerror(errno));
+}
+
 static void
 chk_tcp_est(void)
 {
@@ -3472,6 +3499,7 @@ static const struct
   { "posix-shm", set_posix_shm, chk_posix_shm },
   { "tcp-established", set_tcp_est, chk_tcp_est },
   { "tcp-shut-rd", set_tcp_shut_rd, chk_tcp_shut_rd },
+  { "tcp-close-wait", set_tcp_close_wait, chk_tcp_close_wait },
   { "tcp-ext", set_tcp_ext, chk_tcp_ext },
   { "accept-queue", set_accept_queue, chk_accept_queue },
   { "accept-queue-close", set_accept_queue, chk_accept_queue_close },
