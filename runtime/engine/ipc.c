@@ -81,8 +81,10 @@ ipc_sysv_map(pid_t pid, uint64_t start, uint64_t end, const char *name, uint64_t
                           " of SysV shared memory segment %" PRIu64 " (key %#x): %s: cannot "
                           "checkpoint it",
                           pid, start, end, shmid, key,
-                          "the segment belongs to the IPC namespace crest shares with the rest of "
-                          "the system, not to the checkpointed tree");
+                          "the segment belongs to the IPC namespace crest runs in, which the "
+                          "checkpointed tree shares with crest (with the rest of the system, or "
+                          "with a shell's unshare -i), and which a restore in process mode does "
+                          "not make again (a container's own is: checkpoint the container)");
 }
 
 bool
