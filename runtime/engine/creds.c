@@ -610,15 +610,18 @@ caps_bound(const struct crest_restore_opts *o, uint64_t *bound, const char **who
 static bool
 initial_userns(void)
 {
+  static int known = -1; /* read once: asked for every process of a tree */
   char line[128] = "";
   unsigned long a = 1, b = 1, n = 0;
-  FILE *f = fopen("/proc/self/uid_map", "re");
-  if (!f)
-    return true;
+  FILE *f;
+  if (known >= 0)
+    return known;
+  if (!(f = fopen("/proc/self/uid_map", "re")))
+    return (known = 1);
   if (!fgets(line, sizeof line, f) || sscanf(line, "%lu %lu %lu", &a, &b, &n) != 3)
     a = 0, b = 0, n = 4294967295UL;
   fclose(f);
-  return a == 0 && b == 0 && n == 4294967295UL;
+  return (known = a == 0 && b == 0 && n == 4294967295UL);
 }
 
 static bool
@@ -697,27 +700,29 @@ check_caps(struct rctx *c, uint64_t bound, const char *whose, crest_error_t *err
 {
   static const char *const set[] = { "inheritable", "permitted", "effective", NULL, "ambient" };
   for (size_t i = 0; i < c->np; i++)
-    for (int k = 0; k < 5 && (!c->p[i].zombie || c->p[i].zstate); k++)
-      {
-        uint64_t b = bound;
-        uint64_t extra;
-        const char *who = whose;
-        if (!c->o->caps_from_config && (b & (1ULL << CAP_CHECKPOINT_RESTORE))
-            && !cr_regainable(&c->p[i]))
-          {
-            b &= ~(1ULL << CAP_CHECKPOINT_RESTORE);
-            who = "the task could not regain by itself (it is not root with it in its bounding "
-                  "set, its executable has no such file capability)";
-          }
-        extra = set[k] ? c->p[i].caps[k] & ~b : 0;
-        int cap = extra ? __builtin_ctzll(extra) : -1;
-        if (cap >= 0)
-          return crest_error_make(err, EPERM,
-                                  "image %s: process %d: its %s set has capability %d (%s), "
-                                  "which %s",
-                                  c->o->image_dir, c->p[i].pid, set[k], cap,
-                                  cap < (int)ARRAY_SIZE(cap_names) ? cap_names[cap] : "?",
-                                  extra & bound ? who : whose);
-      }
+    {
+      uint64_t b = bound;
+      const char *who = whose;
+      /* Asked once a process (its executable's file capabilities). */
+      if ((!c->p[i].zombie || c->p[i].zstate) && !c->o->caps_from_config
+          && (b & (1ULL << CAP_CHECKPOINT_RESTORE)) && !cr_regainable(&c->p[i]))
+        {
+          b &= ~(1ULL << CAP_CHECKPOINT_RESTORE);
+          who = "the task could not regain by itself (it is not root with it in its bounding "
+                "set, its executable has no such file capability)";
+        }
+      for (int k = 0; k < 5 && (!c->p[i].zombie || c->p[i].zstate); k++)
+        {
+          uint64_t extra = set[k] ? c->p[i].caps[k] & ~b : 0;
+          int cap = extra ? __builtin_ctzll(extra) : -1;
+          if (cap >= 0)
+            return crest_error_make(err, EPERM,
+                                    "image %s: process %d: its %s set has capability %d (%s), "
+                                    "which %s",
+                                    c->o->image_dir, c->p[i].pid, set[k], cap,
+                                    cap < (int)ARRAY_SIZE(cap_names) ? cap_names[cap] : "?",
+                                    extra & bound ? who : whose);
+        }
+    }
   return 0;
 }

@@ -590,7 +590,9 @@ mem_put_mm(const struct dproc *p, const unsigned long long f[64], const char *au
 int
 map_count_check(pid_t pid, size_t n, const char *when, crest_error_t *err)
 {
-  long max = read_long_file("/proc/sys/vm/max_map_count", 0);
+  static long max = -1; /* read once: asked for every process of a tree */
+  if (max < 0)
+    max = read_long_file("/proc/sys/vm/max_map_count", 0);
   if (max <= 0 || (long)n + MAP_COUNT_MARGIN <= max)
     return 0;
   return crest_error_make(err, ENOTSUP,

@@ -471,6 +471,13 @@ udp_shut_dump(struct dctx *c, pid_t pid, int d, struct inet_sk *s)
     }
 }
 
+/* S's SO_REUSEADDR, which leaving TCP repair mode clears. */
+static bool
+reuse_of(const struct inet_sk *s)
+{
+  return s->so.have[SKO_REUSEADDR] && s->so.v[SKO_REUSEADDR];
+}
+
 /* A TCP socket that is connected, or was: refused, or closed
    (--tcp-close), or read through repair mode (--tcp-established). */
 /* The name of TCP state STATE (the kernel's numbers, as tcp_info shows
@@ -534,13 +541,13 @@ tcp_connected(struct dctx *c, int d, struct inet_sk *s, unsigned state, crest_er
     int h = fcntl(d, F_DUPFD_CLOEXEC, 3);
     if (h < 0)
       {
-        tcp_conn_unrepair(d, s->so.have[SKO_REUSEADDR] && s->so.v[SKO_REUSEADDR]);
+        tcp_conn_unrepair(d, reuse_of(s));
         return crest_error_errno(err, "--tcp-established: dup");
       }
     c->tcp_held = xrealloc(c->tcp_held, (c->ntcp_held + 1) * sizeof *c->tcp_held);
     c->tcp_held[c->ntcp_held].fd = h;
-    c->tcp_held[c->ntcp_held++].reuse = s->so.have[SKO_REUSEADDR] && s->so.v[SKO_REUSEADDR];
-    dump_guard_hold(h, s->so.have[SKO_REUSEADDR] && s->so.v[SKO_REUSEADDR]);
+    c->tcp_held[c->ntcp_held++].reuse = reuse_of(s);
+    dump_guard_hold(h, reuse_of(s));
   }
   s->state = SK_ESTABLISHED;
   return 0;
@@ -1098,26 +1105,13 @@ udp_shut_restore(struct rctx *c, const struct rfile *f, crest_error_t *err)
   return 0;
 }
 
-/* The kernel clears SO_REUSEADDR when a socket leaves repair mode (it
-   forced it while in it): set back to the program's value, REUSE. */
-static int
-reuse_again(int fd, int reuse, crest_error_t *err)
-{
-  if (reuse && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &reuse, sizeof reuse) < 0)
-    return crest_error_errno(err, "SO_REUSEADDR again after repair mode");
-  return 0;
-}
-
 static int
 inet_finish(struct rctx *c, struct rfile *f, crest_error_t *err)
 {
   const struct inet_sk *s = f->priv;
   struct sockaddr_storage to;
   socklen_t len = sizeof to;
-  if (s->state == SK_ESTABLISHED
-      && (tcp_conn_release(f->svc, err) < 0
-          || reuse_again(f->svc, s->so.have[SKO_REUSEADDR] ? (int)s->so.v[SKO_REUSEADDR] : 0, err)
-                 < 0))
+  if (s->state == SK_ESTABLISHED && tcp_conn_release(f->svc, reuse_of(s), err) < 0)
     return crest_error_wrap(err, "restore: file %d (%s)", f->id, f->path);
   if (s->nq)
     {

@@ -294,9 +294,14 @@ tcp_conn_restore(int fd, const struct sockaddr *local, const struct sockaddr *pe
 }
 
 int
-tcp_conn_release(int fd, crest_error_t *err)
+tcp_conn_release(int fd, bool reuse, crest_error_t *err)
 {
+  int one = 1;
   if (repair(fd, TCP_REPAIR_OFF) < 0)
     return crest_error_errno(err, "leave TCP repair mode");
+  /* Leaving repair mode cleared SO_REUSEADDR, as at checkpoint
+     (tcp_conn_unrepair). */
+  if (reuse && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
+    return crest_error_errno(err, "SO_REUSEADDR again after repair mode");
   return 0;
 }

@@ -44,12 +44,13 @@ tcp_conn_put(yajl_gen g, const struct tcp_conn *t);
 int
 tcp_conn_parse(yajl_val v, struct tcp_conn *t, crest_error_t *err);
 /* Make FD (a new TCP socket, its options set) the connection T between
-   LOCAL and PEER again, in repair mode; tcp_conn_release ends it. */
+   LOCAL and PEER again, in repair mode; tcp_conn_release ends it (REUSE:
+   the program's SO_REUSEADDR, set again). */
 int
 tcp_conn_restore(int fd, const struct sockaddr *local, const struct sockaddr *peer, socklen_t alen,
                  const struct tcp_conn *t, crest_error_t *err);
 int
-tcp_conn_release(int fd, crest_error_t *err);
+tcp_conn_release(int fd, bool reuse, crest_error_t *err);
 /* FD: a unix socket to crest outside a rootless container (the restorer's
    sync channel), which sets TCP repair mode on a socket sent to it where
    the restorer may not (EPERM); -1: none. */
