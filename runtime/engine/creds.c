@@ -82,11 +82,12 @@ int
 creds_put(struct dctx *c, struct dproc *p, const char *status, yajl_gen g, crest_error_t *err)
 {
   const char *s;
-  long ids[4];
+  long ids[4], euid;
   jput_key(g, "creds");
   yajl_gen_map_open(g);
   if (parse_ids(status_field(status, "Uid"), ids) < 0)
     return crest_error_make(err, EINVAL, "task %d: cannot parse /proc status", p->pid);
+  euid = inner_id(c, &c->uidmap, ids[1]);
   jput_key(g, "uids");
   yajl_gen_array_open(g);
   for (int i = 0; i < 4; i++)
@@ -117,13 +118,16 @@ creds_put(struct dctx *c, struct dproc *p, const char *status, yajl_gen g, crest
   {
     static const char *caps[] = { "CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb" };
     static const char *keys[] = { "cap_inh", "cap_prm", "cap_eff", "cap_bnd", "cap_amb" };
+    uint64_t v[5];
     for (int i = 0; i < 5; i++)
       {
         s = status_field(status, caps[i]);
         if (!s)
           return crest_error_make(err, EINVAL, "task %d: cannot parse /proc status", p->pid);
-        jput_u64(g, keys[i], strtoull(s, NULL, 16));
+        jput_u64(g, keys[i], v[i] = strtoull(s, NULL, 16));
       }
+    if (!c->o->root_is_ns_init && !p->zombie && caps_restorable(p, euid, v, err) < 0)
+      return -1;
   }
   if (c->o->no_setid_cap && setid_needed(c, status))
     return crest_error_make(err, ENOTSUP,
@@ -625,7 +629,7 @@ initial_userns(void)
 }
 
 static bool
-cr_regainable(const struct rproc *p)
+regainable(long euid, uint64_t bnd, int securebits, const char *exe)
 {
   const uint64_t cr = 1ULL << CAP_CHECKPOINT_RESTORE;
   struct vfs_ns_cap_data fc;
@@ -636,16 +640,22 @@ cr_regainable(const struct rproc *p)
      capabilities after leaving root (Squid as "proxy") gets it back
      (refused until December 2026, after the checkpoint had ended the
      tree); one that dropped it from its bounding set does not. */
-  if ((p->caps[3] & cr) && !initial_userns())
+  if ((bnd & cr) && !initial_userns())
     return true;
-  if (p->uids[1] == 0 && (p->caps[3] & cr) && !(p->securebits & (1 << 0) /* SECBIT_NOROOT */))
+  if (euid == 0 && (bnd & cr) && !(securebits & (1 << 0) /* SECBIT_NOROOT */))
     return true;
-  if (!p->exe) /* a zombie */
+  if (!exe) /* a zombie */
     return false;
   memset(&fc, 0, sizeof fc);
-  n = getxattr(p->exe, "security.capability", &fc, sizeof fc);
+  n = getxattr(exe, "security.capability", &fc, sizeof fc);
   return n >= (ssize_t)XATTR_CAPS_SZ_2
          && (fc.data[CAP_CHECKPOINT_RESTORE / 32].permitted & (1U << CAP_CHECKPOINT_RESTORE % 32));
+}
+
+static bool
+cr_regainable(const struct rproc *p)
+{
+  return regainable(p->uids[1], p->caps[3], p->securebits, p->exe);
 }
 
 /* Names of capabilities 0-40, for messages. */
@@ -692,6 +702,60 @@ static const char *const cap_names[] = {
   "CAP_BPF",
   "CAP_CHECKPOINT_RESTORE",
 };
+
+/* Process mode, at checkpoint: would a restore by this same crest give
+   task P its capability sets CAPS back (check_caps with caps_bound's
+   bound)? A task that got a capability from its executable's file
+   capability (a user's `ping`: CAP_NET_RAW) or kept one crest does not
+   hold was checkpointed, and the tree ended, only for the restore to refuse
+   it (until December 2026); now refused here, the tree running on. The
+   restore still checks, against whatever crest restores it. EUID is the
+   task's effective UID as crest sees it. */
+int
+caps_restorable(const struct dproc *p, long euid, const uint64_t caps[5], crest_error_t *err)
+{
+  static const char *const set[] = { "inheritable", "permitted", "effective", NULL, "ambient" };
+  static uint64_t bound;
+  static int known, secure;
+  const uint64_t cr = 1ULL << CAP_CHECKPOINT_RESTORE;
+  uint64_t b, any = caps[0] | caps[1] | caps[2] | caps[4];
+  if (!known)
+    {
+      struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+      struct __user_cap_data_struct d[2];
+      if (syscall(SYS_capget, &h, d) < 0)
+        return crest_error_errno(err, "checkpoint: capget");
+      bound = (uint64_t)(d[0].permitted | d[0].inheritable)
+              | (uint64_t)(d[1].permitted | d[1].inheritable) << 32;
+      if ((secure = getauxval(AT_SECURE) != 0)) /* crest's own, from its file capability */
+        bound = 0;
+      known = 1;
+    }
+  b = bound;
+  if ((any & cr) && (b & cr))
+    {
+      cleanup_free char *exe = xasprintf("/proc/%d/exe", p->pid);
+      if (!regainable(euid, caps[3], p->securebits, exe))
+        b &= ~cr;
+    }
+  for (int k = 0; k < 5; k++)
+    {
+      uint64_t extra = set[k] ? caps[k] & ~b : 0;
+      int cap = extra ? __builtin_ctzll(extra) : -1;
+      if (cap >= 0)
+        return crest_error_make(
+            err, ENOTSUP,
+            "task %d: its %s set has capability %d (%s), which %s: a restore by this crest "
+            "could not give it back, cannot checkpoint it",
+            p->pid, set[k], cap, cap < (int)ARRAY_SIZE(cap_names) ? cap_names[cap] : "?",
+            extra & bound ? "the task could not regain by itself (it is not root with it in its "
+                            "bounding set, its executable has no such file capability)"
+            : secure      ? "this crest holds only through its own file capability, not for "
+                            "the tree"
+                          : "this crest does not hold");
+    }
+  return 0;
+}
 
 /* Every process's inheritable, permitted, effective and ambient sets lie
    within BOUND; one line naming the first capability that does not. */

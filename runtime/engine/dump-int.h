@@ -441,6 +441,8 @@ sig_put_process(const struct dproc *p, yajl_gen g, bool *cont, crest_error_t *er
 
 /* creds.c */
 int
+caps_restorable(const struct dproc *p, long euid, const uint64_t caps[5], crest_error_t *err);
+int
 creds_put(struct dctx *c, struct dproc *p, const char *status, yajl_gen g, crest_error_t *err);
 
 /* files.c */
