@@ -137,6 +137,7 @@ lost_batch() {
 @test "zdtm-lost lease: refused" { lost_case lease "lease"; }
 @test "zdtm-lost pipe-packet: refused" { lost_case pipe-packet "O_DIRECT"; }
 @test "zdtm-lost guard-region: refused" { lost_case guard-region "guard region"; }
+@test "zdtm-lost sysv-shm-removed: refused" { lost_case sysv-shm-removed "IPC_RMID"; }
 @test "zdtm-lost pdeathsig-root: restored (a container's init)" { lost_case pdeathsig-root restore; }
 @test "zdtm-lost keyring-thread: refused" { lost_case keyring-thread "thread keyring"; }
 @test "zdtm-lost keyring-session-given: refused (a key in crun's session keyring)" { lost_case keyring-session-given "session keyring"; }

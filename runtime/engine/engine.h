@@ -23,7 +23,7 @@
    root directory of its own ("root_dir"): a reader of version 1 would ignore
    the key and restore the process running, or without its chroot, so such
    an image must not look like version 1 to it. */
-#define CREST_IMAGE_FORMAT 20
+#define CREST_IMAGE_FORMAT 21
 #define CREST_IMAGE_FORMAT_STOP 2
 #define CREST_IMAGE_FORMAT_CHROOT 2
 /* Format 3: records of docs/engine.md's attribute tables (mapping advice
@@ -91,6 +91,9 @@
 /* Format 20 too: a unix socket's "base", the directory its relative name
    is bound from. */
 #define CREST_IMAGE_FORMAT_UNIX_BASE 20
+/* Format 21: a SysV mapping's "in_place", a segment of the IPC namespace
+   crest runs in (process mode), attached again where it is (ipc.c). */
+#define CREST_IMAGE_FORMAT_SHM_IN_PLACE 21
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */
 #define XSTATE_MAX 16384
 

@@ -55,6 +55,9 @@
 #define MQUEUE_MAGIC 0x19800202
 #endif
 
+/* An ID is (sequence << IPC_SEQ_SHIFT) + index. */
+#define IPC_SEQ_SHIFT 15
+
 /* Is task PID in another IPC namespace than crest (1), the same (0)? */
 static int
 own_ipc_ns(pid_t pid, crest_error_t *err)
@@ -66,25 +69,41 @@ own_ipc_ns(pid_t pid, crest_error_t *err)
   return t.st_dev != s.st_dev || t.st_ino != s.st_ino;
 }
 
+/* What SHM_STAT_ANY shows of segment SHMID of crest's IPC namespace (no
+   permission asked: any process may, as /proc/sysvipc/shm shows them); 0
+   when it is there with that ID, -1 when not. */
+static int
+shm_stat_id(int shmid, struct shmid_ds *ds)
+{
+  int got = shmctl(shmid & ((1 << IPC_SEQ_SHIFT) - 1), SHM_STAT_ANY, ds);
+  return got == shmid ? 0 : -1;
+}
+
 int
 ipc_sysv_map(pid_t pid, uint64_t start, uint64_t end, const char *name, uint64_t shmid,
              crest_error_t *err)
 {
+  struct shmid_ds ds;
   unsigned key = 0;
   int own = own_ipc_ns(pid, err);
   if (own != 0)
     return own < 0 ? -1 : 0; /* the tree's own namespace: restored */
   if (sscanf(name, "/SYSV%8x", &key) != 1)
     key = 0;
+  /* Crest's namespace (process mode): the segment is not the tree's to
+     take along, it is attached again where it is (ipc_put_vma), unless
+     the kill that ends the checkpoint would remove it. */
+  if (shmid <= INT32_MAX && shm_stat_id((int)shmid, &ds) == 0 && !(ds.shm_perm.mode & SHM_DEST))
+    return 0;
   return crest_error_make(err, ENOTSUP,
                           "task %d: mapping %" PRIx64 "-%" PRIx64
                           " of SysV shared memory segment %" PRIu64 " (key %#x): %s: cannot "
                           "checkpoint it",
                           pid, start, end, shmid, key,
-                          "the segment belongs to the IPC namespace crest runs in, which the "
-                          "checkpointed tree shares with crest (with the rest of the system, or "
-                          "with a shell's unshare -i), and which a restore in process mode does "
-                          "not make again (a container's own is: checkpoint the container)");
+                          "the segment is marked for removal (IPC_RMID), in the IPC namespace "
+                          "crest runs in, where a restore in process mode attaches it again in "
+                          "place: it would be gone once the tree is (a container's own "
+                          "namespace is made again: checkpoint the container)");
 }
 
 bool
@@ -153,7 +172,6 @@ struct kmsq_ds
   uint64_t u4, u5;
 };
 
-#define IPC_SEQ_SHIFT 15
 /* Restore reaches an ID by cycling through the indexes below 64 (the
    kernel's smallest cycle): one cycle per sequence number. */
 #define IPC_IDX_MAX 64
@@ -621,6 +639,36 @@ may_write(pid_t pid, uint64_t start)
   return mw;
 }
 
+/* A mapping of segment DS of crest's own IPC namespace (process mode):
+   attached again in place at restore, where the segment must still be the
+   same one (format 21 "in_place": what identifies it). Its bytes are not
+   saved: they stay in the segment, as a file's stay in the file. */
+static int
+put_in_place(const struct dctx *c, pid_t pid, const struct vma *v, const struct shmid_ds *ds,
+             yajl_gen g, crest_error_t *err)
+{
+  if (v->pgoff != 0 || v->end - v->start != (ds->shm_segsz + PAGE - 1) / PAGE * PAGE)
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: mapping %" PRIx64 "-%" PRIx64 " of SysV segment %" PRIu64
+                            ": only part of the segment (munmap or mprotect of a part), which "
+                            "crest does not restore yet: cannot checkpoint it",
+                            pid, v->start, v->end, v->ino);
+  jput_int(g, "shmid", (int)v->ino);
+  jput_int(g, "shmflg",
+           (may_write(pid, v->start) ? 0 : SHM_RDONLY) | (v->prot & PROT_EXEC ? SHM_EXEC : 0));
+  jput_key(g, "in_place");
+  yajl_gen_map_open(g);
+  jput_int(g, "key", ds->shm_perm.__key);
+  jput_u64(g, "size", ds->shm_segsz);
+  jput_int(g, "cuid", ds->shm_perm.cuid);
+  jput_int(g, "cgid", ds->shm_perm.cgid);
+  jput_int(g, "ctime", ds->shm_ctime);
+  yajl_gen_map_close(g);
+  if (c->w->format < CREST_IMAGE_FORMAT_SHM_IN_PLACE)
+    c->w->format = CREST_IMAGE_FORMAT_SHM_IN_PLACE;
+  return 0;
+}
+
 int
 ipc_put_vma(const struct dctx *c, pid_t pid, const struct vma *v, yajl_gen g, crest_error_t *err)
 {
@@ -629,6 +677,9 @@ ipc_put_vma(const struct dctx *c, pid_t pid, const struct vma *v, yajl_gen g, cr
   for (size_t i = 0; c->ipc && i < c->ipc->n; i++)
     if (c->ipc->o[i].shm && (uint64_t)c->ipc->o[i].id == v->ino)
       o = &c->ipc->o[i];
+  struct shmid_ds ds;
+  if (!o && own_ipc_ns(pid, err) == 0 && v->ino <= INT32_MAX && shm_stat_id((int)v->ino, &ds) == 0)
+    return put_in_place(c, pid, v, &ds, g, err);
   if (!o)
     return crest_error_make(err, ENOTSUP,
                             "task %d: mapping %" PRIx64 "-%" PRIx64 " of SysV segment %" PRIu64
@@ -724,16 +775,87 @@ parse_shm(struct rctx *c, yajl_val v, struct ipc_obj *o, crest_error_t *err)
   return 0;
 }
 
+/* A segment of crest's IPC namespace attached in place (format 21): what
+   identifies it. */
+struct shm_place
+{
+  int64_t key, cuid, cgid, ctime;
+  uint64_t size;
+};
+
+static int
+parse_in_place(struct rctx *c, yajl_val v, pid_t pid, struct rvma *m, crest_error_t *err)
+{
+  static const char *const keys[4] = { "key", "cuid", "cgid", "ctime" };
+  yajl_val p = yajl_tree_get(v, (const char *[]){ "in_place", NULL }, yajl_t_object);
+  struct shm_place *sp;
+  CHECK(p && c->img->format >= CREST_IMAGE_FORMAT_SHM_IN_PLACE,
+        "process %d: SysV mapping %#" PRIx64 ": in_place in an image of format %d", pid, m->start,
+        c->img->format);
+  sp = m->place = plan_zalloc(c, sizeof *sp);
+  for (int k = 0; k < 4; k++)
+    if (jget_i64(p, keys[k], &(&sp->key)[k], err) < 0)
+      return -1;
+  if (jget_u64(p, "size", &sp->size, err) < 0)
+    return -1;
+  CHECK(sp->size > 0 && m->end - m->start == (sp->size + PAGE - 1) / PAGE * PAGE,
+        "process %d: SysV mapping %#" PRIx64 ": its segment's size %" PRIu64 " is not the "
+        "mapping's",
+        pid, m->start, sp->size);
+  return 0;
+}
+
 int
 ipc_parse_vma(struct rctx *c, yajl_val v, pid_t pid, struct rvma *m, crest_error_t *err)
 {
   int64_t id, flg;
-  (void)c;
   if (jget_i64(v, "shmid", &id, err) < 0 || jget_i64(v, "shmflg", &flg, err) < 0)
     return -1;
   CHECK(m->shared && id >= 0 && id <= INT32_MAX && (flg & ~(long)(SHM_RDONLY | SHM_EXEC)) == 0,
         "process %d: SysV mapping %#" PRIx64 ": bad segment or flags", pid, m->start);
   m->shmid = (int)id, m->shmflg = (int)flg;
+  return has_key(v, "in_place") ? parse_in_place(c, v, pid, m, err) : 0;
+}
+
+/* Process mode: is each segment attached in place still there, the same
+   one (its key, size, creator and change time), not marked for removal?
+   Asked of the namespace the restore runs in, before anything is made. */
+static int
+in_place_check(struct rctx *c, crest_error_t *err)
+{
+  for (size_t i = 0; i < c->np; i++)
+    for (size_t v = 0; v < c->p[i].nvmas; v++)
+      {
+        const struct rvma *m = &c->p[i].vmas[v];
+        const struct shm_place *sp = m->place;
+        struct shmid_ds ds;
+        if (!sp)
+          continue;
+        if (c->o->as_ns_init)
+          return crest_error_make(err, ENOTSUP,
+                                  "image %s: process %d attached SysV segment %d of the IPC "
+                                  "namespace its checkpoint ran in, which a container's restore "
+                                  "does not join: restore it in process mode",
+                                  c->o->image_dir, c->p[i].pid, m->shmid);
+        if (shm_stat_id(m->shmid, &ds) < 0)
+          return crest_error_make(err, ENOENT,
+                                  "image %s: process %d: SysV segment %d (key %#x), attached in "
+                                  "place, is gone from this IPC namespace: cannot restore it",
+                                  c->o->image_dir, c->p[i].pid, m->shmid, (unsigned)sp->key);
+        if (ds.shm_perm.__key != sp->key || ds.shm_segsz != sp->size
+            || ds.shm_perm.cuid != sp->cuid || ds.shm_perm.cgid != sp->cgid
+            || ds.shm_ctime != sp->ctime || (ds.shm_perm.mode & SHM_DEST))
+          return crest_error_make(err, ESTALE,
+                                  "image %s: process %d: SysV segment %d is not the one it "
+                                  "attached (key %#x, %" PRIu64 " bytes, creator %" PRId64
+                                  ":%" PRId64 ", changed at %" PRId64 "; now key %#x, %zu bytes, "
+                                  "%u:%u, %lld%s): cannot restore it",
+                                  c->o->image_dir, c->p[i].pid, m->shmid, (unsigned)sp->key,
+                                  sp->size, sp->cuid, sp->cgid, sp->ctime,
+                                  (unsigned)ds.shm_perm.__key, (size_t)ds.shm_segsz,
+                                  ds.shm_perm.cuid, ds.shm_perm.cgid, (long long)ds.shm_ctime,
+                                  ds.shm_perm.mode & SHM_DEST ? ", marked for removal" : "");
+      }
   return 0;
 }
 
@@ -802,10 +924,10 @@ ipc_parse(struct rctx *c, crest_error_t *err)
     {
       for (size_t i = 0; i < c->np; i++)
         for (size_t v = 0; v < c->p[i].nvmas; v++)
-          CHECK(strcmp(c->p[i].vmas[v].kind, "sysv") != 0,
+          CHECK(strcmp(c->p[i].vmas[v].kind, "sysv") != 0 || c->p[i].vmas[v].place,
                 "image %s: process %d maps a SysV segment, but the image holds none",
                 c->o->image_dir, c->p[i].pid);
-      return 0;
+      return in_place_check(c, err);
     }
   CHECK(c->img->format >= CREST_IMAGE_FORMAT_IPC, "image %s: ipc in an image of format %d",
         c->o->image_dir, c->img->format);
@@ -829,7 +951,7 @@ ipc_parse(struct rctx *c, crest_error_t *err)
       {
         const struct rvma *m = &c->p[i].vmas[v];
         bool found = false;
-        if (strcmp(m->kind, "sysv") != 0)
+        if (strcmp(m->kind, "sysv") != 0 || m->place)
           continue;
         for (size_t k = 0; k < c->ipc->n; k++)
           found |= c->ipc->o[k].shm && c->ipc->o[k].id == m->shmid
@@ -839,7 +961,7 @@ ipc_parse(struct rctx *c, crest_error_t *err)
               "image does not hold with that size",
               c->o->image_dir, c->p[i].pid, m->start, m->shmid);
       }
-  return 0;
+  return in_place_check(c, err);
 }
 
 enum

@@ -72,6 +72,7 @@ struct rvma
   int svc;               /* file mappings: the descriptor the blob maps */
   uint32_t madv;         /* VMF_* bits (vmflags.c) */
   int shmid, shmflg;     /* sysv: the segment and how shmat attaches it */
+  struct shm_place *place; /* sysv, format 21: a segment of crest's namespace, in place */
   bool lazy;             /* --lazy-pages: its pages come on first touch (lazy.c) */
   int mpol_mode;         /* format 15: its NUMA memory policy (0: none)... */
   cpu_set_t *mpol_nodes; /* ...and nodes (plan memory) */

@@ -2641,11 +2641,14 @@ chk_fanotify(void)
     zdtm_fail("fanotify descriptor gone");
 }
 
-/* SysV IPC and POSIX message queues (ipc.c): not restored yet. A segment
-   attached is refused in both modes; in a container every object of its
-   IPC namespace is refused; in process mode a semaphore set or message
-   queue lives in the namespace crest shares with the system and is not the
-   tree's: it is left as it is, and still there after restore. */
+/* SysV IPC (ipc.c). In a container every object of its IPC namespace is
+   restored with its ID; in process mode the objects live in the namespace
+   crest shares with the system and are not the tree's: a semaphore set or
+   message queue is left as it is, and still there after restore, and an
+   attached segment is attached again in place (refused until December
+   2026), its bytes those the segment holds. sysv-shm-removed: a segment
+   marked for removal while attached (shmctl IPC_RMID): refused in both
+   modes (in process mode the kill would destroy it). */
 static int ipc_id = -1;
 static char mq_name[64];
 
@@ -2676,6 +2679,24 @@ chk_sysv_shm(void)
     zdtm_fail("SysV segment %d: IPC_STAT (%s), nattch %lu, size %zu", ipc_id, strerror(errno),
               (unsigned long)ds.shm_nattch, ds.shm_segsz);
   shmctl(ipc_id, IPC_RMID, NULL);
+}
+
+static void
+set_sysv_shm_removed(void)
+{
+  set_sysv_shm();
+  need(shmctl(ipc_id, IPC_RMID, NULL) == 0, "shmctl IPC_RMID");
+}
+
+static void
+chk_sysv_shm_removed(void)
+{
+  long bad = -1;
+  for (long i = 0; i < 3 * PG && bad < 0; i++)
+    if (mem[i] != (char)(i * 7))
+      bad = i;
+  if (bad >= 0)
+    zdtm_fail("removed SysV segment: byte %ld differs", bad);
 }
 
 static void
@@ -3492,6 +3513,7 @@ static const struct
   { "inotify-walk", set_inotify_walk, chk_inotify_walk },
   { "fanotify", set_fanotify, chk_fanotify },
   { "sysv-shm", set_sysv_shm, chk_sysv_shm },
+  { "sysv-shm-removed", set_sysv_shm_removed, chk_sysv_shm_removed },
   { "sysv-sem", set_sysv_sem, chk_sysv_sem },
   { "sysv-msg", set_sysv_msg, chk_sysv_msg },
   { "posix-mq", set_mq_open, chk_mq },
