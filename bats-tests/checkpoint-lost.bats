@@ -138,6 +138,7 @@ lost_batch() {
 @test "zdtm-lost pipe-packet: refused" { lost_case pipe-packet "O_DIRECT"; }
 @test "zdtm-lost guard-region: refused" { lost_case guard-region "guard region"; }
 @test "zdtm-lost sysv-shm-removed: refused" { lost_case sysv-shm-removed "IPC_RMID"; }
+@test "zdtm-lost ptrace-outside: refused (the traced orphan is the init's child: a task of the tree another traces)" { lost_case ptrace-outside "traced by another"; }
 @test "zdtm-lost pdeathsig-root: restored (a container's init)" { lost_case pdeathsig-root restore; }
 @test "zdtm-lost keyring-thread: refused" { lost_case keyring-thread "thread keyring"; }
 @test "zdtm-lost keyring-session-given: refused (a key in crun's session keyring)" { lost_case keyring-session-given "session keyring"; }

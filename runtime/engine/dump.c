@@ -5,6 +5,7 @@
  * injected calls are in dump-inject.c, each process's record in
  * dump-proc.c, the tree let go or killed in dump-release.c. */
 #include <config.h>
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -90,6 +91,59 @@ same_namespaces(struct dctx *c, crest_error_t *err)
         }
     }
   return c->o->root_is_ns_init ? 0 : same_as_crest(c, err);
+}
+
+/* Process mode: does a task of the tree trace a process outside it
+   (`strace -p`, a debugger attached)? Its tracee shows the tracer's PID
+   as TracerPid; one inside the tree was refused when it was seized (its
+   tracer not crest). The kill would detach the tracee and a restore could
+   not attach it again: the restored tracer would find it gone (strace:
+   "wait4: No child processes"). Until December 2026 not asked. */
+static int
+traces_outside(struct dctx *c, crest_error_t *err)
+{
+  DIR *d = opendir("/proc");
+  struct dirent *de;
+  int rc = 0;
+  if (!d)
+    return crest_error_errno(err, "checkpoint: open /proc");
+  while (rc == 0 && (de = readdir(d)))
+    {
+      char *end;
+      long pid = strtol(de->d_name, &end, 10);
+      DIR *t;
+      struct dirent *te;
+      if (*end || pid <= 0 || find_proc(c, (pid_t)pid))
+        continue;
+      {
+        cleanup_free char *tp = xasprintf("/proc/%ld/task", pid);
+        if (!(t = opendir(tp)))
+          continue; /* gone meanwhile */
+      }
+      while (rc == 0 && (te = readdir(t)))
+        {
+          cleanup_free char *sp = xasprintf("task/%s/status", te->d_name);
+          cleanup_free char *st = NULL;
+          crest_error_t e = NULL;
+          const struct dproc *tracer;
+          const char *s;
+          if (te->d_name[0] == '.' || read_proc((pid_t)pid, sp, &st, &e) < 0)
+            {
+              crest_error_release(&e);
+              continue;
+            }
+          if ((s = status_field(st, "TracerPid")) && atoi(s) > 0
+              && (tracer = find_proc(c, atoi(s))))
+            rc = crest_error_make(err, ENOTSUP,
+                                  "task %d traces process %ld (thread %s) outside the tree "
+                                  "(ptrace: a debugger, strace -p), which a restore could not "
+                                  "attach again: cannot checkpoint it",
+                                  tracer->pid, pid, te->d_name);
+        }
+      closedir(t);
+    }
+  closedir(d);
+  return rc;
 }
 
 void
@@ -451,7 +505,8 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
       rc = predump_scan(&c, err);
       goto out;
     }
-  if (user_ns(&c, err) < 0 || same_namespaces(&c, err) < 0 || dump_roots(&c, err) < 0
+  if (user_ns(&c, err) < 0 || same_namespaces(&c, err) < 0
+      || (!o->root_is_ns_init && traces_outside(&c, err) < 0) || dump_roots(&c, err) < 0
       || check_groups(&c, err) < 0)
     goto out;
   if (o->root_is_ns_init)

@@ -51,6 +51,7 @@
 #include <arpa/inet.h>
 #include <net/if.h>
 #include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/socket.h>
@@ -2002,6 +2003,71 @@ pfd1_outside(void)
   close(pfd[1]);
 }
 
+/* ptrace-outside: the root traces (PTRACE_SEIZE) an orphan outside the
+   tree (in a container, the init's child: in the tree), as `strace -p` or
+   a debugger attached to another program. The kill would detach it and a
+   restore could not attach it again (the restored strace: "wait4: No
+   child processes"): refused in process mode since December 2026, in a
+   container refused as the orphan is a task of the tree someone traces.
+   The check: the orphan is still traced by the root. */
+static pid_t traced;
+
+static void
+set_ptrace_outside(void)
+{
+  pid_t root = getpid(), k;
+  int p[2];
+  char c = 0;
+  need(pipe(p) == 0, "pipe");
+  k = fork();
+  need(k >= 0, "fork");
+  if (k == 0)
+    {
+      pid_t g = fork();
+      if (g == 0)
+        {
+          prctl(PR_SET_PTRACER, root, 0, 0, 0); /* Yama's scope 1; EINVAL without Yama */
+          if (write(p[1], &c, 1) != 1)
+            _exit(1);
+          while (kill(root, 0) == 0)
+            usleep(100000);
+          _exit(0);
+        }
+      if (write(p[1], &g, sizeof g) != sizeof g)
+        _exit(1);
+      _exit(0);
+    }
+  need(read(p[0], &traced, sizeof traced) == sizeof traced && read(p[0], &c, 1) == 1, "orphan");
+  waitpid(k, NULL, 0);
+  close(p[0]), close(p[1]);
+  if (ptrace(PTRACE_SEIZE, traced, 0, 0) != 0)
+    {
+      kill(traced, SIGKILL);
+      if (probing)
+        exit(77);
+      need(0, "PTRACE_SEIZE of the orphan");
+    }
+}
+
+static void
+chk_ptrace_outside(void)
+{
+  char st[64], line[256];
+  long tracer = -1;
+  FILE *f;
+  snprintf(st, sizeof st, "/proc/%d/status", (int)traced);
+  if ((f = fopen(st, "re")))
+    {
+      while (fgets(line, sizeof line, f))
+        if (sscanf(line, "TracerPid: %ld", &tracer) == 1)
+          break;
+      fclose(f);
+    }
+  if (tracer != getpid())
+    zdtm_fail("the orphan %d is traced by %ld, not by the root %d", (int)traced, tracer,
+              (int)getpid());
+}
+
 static void
 set_pipe_outside(void)
 {
@@ -3499,6 +3565,7 @@ static const struct
   { "pipe-no-writer", set_widow_r, chk_widow_r },
   { "pipe-no-reader", set_widow_w, chk_widow_w },
   { "pipe-outside", set_pipe_outside, chk_pipe_outside },
+  { "ptrace-outside", set_ptrace_outside, chk_ptrace_outside },
   { "epoll-outside", set_epoll_outside, chk_epoll_outside },
   { "unix-outside", set_unix_outside, chk_unix_outside },
   { "unix-ext", set_unix_ext, chk_unix_ext },
