@@ -96,6 +96,33 @@ unlinked_dir_check(struct dctx *c, struct dproc *p, int fd, const char *link, cr
                           p->pid, fd, link);
 }
 
+/* Process mode: may this crest open the file PF again as the task has it
+   open (read, write or both)? The restore, as the same user, opens it so
+   before any task exists; a file the task opened before it dropped its
+   privileges (a log of root's) or on a file system since made read-only
+   was checkpointed, and the tree ended, only for the restore to fail
+   ("Permission denied"; until December 2026). The kernel's own check
+   (faccessat2 with AT_EACCESS: crest's effective IDs and capabilities).
+   A container's restorer is the container's root, not this crest. */
+static int
+reopenable(struct dctx *c, struct dproc *p, const struct fd_probe *d, int pf, crest_error_t *err)
+{
+  static const char *const how[] = { "reading", "writing", "reading and writing" };
+  int acc = d->flags & O_ACCMODE;
+  int want = acc == O_RDONLY ? R_OK : acc == O_WRONLY ? W_OK : R_OK | W_OK;
+  char pp[64];
+  if (c->o->root_is_ns_init || (d->flags & O_PATH) || acc > O_RDWR)
+    return 0;
+  snprintf(pp, sizeof pp, "/proc/self/fd/%d", pf);
+  if (faccessat(AT_FDCWD, pp, want, AT_EACCESS) == 0
+      || (errno != EACCES && errno != EPERM && errno != EROFS))
+    return 0;
+  return crest_error_make(err, ENOTSUP,
+                          "task %d: fd %d (%s): open for %s, which this crest may not open it "
+                          "for (%s): a restore could not open it again, cannot checkpoint it",
+                          p->pid, d->fd, d->link, how[acc], strerror(errno));
+}
+
 int
 files_check_path(struct dctx *c, struct dproc *p, const struct fd_probe *d, bool nofollow,
                  crest_error_t *err)
@@ -112,7 +139,7 @@ files_check_path(struct dctx *c, struct dproc *p, const struct fd_probe *d, bool
         p->pid, d->fd, d->link);
   if (S_ISREG(pst.st_mode) && check_volatile_tmpfs(c, p, pf, d->link, err) < 0)
     return -1;
-  return 0;
+  return reopenable(c, p, d, pf, err);
 }
 
 void

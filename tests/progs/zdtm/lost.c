@@ -44,6 +44,7 @@
 #include <mqueue.h>
 #include <sys/timerfd.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -2003,6 +2004,40 @@ pfd1_outside(void)
   close(pfd[1]);
 }
 
+/* file-readonly-mount: a file open for writing whose path now leads
+   through a read-only mount (a bind mount of its directory remounted
+   read-only after the open): the restore could not open it for writing
+   again ("Read-only file system"). Refused in process mode since December
+   2026 (before: checkpointed, the tree ended, the restore failed). Needs
+   a mount namespace of the user's own (the test's unshare). */
+static int ro_fd = -1;
+
+static void
+set_file_readonly_mount(void)
+{
+  mkdir("rodir", 0755);
+  ro_fd = open("rodir/log", O_WRONLY | O_CREAT | O_APPEND, 0644);
+  need(ro_fd >= 0, "open rodir/log");
+  if (mount("rodir", "rodir", NULL, MS_BIND, NULL) != 0
+      || mount(NULL, "rodir", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) != 0)
+    {
+      if (probing)
+        exit(77);
+      need(0, "a read-only bind mount of rodir");
+    }
+  if (probing)
+    umount2("rodir", MNT_DETACH);
+  need(write(ro_fd, "a", 1) == 1, "write before");
+}
+
+static void
+chk_file_readonly_mount(void)
+{
+  if (write(ro_fd, "b", 1) != 1)
+    zdtm_fail("write to the file opened before the read-only mount: %s", strerror(errno));
+  umount2("rodir", MNT_DETACH);
+}
+
 /* ptrace-outside: the root traces (PTRACE_SEIZE) an orphan outside the
    tree (in a container, the init's child: in the tree), as `strace -p` or
    a debugger attached to another program. The kill would detach it and a
@@ -3566,6 +3601,7 @@ static const struct
   { "pipe-no-reader", set_widow_w, chk_widow_w },
   { "pipe-outside", set_pipe_outside, chk_pipe_outside },
   { "ptrace-outside", set_ptrace_outside, chk_ptrace_outside },
+  { "file-readonly-mount", set_file_readonly_mount, chk_file_readonly_mount },
   { "epoll-outside", set_epoll_outside, chk_epoll_outside },
   { "unix-outside", set_unix_outside, chk_unix_outside },
   { "unix-ext", set_unix_ext, chk_unix_ext },
