@@ -230,6 +230,7 @@ struct dctx
      closing the page files (the last write, fsync). */
   double ms_seized, ms_objects, ms_tree, ms_commit, ms_plan, ms_readv, ms_out, ms_close;
   bool progress;
+  double progress_at; /* seconds since t0 of the last progress line */
   struct shm_table shm;       /* objects with no path, mapped in the tree */
   struct ipc_set *ipc;        /* SysV objects of the tree's own IPC namespace (ipc.c) */
   struct chain *chain;        /* --parent-path: the parent image and its ancestors (chain.c) */

@@ -280,10 +280,16 @@ void
 maybe_progress(struct dctx *c, const char *what)
 {
   struct timespec now;
+  double t;
   clock_gettime(CLOCK_MONOTONIC, &now);
-  if ((now.tv_sec - c->t0.tv_sec) * 1000000000L + (now.tv_nsec - c->t0.tv_nsec) >= 1000000000L)
+  t = (double)(now.tv_sec - c->t0.tv_sec) + (now.tv_nsec - c->t0.tv_nsec) / 1e9;
+  /* From the first second on, a line a second at most (one a batch
+     before December 2026: hundreds for a large tree). */
+  if (t >= 1.0 && (!c->progress || t - c->progress_at >= 1.0))
     {
       c->progress = true;
-      crest_progress("checkpoint of %d: %s", c->root, what);
+      c->progress_at = t;
+      crest_progress("checkpoint of %d: %s (%" PRIu64 " MiB so far)", c->root, what,
+                     c->pages_bytes >> 20);
     }
 }
