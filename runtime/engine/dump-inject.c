@@ -197,7 +197,11 @@ vdso_gadget(struct dproc *p, const struct vma *vv, size_t nv, int *pops, crest_e
     if (strcmp(vv[i].kind, "vdso") == 0)
       vdso = vv[i].start, vdso_end = vv[i].end;
   if (!vdso)
-    return crest_error_make(err, ENOTSUP, "task %d: no vDSO mapping", p->pid);
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: no vDSO mapping (unmapped, as under valgrind), whose "
+                            "system call instruction crest's injected calls go through: "
+                            "cannot checkpoint it",
+                            p->pid);
   buf = xmalloc(vdso_end - vdso);
   if (vm_read(p->pid, vdso, buf, vdso_end - vdso, err) < 0)
     return -1;
