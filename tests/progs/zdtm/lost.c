@@ -2052,27 +2052,25 @@ set_ptrace_outside(void)
 {
   pid_t root = getpid(), k;
   int p[2];
-  char c = 0;
   need(pipe(p) == 0, "pipe");
   k = fork();
   need(k >= 0, "fork");
   if (k == 0)
     {
-      pid_t g = fork();
-      if (g == 0)
+      if (fork() == 0)
         {
+          pid_t self = getpid();
           prctl(PR_SET_PTRACER, root, 0, 0, 0); /* Yama's scope 1; EINVAL without Yama */
-          if (write(p[1], &c, 1) != 1)
+          if (write(p[1], &self, sizeof self) != sizeof self)
             _exit(1);
           while (kill(root, 0) == 0)
             usleep(100000);
           _exit(0);
         }
-      if (write(p[1], &g, sizeof g) != sizeof g)
-        _exit(1);
       _exit(0);
     }
-  need(read(p[0], &traced, sizeof traced) == sizeof traced && read(p[0], &c, 1) == 1, "orphan");
+  /* The orphan's PID, once it let the root trace it (one writer). */
+  need(read(p[0], &traced, sizeof traced) == sizeof traced, "orphan");
   waitpid(k, NULL, 0);
   close(p[0]), close(p[1]);
   if (ptrace(PTRACE_SEIZE, traced, 0, 0) != 0)
