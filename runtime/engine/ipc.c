@@ -663,6 +663,7 @@ put_in_place(const struct dctx *c, pid_t pid, const struct vma *v, const struct 
   jput_int(g, "cuid", ds->shm_perm.cuid);
   jput_int(g, "cgid", ds->shm_perm.cgid);
   jput_int(g, "ctime", ds->shm_ctime);
+  jput_u64(g, "nattch", ds->shm_nattch);
   yajl_gen_map_close(g);
   if (c->w->format < CREST_IMAGE_FORMAT_SHM_IN_PLACE)
     c->w->format = CREST_IMAGE_FORMAT_SHM_IN_PLACE;
@@ -780,7 +781,7 @@ parse_shm(struct rctx *c, yajl_val v, struct ipc_obj *o, crest_error_t *err)
 struct shm_place
 {
   int64_t key, cuid, cgid, ctime;
-  uint64_t size;
+  uint64_t size, nattch;
 };
 
 static int
@@ -796,7 +797,7 @@ parse_in_place(struct rctx *c, yajl_val v, pid_t pid, struct rvma *m, crest_erro
   for (int k = 0; k < 4; k++)
     if (jget_i64(p, keys[k], &(&sp->key)[k], err) < 0)
       return -1;
-  if (jget_u64(p, "size", &sp->size, err) < 0)
+  if (jget_u64(p, "size", &sp->size, err) < 0 || jget_u64(p, "nattch", &sp->nattch, err) < 0)
     return -1;
   CHECK(sp->size > 0 && m->end - m->start == (sp->size + PAGE - 1) / PAGE * PAGE,
         "process %d: SysV mapping %#" PRIx64 ": its segment's size %" PRIu64 " is not the "
@@ -855,6 +856,25 @@ in_place_check(struct rctx *c, crest_error_t *err)
                                   (unsigned)ds.shm_perm.__key, (size_t)ds.shm_segsz,
                                   ds.shm_perm.cuid, ds.shm_perm.cgid, (long long)ds.shm_ctime,
                                   ds.shm_perm.mode & SHM_DEST ? ", marked for removal" : "");
+        {
+          /* Its attachments at checkpoint were the tree's (one a mapping,
+             as the kernel counts them) and others'; more now than the
+             others' are a tree still attached: the checkpointed one, left
+             running, or a restored copy. Two trees would share it. */
+          uint64_t ours = 0;
+          for (size_t j = 0; j < c->np; j++)
+            for (size_t k = 0; k < c->p[j].nvmas; k++)
+              ours += c->p[j].vmas[k].place && c->p[j].vmas[k].shmid == m->shmid;
+          if (ours > sp->nattch || ds.shm_nattch > sp->nattch - ours)
+            return crest_error_make(err, EBUSY,
+                                    "image %s: SysV segment %d is attached %lu times now, where "
+                                    "at checkpoint %" PRIu64 " of its %" PRIu64 " attachments "
+                                    "were the tree's: the checkpointed tree (left running) or a "
+                                    "restored copy still holds it, and two trees would share it: "
+                                    "cannot restore it",
+                                    c->o->image_dir, m->shmid, (unsigned long)ds.shm_nattch, ours,
+                                    sp->nattch);
+        }
       }
   return 0;
 }
