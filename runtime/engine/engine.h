@@ -94,6 +94,8 @@
 /* Format 21: a SysV mapping's "in_place", a segment of the IPC namespace
    crest runs in (process mode), attached again where it is (ipc.c). */
 #define CREST_IMAGE_FORMAT_SHM_IN_PLACE 21
+/* Format 21 too: an established TCP connection's "sndbuf" and "rcvbuf". */
+#define CREST_IMAGE_FORMAT_TCP_BUFS 21
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */
 #define XSTATE_MAX 16384
 

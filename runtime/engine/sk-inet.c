@@ -771,7 +771,11 @@ inet_write(struct dctx *c, const struct dfile *f, yajl_gen g)
   if (s->state == SK_CONNECTED || s->state == SK_ESTABLISHED)
     addr_put(g, "peer", &s->peer);
   if (s->state == SK_ESTABLISHED)
-    tcp_conn_put(g, &s->tcp);
+    {
+      tcp_conn_put(g, &s->tcp);
+      if (c->w->format < CREST_IMAGE_FORMAT_TCP_BUFS)
+        c->w->format = CREST_IMAGE_FORMAT_TCP_BUFS;
+    }
   if (s->state == SK_LISTEN)
     jput_int(g, "backlog", s->backlog);
   if (s->cong[0])

@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -45,12 +46,12 @@ tcp_repair_helper(int fd)
    CAP_NET_ADMIN over the container's network namespace, which a stock
    kernel wants for TCP_REPAIR and the restorer does not hold. */
 static int
-repair_by_helper(int fd, int on)
+helper_request(int fd, const char *req, size_t len)
 {
-  char req[2] = { 'T', on == TCP_REPAIR_OFF_NO_WP ? '2' : on ? '1' : '0' }, ans[16];
+  char ans[16];
   struct pollfd p = { helper, POLLIN, 0 };
   ssize_t n;
-  if (send_with_fd(helper, req, sizeof req, fd) != (ssize_t)sizeof req)
+  if (send_with_fd(helper, req, len, fd) != (ssize_t)len)
     return -1;
   if (poll(&p, 1, 10000) != 1)
     return errno = ETIMEDOUT, -1;
@@ -60,6 +61,35 @@ repair_by_helper(int fd, int on)
   ans[n] = 0;
   errno = atoi(ans + 1);
   return errno ? -1 : 0;
+}
+
+static int
+repair_by_helper(int fd, int on)
+{
+  char req[2] = { 'T', on == TCP_REPAIR_OFF_NO_WP ? '2' : on ? '1' : '0' };
+  return helper_request(fd, req, sizeof req);
+}
+
+/* FD's send (SND) or receive buffer set to V bytes as getsockopt reads it,
+   past net.core.wmem_max and rmem_max (SO_SNDBUFFORCE, SO_RCVBUFFORCE:
+   CAP_NET_ADMIN in the socket's network namespace, or crest outside a
+   container, "TS<V>" or "TR<V>"); without either, as far as the maximum
+   lets a plain SO_SNDBUF go. 0 when it reads V after. */
+static int
+set_buf(int fd, bool snd, int v)
+{
+  int half = v / 2, now = 0;
+  socklen_t l = sizeof now;
+  if (setsockopt(fd, SOL_SOCKET, snd ? SO_SNDBUFFORCE : SO_RCVBUFFORCE, &half, sizeof half) < 0)
+    {
+      char req[24];
+      int n = snprintf(req, sizeof req, "T%c%d", snd ? 'S' : 'R', half);
+      if (errno != EPERM || helper < 0 || helper_request(fd, req, (size_t)n) < 0)
+        setsockopt(fd, SOL_SOCKET, snd ? SO_SNDBUF : SO_RCVBUF, &half, sizeof half);
+    }
+  if (getsockopt(fd, SOL_SOCKET, snd ? SO_SNDBUF : SO_RCVBUF, &now, &l) < 0)
+    return -1;
+  return now == v ? 0 : (errno = EPERM, -1);
 }
 
 static int
@@ -127,6 +157,12 @@ conn_read(int d, struct tcp_conn *t, crest_error_t *err)
   if (read_queue(d, TCP_SEND_QUEUE, SIOCOUTQ, &t->snd_seq, &t->sndq, &t->nsnd, err) < 0
       || read_queue(d, TCP_RECV_QUEUE, SIOCINQ, &t->rcv_seq, &t->rcvq, &t->nrcv, err) < 0)
     return -1;
+  len = sizeof t->sndbuf;
+  if (getsockopt(d, SOL_SOCKET, SO_SNDBUF, &t->sndbuf, &len) < 0)
+    return crest_error_errno(err, "getsockopt SO_SNDBUF");
+  len = sizeof t->rcvbuf;
+  if (getsockopt(d, SOL_SOCKET, SO_RCVBUF, &t->rcvbuf, &len) < 0)
+    return crest_error_errno(err, "getsockopt SO_RCVBUF");
   return 0;
 }
 
@@ -187,6 +223,8 @@ tcp_conn_put(yajl_gen g, const struct tcp_conn *t)
   jput_int(g, "rcv_wup", t->win.rcv_wup);
   jput_hex(g, "sndq", t->sndq, t->nsnd);
   jput_hex(g, "rcvq", t->rcvq, t->nrcv);
+  jput_int(g, "sndbuf", t->sndbuf);
+  jput_int(g, "rcvbuf", t->rcvbuf);
   yajl_gen_map_close(g);
 }
 
@@ -226,21 +264,50 @@ tcp_conn_parse(yajl_val v, struct tcp_conn *t, crest_error_t *err)
       || jget_hex_alloc(m, "rcvq", TCP_QUEUE_MAX, &t->rcvq, &t->nrcv, err) < 0)
     return crest_error_wrap(err, "tcp");
   t->snd_wscale = (int)a, t->rcv_wscale = (int)b;
+  /* Format 21; before it the new socket's own sizes stood. */
+  if (yajl_tree_get(m, (const char *[]){ "sndbuf", NULL }, yajl_t_any))
+    {
+      if (get_u32(m, "sndbuf", INT32_MAX, &a, err) < 0
+          || get_u32(m, "rcvbuf", INT32_MAX, &b, err) < 0)
+        return crest_error_wrap(err, "tcp");
+      t->sndbuf = (int)a, t->rcvbuf = (int)b;
+    }
   return 0;
 }
 
-/* Write LEN bytes of BUF into queue Q of FD, in repair mode. */
+/* Write LEN bytes of BUF into queue Q of FD, in repair mode. Nothing
+   drains a socket in repair mode, so the queue must fit its buffer: a
+   new socket's is smaller than a connection that grew its own held (a
+   client slow to read 3.8 MB of redis's answer: "fill its send queue:
+   Resource temporarily unavailable" until December 2026, the tree gone).
+   Raised first where it would not hold the bytes (each segment's
+   bookkeeping counts too: twice the bytes); tcp_conn_restore then sets
+   the connection's own size. */
 static int
 fill_queue(int fd, int q, const uint8_t *buf, size_t len, crest_error_t *err)
 {
+  int have = 0;
+  socklen_t l = sizeof have;
+  bool snd = q == TCP_SEND_QUEUE;
   if (select_queue(fd, q) < 0)
     return crest_error_errno(err, "select a queue");
+  if (len && getsockopt(fd, SOL_SOCKET, snd ? SO_SNDBUF : SO_RCVBUF, &have, &l) == 0
+      && (size_t)have < 2 * len + (256u << 10))
+    set_buf(fd, snd, (int)(2 * len + (256u << 10)));
   while (len)
     {
       ssize_t n = send(fd, buf, len > 65536 ? 65536 : len, 0);
       if (n <= 0)
-        return crest_error_errno(err, "fill its %s queue",
-                                 q == TCP_SEND_QUEUE ? "send" : "receive");
+        {
+          have = 0, l = sizeof have;
+          getsockopt(fd, SOL_SOCKET, snd ? SO_SNDBUF : SO_RCVBUF, &have, &l);
+          return crest_error_errno(err,
+                                   "fill its %s queue: %zu bytes more do not fit its buffer (%s "
+                                   "%d; a larger one needs CAP_NET_ADMIN in its network "
+                                   "namespace)",
+                                   snd ? "send" : "receive", len, snd ? "SO_SNDBUF" : "SO_RCVBUF",
+                                   have);
+        }
       buf += n, len -= (size_t)n;
     }
   return 0;
@@ -290,6 +357,20 @@ tcp_conn_restore(int fd, const struct sockaddr *local, const struct sockaddr *pe
   if (setsockopt(fd, SOL_TCP, TCP_REPAIR_WINDOW, &t->win, sizeof t->win) < 0)
     return crest_error_errno(err, "set TCP_REPAIR_WINDOW");
   select_queue(fd, TCP_NO_QUEUE);
+  /* The connection's buffers as they were (a size the program set, or
+     the one the kernel had grown to); the kernel keeps them so from now
+     on, where before it would have grown them further. */
+  for (int k = 0; k < 2; k++)
+    {
+      int want = k ? t->rcvbuf : t->sndbuf, now = 0;
+      socklen_t l = sizeof now;
+      if (want > 0 && getsockopt(fd, SOL_SOCKET, k ? SO_RCVBUF : SO_SNDBUF, &now, &l) == 0
+          && now != want && set_buf(fd, !k, want) < 0)
+        return crest_error_errno(err, "set %s to %d (it reads %d; one over net.core.%s needs "
+                                 "CAP_NET_ADMIN in its network namespace)",
+                                 k ? "SO_RCVBUF" : "SO_SNDBUF", want, now,
+                                 k ? "rmem_max" : "wmem_max");
+    }
   return 0;
 }
 

@@ -21,6 +21,7 @@ struct tcp_conn
   struct tcp_repair_window win;
   uint8_t *sndq, *rcvq; /* the queues' bytes: not acknowledged yet, not read yet */
   size_t nsnd, nrcv;
+  int sndbuf, rcvbuf; /* SO_SNDBUF, SO_RCVBUF as getsockopt reads them (format 21; 0: not known) */
 };
 
 /* Read the connection of D, crest's copy of an established socket, in

@@ -1473,12 +1473,31 @@ repair_for_restorer(int fd, const char *req, ssize_t len, int rfd)
   int on = req[1] == '1' ? TCP_REPAIR_ON : req[1] == '2' ? TCP_REPAIR_OFF_NO_WP : TCP_REPAIR_OFF;
   char ans[16];
   int e = 0;
-  if (len != 2 || rfd < 0)
+  if (len >= 3 && len < 16 && (req[1] == 'S' || req[1] == 'R') && rfd >= 0)
+    {
+      /* "TS<N>", "TR<N>": the socket's send or receive buffer forced to
+         N (doubled by the kernel) to hold its queue, past the sysctl
+         maximum, which CAP_NET_ADMIN allows (sk-tcp.c, set_buf). */
+      char num[16];
+      int v;
+      memcpy(num, req + 2, (size_t)len - 2);
+      num[len - 2] = 0;
+      v = atoi(num);
+      if (v <= 0
+          || setsockopt(rfd, SOL_SOCKET, req[1] == 'S' ? SO_SNDBUFFORCE : SO_RCVBUFFORCE, &v,
+                        sizeof v)
+                 < 0)
+        e = v <= 0 ? EINVAL : errno;
+      crest_debug("restore: %s of the restorer's socket forced to %d: %s",
+                  req[1] == 'S' ? "SO_SNDBUF" : "SO_RCVBUF", v, e ? strerror(e) : "done");
+    }
+  else if (len != 2 || rfd < 0)
     e = EPROTO;
   else if (setsockopt(rfd, SOL_TCP, TCP_REPAIR, &on, sizeof on) < 0)
     e = errno;
-  crest_debug("restore: TCP repair mode %d on the restorer's socket: %s", on,
-              e ? strerror(e) : "done");
+  if (req[1] != 'S' && req[1] != 'R')
+    crest_debug("restore: TCP repair mode %d on the restorer's socket: %s", on,
+                e ? strerror(e) : "done");
   snprintf(ans, sizeof ans, "t%d", e);
   if (send(fd, ans, strlen(ans), MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
     crest_debug("restore: answer the restorer: %s", strerror(errno));

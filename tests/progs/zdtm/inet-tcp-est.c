@@ -3,7 +3,8 @@
  * end. Checkpointed with --tcp-established (sequence numbers, queues,
  * options and window through TCP_REPAIR): after restore the same ports on
  * both ends, the unread bytes in order, then 100 KiB more each way, and a
- * close seen by the other end. Refused where TCP_REPAIR is not open to the
+ * close seen by the other end; a second connection with its queues full
+ * (below, big_set). Refused where TCP_REPAIR is not open to the
  * dump or the restore (process mode in the host's network namespace; a
  * container on a stock kernel). */
 #define _GNU_SOURCE
@@ -56,6 +57,85 @@ stream(const char *what, int a, int b, size_t n, uint32_t seed)
     }
 }
 
+/* A second connection whose writer ran ahead of a reader that reads
+   nothing: the server's send queue and the client's receive queue full,
+   the server's buffers set by the program (SO_SNDBUF, SO_RCVBUF), the
+   client's grown by the kernel. Each of the four sizes read back the same
+   after restore (before December 2026 a connection's were the new
+   socket's, and a send queue larger than a new socket's buffer failed the
+   restore, the tree gone: redis answering a slow client). */
+static int bc, bs;
+static size_t big;
+static int bufs[4];
+
+static void
+read_bufs(int out[4])
+{
+  int fds[2] = { bs, bc };
+  for (int k = 0; k < 4; k++)
+    {
+      socklen_t len = sizeof out[k];
+      if (getsockopt(fds[k / 2], SOL_SOCKET, k % 2 ? SO_RCVBUF : SO_SNDBUF, &out[k], &len) < 0)
+        out[k] = -1;
+    }
+}
+
+static void
+big_set(void)
+{
+  struct sockaddr_in a;
+  int l, sz = 1 << 20;
+  static char out[65536];
+  zdtm_tcp_pair(&l, &a, &bc, &bs);
+  close(l);
+  if (setsockopt(bs, SOL_SOCKET, SO_SNDBUF, &sz, sizeof sz) < 0
+      || setsockopt(bs, SOL_SOCKET, SO_RCVBUF, &sz, sizeof sz) < 0)
+    zdtm_error("SO_SNDBUF: %s", strerror(errno));
+  for (;;)
+    {
+      ssize_t n;
+      for (size_t i = 0; i < sizeof out; i++)
+        out[i] = (char)zdtm_pattern(3, big + i);
+      n = send(bs, out, sizeof out, MSG_DONTWAIT);
+      if (n <= 0)
+        break;
+      big += (size_t)n;
+    }
+  usleep(100000); /* the last segments into the client's queue */
+  read_bufs(bufs);
+}
+
+static void
+big_check(void)
+{
+  static char in[65536];
+  int now[4];
+  size_t got = 0;
+  read_bufs(now);
+  for (int k = 0; k < 4; k++)
+    if (now[k] != bufs[k])
+      zdtm_fail("the full connection's %s %s: %d after restore, %d before",
+                k / 2 ? "client's" : "server's", k % 2 ? "SO_RCVBUF" : "SO_SNDBUF", now[k],
+                bufs[k]);
+  while (got < big)
+    {
+      ssize_t n = recv(bc, in, sizeof in < big - got ? sizeof in : big - got, 0);
+      if (n <= 0)
+        {
+          zdtm_fail("the full connection: %zu of its %zu queued bytes read (%s)", got, big,
+                    n < 0 ? strerror(errno) : "closed");
+          return;
+        }
+      for (ssize_t i = 0; i < n; i++)
+        if (in[i] != (char)zdtm_pattern(3, got + (size_t)i))
+          {
+            zdtm_fail("the full connection: byte %zu of %zu changed", got + (size_t)i, big);
+            return;
+          }
+      got += (size_t)n;
+    }
+}
+
 int
 main(int argc, char **argv)
 {
@@ -70,9 +150,12 @@ main(int argc, char **argv)
   if (write(c, "to the server", 13) != 13 || write(s, "to the client", 13) != 13)
     zdtm_error("write: %s", strerror(errno));
   cport = port(c, false), sport = port(s, false);
+  big_set();
 
   zdtm_ready();
   zdtm_wait();
+
+  big_check();
 
   if (port(c, false) != cport || port(c, true) != sport || port(s, false) != sport
       || port(s, true) != cport)
