@@ -1070,6 +1070,28 @@ connect_all(struct rctx *c, crest_error_t *err)
   return 0;
 }
 
+/* Room in sender FD's buffer for a stream's LEN queued bytes. The
+   kernel charges each queued buffer's whole size to the sender, and cuts
+   one send into other pieces than the program's writes made: a queue near
+   the sender's SO_SNDBUF did not go back in (233,152 bytes of a default
+   socketpair: "queue its 233152 bytes again (short)" until December 2026,
+   after the checkpoint had ended the tree). Raised as far as the restore
+   may (SO_SNDBUFFORCE with CAP_NET_ADMIN, else up to net.core.wmem_max);
+   finish_all sets the socket's own size again once the queues are in. */
+static void
+stream_room(int fd, size_t len)
+{
+  int have = 0, half;
+  socklen_t l = sizeof have;
+  size_t want = 2 * len + (256u << 10);
+  if (getsockopt(fd, SOL_SOCKET, SO_SNDBUF, &have, &l) < 0 || (size_t)have >= want
+      || want > INT32_MAX)
+    return;
+  half = (int)(want / 2);
+  if (setsockopt(fd, SOL_SOCKET, SO_SNDBUFFORCE, &half, sizeof half) < 0)
+    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &half, sizeof half);
+}
+
 static int
 send_queue(struct rctx *c, int id, struct ursk *u, crest_error_t *err)
 {
@@ -1086,8 +1108,19 @@ send_queue(struct rctx *c, int id, struct ursk *u, crest_error_t *err)
         return crest_error_make(err, EINVAL, "file %d: queued data with no sender", id);
       if (to && base_enter(u, &saved, err) < 0)
         return -1;
+      if (u->type == SOCK_STREAM)
+        stream_room(fd, u->q[k].len);
       n = sendto(fd, u->q[k].data, u->q[k].len, MSG_DONTWAIT | MSG_NOSIGNAL,
                  to ? (struct sockaddr *)&a : NULL, to ? alen : 0);
+      /* A stream takes its bytes in as many sends as it needs. */
+      while (u->type == SOCK_STREAM && n > 0 && (size_t)n < u->q[k].len)
+        {
+          ssize_t m = send(fd, u->q[k].data + n, u->q[k].len - (size_t)n,
+                           MSG_DONTWAIT | MSG_NOSIGNAL);
+          if (m <= 0)
+            break;
+          n += m;
+        }
       base_leave(saved);
       if (n != (ssize_t)u->q[k].len)
         return crest_error_make(err, n < 0 ? errno : EIO, "file %d: queue its %zu bytes again%s%s",
@@ -1106,6 +1139,14 @@ finish_all(struct rctx *c, crest_error_t *err)
       if (u
           && (sk_opts_apply(u->fd, &u->opts, SKO_ALL & ~SKO_BIT(SKO_PEEK_OFF), err) < 0
               || send_queue(c, (int)i, u, err) < 0))
+        return crest_error_wrap(err, "file %zu (unix socket)", i);
+    }
+  /* Each sender's own SO_SNDBUF again (stream_room raised some). */
+  for (size_t i = 0; i < c->nf; i++)
+    {
+      struct ursk *u = ur(c, (int)i);
+      if (u && u->type == SOCK_STREAM
+          && sk_opts_apply(u->fd, &u->opts, SKO_BIT(SKO_SNDBUF), err) < 0)
         return crest_error_wrap(err, "file %zu (unix socket)", i);
     }
   for (size_t i = 0; i < c->nf; i++)

@@ -2038,6 +2038,64 @@ chk_file_readonly_mount(void)
   umount2("rodir", MNT_DETACH);
 }
 
+/* unix-stream-full: a stream socketpair whose writer ran ahead of a
+   reader that reads nothing, in 64 KiB writes until the kernel said no
+   (about 230,000 bytes with the default buffers). Until December 2026 the
+   restore failed to queue them again in one send ("queue its 233152 bytes
+   again (short)"), after the checkpoint had ended the tree. The check:
+   every byte, in order, and the writer's SO_SNDBUF as before. */
+static int usf[2] = { -1, -1 }, usf_sndbuf;
+static size_t usf_len;
+
+static void
+set_unix_stream_full(void)
+{
+  static char out[65536];
+  socklen_t l = sizeof usf_sndbuf;
+  need(socketpair(AF_UNIX, SOCK_STREAM, 0, usf) == 0, "socketpair");
+  for (;;)
+    {
+      ssize_t n;
+      for (size_t i = 0; i < sizeof out; i++)
+        out[i] = (char)zdtm_pattern(5, usf_len + i);
+      n = send(usf[1], out, sizeof out, MSG_DONTWAIT);
+      if (n <= 0)
+        break;
+      usf_len += (size_t)n;
+    }
+  need(usf_len > 0 && getsockopt(usf[1], SOL_SOCKET, SO_SNDBUF, &usf_sndbuf, &l) == 0,
+       "fill the socketpair");
+}
+
+static void
+chk_unix_stream_full(void)
+{
+  static char in[65536];
+  size_t got = 0;
+  int sb = 0;
+  socklen_t l = sizeof sb;
+  if (getsockopt(usf[1], SOL_SOCKET, SO_SNDBUF, &sb, &l) < 0 || sb != usf_sndbuf)
+    zdtm_fail("the writer's SO_SNDBUF: %d after restore, %d before", sb, usf_sndbuf);
+  while (got < usf_len)
+    {
+      ssize_t n = recv(usf[0], in, sizeof in, MSG_DONTWAIT);
+      if (n <= 0)
+        {
+          zdtm_fail("a full stream socketpair: %zu of its %zu queued bytes read (%s)", got,
+                    usf_len, n < 0 ? strerror(errno) : "closed");
+          return;
+        }
+      for (ssize_t i = 0; i < n; i++)
+        if (in[i] != (char)zdtm_pattern(5, got + (size_t)i))
+          {
+            zdtm_fail("a full stream socketpair: byte %zu of %zu changed", got + (size_t)i,
+                      usf_len);
+            return;
+          }
+      got += (size_t)n;
+    }
+}
+
 /* ptrace-outside: the root traces (PTRACE_SEIZE) an orphan outside the
    tree (in a container, the init's child: in the tree), as `strace -p` or
    a debugger attached to another program. The kill would detach it and a
@@ -3599,6 +3657,7 @@ static const struct
   { "pipe-no-reader", set_widow_w, chk_widow_w },
   { "pipe-outside", set_pipe_outside, chk_pipe_outside },
   { "ptrace-outside", set_ptrace_outside, chk_ptrace_outside },
+  { "unix-stream-full", set_unix_stream_full, chk_unix_stream_full },
   { "file-readonly-mount", set_file_readonly_mount, chk_file_readonly_mount },
   { "epoll-outside", set_epoll_outside, chk_epoll_outside },
   { "unix-outside", set_unix_outside, chk_unix_outside },
