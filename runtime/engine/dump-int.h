@@ -202,6 +202,8 @@ struct dctx
      root's (0: none, or no keys in this kernel). */
   long own_session_key, session_key;
   bool session_is_users; /* the root's session keyring is its user's own (keyrings.c) */
+  bool shell_job_used;   /* --shell-job: a task's terminal is outside the tree (pty.c) */
+  pid_t shell_job_fg;    /* ...and the tree's group in its foreground, as recorded (0: none) */
   /* --tcp-established: crest's copies of the connections read, left in
      repair mode until the end (dump_tcp_release); each also handed to the
      caller's process (dump_guard_hold), which takes it out again if the

@@ -273,6 +273,14 @@ write_tree(struct dctx *c, crest_error_t *err)
   jput_bool(g, "root_is_ns_init", c->o->root_is_ns_init);
   if (c->session_is_users)
     jput_bool(g, "session_users", true);
+  if (c->shell_job_used)
+    {
+      jput_bool(g, "shell_job", true);
+      if (c->shell_job_fg)
+        jput_int(g, "shell_job_fg", c->shell_job_fg);
+      if (c->w->format < CREST_IMAGE_FORMAT_SHELL_JOB)
+        c->w->format = CREST_IMAGE_FORMAT_SHELL_JOB;
+    }
   if (c->o->cgroup_path)
     jput_str(g, "cgroup", c->o->cgroup_path);
   jput_key(g, "processes");

@@ -96,6 +96,9 @@
 #define CREST_IMAGE_FORMAT_SHM_IN_PLACE 21
 /* Format 21 too: an established TCP connection's "sndbuf" and "rcvbuf". */
 #define CREST_IMAGE_FORMAT_TCP_BUFS 21
+/* Format 21 too: tree.json's "shell_job", a tree whose controlling
+   terminal is outside it (checkpoint --shell-job). */
+#define CREST_IMAGE_FORMAT_SHELL_JOB 21
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */
 #define XSTATE_MAX 16384
 
@@ -186,6 +189,12 @@ struct crest_dump_opts
   const char *no_setid_cap;
   /* Established TCP connections (enum crest_tcp_mode). */
   enum crest_tcp_mode tcp_mode;
+  /* --shell-job (process mode): a task whose controlling terminal is not
+     a pty of the tree (a job started from a shell) is checkpointed, and
+     the image says so ("shell_job"): its restore, which must run on a
+     terminal, gives the tree its own. Without it such a task is refused
+     (pty.c); a session leader with one is refused either way. */
+  bool shell_job;
   /* --pre-dump: only the memory is saved, copied while the tree runs on
      (it is stopped only to read which pages it has and to clear their
      soft-dirty bits); the image is a parent for a later checkpoint, never

@@ -230,6 +230,49 @@ stat_tty(pid_t pid, long *tty, long *tpgid, crest_error_t *err)
   return 0;
 }
 
+/* Process mode: P's controlling terminal TTY is not a pty of the tree (its
+   master elsewhere: a job of a shell, started under script(1) or ssh, or a
+   console). Until December 2026 it was left out without a word: the
+   restored task had whatever terminal the restore's session had, and a
+   session leader none. Without --shell-job refused; with it a task whose
+   session leader is outside the tree is taken, and its restore, from a
+   terminal, gives it that one (as CRIU's --shell-job), and the terminal's
+   foreground to its process group if it had it; a session leader
+   is refused either way (a restore cannot make it the terminal's
+   controller again). A container's console is its runtime's: left out. */
+static int
+outside_ctty(struct dctx *c, struct dproc *p, dev_t tty, long tpgid, crest_error_t *err)
+{
+  char name[32];
+  if (c->o->root_is_ns_init)
+    return 0;
+  if (major(tty) >= 136 && major(tty) < 144)
+    snprintf(name, sizeof name, "pts/%u", (major(tty) - 136) * 256 + minor(tty));
+  else
+    snprintf(name, sizeof name, "%u:%u", major(tty), minor(tty));
+  if (p->sid == p->pid)
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: leads its session, whose controlling terminal (%s) is "
+                            "outside the tree: a restore could not make it that terminal's "
+                            "session again (--shell-job takes only a job whose session leader, "
+                            "a shell, is outside the tree)",
+                            p->pid, name);
+  if (!c->o->shell_job)
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: its controlling terminal (%s) is outside the tree (a job "
+                            "of a shell): give --shell-job to restore it on the terminal the "
+                            "restore runs on, or start it without one (setsid)",
+                            p->pid, name);
+  c->shell_job_used = true;
+  /* A group of the tree's own (its leader in the tree) in the terminal's
+     foreground: the restore puts it there again. A task in its shell's
+     group is in the restore's after it. */
+  for (size_t i = 0; i < c->np && tpgid > 0; i++)
+    if (c->p[i].pid == (pid_t)tpgid && c->p[i].pgid == (pid_t)tpgid)
+      c->shell_job_fg = c->p[i].ipgid;
+  return 0;
+}
+
 /* A process whose controlling terminal is a pty of the tree: its index
    (+ 1) for the image, and for a session leader the terminal's foreground
    group as the tree sees it. A process that is not its session's leader
@@ -244,8 +287,10 @@ pty_ctty_dump(struct dctx *c, struct dproc *p, crest_error_t *err)
     return 0;
   if (stat_tty(p->pid, &tty, &tpgid, err) < 0)
     return -1;
-  if (tty == 0 || !is_slave((dev_t)tty) || !tree_master(c, 0, (dev_t)tty))
+  if (tty == 0)
     return 0;
+  if (!is_slave((dev_t)tty) || !tree_master(c, 0, (dev_t)tty))
+    return outside_ctty(c, p, (dev_t)tty, tpgid, err);
   p->ctty = (int)minor((dev_t)tty) + (int)(major((dev_t)tty) - 136) * 256 + 1;
   if (p->sid != p->pid)
     {

@@ -224,6 +224,8 @@ struct rctx
   pid_t helper; /* a container's init: the finishing helper it forked */
   bool use_nslp;
   bool session_users; /* tree.json: the root's session keyring was its user's (keyrings.c) */
+  bool shell_job;     /* tree.json: its controlling terminal was outside it (--shell-job) */
+  int64_t shell_job_fg; /* ...and this group of the tree was in its foreground (0: none) */
   int report[2];
   int32_t *go;
   struct

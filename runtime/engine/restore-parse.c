@@ -448,8 +448,20 @@ parse_tree(struct rctx *c, crest_error_t *err)
     return -1;
   if (jget_i64(c->tree, "root", &root, err) < 0
       || (yajl_tree_get(c->tree, (const char *[]){ "session_users", NULL }, yajl_t_any)
-          && jget_bool(c->tree, "session_users", &c->session_users, err) < 0))
+          && jget_bool(c->tree, "session_users", &c->session_users, err) < 0)
+      || (yajl_tree_get(c->tree, (const char *[]){ "shell_job", NULL }, yajl_t_any)
+          && jget_bool(c->tree, "shell_job", &c->shell_job, err) < 0)
+      || (yajl_tree_get(c->tree, (const char *[]){ "shell_job_fg", NULL }, yajl_t_any)
+          && jget_i64(c->tree, "shell_job_fg", &c->shell_job_fg, err) < 0))
     return crest_error_wrap(err, "image %s: tree.json", c->o->image_dir);
+  if (c->shell_job_fg && (!c->shell_job || c->shell_job_fg < 1 || c->shell_job_fg > (1 << 22)))
+    return crest_error_make(err, EINVAL, "image %s: tree.json: shell_job_fg %lld",
+                            c->o->image_dir, (long long)c->shell_job_fg);
+  if (c->shell_job && c->o->as_ns_init)
+    return crest_error_make(err, EINVAL,
+                            "image %s: a shell job's (checkpoint --shell-job of a process tree), "
+                            "not a container's",
+                            c->o->image_dir);
   if (memfiles_parse(c, err) < 0)
     return -1;
   n = jget_array(c->tree, "processes", &items, err);

@@ -243,6 +243,23 @@ plan_restore(struct rctx *c, bool check_kernel, crest_error_t *err)
           break;
         return -1;
       }
+  /* A shell job's tree takes the restore's controlling terminal, as it
+     had its shell's (checkpoint --shell-job): the restore must have one. */
+  if (c->shell_job)
+    {
+      int t;
+      if (c->img->format < CREST_IMAGE_FORMAT_SHELL_JOB)
+        return crest_error_make(err, EINVAL, "image %s: shell_job in an image of format %d",
+                                o->image_dir, c->img->format);
+      t = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+      if (t < 0)
+        return crest_error_make(err, ENOTTY,
+                                "image %s: a shell job (checkpoint --shell-job), whose "
+                                "controlling terminal was its shell's: restore it from a "
+                                "terminal, which the tree takes (/dev/tty: %s)",
+                                o->image_dir, strerror(errno));
+      close(t);
+    }
   /* After the chroot check: that refusal names the one capability missing. */
   {
     uint64_t bound = 0;
@@ -406,6 +423,19 @@ restore_done(struct rctx *c, pid_t *root_out, crest_error_t *err)
           kill_all(c);
           return -1;
         }
+    }
+  if (c->shell_job_fg && !c->o->detach)
+    {
+      /* The shell job was in its terminal's foreground: there again, as
+         the restore, its shell's job now, was (with -d the shell takes
+         the terminal back once crest exits: left in the background). */
+      int t = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+      if (t < 0 || tcsetpgrp(t, (pid_t)c->shell_job_fg) < 0)
+        crest_progress("restore of %s: the shell job's process group %lld not put in the "
+                       "terminal's foreground: %s",
+                       c->o->image_dir, (long long)c->shell_job_fg, strerror(errno));
+      if (t >= 0)
+        close(t);
     }
   if (!c->o->detach)
     {

@@ -31,13 +31,14 @@ enum
   OPT_CGROUPS_MODE,
   OPT_PRE_DUMP,
   OPT_PARENT_PATH,
+  OPT_SHELL_JOB,
   OPT_NOOP,
 };
 
 struct ckpt_args
 {
   const char *image, *work, *export, *compress, *parent;
-  bool leave, ns_init, image_given, file_locks, ext_unix_sk, pre_dump;
+  bool leave, ns_init, image_given, file_locks, ext_unix_sk, pre_dump, shell_job;
   enum crest_tcp_mode tcp_mode;
   long pid;
 };
@@ -60,7 +61,9 @@ usage(FILE *f)
              "      --tcp-close        restore established TCP connections closed\n"
              "      --tcp-established  restore established TCP connections (TCP_REPAIR;\n"
              "                         see crest(1) for where the kernel allows it)\n"
-             "      --shell-job        accepted (see crest(1))\n"
+             "      --shell-job        with --pid: the tree's controlling terminal is outside\n"
+             "                         it (a job of a shell); a restore from a terminal\n"
+             "                         gives it that one (a container's: always handled)\n"
              "      --pre-dump         copy only the memory, while the tree runs on\n"
              "      --parent-path=DIR  take the pages not written since the pre-dump DIR\n"
              "                         from it (relative to the image path, or absolute)\n"
@@ -112,6 +115,8 @@ parse(int argc, char **argv, struct ckpt_args *a, crest_error_t *err)
     { "manage-cgroups-mode", required_argument, NULL, OPT_CGROUPS_MODE },
     { "pre-dump", no_argument, NULL, OPT_PRE_DUMP },
     { "parent-path", required_argument, NULL, OPT_PARENT_PATH },
+    /* before the no-op table (restore's): process mode uses it */
+    { "shell-job", no_argument, NULL, OPT_SHELL_JOB },
     CREST_CR_NOOP_OPTIONS(OPT_NOOP),
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -177,6 +182,9 @@ parse(int argc, char **argv, struct ckpt_args *a, crest_error_t *err)
         if (!*optarg)
           return crest_error_make(err, EINVAL, "checkpoint: --parent-path: empty path");
         a->parent = optarg;
+        break;
+      case OPT_SHELL_JOB:
+        a->shell_job = true;
         break;
       case OPT_NOOP:
         break;
@@ -285,6 +293,7 @@ crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error
     o.tcp_mode = a.tcp_mode;
     o.pre_dump = a.pre_dump;
     o.parent_path = a.parent;
+    o.shell_job = a.shell_job;
     if (crest_engine_dump((pid_t)a.pid, &o, err) < 0)
       return -1;
   }

@@ -26,8 +26,10 @@ crest_verb_list(struct crest_global *g, int argc, char **argv, crest_error_t *er
    checkpoint, so no connection is ever in an image; --ext-unix-sk at
    restore: the image says which unix sockets to connect again (the flag
    matters at checkpoint, verb-checkpoint.c);
-   --shell-job: a container's terminal is always handled (the image's `tty`
-   descriptors take the new container's terminal). Entries of a getopt_long
+   --shell-job at restore, and at checkpoint of a container: a container's
+   terminal is always handled (the image's `tty` descriptors take the new
+   container's terminal); checkpoint --pid uses it (verb-checkpoint.c), and
+   the image says so. Entries of a getopt_long
    table returning ID. */
 /* clang-format off */
 #define CREST_CR_NOOP_OPTIONS(id)                          \
