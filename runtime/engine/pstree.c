@@ -277,8 +277,9 @@ traced_by_other(pid_t pid, pid_t tid, const char *status, crest_error_t *err)
   const char *s = status_field(status, "TracerPid");
   if (s && atoi(s) != 0 && tracer_is_crest(atoi(s)))
     return crest_error_make(err, 0,
-                            "task %d (thread %d): already being checkpointed by crest (PID %d); "
-                            "one checkpoint at a time",
+                            "task %d (thread %d): held by crest (PID %d): a checkpoint in "
+                            "progress, or a lazy restore still filling its memory; one at a "
+                            "time",
                             pid, tid, atoi(s));
   if (s && atoi(s) != 0)
     return crest_error_make(err, 0,

@@ -297,8 +297,12 @@ check_pids_free(struct rctx *c, crest_error_t *err)
       {
         pid_t tid = c->p[i].zombie ? c->p[i].pid : c->p[i].th[t].tid;
         if (!(c->o->as_ns_init && tid == 1) && (kill(tid, 0) == 0 || errno != ESRCH))
-          return crest_error_make(err, EEXIST, "restore: PID %d is in use in this PID namespace",
-                                  tid);
+          return crest_error_make(err, EEXIST, "restore: PID %d is in use in this PID namespace%s",
+                                  tid,
+                                  tid == getpid() || tid == getppid()
+                                      ? " (by this crest or its caller: start the restore "
+                                        "from a process of another PID)"
+                                      : "");
       }
   return 0;
 }
