@@ -21,6 +21,7 @@ struct vmflags_ent
   bool anon_name;  /* maps shows [anon:NAME] (PR_SET_VMA_ANON_NAME) */
   int zeros;       /* of its Rss and Swap lines, how many say 0 kB */
   long swap_kb;    /* its Swap line (-1: none) */
+  int pkey;        /* its ProtectionKey line (0: none, or the default key) */
 };
 
 /* Flags restored, with the advice that sets each (0: a mapping flag). */
@@ -115,6 +116,7 @@ vmflags_load(pid_t pid, struct vmflags_ent **out, size_t *n, crest_error_t *err)
           (*out)[*n].anon_name = strstr(line, " [anon:") != NULL;
           (*out)[*n].zeros = 0;
           (*out)[*n].swap_kb = -1;
+          (*out)[*n].pkey = 0;
           (*n)++;
         }
       else if (*n && (strncmp(line, "Rss:", 4) == 0 || strncmp(line, "Swap:", 5) == 0))
@@ -125,6 +127,8 @@ vmflags_load(pid_t pid, struct vmflags_ent **out, size_t *n, crest_error_t *err)
           if (line[0] == 'S')
             (*out)[*n - 1].swap_kb = strtol(kb, NULL, 10);
         }
+      else if (*n && strncmp(line, "ProtectionKey:", 14) == 0)
+        (*out)[*n - 1].pkey = atoi(line + 14);
       else if (*n && strncmp(line, "VmFlags:", 8) == 0)
         snprintf((*out)[*n - 1].flags, sizeof(*out)[*n - 1].flags, "%s ", line + 8);
     }
@@ -187,6 +191,13 @@ vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, 
                             "with a name (PR_SET_VMA_ANON_NAME) is not restored yet: cannot "
                             "checkpoint it",
                             pid, start, end);
+  /* A key of pkey_mprotect() (a CPU with PKU): VmFlags does not show it,
+     and neither the key nor its allocation (pkey_alloc) is put back. */
+  if (e && e->pkey != 0)
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: mapping %" PRIx64 "-%" PRIx64 ": memory protection key %d "
+                            "(pkey_mprotect) is not restored: cannot checkpoint it",
+                            pid, start, end, e->pkey);
   /* The vDSO and vvar are the kernel's own: mapped again by the kernel. */
   if (!f || strcmp(kind, "vdso") == 0 || strncmp(kind, "vvar", 4) == 0)
     return 0;

@@ -1113,6 +1113,60 @@ chk_mdwe(void)
     zdtm_fail("memory-deny-write-execute is %d, expected 1", v);
 }
 
+/* pkey: a mapping given a memory protection key (pkey_mprotect; a CPU
+   with PKU). The key and its allocation are not restored: refused (the
+   check: smaps still shows the key on the mapping, and its bytes). */
+static int pk_key = -1;
+
+static int
+smaps_pkey(void *addr)
+{
+  FILE *f = fopen("/proc/self/smaps", "r");
+  char line[512];
+  bool in = false;
+  int key = -1;
+  unsigned long a = (unsigned long)addr, s, e;
+  while (f && fgets(line, sizeof line, f))
+    {
+      if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
+        in = s <= a && a < e;
+      else if (in && strncmp(line, "ProtectionKey:", 14) == 0)
+        key = atoi(line + 14);
+    }
+  if (f)
+    fclose(f);
+  return key;
+}
+
+static void
+set_pkey(void)
+{
+  mem = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  need(mem != MAP_FAILED, "mmap");
+  memset(mem, 0x6b, 4 * PG);
+  pk_key = (int)syscall(SYS_pkey_alloc, 0UL, 0UL);
+  if (pk_key < 0)
+    unsupported("pkey_alloc (memory protection keys)");
+  need(syscall(SYS_pkey_mprotect, mem + PG, PG, PROT_READ | PROT_WRITE, pk_key) == 0,
+       "pkey_mprotect");
+  if (smaps_pkey(mem + PG) != pk_key)
+    unsupported("smaps ProtectionKey");
+}
+
+static void
+chk_pkey(void)
+{
+  int k = smaps_pkey(mem + PG);
+  if (k != pk_key)
+    zdtm_fail("mapping %p: protection key %d, expected %d", (void *)(mem + PG), k, pk_key);
+  for (long i = 0; i < 4 * PG; i++)
+    if (mem[i] != 0x6b)
+      {
+        zdtm_fail("mapping %p: byte %ld differs", (void *)mem, i);
+        break;
+      }
+}
+
 /* sleep-restart: four threads blocked for an hour in calls the kernel
    restarts through its restart block, which no restore can carry: a
    relative nanosleep, an absolute clock_nanosleep, a poll with a timeout
@@ -3634,6 +3688,7 @@ static const struct
   { "sleep-restart", set_sleep_restart, chk_sleep_restart },
   { "sleep-restarted", set_sleep_restarted, chk_sleep_restart },
   { "mdwe", set_mdwe, chk_mdwe },
+  { "pkey", set_pkey, chk_pkey },
   { "unlinked-holes", set_holes, chk_holes },
   { "unlinked-mode", set_umode, chk_umode },
   { "unlinked-shared", set_ushared, chk_ushared },
