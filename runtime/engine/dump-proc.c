@@ -410,6 +410,8 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
   put_attrs(c, prctl_put_process(g, &p->pr));
   if (p->pr.xcomp_perm && c->w->format < CREST_IMAGE_FORMAT_XCOMP)
     c->w->format = CREST_IMAGE_FORMAT_XCOMP;
+  if (p->pr.ksm_any && c->w->format < CREST_IMAGE_FORMAT_KSM_ANY)
+    c->w->format = CREST_IMAGE_FORMAT_KSM_ANY;
   if (creds_put(c, p, status, g, err) < 0 || put_rlimits(p, g, err) < 0)
     return -1;
   mem_put_mm(p, f, auxv, auxlen, g);

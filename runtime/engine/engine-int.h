@@ -267,6 +267,9 @@ struct prctl_proc
   /* The dynamic XSAVE components (AMX's tile data, bit 18) the process
      has been permitted to use (arch_prctl ARCH_GET_XCOMP_PERM; format 12). */
   uint64_t xcomp_perm;
+  /* KSM merges every mapping of the process (PR_SET_MEMORY_MERGE, Linux
+     6.4: what systemd's MemoryKSM= sets; format 21). */
+  int ksm_any;
 };
 struct prctl_thread
 {

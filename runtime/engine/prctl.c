@@ -52,6 +52,17 @@ peek_int(pid_t pid, uint64_t addr, int *v, crest_error_t *err)
   return 0;
 }
 
+/* Does this kernel know PR_GET_MEMORY_MERGE (Linux 6.4)? Asked of crest's
+   own process once. */
+static bool
+memory_merge_here(void)
+{
+  static int known = -1;
+  if (known < 0)
+    known = prctl(PR_GET_MEMORY_MERGE, 0L, 0L, 0L, 0L) >= 0;
+  return known == 1;
+}
+
 int
 prctl_dump_process(pid_t tid, const struct user_regs_struct *regs, uint64_t mask, uint64_t gadget,
                    uint64_t scratch, struct prctl_proc *out, crest_error_t *err)
@@ -82,6 +93,14 @@ prctl_dump_process(pid_t tid, const struct user_regs_struct *regs, uint64_t mask
                             "task %d: memory-deny-write-execute is on (PR_SET_MDWE, flags %#lx), "
                             "which crest does not restore: cannot checkpoint it",
                             tid, ret);
+  /* KSM for the whole process (Linux 6.4), asked where crest's own kernel
+     knows the call: an older one answers EINVAL for every task. */
+  if (memory_merge_here())
+    {
+      if (inj(tid, regs, mask, gadget, SYS_prctl, PR_GET_MEMORY_MERGE, 0, &ret, err) < 0)
+        return -1;
+      out->ksm_any = ret > 0;
+    }
   /* The dynamic XSAVE components the process may use (AMX's tile data):
      a permission asked for once (ARCH_REQ_XCOMP_PERM), without which the
      first AMX instruction after restore would end the process (SIGILL).
@@ -270,7 +289,8 @@ prctl_ops_spec(const struct prctl_thread *t, long ops[][3])
 bool
 prctl_put_process(yajl_gen g, const struct prctl_proc *p)
 {
-  if (!p->subreaper && !p->thp_disable && p->dumpable == 1 && !p->membarrier && !p->xcomp_perm)
+  if (!p->subreaper && !p->thp_disable && p->dumpable == 1 && !p->membarrier && !p->xcomp_perm
+      && !p->ksm_any)
     return false;
   jput_key(g, "prctl");
   yajl_gen_map_open(g);
@@ -280,6 +300,8 @@ prctl_put_process(yajl_gen g, const struct prctl_proc *p)
   jput_int(g, "membarrier", p->membarrier);
   if (p->xcomp_perm)
     jput_u64(g, "xcomp_perm", p->xcomp_perm);
+  if (p->ksm_any)
+    jput_bool(g, "ksm_merge_any", true);
   yajl_gen_map_close(g);
   return true;
 }
@@ -313,6 +335,20 @@ prctl_parse_process(yajl_val v, int format, struct prctl_proc *p, crest_error_t 
     return crest_error_make(err, EINVAL, "prctl: bad dumpable %lld or membarrier %lld",
                             (long long)d, (long long)m);
   p->subreaper = s, p->thp_disable = t, p->dumpable = (int)d, p->membarrier = (int)m;
+  if (yajl_tree_get(o, (const char *[]){ "ksm_merge_any", NULL }, yajl_t_any))
+    {
+      bool k;
+      if (format < CREST_IMAGE_FORMAT_KSM_ANY)
+        return crest_error_make(err, EINVAL, "prctl: ksm_merge_any needs a format 21 image");
+      if (jget_bool(o, "ksm_merge_any", &k, err) < 0)
+        return -1;
+      if (k && !memory_merge_here())
+        return crest_error_make(
+            err, ENOTSUP,
+            "KSM merges every mapping of the process (PR_SET_MEMORY_MERGE), "
+            "which this kernel (before Linux 6.4) cannot do: cannot restore it");
+      p->ksm_any = k;
+    }
   if (yajl_tree_get(o, (const char *[]){ "xcomp_perm", NULL }, yajl_t_any))
     {
       const struct xsave_layout *xl = xsave_layout_here();
@@ -391,6 +427,8 @@ prctl_ops_process(const struct prctl_proc *p, long ops[][3])
     ops[n][0] = SYS_prctl, ops[n][1] = PR_SET_CHILD_SUBREAPER, ops[n++][2] = 1;
   if (p->thp_disable)
     ops[n][0] = SYS_prctl, ops[n][1] = PR_SET_THP_DISABLE, ops[n++][2] = 1;
+  if (p->ksm_any)
+    ops[n][0] = SYS_prctl, ops[n][1] = PR_SET_MEMORY_MERGE, ops[n++][2] = 1;
   for (size_t i = 0; i < sizeof mb / sizeof mb[0]; i++)
     if (p->membarrier & mb[i].reg)
       ops[n][0] = SYS_membarrier, ops[n][1] = mb[i].reg, ops[n++][2] = 0;

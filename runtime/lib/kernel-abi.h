@@ -32,6 +32,11 @@ struct crest_sched_attr
 #define PR_GET_MDWE 66
 #define PR_MDWE_REFUSE_EXEC_GAIN 1
 #endif
+/* KSM for every mapping of a process (Linux 6.4). */
+#ifndef PR_SET_MEMORY_MERGE
+#define PR_SET_MEMORY_MERGE 67
+#define PR_GET_MEMORY_MERGE 68
+#endif
 #ifndef SO_PASSPIDFD
 #define SO_PASSPIDFD 76
 #endif

@@ -447,6 +447,13 @@ file_lines(const char *pre, long pid)
   if (n)
     fprintf(out, "%sautogroup: nice %d\n", pre, atoi(n + 6));
   free(ag);
+  /* KSM's settings of the process (Linux 6.4's PR_SET_MEMORY_MERGE shows
+     as "ksm_merge_any: yes"), not its counts, which the merging moves. */
+  char *ks = slurpf(NULL, "/proc/%ld/ksm_stat", pid), *ksave = NULL;
+  for (char *l = ks ? strtok_r(ks, "\n", &ksave) : NULL; l; l = strtok_r(NULL, "\n", &ksave))
+    if (strstr(l, ": "))
+      fprintf(out, "%sksm_stat: %s\n", pre, l);
+  free(ks);
 }
 
 /* POSIX timers: the PID or TID a timer signals, in the tree's PIDs. */

@@ -1113,6 +1113,42 @@ chk_mdwe(void)
     zdtm_fail("memory-deny-write-execute is %d, expected 1", v);
 }
 
+/* ksm-merge-any: KSM for every mapping of the process
+   (PR_SET_MEMORY_MERGE, Linux 6.4; systemd's MemoryKSM=): restored (the
+   check: still on, and a mapping made after restore is mergeable too). */
+static void
+set_ksm_any(void)
+{
+  if (prctl(PR_SET_MEMORY_MERGE, 1L, 0L, 0L, 0L) < 0)
+    unsupported("PR_SET_MEMORY_MERGE");
+  mem = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  need(mem != MAP_FAILED, "mmap");
+  memset(mem, 0x4b, 4 * PG);
+}
+
+static void
+chk_ksm_any(void)
+{
+  int v = prctl(PR_GET_MEMORY_MERGE, 0L, 0L, 0L, 0L);
+  char *m;
+  if (v != 1)
+    {
+      zdtm_fail("KSM for the whole process (PR_GET_MEMORY_MERGE) is %d, expected 1", v);
+      return;
+    }
+  m = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  need(m != MAP_FAILED, "mmap");
+  if (!has_vmflag(m, "mg"))
+    zdtm_fail("a mapping made after restore is not mergeable (VmFlags has no 'mg')");
+  munmap(m, 4 * PG);
+  for (long i = 0; i < 4 * PG; i++)
+    if (mem[i] != 0x4b)
+      {
+        zdtm_fail("mapping %p: byte %ld differs", (void *)mem, i);
+        break;
+      }
+}
+
 /* pkey: a mapping given a memory protection key (pkey_mprotect; a CPU
    with PKU). The key and its allocation are not restored: refused (the
    check: smaps still shows the key on the mapping, and its bytes). */
@@ -2135,8 +2171,8 @@ chk_unix_stream_full(void)
       ssize_t n = recv(usf[0], in, sizeof in, MSG_DONTWAIT);
       if (n <= 0)
         {
-          zdtm_fail("a full stream socketpair: %zu of its %zu queued bytes read (%s)", got,
-                    usf_len, n < 0 ? strerror(errno) : "closed");
+          zdtm_fail("a full stream socketpair: %zu of its %zu queued bytes read (%s)", got, usf_len,
+                    n < 0 ? strerror(errno) : "closed");
           return;
         }
       for (ssize_t i = 0; i < n; i++)
@@ -3689,6 +3725,7 @@ static const struct
   { "sleep-restarted", set_sleep_restarted, chk_sleep_restart },
   { "mdwe", set_mdwe, chk_mdwe },
   { "pkey", set_pkey, chk_pkey },
+  { "ksm-merge-any", set_ksm_any, chk_ksm_any },
   { "unlinked-holes", set_holes, chk_holes },
   { "unlinked-mode", set_umode, chk_umode },
   { "unlinked-shared", set_ushared, chk_ushared },
