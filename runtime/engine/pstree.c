@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include "dump-int.h"
 #include "image.h"
+#include "kernel-abi.h"
 #include "log.h"
 #include "testhook.h"
 #include "util.h"
@@ -114,6 +115,30 @@ check_lsm(struct dctx *c, crest_error_t *err)
   return 0;
 }
 
+/* Syscall user dispatch (prctl PR_SET_SYSCALL_USER_DISPATCH, Linux 5.11:
+   Wine's way to catch a Windows program's system calls): the kernel sends
+   the thread SIGSYS for a call made outside the region it allowed, which
+   would take crest's injected calls too, and no restore sets it again.
+   Shown only to a tracer, from Linux 6.4 (older kernels: EIO, nothing to
+   see). */
+static int
+check_sud(pid_t pid, pid_t tid, crest_error_t *err)
+{
+  struct
+  {
+    uint64_t mode, selector, offset, len;
+  } sud = { 0, 0, 0, 0 };
+  if (ptrace((enum __ptrace_request)PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG, tid, sizeof sud, &sud)
+          < 0
+      || sud.mode == 0)
+    return 0;
+  return crest_error_make(err, ENOTSUP,
+                          "task %d: thread %d dispatches its system calls to itself (prctl "
+                          "PR_SET_SYSCALL_USER_DISPATCH, as Wine does), which crest does not "
+                          "restore: cannot checkpoint it",
+                          pid, tid);
+}
+
 int
 ns_ids(struct dctx *c, crest_error_t *err)
 {
@@ -157,6 +182,8 @@ ns_ids(struct dctx *c, crest_error_t *err)
             return -1;
           p->th[t].itid = ns_field(ts, "NSpid", inner, p->th[t].tid);
           if (p->th[t].tid != p->pid && check_thread_creds(p, p->th[t].tid, st, ts, err) < 0)
+            return -1;
+          if (check_sud(p->pid, p->th[t].tid, err) < 0)
             return -1;
         }
     }

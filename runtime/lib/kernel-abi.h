@@ -32,6 +32,10 @@ struct crest_sched_attr
 #define PR_GET_MDWE 66
 #define PR_MDWE_REFUSE_EXEC_GAIN 1
 #endif
+/* A tracer's view of syscall user dispatch (Linux 6.4). */
+#ifndef PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG
+#define PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG 0x4211
+#endif
 /* KSM for every mapping of a process (Linux 6.4). */
 #ifndef PR_SET_MEMORY_MERGE
 #define PR_SET_MEMORY_MERGE 67

@@ -58,6 +58,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
@@ -1147,6 +1148,55 @@ chk_ksm_any(void)
         zdtm_fail("mapping %p: byte %ld differs", (void *)mem, i);
         break;
       }
+}
+
+/* syscall-user-dispatch: the main thread's system calls dispatched to a
+   SIGSYS handler when a byte says so (PR_SET_SYSCALL_USER_DISPATCH, as
+   Wine does), the byte saying "allow" while it waits: refused (the check:
+   a call made with the byte set to "block" reaches the handler). A
+   checkpoint sees it only from Linux 6.4 (the tracer's
+   PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG): older kernels skip. */
+#ifndef PR_SET_SYSCALL_USER_DISPATCH
+#define PR_SET_SYSCALL_USER_DISPATCH 59
+#endif
+static volatile char sud_sel; /* 0: allow, 1: block */
+static volatile int sud_caught;
+
+static void
+sud_sys(int sig)
+{
+  (void)sig;
+  sud_caught++;
+  sud_sel = 0;
+}
+
+static void
+set_sud(void)
+{
+  struct utsname u;
+  int major = 0, minor = 0;
+  if (uname(&u) < 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2
+      || major * 1000 + minor < 6004)
+    {
+      errno = ENOSYS;
+      unsupported("PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG (Linux 6.4), by which a checkpoint "
+                  "sees it");
+    }
+  signal(SIGSYS, sud_sys);
+  if (prctl(PR_SET_SYSCALL_USER_DISPATCH, 1L, 0L, 0L, (long)&sud_sel) < 0)
+    unsupported("PR_SET_SYSCALL_USER_DISPATCH");
+}
+
+static void
+chk_sud(void)
+{
+  sud_caught = 0;
+  sud_sel = 1;
+  syscall(SYS_getppid);
+  sud_sel = 0;
+  if (sud_caught != 1)
+    zdtm_fail("syscall user dispatch: a blocked call reached the handler %d times, expected 1",
+              sud_caught);
 }
 
 /* pkey: a mapping given a memory protection key (pkey_mprotect; a CPU
@@ -3726,6 +3776,7 @@ static const struct
   { "mdwe", set_mdwe, chk_mdwe },
   { "pkey", set_pkey, chk_pkey },
   { "ksm-merge-any", set_ksm_any, chk_ksm_any },
+  { "syscall-user-dispatch", set_sud, chk_sud },
   { "unlinked-holes", set_holes, chk_holes },
   { "unlinked-mode", set_umode, chk_umode },
   { "unlinked-shared", set_ushared, chk_ushared },
