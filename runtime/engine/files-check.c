@@ -96,6 +96,12 @@ files_check_fd(pid_t pid, int fd, const char *link, const struct stat *st, struc
                             "(restore would open it before that task exists): cannot checkpoint "
                             "it",
                             pid, fd, link);
+  if (strncmp(link, "/secretmem", 10) == 0 && statfs(lpath, &sf) == 0
+      && sf.f_type == SECRETMEM_MAGIC)
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: fd %d (%s): memory of memfd_secret, which no other process "
+                            "may read, crest included: cannot checkpoint it",
+                            pid, fd, link);
   if (S_ISREG(st->st_mode) && ipc_is_mqueue(lpath))
     return crest_error_make(err, ENOTSUP,
                             "task %d: fd %d (%s): a POSIX message queue (mq_open) is not restored "

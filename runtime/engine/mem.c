@@ -19,11 +19,13 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 #include "dump-int.h"
 #include "image-check.h"
 #include "restore-int.h"
 #include "image.h"
+#include "kernel-abi.h"
 #include "log.h"
 #include "util.h"
 
@@ -62,6 +64,17 @@ maps_line(const char *l, struct maps_line *m)
     return false;
   m->name = p + strspn(p, " ");
   return true;
+}
+
+/* Is the mapping START-END of PID memory of memfd_secret? Asked of its
+   map_files entry's file system; where that cannot be asked, its name
+   ("/secretmem (deleted)") is taken for it. */
+static bool
+secretmem_map(pid_t pid, uint64_t start, uint64_t end)
+{
+  cleanup_free char *mf = xasprintf("/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, start, end);
+  struct statfs sf;
+  return statfs(mf, &sf) < 0 || sf.f_type == SECRETMEM_MAGIC;
 }
 
 int
@@ -114,6 +127,19 @@ parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
                   return -1;
                 }
               strcpy(x.kind, "sysv");
+            }
+          /* memfd_secret's memory: no process but its own may read it
+             (its pages are out of the kernel's direct map), so its
+             contents cannot be saved. */
+          else if (strcmp(name, "/secretmem (deleted)") == 0
+                   && secretmem_map(pid, ml.start, ml.end))
+            {
+              free_vmas(v, nv);
+              return crest_error_make(err, ENOTSUP,
+                                      "task %d: mapping %" PRIx64 "-%" PRIx64 ": memory of "
+                                      "memfd_secret, which no other process may read, crest "
+                                      "included: cannot checkpoint it",
+                                      pid, ml.start, ml.end);
             }
           /* A memfd, shared anonymous memory or a deleted file: no path to
              open again, its contents are saved through map_files. */

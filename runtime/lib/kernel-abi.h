@@ -36,6 +36,10 @@ struct crest_sched_attr
 #ifndef PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG
 #define PTRACE_GET_SYSCALL_USER_DISPATCH_CONFIG 0x4211
 #endif
+/* memfd_secret's file system (linux/magic.h from Linux 5.14). */
+#ifndef SECRETMEM_MAGIC
+#define SECRETMEM_MAGIC 0x5345434d
+#endif
 /* KSM for every mapping of a process (Linux 6.4). */
 #ifndef PR_SET_MEMORY_MERGE
 #define PR_SET_MEMORY_MERGE 67

@@ -1199,6 +1199,47 @@ chk_sud(void)
               sud_caught);
 }
 
+/* memfd-secret: memory of memfd_secret (Linux 5.14), which no other
+   process may read: refused, with its descriptor open (memfd-secret) and
+   with only its mapping left (memfd-secret-mapped; until December 2026
+   saved as an empty object: its bytes gone). The check: the bytes. */
+static void
+set_secret(bool keep_fd)
+{
+  int s = (int)syscall(447 /* memfd_secret */, 0L);
+  if (s < 0)
+    unsupported("memfd_secret");
+  need(ftruncate(s, 2 * PG) == 0, "ftruncate");
+  mem = mmap(NULL, 2 * PG, PROT_READ | PROT_WRITE, MAP_SHARED, s, 0);
+  if (mem == MAP_FAILED)
+    unsupported("mmap of memfd_secret");
+  memset(mem, 0x5e, 2 * PG);
+  if (keep_fd)
+    fd = s;
+  else
+    close(s);
+}
+static void
+set_secret_fd(void)
+{
+  set_secret(true);
+}
+static void
+set_secret_mapped(void)
+{
+  set_secret(false);
+}
+static void
+chk_secret(void)
+{
+  for (long i = 0; i < 2 * PG; i++)
+    if (mem[i] != 0x5e)
+      {
+        zdtm_fail("memfd_secret mapping %p: byte %ld differs", (void *)mem, i);
+        break;
+      }
+}
+
 /* pkey: a mapping given a memory protection key (pkey_mprotect; a CPU
    with PKU). The key and its allocation are not restored: refused (the
    check: smaps still shows the key on the mapping, and its bytes). */
@@ -3777,6 +3818,8 @@ static const struct
   { "pkey", set_pkey, chk_pkey },
   { "ksm-merge-any", set_ksm_any, chk_ksm_any },
   { "syscall-user-dispatch", set_sud, chk_sud },
+  { "memfd-secret", set_secret_fd, chk_secret },
+  { "memfd-secret-mapped", set_secret_mapped, chk_secret },
   { "unlinked-holes", set_holes, chk_holes },
   { "unlinked-mode", set_umode, chk_umode },
   { "unlinked-shared", set_ushared, chk_ushared },
