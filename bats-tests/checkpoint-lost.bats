@@ -152,6 +152,7 @@ lost_batch() {
 @test "zdtm-lost syscall-user-dispatch: refused (PR_SET_SYSCALL_USER_DISPATCH; seen from Linux 6.4)" { lost_case syscall-user-dispatch "dispatches"; }
 @test "zdtm-lost memfd-secret: refused (memfd_secret, open)" { lost_case memfd-secret "memfd_secret"; }
 @test "zdtm-lost memfd-secret-mapped: refused (memfd_secret, mapped only)" { lost_case memfd-secret-mapped "memfd_secret"; }
+@test "zdtm-lost fown-no-async: restored (a socket's owner and signal without O_ASYNC)" { lost_case fown-no-async restore; }
 @test "zdtm-lost deleted-fifo: refused" { lost_case deleted-fifo "deleted FIFO"; }
 @test "zdtm-lost pidfd-reaped: refused" { lost_case pidfd-reaped reaped; }
 @test "zdtm-lost pidfd-shared: refused" { lost_case pidfd-shared shares; }

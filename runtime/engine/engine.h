@@ -99,6 +99,10 @@
 /* Format 21 too: tree.json's "shell_job", a tree whose controlling
    terminal is outside it (checkpoint --shell-job). */
 #define CREST_IMAGE_FORMAT_SHELL_JOB 21
+/* Format 21 too: a file's "fown" without O_ASYNC in its flags (an owner
+   set with F_SETOWN, which SIGURG goes to, or a signal set with F_SETSIG,
+   ready for an O_ASYNC set later). */
+#define CREST_IMAGE_FORMAT_FOWN_ANY 21
 /* Format 21 too: a process's prctl "ksm_merge_any" (PR_SET_MEMORY_MERGE). */
 #define CREST_IMAGE_FORMAT_KSM_ANY 21
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */

@@ -106,7 +106,7 @@ new_file(struct dctx *c, struct dproc *p, const struct fd_probe *d, int64_t pos,
   nf.ino = d->st->st_ino;
   nf.pid = p->pid;
   nf.fd = d->fd;
-  if (((nf.flags & O_ASYNC) && fown_dump(c, p->pid, d->fd, d->link, &nf.fown, err) < 0)
+  if (fown_dump(c, p->pid, d->fd, d->link, nf.flags, &nf.fown, err) < 0
       || probe_fd(c, p, d, &nf, err) < 0)
     {
       free(nf.data), free(nf.priv);
@@ -252,8 +252,12 @@ files_put(struct dctx *c, yajl_gen g)
       jput_int(g, "pos", f->pos);
       if (f->ops->write)
         f->ops->write(c, f, g);
-      if (fown_put(g, &f->fown) && c->w->format < CREST_IMAGE_FORMAT_FOWN)
-        c->w->format = CREST_IMAGE_FORMAT_FOWN;
+      if (fown_put(g, &f->fown))
+        {
+          int need = f->flags & O_ASYNC ? CREST_IMAGE_FORMAT_FOWN : CREST_IMAGE_FORMAT_FOWN_ANY;
+          if (c->w->format < need)
+            c->w->format = need;
+        }
       yajl_gen_map_close(g);
     }
   yajl_gen_array_close(g);

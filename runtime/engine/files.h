@@ -60,13 +60,13 @@ struct evfd;
    owner SIGIO goes to, as the tree sees it, and its signal. */
 struct fown
 {
-  bool on;   /* the file has O_ASYNC */
+  bool on;   /* a record: the file has O_ASYNC, or an owner or a signal */
   int type;  /* F_OWNER_TID, F_OWNER_PID or F_OWNER_PGRP */
   pid_t pid; /* 0: no owner */
   int sig;   /* F_GETSIG: 0 is SIGIO */
 };
 int
-fown_dump(struct dctx *c, pid_t pid, int fd, const char *link, struct fown *out,
+fown_dump(struct dctx *c, pid_t pid, int fd, const char *link, int flags, struct fown *out,
           crest_error_t *err);
 bool
 fown_put(yajl_gen g, const struct fown *o);

@@ -65,27 +65,47 @@ owner_in_tree(const struct dctx *c, int type, pid_t owner, pid_t *task)
   return 0;
 }
 
+/* Is the owner O_PID of TYPE gone (no process, thread or group of that
+   number any more)? */
+static bool
+owner_gone(int type, pid_t o_pid)
+{
+  /* kill() finds a thread by its TID too. */
+  return kill(type == F_OWNER_PGRP ? -o_pid : o_pid, 0) < 0 && errno == ESRCH;
+}
+
 int
-fown_dump(struct dctx *c, pid_t pid, int fd, const char *link, struct fown *out, crest_error_t *err)
+fown_dump(struct dctx *c, pid_t pid, int fd, const char *link, int flags, struct fown *out,
+          crest_error_t *err)
 {
   struct f_owner_ex o;
   pid_t task = 0;
   long u[3];
+  bool async = (flags & O_ASYNC) != 0;
+  const char *how = async ? "O_ASYNC: SIGIO" : "its owner (F_SETOWN): SIGURG";
   cleanup_close int d = getfd(pid, fd, err);
   if (d < 0)
     return -1;
   memset(out, 0, sizeof *out);
-  out->on = true;
   if (fcntl(d, F_GETOWN_EX, &o) < 0 || (out->sig = fcntl(d, F_GETSIG)) < 0)
-    return crest_error_errno(err, "task %d: fd %d (%s): O_ASYNC: read its owner", pid, fd, link);
+    return crest_error_errno(err, "task %d: fd %d (%s): read its owner (F_GETOWN_EX)", pid, fd,
+                             link);
+  /* Without O_ASYNC an owner still takes a socket's SIGURG, and both the
+     owner and the signal are there for an O_ASYNC set later; a gone owner
+     takes nothing, and is left out. */
+  if (!async && o.pid && !owner_in_tree(c, o.type, o.pid, &task) && owner_gone(o.type, o.pid))
+    o.pid = 0;
+  if (!async && o.pid == 0 && out->sig == 0)
+    return 0;
+  out->on = true;
   out->type = o.type;
   if (o.pid == 0)
     return 0;
   if (!(out->pid = owner_in_tree(c, o.type, o.pid, &task)))
     return crest_error_make(err, ENOTSUP,
-                            "task %d: fd %d (%s): O_ASYNC: SIGIO goes to %s %d, outside the "
-                            "checkpointed tree: cannot checkpoint it",
-                            pid, fd, link, owner_kind(o.type), o.pid);
+                            "task %d: fd %d (%s): %s goes to %s %d, outside the checkpointed "
+                            "tree: cannot checkpoint it",
+                            pid, fd, link, how, owner_kind(o.type), o.pid);
   /* The kernel keeps the credentials of whoever set the owner, for the
      permission check of each SIGIO, and does not show them: the restorer
      sets the owner with its own, which must let SIGIO through to the
@@ -94,10 +114,10 @@ fown_dump(struct dctx *c, pid_t pid, int fd, const char *link, struct fown *out,
       || (u[0] != (long)geteuid() && u[2] != (long)geteuid() && u[0] != (long)getuid()
           && u[2] != (long)getuid()))
     return crest_error_make(err, ENOTSUP,
-                            "task %d: fd %d (%s): O_ASYNC: SIGIO goes to %s %d, whose UID is not "
-                            "the checkpointing user's (the restored owner's credentials would "
-                            "not let SIGIO reach it): cannot checkpoint it",
-                            pid, fd, link, owner_kind(o.type), o.pid);
+                            "task %d: fd %d (%s): %s goes to %s %d, whose UID is not the "
+                            "checkpointing user's (the restored owner's credentials would not let "
+                            "the signal reach it): cannot checkpoint it",
+                            pid, fd, link, how, owner_kind(o.type), o.pid);
   return 0;
 }
 
@@ -125,9 +145,10 @@ fown_parse(yajl_val v, int format, int flags, struct fown *out, crest_error_t *e
     return crest_error_make(err, EINVAL, "O_ASYNC without its \"fown\"");
   if (!o)
     return 0;
-  if (format < CREST_IMAGE_FORMAT_FOWN || !(flags & O_ASYNC))
-    return crest_error_make(err, EINVAL, "\"fown\" in an image of format %d or without O_ASYNC",
-                            format);
+  if (format < CREST_IMAGE_FORMAT_FOWN
+      || (!(flags & O_ASYNC) && format < CREST_IMAGE_FORMAT_FOWN_ANY))
+    return crest_error_make(err, EINVAL, "\"fown\" in an image of format %d%s", format,
+                            flags & O_ASYNC ? "" : " without O_ASYNC");
   if (jget_i64(o, "type", &type, err) < 0 || jget_i64(o, "pid", &pid, err) < 0
       || jget_i64(o, "sig", &sig, err) < 0)
     return crest_error_wrap(err, "fown");
@@ -159,8 +180,9 @@ files_fown(struct rctx *c, crest_error_t *err)
       o.pid = f->fown.pid;
       if ((o.pid && fcntl(f->svc, F_SETOWN_EX, &o) < 0)
           || (f->fown.sig && fcntl(f->svc, F_SETSIG, f->fown.sig) < 0)
-          || (fl = fcntl(f->svc, F_GETFL)) < 0 || fcntl(f->svc, F_SETFL, fl | O_ASYNC) < 0)
-        return crest_error_errno(err, "restore: file %d (%s): O_ASYNC to %s %d", f->id, f->path,
+          || ((f->flags & O_ASYNC)
+              && ((fl = fcntl(f->svc, F_GETFL)) < 0 || fcntl(f->svc, F_SETFL, fl | O_ASYNC) < 0)))
+        return crest_error_errno(err, "restore: file %d (%s): its owner, %s %d", f->id, f->path,
                                  owner_kind(o.type), (int)o.pid);
     }
   return 0;

@@ -1240,6 +1240,50 @@ chk_secret(void)
       }
 }
 
+/* fown-no-async: a socket's owner (F_SETOWN: its SIGURG goes there) and
+   signal (F_SETSIG) set without O_ASYNC: restored (until December 2026
+   only with O_ASYNC, else dropped). The check: both read back, and once
+   O_ASYNC is set, a write to the other end signals the owner with that
+   signal. */
+static volatile int fown_got;
+
+static void
+fown_sig(int sig)
+{
+  (void)sig;
+  fown_got++;
+}
+
+static void
+set_fown(void)
+{
+  int sv[2];
+  need(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+  fd = sv[0], fd2 = sv[1];
+  need(fcntl(fd, F_SETOWN, getpid()) == 0, "F_SETOWN");
+  need(fcntl(fd, F_SETSIG, SIGRTMIN + 3) == 0, "F_SETSIG");
+}
+
+static void
+chk_fown(void)
+{
+  struct timespec ts = { 0, 10000000 };
+  int own = fcntl(fd, F_GETOWN), sig = fcntl(fd, F_GETSIG);
+  if (own != getpid() || sig != SIGRTMIN + 3)
+    {
+      zdtm_fail("socket owner %d and signal %d, expected %d and %d", own, sig, (int)getpid(),
+                SIGRTMIN + 3);
+      return;
+    }
+  signal(SIGRTMIN + 3, fown_sig);
+  need(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_ASYNC) == 0, "O_ASYNC");
+  need(write(fd2, "u", 1) == 1, "write");
+  for (int i = 0; i < 200 && !fown_got; i++)
+    nanosleep(&ts, NULL);
+  if (fown_got != 1)
+    zdtm_fail("a write to the other end signalled the owner %d times, expected 1", fown_got);
+}
+
 /* pkey: a mapping given a memory protection key (pkey_mprotect; a CPU
    with PKU). The key and its allocation are not restored: refused (the
    check: smaps still shows the key on the mapping, and its bytes). */
@@ -3820,6 +3864,7 @@ static const struct
   { "syscall-user-dispatch", set_sud, chk_sud },
   { "memfd-secret", set_secret_fd, chk_secret },
   { "memfd-secret-mapped", set_secret_mapped, chk_secret },
+  { "fown-no-async", set_fown, chk_fown },
   { "unlinked-holes", set_holes, chk_holes },
   { "unlinked-mode", set_umode, chk_umode },
   { "unlinked-shared", set_ushared, chk_ushared },
