@@ -229,6 +229,9 @@ struct ptimer
 struct vmflags_ent;
 int
 vmflags_load(pid_t pid, struct vmflags_ent **out, size_t *n, crest_error_t *err);
+/* The same from smaps text T (cut into lines in place). */
+void
+vmflags_parse(char *t, struct vmflags_ent **out, size_t *n);
 int
 vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, uint64_t end,
               const char *kind, uint32_t *bits, crest_error_t *err);

@@ -101,10 +101,18 @@ vmflags_load(pid_t pid, struct vmflags_ent **out, size_t *n, crest_error_t *err)
   cleanup_free char *path = xasprintf("/proc/%d/smaps", pid);
   cleanup_free char *t = NULL;
   size_t len;
-  char *line, *save = NULL;
   *out = NULL, *n = 0;
   if (read_file(path, &t, &len, 0, err) < 0)
     return -1;
+  vmflags_parse(t, out, n);
+  return 0;
+}
+
+void
+vmflags_parse(char *t, struct vmflags_ent **out, size_t *n)
+{
+  char *line, *save = NULL;
+  *out = NULL, *n = 0;
   for (line = strtok_r(t, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
     {
       uint64_t s;
@@ -132,7 +140,6 @@ vmflags_load(pid_t pid, struct vmflags_ent **out, size_t *n, crest_error_t *err)
       else if (*n && strncmp(line, "VmFlags:", 8) == 0)
         snprintf((*out)[*n - 1].flags, sizeof(*out)[*n - 1].flags, "%s ", line + 8);
     }
-  return 0;
 }
 
 /* The first entry of V (N, in address order as smaps lists mappings)
