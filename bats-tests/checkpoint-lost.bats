@@ -153,6 +153,8 @@ lost_batch() {
 @test "zdtm-lost memfd-secret: refused (memfd_secret, open)" { lost_case memfd-secret "memfd_secret"; }
 @test "zdtm-lost memfd-secret-mapped: refused (memfd_secret, mapped only)" { lost_case memfd-secret-mapped "memfd_secret"; }
 @test "zdtm-lost fown-no-async: restored (a socket's owner and signal without O_ASYNC)" { lost_case fown-no-async restore; }
+@test "zdtm-lost clone-vm: refused (two processes sharing one memory)" { lost_case clone-vm "one memory"; }
+@test "zdtm-lost vfork-wait: refused at once (a task held in vfork)" { lost_case vfork-wait "vfork"; }
 @test "zdtm-lost deleted-fifo: refused" { lost_case deleted-fifo "deleted FIFO"; }
 @test "zdtm-lost pidfd-reaped: refused" { lost_case pidfd-reaped reaped; }
 @test "zdtm-lost pidfd-shared: refused" { lost_case pidfd-shared shares; }

@@ -16,8 +16,10 @@
 #include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/kcmp.h>
 #include "dump-int.h"
 #include "image.h"
 #include "kernel-abi.h"
@@ -139,6 +141,40 @@ check_sud(pid_t pid, pid_t tid, crest_error_t *err)
                           pid, tid);
 }
 
+/* Two processes of the tree that share one memory (clone with CLONE_VM
+   but not CLONE_THREAD): a restore would give each a copy of its own.
+   Found by sorting the processes in kcmp's order of their memory, where
+   the ones that share it come side by side. */
+static int
+kcmp_vm(const void *a, const void *b)
+{
+  long r = syscall(SYS_kcmp, *(const pid_t *)a, *(const pid_t *)b, KCMP_VM, 0, 0);
+  return r == 1 ? -1 : r == 2 ? 1 : 0;
+}
+
+static int
+shared_mm(const struct dctx *c, crest_error_t *err)
+{
+  cleanup_free pid_t *v = xmalloc((c->np + 1) * sizeof *v);
+  size_t n = 0;
+  for (size_t i = 0; i < c->np; i++)
+    if (!c->p[i].zombie)
+      v[n++] = c->p[i].pid;
+  /* kcmp not there (a kernel without it) or not allowed: nothing to go
+     by. */
+  if (n < 2 || syscall(SYS_kcmp, v[0], v[0], KCMP_VM, 0, 0) != 0)
+    return 0;
+  qsort(v, n, sizeof *v, kcmp_vm);
+  for (size_t i = 1; i < n; i++)
+    if (syscall(SYS_kcmp, v[i - 1], v[i], KCMP_VM, 0, 0) == 0)
+      return crest_error_make(err, ENOTSUP,
+                              "task %d shares one memory with task %d (clone with CLONE_VM "
+                              "and without CLONE_THREAD), which a restore would make two: "
+                              "cannot checkpoint them",
+                              v[i - 1], v[i]);
+  return 0;
+}
+
 int
 ns_ids(struct dctx *c, crest_error_t *err)
 {
@@ -187,6 +223,8 @@ ns_ids(struct dctx *c, crest_error_t *err)
             return -1;
         }
     }
+  if (shared_mm(c, err) < 0)
+    return -1;
   return check_lsm(c, err);
 }
 
@@ -349,6 +387,43 @@ restorer_zombie(const struct dctx *c, pid_t k)
   return q && q[1] == ' ' && q[2] == 'Z'
          && strncmp(buf + strcspn(buf, "("), "(crest-restoring)", 17) == 0;
 }
+/* Is thread TID of PID held in vfork(), or in a clone with CLONE_VFORK
+   (posix_spawn's), until its child runs another program or exits? The
+   kernel keeps it there (State D) where no ptrace stop reaches it: a
+   checkpoint would wait for as long as the child takes. */
+static bool
+in_vfork(pid_t pid, pid_t tid, const char *status)
+{
+  const uint64_t clone_vfork = 0x4000;
+  const char *s = status_field(status, "State");
+  cleanup_free char *what = xasprintf("task/%d/syscall", tid);
+  cleanup_free char *sc = NULL;
+  crest_error_t e = NULL;
+  long nr;
+  unsigned long a0;
+  if (!s || *s != 'D')
+    return false;
+  if (read_proc(pid, what, &sc, &e) < 0)
+    {
+      crest_error_release(&e);
+      return false;
+    }
+  if (sscanf(sc, "%ld %lx", &nr, &a0) != 2)
+    return false;
+  if (nr == SYS_vfork)
+    return true;
+  if (nr == SYS_clone)
+    return (a0 & clone_vfork) != 0;
+  if (nr == SYS_clone3)
+    {
+      /* struct clone_args begins with its flags. */
+      uint64_t fl = 0;
+      struct iovec l = { &fl, sizeof fl }, r = { (void *)a0, sizeof fl };
+      return process_vm_readv(pid, &l, 1, &r, 1, 0) == sizeof fl && (fl & clone_vfork);
+    }
+  return false;
+}
+
 /* Seize every thread of PID, repeating until the set is stable. Returns 1
    when PID exited before any of it was seized and nothing is left of it
    (see exited_meanwhile). */
@@ -412,6 +487,15 @@ seize_process(struct dctx *c, struct dproc *p, crest_error_t *err)
               {
                 closedir(d);
                 return -1;
+              }
+            if (in_vfork(p->pid, tid, st))
+              {
+                closedir(d);
+                return crest_error_make(err, EAGAIN,
+                                        "task %d (thread %d): in vfork() or posix_spawn(), "
+                                        "which holds it where no checkpoint can stop it until "
+                                        "its child runs another program or exits; try again",
+                                        p->pid, tid);
               }
           }
           p->th = xrealloc(p->th, (p->nth + 1) * sizeof *p->th);

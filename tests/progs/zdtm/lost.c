@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1282,6 +1283,83 @@ chk_fown(void)
     nanosleep(&ts, NULL);
   if (fown_got != 1)
     zdtm_fail("a write to the other end signalled the owner %d times, expected 1", fown_got);
+}
+
+/* clone-vm: a child made with CLONE_VM and without CLONE_THREAD, which
+   shares its parent's memory (a counter it raises every 10 ms): refused
+   (until December 2026 restored as two memories, the parent's counter
+   standing still). The check: the parent still sees the child's counter
+   move. */
+static volatile long cvm_count;
+static char cvm_stack[64 * 1024] __attribute__((aligned(16)));
+
+static int
+cvm_child(void *arg)
+{
+  struct timespec ts = { 0, 10000000 };
+  (void)arg;
+  for (;;)
+    {
+      cvm_count++;
+      syscall(SYS_nanosleep, &ts, NULL);
+    }
+  return 0;
+}
+
+static void
+set_clone_vm(void)
+{
+  child = clone(cvm_child, cvm_stack + sizeof cvm_stack, CLONE_VM | SIGCHLD, NULL);
+  need(child > 0, "clone(CLONE_VM)");
+}
+
+static void
+chk_clone_vm(void)
+{
+  long a = cvm_count;
+  struct timespec ts = { 0, 300000000 };
+  nanosleep(&ts, NULL);
+  if (cvm_count == a)
+    zdtm_fail("the CLONE_VM child's counter stands at %ld: its memory is not the parent's", a);
+  kill(child, SIGKILL);
+  waitpid(child, NULL, 0);
+  child = -1;
+}
+
+/* vfork-wait: a child of the tree held in vfork() while its own child
+   waits on a pipe: refused at once, saying so (until December 2026 the
+   checkpoint waited until the vfork child exited or ran a program). The
+   check: once the pipe says so, the vfork child exits and its parent
+   comes out of vfork() and exits 7. */
+static void
+set_vfork_wait(void)
+{
+  need(pipe(pfd) == 0, "pipe");
+  child = fork();
+  need(child >= 0, "fork");
+  if (child == 0)
+    {
+      char b;
+      pid_t v = vfork();
+      if (v == 0)
+        {
+          ssize_t r;
+          close(pfd[1]); /* its parent's killed (--probe): it reads the end */
+          r = read(pfd[0], &b, 1);
+          _exit(r == 1 ? 0 : 1);
+        }
+      _exit(v > 0 ? 7 : 1);
+    }
+}
+
+static void
+chk_vfork_wait(void)
+{
+  int st = 0;
+  need(write(pfd[1], "x", 1) == 1, "write");
+  if (waitpid(child, &st, 0) != child || !WIFEXITED(st) || WEXITSTATUS(st) != 7)
+    zdtm_fail("the vfork parent: status 0x%x, expected exit 7", st);
+  child = -1;
 }
 
 /* pkey: a mapping given a memory protection key (pkey_mprotect; a CPU
@@ -3865,6 +3943,8 @@ static const struct
   { "memfd-secret", set_secret_fd, chk_secret },
   { "memfd-secret-mapped", set_secret_mapped, chk_secret },
   { "fown-no-async", set_fown, chk_fown },
+  { "clone-vm", set_clone_vm, chk_clone_vm },
+  { "vfork-wait", set_vfork_wait, chk_vfork_wait },
   { "unlinked-holes", set_holes, chk_holes },
   { "unlinked-mode", set_umode, chk_umode },
   { "unlinked-shared", set_ushared, chk_ushared },
