@@ -155,6 +155,8 @@ lost_batch() {
 @test "zdtm-lost fown-no-async: restored (a socket's owner and signal without O_ASYNC)" { lost_case fown-no-async restore; }
 @test "zdtm-lost clone-vm: refused (two processes sharing one memory)" { lost_case clone-vm "one memory"; }
 @test "zdtm-lost vfork-wait: refused at once (a task held in vfork)" { lost_case vfork-wait "vfork"; }
+@test "zdtm-lost clone-files: refused (two processes sharing one table of descriptors)" { lost_case clone-files "CLONE_FILES"; }
+@test "zdtm-lost clone-fs: refused (two processes sharing one root, cwd and umask)" { lost_case clone-fs "CLONE_FS"; }
 @test "zdtm-lost deleted-fifo: refused" { lost_case deleted-fifo "deleted FIFO"; }
 @test "zdtm-lost pidfd-reaped: refused" { lost_case pidfd-reaped reaped; }
 @test "zdtm-lost pidfd-shared: refused" { lost_case pidfd-shared shares; }

@@ -141,20 +141,33 @@ check_sud(pid_t pid, pid_t tid, crest_error_t *err)
                           pid, tid);
 }
 
-/* Two processes of the tree that share one memory (clone with CLONE_VM
-   but not CLONE_THREAD): a restore would give each a copy of its own.
-   Found by sorting the processes in kcmp's order of their memory, where
-   the ones that share it come side by side. */
+/* Two processes of the tree that share what clone() lets threads share
+   (CLONE_VM, CLONE_FILES, CLONE_FS, CLONE_SIGHAND without CLONE_THREAD):
+   a restore would give each a copy of its own. Found by sorting the
+   processes in kcmp's order of that object, where the ones that share it
+   come side by side. */
+static int kcmp_type;
+
 static int
-kcmp_vm(const void *a, const void *b)
+kcmp_order(const void *a, const void *b)
 {
-  long r = syscall(SYS_kcmp, *(const pid_t *)a, *(const pid_t *)b, KCMP_VM, 0, 0);
+  long r = syscall(SYS_kcmp, *(const pid_t *)a, *(const pid_t *)b, kcmp_type, 0, 0);
   return r == 1 ? -1 : r == 2 ? 1 : 0;
 }
 
 static int
-shared_mm(const struct dctx *c, crest_error_t *err)
+shared_objects(const struct dctx *c, crest_error_t *err)
 {
+  static const struct
+  {
+    int type;
+    const char *what, *flag;
+  } k[] = {
+    { KCMP_VM, "one memory", "CLONE_VM" },
+    { KCMP_FILES, "one table of descriptors", "CLONE_FILES" },
+    { KCMP_FS, "one root, working directory and umask", "CLONE_FS" },
+    { KCMP_SIGHAND, "one table of signal handlers", "CLONE_SIGHAND" },
+  };
   cleanup_free pid_t *v = xmalloc((c->np + 1) * sizeof *v);
   size_t n = 0;
   for (size_t i = 0; i < c->np; i++)
@@ -164,14 +177,18 @@ shared_mm(const struct dctx *c, crest_error_t *err)
      by. */
   if (n < 2 || syscall(SYS_kcmp, v[0], v[0], KCMP_VM, 0, 0) != 0)
     return 0;
-  qsort(v, n, sizeof *v, kcmp_vm);
-  for (size_t i = 1; i < n; i++)
-    if (syscall(SYS_kcmp, v[i - 1], v[i], KCMP_VM, 0, 0) == 0)
-      return crest_error_make(err, ENOTSUP,
-                              "task %d shares one memory with task %d (clone with CLONE_VM "
-                              "and without CLONE_THREAD), which a restore would make two: "
-                              "cannot checkpoint them",
-                              v[i - 1], v[i]);
+  for (size_t t = 0; t < sizeof k / sizeof k[0]; t++)
+    {
+      kcmp_type = k[t].type;
+      qsort(v, n, sizeof *v, kcmp_order);
+      for (size_t i = 1; i < n; i++)
+        if (syscall(SYS_kcmp, v[i - 1], v[i], k[t].type, 0, 0) == 0)
+          return crest_error_make(err, ENOTSUP,
+                                  "task %d shares %s with task %d (clone with %s and without "
+                                  "CLONE_THREAD), which a restore would make two: cannot "
+                                  "checkpoint them",
+                                  v[i - 1], k[t].what, v[i], k[t].flag);
+    }
   return 0;
 }
 
@@ -223,7 +240,7 @@ ns_ids(struct dctx *c, crest_error_t *err)
             return -1;
         }
     }
-  if (shared_mm(c, err) < 0)
+  if (shared_objects(c, err) < 0)
     return -1;
   return check_lsm(c, err);
 }

@@ -1326,6 +1326,51 @@ chk_clone_vm(void)
   child = -1;
 }
 
+/* clone-files, clone-fs: a child made with CLONE_FILES (one table of
+   descriptors) or CLONE_FS (one root, working directory and umask) and
+   without CLONE_THREAD: refused like clone-vm. The check: kcmp still finds
+   the object shared. */
+static int cshare_type;
+
+static int
+cshare_child(void *arg)
+{
+  (void)arg;
+  for (;;)
+    pause();
+  return 0;
+}
+
+static void
+set_cshare(int flag, int type)
+{
+  child = clone(cshare_child, cvm_stack + sizeof cvm_stack, flag | SIGCHLD, NULL);
+  need(child > 0, "clone");
+  cshare_type = type;
+}
+static void
+set_clone_files(void)
+{
+  set_cshare(CLONE_FILES, 2 /* KCMP_FILES */);
+}
+static void
+set_clone_fs(void)
+{
+  set_cshare(CLONE_FS, 3 /* KCMP_FS */);
+}
+
+static void
+chk_cshare(void)
+{
+  long r = syscall(SYS_kcmp, getpid(), child, cshare_type, 0, 0);
+  if (r != 0)
+    zdtm_fail("kcmp type %d: the child's object is not the parent's any more (%ld)", cshare_type,
+              r);
+  kill(child, SIGKILL);
+  waitpid(child, NULL, 0);
+  child = -1;
+}
+
 /* vfork-wait: a child of the tree held in vfork() while its own child
    waits on a pipe: refused at once, saying so (until December 2026 the
    checkpoint waited until the vfork child exited or ran a program). The
@@ -3945,6 +3990,8 @@ static const struct
   { "fown-no-async", set_fown, chk_fown },
   { "clone-vm", set_clone_vm, chk_clone_vm },
   { "vfork-wait", set_vfork_wait, chk_vfork_wait },
+  { "clone-files", set_clone_files, chk_cshare },
+  { "clone-fs", set_clone_fs, chk_cshare },
   { "unlinked-holes", set_holes, chk_holes },
   { "unlinked-mode", set_umode, chk_umode },
   { "unlinked-shared", set_ushared, chk_ushared },
