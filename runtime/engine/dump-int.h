@@ -87,7 +87,8 @@ struct dproc
   /* and /proc hides it (a zombie that was not dumpable, on kernels that
      keep that flag): its parent is asked with waitid(WNOWAIT) */
   bool status_hidden;
-  long znice; /* a zombie's nice value (stat field 19) */
+  long znice;   /* a zombie's nice value (stat field 19) */
+  int exit_sig; /* the signal its parent gets when it exits (stat field 38) */
   /* In a group stop (kill -STOP, ^Z): the stop signal, else 0. */
   int stop_sig;
   /* Its parent, seized with it, has already collected that stop with
@@ -232,7 +233,7 @@ struct dctx
      closing the page files (the last write, fsync). */
   double ms_seized, ms_objects, ms_tree, ms_commit, ms_plan, ms_readv, ms_out, ms_close;
   bool progress;
-  double progress_at; /* seconds since t0 of the last progress line */
+  double progress_at;         /* seconds since t0 of the last progress line */
   struct shm_table shm;       /* objects with no path, mapped in the tree */
   struct ipc_set *ipc;        /* SysV objects of the tree's own IPC namespace (ipc.c) */
   struct chain *chain;        /* --parent-path: the parent image and its ancestors (chain.c) */
@@ -462,6 +463,9 @@ int
 ns_ids(struct dctx *c, crest_error_t *err);
 int
 check_groups(struct dctx *c, crest_error_t *err);
+/* "exit_signal" of P when its parent is in the tree and it is not SIGCHLD. */
+void
+put_exit_signal(struct dctx *c, const struct dproc *p, yajl_gen g);
 int
 dump_zombie(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err);
 int

@@ -440,6 +440,7 @@ dump_process(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       crest_debug("checkpoint: task %d was continued (SIGCONT) during the checkpoint", p->pid);
       p->stop_sig = 0;
     }
+  put_exit_signal(c, p, g);
   if (p->stop_sig)
     {
       jput_int(g, "stop_signal", p->stop_sig);

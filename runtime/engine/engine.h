@@ -103,6 +103,9 @@
    set with F_SETOWN, which SIGURG goes to, or a signal set with F_SETSIG,
    ready for an O_ASYNC set later). */
 #define CREST_IMAGE_FORMAT_FOWN_ANY 21
+/* Format 21 too: a process's "exit_signal", when not SIGCHLD (a clone
+   with another signal, or none). */
+#define CREST_IMAGE_FORMAT_EXIT_SIGNAL 21
 /* Format 21 too: a process's prctl "ksm_merge_any" (PR_SET_MEMORY_MERGE). */
 #define CREST_IMAGE_FORMAT_KSM_ANY 21
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */

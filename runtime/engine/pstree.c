@@ -209,6 +209,13 @@ ns_ids(struct dctx *c, crest_error_t *err)
       if (!q || sscanf(q + 2, "%*c %ld %ld %ld", &ppid, &pgid, &sid) != 3)
         return crest_error_make(err, EINVAL, "task %d: cannot parse /proc stat", p->pid);
       p->ppid = ppid, p->pgid = pgid, p->sid = sid;
+      /* Field 38, exit_signal: 35 fields after the state. */
+      {
+        const char *f = q + 2;
+        for (int k = 3; k < 38 && f; k++)
+          f = (f = strchr(f, ' ')) ? f + 1 : NULL;
+        p->exit_sig = f ? atoi(f) : SIGCHLD;
+      }
       /* The restore stops threads at the int3 breakpoints of its blob: a
          SIGTRAP the kernel forces while the task ignores it resets the
          task's disposition to the default, which would change the tree. */
@@ -243,6 +250,16 @@ ns_ids(struct dctx *c, crest_error_t *err)
   if (shared_objects(c, err) < 0)
     return -1;
   return check_lsm(c, err);
+}
+
+void
+put_exit_signal(struct dctx *c, const struct dproc *p, yajl_gen g)
+{
+  if (p == &c->p[0] || p->exit_sig == SIGCHLD || !find_proc(c, p->ppid))
+    return;
+  jput_int(g, "exit_signal", p->exit_sig);
+  if (c->w->format < CREST_IMAGE_FORMAT_EXIT_SIGNAL)
+    c->w->format = CREST_IMAGE_FORMAT_EXIT_SIGNAL;
 }
 
 int
@@ -656,6 +673,7 @@ dump_zombie(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       jput_u64(g, jk[k], strtoull(s, NULL, 16));
     }
   jput_int(g, "nice", p->znice);
+  put_exit_signal(c, p, g);
   if (pers)
     jput_u64(g, "personality", strtoull(pers, NULL, 16));
   if (creds_put(c, p, status, g, err) < 0 || put_rlimits(p, g, err) < 0)

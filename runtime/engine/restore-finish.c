@@ -244,7 +244,7 @@ fixup_parent(struct rctx *c, struct rproc *p, crest_error_t *err)
   for (size_t k = 1; k < c->np; k++)
     {
       struct rproc *ch = &c->p[k];
-      long a[6] = { ch->pid, 0, WUNTRACED | WNOHANG, 0, 0, 0 };
+      long a[6] = { ch->pid, 0, WUNTRACED | WNOHANG | __WALL, 0, 0, 0 };
       if (ch->ppid != p->pid || !ch->stop_sig || ch->zombie || !ch->stop_reported)
         continue;
       if (pt_inject(m->tid, &r, gadget, SYS_wait4, a, &ret, err) < 0)

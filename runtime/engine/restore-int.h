@@ -68,14 +68,14 @@ struct rvma
   char kind[16];
   const char *path;
   uint64_t file_size;
-  const char *data;      /* memfile: the image file with the object's bytes */
-  int svc;               /* file mappings: the descriptor the blob maps */
-  uint32_t madv;         /* VMF_* bits (vmflags.c) */
-  int shmid, shmflg;     /* sysv: the segment and how shmat attaches it */
+  const char *data;        /* memfile: the image file with the object's bytes */
+  int svc;                 /* file mappings: the descriptor the blob maps */
+  uint32_t madv;           /* VMF_* bits (vmflags.c) */
+  int shmid, shmflg;       /* sysv: the segment and how shmat attaches it */
   struct shm_place *place; /* sysv, format 21: a segment of crest's namespace, in place */
-  bool lazy;             /* --lazy-pages: its pages come on first touch (lazy.c) */
-  int mpol_mode;         /* format 15: its NUMA memory policy (0: none)... */
-  cpu_set_t *mpol_nodes; /* ...and nodes (plan memory) */
+  bool lazy;               /* --lazy-pages: its pages come on first touch (lazy.c) */
+  int mpol_mode;           /* format 15: its NUMA memory policy (0: none)... */
+  cpu_set_t *mpol_nodes;   /* ...and nodes (plan memory) */
 };
 
 struct rrun
@@ -143,6 +143,7 @@ struct rproc
   bool takes_flock; /* it took a flock of the image (files_install takes it again) */
   uint64_t zsig[3]; /* blocked, ignored, caught */
   int znice;
+  int exit_sig; /* the signal its parent gets when it exits (SIGCHLD, or the image's) */
   /* In a group stop at checkpoint: its stop signal (else 0), and whether
      its parent had already collected that stop with waitpid(WUNTRACED). */
   int stop_sig;
@@ -223,8 +224,8 @@ struct rctx
   int nslp_fd;
   pid_t helper; /* a container's init: the finishing helper it forked */
   bool use_nslp;
-  bool session_users; /* tree.json: the root's session keyring was its user's (keyrings.c) */
-  bool shell_job;     /* tree.json: its controlling terminal was outside it (--shell-job) */
+  bool session_users;   /* tree.json: the root's session keyring was its user's (keyrings.c) */
+  bool shell_job;       /* tree.json: its controlling terminal was outside it (--shell-job) */
   int64_t shell_job_fg; /* ...and this group of the tree was in its foreground (0: none) */
   int report[2];
   int32_t *go;

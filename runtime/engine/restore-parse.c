@@ -252,6 +252,23 @@ parse_zombie(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
   return 0;
 }
 
+/* "exit_signal" (format 21): the signal a process's parent gets when it
+   exits, where not SIGCHLD; 0 is none. */
+static int
+parse_exit_signal(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
+{
+  int64_t s;
+  p->exit_sig = SIGCHLD;
+  if (!has_key(v, "exit_signal"))
+    return 0;
+  if (jget_i64(v, "exit_signal", &s, err) < 0)
+    return -1;
+  CHECK(c->img->format >= CREST_IMAGE_FORMAT_EXIT_SIGNAL && s >= 0 && s <= 64,
+        "process %d: exit_signal %lld (format %d)", p->pid, (long long)s, c->img->format);
+  p->exit_sig = (int)s;
+  return 0;
+}
+
 static int
 parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
 {
@@ -262,7 +279,7 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
   {
     int z = parse_zombie(c, v, p, err);
     if (z != 0)
-      return z < 0 ? -1 : 0;
+      return z < 0 || parse_exit_signal(c, v, p, err) < 0 ? -1 : 0;
   }
   if (jget_i64(v, "pid", &pid, err) < 0 || jget_i64(v, "ppid", &ppid, err) < 0
       || jget_i64(v, "pgid", &pgid, err) < 0 || jget_i64(v, "sid", &sid, err) < 0
@@ -277,6 +294,8 @@ parse_process(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
             && sid >= 0 && sid < (1 << 22),
         "process %lld: bad ids", (long long)pid);
   p->pid = pid, p->ppid = ppid, p->pgid = pgid, p->sid = sid;
+  if (parse_exit_signal(c, v, p, err) < 0)
+    return -1;
   for (size_t i = 0; i < YAJL_GET_OBJECT(v)->len; i++)
     {
       if (strcmp(v->u.object.keys[i], "creds") == 0)
@@ -455,8 +474,8 @@ parse_tree(struct rctx *c, crest_error_t *err)
           && jget_i64(c->tree, "shell_job_fg", &c->shell_job_fg, err) < 0))
     return crest_error_wrap(err, "image %s: tree.json", c->o->image_dir);
   if (c->shell_job_fg && (!c->shell_job || c->shell_job_fg < 1 || c->shell_job_fg > (1 << 22)))
-    return crest_error_make(err, EINVAL, "image %s: tree.json: shell_job_fg %lld",
-                            c->o->image_dir, (long long)c->shell_job_fg);
+    return crest_error_make(err, EINVAL, "image %s: tree.json: shell_job_fg %lld", c->o->image_dir,
+                            (long long)c->shell_job_fg);
   if (c->shell_job && c->o->as_ns_init)
     return crest_error_make(err, EINVAL,
                             "image %s: a shell job's (checkpoint --shell-job of a process tree), "

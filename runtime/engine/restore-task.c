@@ -578,6 +578,10 @@ task_children(struct rctx *c, int idx, const struct rproc *p)
     zombies |= c->p[kid[k]].zombie;
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
+  /* A zombie made with another exit signal sends that one. */
+  for (size_t k = 0; k < p->nkids; k++)
+    if (c->p[kid[k]].zombie && c->p[kid[k]].exit_sig > 0)
+      sigaddset(&chld, c->p[kid[k]].exit_sig);
   if (zombies)
     sigprocmask(SIG_BLOCK, &chld, &old);
   for (int pass = 0; pass < 2; pass++)
@@ -592,7 +596,7 @@ task_children(struct rctx *c, int idx, const struct rproc *p)
                     strerror(errno));
         /* Not reaped (WNOWAIT); once it has exited, its group exists for
            the members created after it. */
-        while (c->p[i].zombie && waitid(P_PID, c->p[i].pid, &si, WEXITED | WNOWAIT) < 0)
+        while (c->p[i].zombie && waitid(P_PID, c->p[i].pid, &si, WEXITED | WNOWAIT | __WALL) < 0)
           if (errno != EINTR)
             task_fail(c, idx, "process %d: wait for zombie %d: %s", p->pid, c->p[i].pid,
                       strerror(errno));
@@ -600,7 +604,7 @@ task_children(struct rctx *c, int idx, const struct rproc *p)
   if (zombies)
     {
       struct timespec zero = { 0, 0 };
-      while (sigtimedwait(&chld, NULL, &zero) == SIGCHLD)
+      while (sigtimedwait(&chld, NULL, &zero) > 0)
         ;
       sigprocmask(SIG_SETMASK, &old, NULL);
     }
@@ -1257,7 +1261,7 @@ create_task(struct rctx *c, int idx)
   pid_t r;
 
   memset(&ca, 0, sizeof ca);
-  ca.exit_signal = SIGCHLD;
+  ca.exit_signal = (uint64_t)p->exit_sig;
   /* restore --lazy-pages --detach: the root is the caller's child, as with
      an eager restore -d, not the child's that fills its pages (lazy.c). */
   if (idx == 0 && lazy_is_child())

@@ -1371,6 +1371,72 @@ chk_cshare(void)
   child = -1;
 }
 
+/* exit-signal, exit-signal-zombie: a child made by clone() with SIGUSR1
+   as its exit signal (not SIGCHLD), alive or exited and not yet waited
+   for: restored with it (until December 2026 made with SIGCHLD, which a
+   parent's waitpid(__WCLONE) no longer finds). The check: once it ends,
+   the parent gets one SIGUSR1 and waitpid(__WCLONE) collects it. */
+static volatile int xs_got;
+
+static void
+xs_usr1(int sig)
+{
+  (void)sig;
+  xs_got++;
+}
+
+static int
+xs_child(void *arg)
+{
+  if (arg)
+    _exit(5);
+  for (;;)
+    pause();
+  return 0;
+}
+
+static void
+set_exit_sig(bool zombie)
+{
+  struct timespec ts = { 0, 10000000 };
+  signal(SIGUSR1, xs_usr1);
+  child = clone(xs_child, cvm_stack + sizeof cvm_stack, SIGUSR1, zombie ? (void *)1 : NULL);
+  need(child > 0, "clone(SIGUSR1)");
+  for (int i = 0; zombie && i < 500 && !xs_got; i++)
+    nanosleep(&ts, NULL);
+  if (zombie && xs_got != 1)
+    zdtm_error("the child's exit signal came %d times", xs_got);
+}
+static void
+set_exit_signal(void)
+{
+  set_exit_sig(false);
+}
+static void
+set_exit_signal_zombie(void)
+{
+  set_exit_sig(true);
+}
+
+static void
+chk_exit_sig(void)
+{
+  struct timespec ts = { 0, 10000000 };
+  int st = 0, before = xs_got;
+  bool zombie = before > 0;
+  if (!zombie)
+    kill(child, SIGKILL);
+  for (int i = 0; i < 300 && xs_got == before && !zombie; i++)
+    nanosleep(&ts, NULL);
+  if (xs_got != 1)
+    zdtm_fail("SIGUSR1, the child's exit signal, came %d times, expected once", xs_got);
+  if (waitpid(child, &st, __WCLONE) != child)
+    zdtm_fail("waitpid(__WCLONE) of the child: %s", strerror(errno));
+  else if (zombie ? !WIFEXITED(st) || WEXITSTATUS(st) != 5 : !WIFSIGNALED(st))
+    zdtm_fail("the child's status 0x%x", st);
+  child = -1;
+}
+
 /* vfork-wait: a child of the tree held in vfork() while its own child
    waits on a pipe: refused at once, saying so (until December 2026 the
    checkpoint waited until the vfork child exited or ran a program). The
@@ -3992,6 +4058,8 @@ static const struct
   { "vfork-wait", set_vfork_wait, chk_vfork_wait },
   { "clone-files", set_clone_files, chk_cshare },
   { "clone-fs", set_clone_fs, chk_cshare },
+  { "exit-signal", set_exit_signal, chk_exit_sig },
+  { "exit-signal-zombie", set_exit_signal_zombie, chk_exit_sig },
   { "unlinked-holes", set_holes, chk_holes },
   { "unlinked-mode", set_umode, chk_umode },
   { "unlinked-shared", set_ushared, chk_ushared },
