@@ -240,6 +240,7 @@ struct dctx
   struct mapped_file *mfiles; /* files mapped in the tree, checked (mapped_file_stat) */
   size_t nmfiles;
   const struct dproc *mf_of; /* whose root the key below is (mapped_file_stat) */
+  const char *mf_build_id;   /* the last file mapped_file_stat found: its build ID or "" */
   uint64_t mf_key[4];
   struct predump *pre; /* --pre-dump: what is copied once the tree runs on (chain.c) */
   /* Threads that waited in restart_syscall before the tree was stopped,

@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <linux/openat2.h>
 #include "dump-int.h"
+#include "elfid.h"
 #include "image.h"
 #include "log.h"
 #include "util.h"
@@ -128,6 +129,7 @@ struct mapped_file
   uint64_t key[4];
   char *path;
   struct stat st;
+  char build_id[129]; /* an ELF file's GNU build ID ("" none, or unreadable) */
 };
 
 /* KEY of task P's mapped paths: the directory open_in_root resolves them
@@ -153,6 +155,18 @@ root_key(const struct dctx *c, const struct dproc *p, uint64_t key[4], crest_err
   return 0;
 }
 
+/* The build ID of the file open (O_PATH) on FD, read through a
+   descriptor of its own; "" where it has none or may not be read (a
+   program mode 0711). */
+static void
+build_id_of(int fd, char out[129])
+{
+  cleanup_free char *self = xasprintf("/proc/self/fd/%d", fd);
+  cleanup_close int r = open(self, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (r < 0 || elf_build_id(r, out) <= 0)
+    out[0] = 0;
+}
+
 int
 mapped_file_stat(struct dctx *c, const struct dproc *p, const struct vma *v, struct stat *st,
                  crest_error_t *err)
@@ -168,6 +182,7 @@ mapped_file_stat(struct dctx *c, const struct dproc *p, const struct vma *v, str
         && strcmp(c->mfiles[k].path, path) == 0)
       {
         *st = c->mfiles[k].st;
+        c->mf_build_id = c->mfiles[k].build_id;
         return 0;
       }
   if ((fd = open_in_root(c, p, path, O_PATH, err)) < 0)
@@ -184,7 +199,9 @@ mapped_file_stat(struct dctx *c, const struct dproc *p, const struct vma *v, str
   c->mfiles = xrealloc(c->mfiles, (c->nmfiles + 1) * sizeof *c->mfiles);
   memcpy(c->mfiles[c->nmfiles].key, key, sizeof c->mf_key);
   c->mfiles[c->nmfiles].path = xstrdup(path);
-  c->mfiles[c->nmfiles++].st = *st;
+  c->mfiles[c->nmfiles].st = *st;
+  build_id_of(fd, c->mfiles[c->nmfiles].build_id);
+  c->mf_build_id = c->mfiles[c->nmfiles++].build_id;
   return 0;
 }
 

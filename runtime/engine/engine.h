@@ -106,6 +106,9 @@
 /* Format 21 too: a process's "exit_signal", when not SIGCHLD (a clone
    with another signal, or none). */
 #define CREST_IMAGE_FORMAT_EXIT_SIGNAL 21
+/* Format 21 too: a file mapping's "file_build_id", the GNU build ID of an
+   ELF file, checked at restore. */
+#define CREST_IMAGE_FORMAT_BUILD_ID 21
 /* Format 21 too: a process's prctl "ksm_merge_any" (PR_SET_MEMORY_MERGE). */
 #define CREST_IMAGE_FORMAT_KSM_ANY 21
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */

@@ -698,6 +698,12 @@ mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
           jput_u64(g, "pgoff", v[i].pgoff);
           jput_u64(g, "file_size", st.st_size);
           jput_u64(g, "file_mtime", st.st_mtime);
+          if (c->mf_build_id && *c->mf_build_id)
+            {
+              jput_str(g, "file_build_id", c->mf_build_id);
+              if (c->w->format < CREST_IMAGE_FORMAT_BUILD_ID)
+                c->w->format = CREST_IMAGE_FORMAT_BUILD_ID;
+            }
         }
       yajl_gen_map_close(g);
     }
@@ -862,6 +868,16 @@ mem_parse_vmas(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
             return -1;
           CHECK(img_path_ok(m->path) && m->pgoff < (1UL << 52),
                 "process %d: mapping %ld: relative path or offset out of range", p->pid, i);
+          if (has_key(items[i], "file_build_id"))
+            {
+              if (jget_str(items[i], "file_build_id", &m->build_id, err) < 0)
+                return -1;
+              CHECK(c->img->format >= CREST_IMAGE_FORMAT_BUILD_ID && *m->build_id
+                        && strlen(m->build_id) <= 128
+                        && strspn(m->build_id, "0123456789abcdef") == strlen(m->build_id),
+                    "process %d: mapping %ld: bad file_build_id (format %d)", p->pid, i,
+                    c->img->format);
+            }
         }
       else if (strcmp(kind, "memfile") == 0)
         {

@@ -68,6 +68,7 @@ struct rvma
   char kind[16];
   const char *path;
   uint64_t file_size;
+  const char *build_id;    /* file, format 21: the ELF file's GNU build ID at checkpoint */
   const char *data;        /* memfile: the image file with the object's bytes */
   int svc;                 /* file mappings: the descriptor the blob maps */
   uint32_t madv;           /* VMF_* bits (vmflags.c) */

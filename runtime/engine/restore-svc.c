@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "engine.h"
 #include "engine-int.h"
+#include "elfid.h"
 #include "image.h"
 #include "image-check.h"
 #include "util.h"
@@ -72,6 +73,7 @@ struct svc_file
   int kind; /* 0 executable, 1 mapped read-only, 2 mapped shared and writable */
   int fd;
   uint64_t size;
+  char build_id[129]; /* its GNU build ID, an ELF file ("" none) */
 };
 
 struct svc_files
@@ -118,7 +120,7 @@ svc_slot(struct svc_files *sf, const char *path, int kind)
    mapped file's size is checked against SIZE at every use. */
 static int
 svc_open_path(struct rctx *c, struct svc_files *sf, const char *path, int kind, uint64_t size,
-              pid_t pid, crest_error_t *err)
+              const char *build_id, pid_t pid, crest_error_t *err)
 {
   struct svc_file *e = svc_slot(sf, path, kind);
   if (!e->path)
@@ -133,6 +135,8 @@ svc_open_path(struct rctx *c, struct svc_files *sf, const char *path, int kind, 
           close(fd);
           return crest_error_errno(err, "restore: process %d: stat %s", pid, path);
         }
+      if (kind && elf_build_id(fd, e->build_id) <= 0)
+        e->build_id[0] = 0;
       if ((e->fd = svc_place(c, fd, err)) < 0)
         return -1;
       e->path = path, e->kind = kind, e->size = (uint64_t)st.st_size;
@@ -142,6 +146,13 @@ svc_open_path(struct rctx *c, struct svc_files *sf, const char *path, int kind, 
     return crest_error_make(err, ESTALE,
                             "restore: process %d: mapped file %s changed size since the checkpoint",
                             pid, path);
+  /* Same size, another build: a program or library rebuilt or upgraded in
+     place, whose pages the restore would mix with the checkpointed ones. */
+  if (kind && build_id && strcmp(e->build_id, build_id) != 0)
+    return crest_error_make(err, ESTALE,
+                            "restore: process %d: mapped file %s is not the checkpointed one (its "
+                            "ELF build ID is %s, was %s)",
+                            pid, path, *e->build_id ? e->build_id : "none", build_id);
   return e->fd;
 }
 
@@ -152,7 +163,7 @@ open_proc_files(struct rctx *c, struct rproc *p, struct svc_files *sf, crest_err
   int fd = img_reader_open_file(c->img, p->pages_file, &size, err);
   if (fd < 0 || (p->pages_svc = svc_place(c, fd, err)) < 0 || open_chain_pages(c, p, err) < 0)
     return -1;
-  if ((p->exe_svc = svc_open_path(c, sf, p->exe, 0, 0, p->pid, err)) < 0)
+  if ((p->exe_svc = svc_open_path(c, sf, p->exe, 0, 0, NULL, p->pid, err)) < 0)
     return -1;
   for (size_t k = 0; k < p->nvmas; k++)
     {
@@ -168,7 +179,7 @@ open_proc_files(struct rctx *c, struct rproc *p, struct svc_files *sf, crest_err
       m->svc = svc_open_path(
           c, sf, m->path,
           m->shared && ((m->prot & PROT_WRITE) || (m->madv & VMF_SHAREDWRITE)) ? 2 : 1,
-          m->file_size, p->pid, err);
+          m->file_size, m->build_id, p->pid, err);
       if (m->svc < 0)
         return -1;
     }

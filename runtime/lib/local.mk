@@ -13,6 +13,7 @@ runtime_lib_libcrest_a_SOURCES = \
 	runtime/lib/error.c runtime/lib/error.h \
 	runtime/lib/log.c runtime/lib/log.h \
 	runtime/lib/util.c runtime/lib/util.h \
+	runtime/lib/elfid.c runtime/lib/elfid.h \
 	runtime/lib/sha256.c runtime/lib/sha256.h \
 	runtime/lib/digest.c runtime/lib/digest-scalar.c runtime/lib/digest.h \
 	runtime/lib/state-root.c runtime/lib/state-root.h \

@@ -13,6 +13,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 #include "dump-int.h"
+#include "elfid.h"
 #include "restore-int.h"
 #include "tap.h"
 
@@ -311,6 +312,46 @@ pkeys(void)
   free(v);
 }
 
+/* elf_build_id: this test program's own build ID, as readelf shows it
+   (the linker gives one by default); a file that is not ELF has none. */
+static void
+build_ids(void)
+{
+  char id[129], want[129] = "", line[512];
+  int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC), r;
+  FILE *re;
+  /* readelf's /proc/self/exe would be its own: it is given this
+     program's path. */
+  {
+    char self[4096];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    char cmd[4200];
+    self[n > 0 ? n : 0] = 0;
+    snprintf(cmd, sizeof cmd, "readelf -n '%s' 2>/dev/null", self);
+    re = popen(cmd, "r");
+  }
+  while (re && fgets(line, sizeof line, re))
+    {
+      char *b = strstr(line, "Build ID: ");
+      if (b)
+        snprintf(want, sizeof want, "%.128s", b + 10), want[strcspn(want, " \n")] = 0;
+    }
+  if (re)
+    pclose(re);
+  r = fd >= 0 ? elf_build_id(fd, id) : -1;
+  if (!*want)
+    tap_skip("elf_build_id of this program: readelf shows no build ID (binutils missing?)");
+  else
+    tap_ok(r == 1 && strcmp(id, want) == 0, "elf_build_id of this program: %s (readelf: %s)",
+           r == 1 ? id : "none", want);
+  if (fd >= 0)
+    close(fd);
+  fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+  tap_ok(fd >= 0 && elf_build_id(fd, id) == 0 && id[0] == 0, "elf_build_id of a text file: none");
+  if (fd >= 0)
+    close(fd);
+}
+
 int
 main(void)
 {
@@ -334,5 +375,6 @@ main(void)
   heap_by_brk();
   keep_apart();
   pkeys();
+  build_ids();
   return tap_done();
 }

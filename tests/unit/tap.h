@@ -35,6 +35,17 @@ static int tap_n, tap_failed;
     }                                                                                              \
   while (0)
 
+/* A test that cannot run here, counted as a skip with its reason. */
+#define tap_skip(...)                                                                              \
+  do                                                                                               \
+    {                                                                                              \
+      printf("ok %d # SKIP ", ++tap_n);                                                            \
+      printf(__VA_ARGS__);                                                                         \
+      printf("\n");                                                                                \
+      fflush(stdout);                                                                              \
+    }                                                                                              \
+  while (0)
+
 static inline int
 tap_done(void)
 {
