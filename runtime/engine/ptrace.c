@@ -52,18 +52,34 @@ pt_detach(pid_t tid)
   return pt_release(tid, PTRACE_DETACH);
 }
 
-/* PTRACE_DETACH or PTRACE_CONT (REQ) with the signal deferred for TID. */
+/* PTRACE_DETACH or PTRACE_CONT (REQ) with the signal deferred for TID.
+   The kernel delivers the signal given to REQ only from that signal's own
+   delivery stop; from any other stop (the interrupt stop where a failed
+   checkpoint's clean-up left the thread, after more injected calls) it
+   drops it. There, the thread is released without it and is sent it
+   again (a stop signal has no information to lose: a kill -STOP sent
+   during a checkpoint that was tried again stopped nothing, found December
+   2026). */
 int
 pt_release(pid_t tid, int req)
 {
-  int sig = 0;
+  int sig = 0, rc;
+  siginfo_t si;
+  bool own_stop;
   for (size_t i = 0; i < ARRAY_SIZE(deferred); i++)
     if (deferred[i].tid == tid)
       {
         sig = deferred[i].sig;
         deferred[i].tid = 0;
       }
-  return ptrace(req, tid, 0, sig);
+  if (!sig)
+    return ptrace(req, tid, 0, 0);
+  own_stop = ptrace(PTRACE_GETSIGINFO, tid, 0, &si) == 0 && si.si_signo == sig
+             && si.si_code != (SIGTRAP | (PTRACE_EVENT_STOP << 8));
+  rc = ptrace(req, tid, 0, own_stop ? sig : 0);
+  if (rc == 0 && !own_stop)
+    syscall(SYS_tkill, tid, sig);
+  return rc;
 }
 
 /* Collect the exits of TID's other threads that crest traces: a
