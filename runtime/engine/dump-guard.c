@@ -89,6 +89,10 @@ dump_fault(const char *point, crest_error_t *err)
     }
   else if (strcmp(a, "kill-worker") == 0)
     kill(getpid(), SIGKILL);
+  else if (strcmp(a, "sigterm-crest") == 0)
+    /* The caller's process is asked to end (a service manager's stop, a
+       ^C), as it may be at any moment. */
+    kill(getppid(), SIGTERM);
   else if (strcmp(a, "kill-both") == 0)
     {
       /* Both crest processes (a kill of every crest, a stopped scope):
@@ -455,6 +459,26 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
     }
   if (rc < 0 && code == EAGAIN && t > 1)
     crest_error_wrap(err, "tried %d times", t);
+  if (rc == 0)
+    {
+      /* The checkpoint is complete (its image committed, the tree ended
+         unless --leave-running): a SIGINT or SIGTERM held since would end
+         crest now with nothing said and a status that says it failed, and
+         a container's clean-up after it (crun delete) undone. Taken and
+         said instead; crest goes on to its end. A caller's own handler
+         gets it as sent. */
+      int sig = held_pending();
+      struct sigaction sa;
+      if (sig && sigaction(sig, NULL, &sa) == 0 && sa.sa_handler == SIG_DFL)
+        {
+          struct timespec zero = { 0, 0 };
+          while (sigtimedwait(&hold, NULL, &zero) > 0)
+            ;
+          crest_warn("checkpoint of %d: done; signal %d (%s) came once its image was complete, "
+                     "and is not acted on",
+                     root, sig, strsignal(sig));
+        }
+    }
   if (rc < 0)
     {
       /* A held signal may now do what it was sent for (the worker has let

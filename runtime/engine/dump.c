@@ -545,7 +545,8 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
       if (c.p[i].root_dir)
         format = CREST_IMAGE_FORMAT_CHROOT;
     if (interrupted(err) < 0 || chain_verified(&c, err) < 0
-        || img_writer_commit(c.w, o->config_digest, format, err) < 0)
+        || img_writer_commit(c.w, o->config_digest, format, err) < 0
+        || dump_fault("committed", err) < 0)
       goto out;
   }
   crest_debug("checkpoint: %" PRIu64 " bytes of memory in %" PRIu64 " process_vm_readv calls",

@@ -15,11 +15,13 @@ static const char *const knobs[] = {
      there), restore-blob (the last process's restorer fails after every task
      exists); ACTION@PHASE for a checkpoint (dump-guard.c), ACTION one of
      kill-crest (the crest the caller started is killed), kill-worker (the
-     engine's tracing worker is killed), kill-both (both), eio (the phase
+     engine's tracing worker is killed), kill-both (both), sigterm-crest
+     (the crest the caller started is sent SIGTERM), eio (the phase
      fails with EIO), kill-tree (wait only: the process crest waits for is
      SIGKILLed), eagain (the phase fails as a passing state of the tree
      would, and the checkpoint is tried again), eagain-once (only on the
      first try), PHASE one of seize, inject, memory, files, commit,
+     committed (the image is complete),
      in-call (an injected call in flight, ptrace.c), parked (a thread
      waits at an injected call's exit stop for the next call of its chain,
      ptrace.c), wait (crest waits for
