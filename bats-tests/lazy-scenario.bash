@@ -33,6 +33,10 @@
 #               the tree is killed, no check of the program ran to a
 #               verdict (no page was answered with zeros), nothing left
 #   kill-guard  the guard SIGKILLed: crest kills the tree, nothing left
+#   corrupt     one byte of the page file changed: the restore returns once
+#               the tree runs, then the check of the page file (computed
+#               while the pages come in) kills the tree, in one line that
+#               names the checksum, and nothing left
 #   old-kernel  a kernel without UFFD_USER_MODE_ONLY (CREST_FAULT=
 #               lazy-old-kernel): refused in one line, nothing created, the
 #               image unchanged and restored eagerly afterwards
@@ -194,6 +198,25 @@ kill-filler | kill-guard)
     [ "$rc" = 0 ] || { echo "FAIL: restore exited $rc before the fault: $(cat rest.err)"; exit 1; }
     [ ! -s result ] || { echo "FAIL: the program ran to a verdict: $(cat result)"; exit 1; }
     echo "NOTE: $(grep -v 'restore stats' rest.err | head -2 | tr '\n' ' ')"
+    ;;
+corrupt)
+    start zdtm-anon-mem
+    pf=$(ls img/pages-*.img | head -1)
+    sz=$(stat -c %s "$pf")
+    b=$(od -An -tu1 -j $((sz / 2)) -N1 "$pf" | tr -d ' ')
+    printf "\\x$(printf %02x $((b ^ 0xff)))" | dd of="$pf" bs=1 seek=$((sz / 2)) conv=notrunc 2>/dev/null
+    [ "$(od -An -tu1 -j $((sz / 2)) -N1 "$pf" | tr -d ' ')" = $((b ^ 0xff)) ] || { echo "FAIL: could not change the page file"; exit 1; }
+    "$CREST" restore --image-path img -d --lazy-pages 2>rest.err
+    rc=$?
+    for ((i = 0; i < 1200; i++)); do alive "$pid" || break; sleep 0.05; done
+    kill -TERM "$pid" 2>/dev/null
+    nothing_left
+    crest_gone
+    [ "$rc" = 0 ] || { echo "FAIL: restore exited $rc before the check: $(cat rest.err)"; exit 1; }
+    [ ! -s result ] || { echo "FAIL: the program ran to a verdict: $(cat result)"; exit 1; }
+    [ "$(grep -cv 'restore stats' rest.err)" = 1 ] && grep -q 'the restored tree is killed: .*checksum mismatch' rest.err \
+        || { echo "FAIL: not one line naming the checksum: $(cat rest.err)"; exit 1; }
+    echo "NOTE: $(cat rest.err)"
     ;;
 old-kernel)
     need_hooks CREST_FAULT

@@ -32,6 +32,7 @@ scenario() {
 @test "lazy restore: a shell and two programs, all lazy: every byte, the shell's wait gets both" { scenario tree; }
 @test "lazy restore without -d: crest waits for the root and exits with its status" { scenario wait; }
 @test "lazy restore: the filling process SIGKILLed mid-way kills the tree, no page answered with zeros" { scenario kill-filler; }
+@test "lazy restore: a page file with one byte changed kills the tree once its check ends, in one line naming the checksum" { scenario corrupt; }
 @test "lazy restore: the guard SIGKILLed mid-way: crest kills the tree" { scenario kill-guard; }
 @test "lazy restore: refused in one line on a kernel without UFFD_USER_MODE_ONLY (simulated), image unchanged" { scenario old-kernel; }
 @test "lazy restore: refused in one line for a container" { scenario container; }

@@ -1233,8 +1233,10 @@ guard_main(struct rctx *c, struct lazy *L, int rd, int crest_fd)
     ;
   if ((w[0].revents & POLLIN) && read(rd, &b, 1) == 1 && b == 'D')
     _exit(0);
-  dprintf(2, "crest: lazy restore: the process filling the memory of the restored tree died "
-             "before every page was in: the tree is killed\n");
+  /* 'E': the filling process stopped on an error, which it says itself. */
+  if (b != 'E')
+    dprintf(2, "crest: lazy restore: the process filling the memory of the restored tree died "
+               "before every page was in: the tree is killed\n");
   for (size_t i = 0; i < c->np; i++)
     if (pfd[i] >= 0)
       syscall(SYS_pidfd_send_signal, pfd[i], SIGKILL, NULL, 0);
@@ -1607,9 +1609,13 @@ out:
   if (rc < 0 && L->done_w >= 0)
     {
       /* The guard kills the tree and exits (before the restore's own
-         kill, which waits for every child). */
+         kill, which waits for every child); told it is an error said
+         here (a page file's checksum), not the filling process's death. */
+      if (write(L->done_w, "E", 1) != 1)
+        crest_debug("lazy restore: tell the guard of the error: %s", strerror(errno));
       close(L->done_w);
       L->done_w = -1;
+      crest_error_wrap(err, "lazy restore: the restored tree is killed");
     }
   return rc;
 }
