@@ -83,13 +83,20 @@ fown_dump(struct dctx *c, pid_t pid, int fd, const char *link, int flags, struct
   long u[3];
   bool async = (flags & O_ASYNC) != 0;
   const char *how = async ? "O_ASYNC: SIGIO" : "its owner (F_SETOWN): SIGURG";
-  cleanup_close int d = getfd(pid, fd, err);
-  if (d < 0)
-    return -1;
+  cleanup_close int d = -1;
   memset(out, 0, sizeof *out);
+  /* An O_PATH descriptor has no owner (fcntl answers EBADF). */
+  if (flags & O_PATH)
+    return 0;
+  if ((d = getfd(pid, fd, err)) < 0)
+    return -1;
   if (fcntl(d, F_GETOWN_EX, &o) < 0 || (out->sig = fcntl(d, F_GETSIG)) < 0)
-    return crest_error_errno(err, "task %d: fd %d (%s): read its owner (F_GETOWN_EX)", pid, fd,
-                             link);
+    {
+      if (!async)
+        return out->sig = 0, 0;
+      return crest_error_errno(err, "task %d: fd %d (%s): read its owner (F_GETOWN_EX)", pid, fd,
+                               link);
+    }
   /* Without O_ASYNC an owner still takes a socket's SIGURG, and both the
      owner and the signal are there for an O_ASYNC set later; a gone owner
      takes nothing, and is left out. */
