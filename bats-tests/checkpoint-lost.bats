@@ -159,6 +159,8 @@ lost_batch() {
 @test "zdtm-lost clone-fs: refused (two processes sharing one root, cwd and umask)" { lost_case clone-fs "CLONE_FS"; }
 @test "zdtm-lost exit-signal: restored (a child whose exit signal is SIGUSR1)" { lost_case exit-signal restore; }
 @test "zdtm-lost exit-signal-zombie: restored (a zombie whose exit signal is SIGUSR1)" { lost_case exit-signal-zombie restore; }
+@test "zdtm-lost thread-unshare-fs: refused (a thread with its own cwd)" { lost_case thread-unshare-fs "CLONE_FS"; }
+@test "zdtm-lost thread-unshare-files: refused (a thread with its own descriptors)" { lost_case thread-unshare-files "CLONE_FILES"; }
 @test "zdtm-lost deleted-fifo: refused" { lost_case deleted-fifo "deleted FIFO"; }
 @test "zdtm-lost pidfd-reaped: refused" { lost_case pidfd-reaped reaped; }
 @test "zdtm-lost pidfd-shared: refused" { lost_case pidfd-shared shares; }

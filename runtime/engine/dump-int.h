@@ -130,7 +130,8 @@ struct dfile
   int64_t pos;
   dev_t dev;
   ino_t ino;
-  pid_t pid; /* one user of it (for kcmp and pidfd_getfd) */
+  uint64_t size; /* a regular file's size at checkpoint */
+  pid_t pid;     /* one user of it (for kcmp and pidfd_getfd) */
   int fd;
   bool unlinked;
   char *data; /* image file with the contents of an unlinked file */

@@ -109,6 +109,9 @@
 /* Format 21 too: a file mapping's "file_build_id", the GNU build ID of an
    ELF file, checked at restore. */
 #define CREST_IMAGE_FORMAT_BUILD_ID 21
+/* Format 21 too: a regular file's "size" at checkpoint (one shorter at
+   restore is refused). */
+#define CREST_IMAGE_FORMAT_REG_SIZE 21
 /* Format 21 too: a process's prctl "ksm_merge_any" (PR_SET_MEMORY_MERGE). */
 #define CREST_IMAGE_FORMAT_KSM_ANY 21
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */

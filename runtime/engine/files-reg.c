@@ -222,6 +222,13 @@ static void
 reg_write(struct dctx *c, const struct dfile *f, yajl_gen g)
 {
   files_put_attrs(c, f, g);
+  /* A file opened again by its path: its size, which the restore checks. */
+  if (f->ops == &fd_reg_ops && !f->data && !f->unlinked)
+    {
+      jput_u64(g, "size", f->size);
+      if (c->w->format < CREST_IMAGE_FORMAT_REG_SIZE)
+        c->w->format = CREST_IMAGE_FORMAT_REG_SIZE;
+    }
 }
 
 static int
@@ -248,7 +255,21 @@ reg_open(struct rctx *c, struct rfile *f, int flags, crest_error_t *err)
         return -1;
     }
   else
-    fd = img_open_typed(f->path, flags, S_IFREG, "file", err);
+    {
+      struct stat st;
+      fd = img_open_typed(f->path, flags, S_IFREG, "file", err);
+      /* Shorter than at checkpoint: truncated or replaced since, the
+         bytes the tree read or wrote before its offset gone or others. A
+         longer one is taken (a log others append to). */
+      if (fd >= 0 && f->size >= 0 && fstat(fd, &st) == 0 && st.st_size < f->size)
+        {
+          close(fd);
+          return crest_error_make(err, ESTALE,
+                                  "restore: file %s is %lld bytes, shorter than at the checkpoint "
+                                  "(%lld): truncated or replaced since, cannot restore it",
+                                  f->path, (long long)st.st_size, (long long)f->size);
+        }
+    }
   return file_place(c, f, fd, true, err);
 }
 

@@ -104,6 +104,7 @@ new_file(struct dctx *c, struct dproc *p, const struct fd_probe *d, int64_t pos,
   nf.pos = pos;
   nf.dev = d->st->st_dev;
   nf.ino = d->st->st_ino;
+  nf.size = (uint64_t)d->st->st_size;
   nf.pid = p->pid;
   nf.fd = d->fd;
   if (fown_dump(c, p->pid, d->fd, d->link, nf.flags, &nf.fown, err) < 0
@@ -345,6 +346,18 @@ parse_file(struct rctx *c, long i, yajl_val v, struct rfile *f, crest_error_t *e
   f->flags = flags;
   f->svc = -1;
   f->stdio = -1;
+  f->size = -1;
+  if (has_key(v, "size"))
+    {
+      uint64_t sz = 0;
+      if (c->img->format < CREST_IMAGE_FORMAT_REG_SIZE || f->ops != &fd_reg_ops
+          || jget_u64(v, "size", &sz, err) < 0 || sz > INT64_MAX)
+        return *err ? crest_error_wrap(err, "image %s: tree.json: file %ld", c->o->image_dir, i)
+                    : crest_error_make(err, EINVAL,
+                                       "image %s: tree.json: file %ld: size on a %s (format %d)",
+                                       c->o->image_dir, i, f->ops->type, c->img->format);
+      f->size = (int64_t)sz;
+    }
   {
     const char *d = NULL;
     crest_error_t e2 = NULL;

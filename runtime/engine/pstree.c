@@ -142,8 +142,10 @@ check_sud(pid_t pid, pid_t tid, crest_error_t *err)
 }
 
 /* Two processes of the tree that share what clone() lets threads share
-   (CLONE_VM, CLONE_FILES, CLONE_FS, CLONE_SIGHAND without CLONE_THREAD):
-   a restore would give each a copy of its own. Found by sorting the
+   (CLONE_VM, CLONE_FILES, CLONE_FS, CLONE_SIGHAND without CLONE_THREAD), or
+   a thread that does not share its process's descriptors or root (its
+   own unshare): a restore would give each process its own, and every
+   thread its process's. Found by sorting the
    processes in kcmp's order of that object, where the ones that share it
    come side by side. */
 static int kcmp_type;
@@ -175,9 +177,23 @@ shared_objects(const struct dctx *c, crest_error_t *err)
       v[n++] = c->p[i].pid;
   /* kcmp not there (a kernel without it) or not allowed: nothing to go
      by. */
-  if (n < 2 || syscall(SYS_kcmp, v[0], v[0], KCMP_VM, 0, 0) != 0)
+  if (n < 1 || syscall(SYS_kcmp, v[0], v[0], KCMP_VM, 0, 0) != 0)
     return 0;
-  for (size_t t = 0; t < sizeof k / sizeof k[0]; t++)
+  /* A thread that left its process's table of descriptors or its root,
+     working directory and umask (unshare(CLONE_FILES), unshare(CLONE_FS):
+     a per-thread working directory, as Samba's): a restore makes every
+     thread share its process's. */
+  for (size_t i = 0; i < c->np; i++)
+    for (size_t t = 1; t < c->p[i].nth; t++)
+      for (size_t j = 1; j <= 2; j++)
+        if (syscall(SYS_kcmp, c->p[i].th[0].tid, c->p[i].th[t].tid, k[j].type, 0, 0) > 0)
+          return crest_error_make(
+              err, ENOTSUP,
+              "task %d: thread %d has %s of its own (unshare(%s)), which a "
+              "restore would make its process's: cannot checkpoint it",
+              c->p[i].pid, c->p[i].th[t].tid,
+              j == 1 ? "a table of descriptors" : "a root, working directory and umask", k[j].flag);
+  for (size_t t = 0; n > 1 && t < sizeof k / sizeof k[0]; t++)
     {
       kcmp_type = k[t].type;
       qsort(v, n, sizeof *v, kcmp_order);

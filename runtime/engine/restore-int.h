@@ -175,6 +175,7 @@ struct rfile
   int seals;     /* memfd: F_ADD_SEALS once every descriptor and mapping exists */
   bool as_file;  /* memfd record of an unlinked file the tree maps: made again as a file */
   int file_mode; /* its mode */
+  int64_t size;  /* reg, format 21: its size at checkpoint (-1: not recorded) */
   int svc;
   int stdio; /* tty: the lowest descriptor 0-2 on it in the image, or -1 */
   struct unlinked_info u;

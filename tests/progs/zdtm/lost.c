@@ -1371,6 +1371,58 @@ chk_cshare(void)
   child = -1;
 }
 
+/* thread-unshare-fs, thread-unshare-files: a thread that left its
+   process's root, working directory and umask (unshare(CLONE_FS), then a
+   chdir of its own) or its table of descriptors (unshare(CLONE_FILES)):
+   refused (until December 2026 restored sharing its process's). The
+   check: kcmp still finds the thread's apart from the main thread's. */
+static volatile pid_t tu_tid;
+static int tu_flag;
+
+static void *
+tu_thread(void *arg)
+{
+  (void)arg;
+  if (unshare(tu_flag) == 0 && (tu_flag != CLONE_FS || chdir("/") == 0))
+    tu_tid = (pid_t)syscall(SYS_gettid);
+  else
+    tu_tid = -1;
+  for (;;)
+    pause();
+  return NULL;
+}
+
+static void
+set_tunshare(int flag)
+{
+  pthread_t t;
+  struct timespec ts = { 0, 1000000 };
+  tu_flag = flag;
+  need(pthread_create(&t, NULL, tu_thread, NULL) == 0, "pthread_create");
+  for (int i = 0; i < 5000 && !tu_tid; i++)
+    nanosleep(&ts, NULL);
+  if (tu_tid <= 0)
+    unsupported("unshare in a thread");
+}
+static void
+set_tunshare_fs(void)
+{
+  set_tunshare(CLONE_FS);
+}
+static void
+set_tunshare_files(void)
+{
+  set_tunshare(CLONE_FILES);
+}
+static void
+chk_tunshare(void)
+{
+  long r = syscall(SYS_kcmp, getpid(), tu_tid, tu_flag == CLONE_FS ? 3 : 2, 0, 0);
+  if (r <= 0)
+    zdtm_fail("thread %d shares its process's %s again (kcmp %ld)", (int)tu_tid,
+              tu_flag == CLONE_FS ? "root and working directory" : "descriptors", r);
+}
+
 /* exit-signal, exit-signal-zombie: a child made by clone() with SIGUSR1
    as its exit signal (not SIGCHLD), alive or exited and not yet waited
    for: restored with it (until December 2026 made with SIGCHLD, which a
@@ -4059,6 +4111,8 @@ static const struct
   { "clone-files", set_clone_files, chk_cshare },
   { "clone-fs", set_clone_fs, chk_cshare },
   { "exit-signal", set_exit_signal, chk_exit_sig },
+  { "thread-unshare-fs", set_tunshare_fs, chk_tunshare },
+  { "thread-unshare-files", set_tunshare_files, chk_tunshare },
   { "exit-signal-zombie", set_exit_signal_zombie, chk_exit_sig },
   { "unlinked-holes", set_holes, chk_holes },
   { "unlinked-mode", set_umode, chk_umode },
