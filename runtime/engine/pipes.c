@@ -64,6 +64,22 @@ find_pipe(struct dctx *c, uint64_t ino)
   return &c->pp[c->npp++];
 }
 
+/* Is the other end of pipe PP, which the tree holds on stdio only, closed
+   in every process? Asked of the first of its descriptors. */
+static bool
+stdio_end_closed(struct dctx *c, const struct dpipe *pp)
+{
+  for (size_t k = 0; k < c->nfds; k++)
+    if (c->f[c->fds[k].file].ops == &fd_pipe_ops && c->f[c->fds[k].file].ino_pipe == pp->ino)
+      {
+        crest_error_t e = NULL;
+        cleanup_close int d = getfd(c->fds[k].pid, c->fds[k].fd, &e);
+        crest_error_release(&e);
+        return d >= 0 && pipe_other_end_closed(d, pp->has_r) == 1;
+      }
+  return false;
+}
+
 /* Pipes: both ends must be in the tree (or be inherited stdio); their
    unread bytes are peeked with tee(), which leaves them in place. */
 int
@@ -95,7 +111,13 @@ dump_pipes(struct dctx *c, crest_error_t *err)
         }
       else if (!pp->has_r || !pp->has_w)
         {
-          if (pp->low_fds_only)
+          /* On stdio only, with its other end open outside the tree (a
+             shell's pipeline into it): the restorer's stdio takes its
+             place, as crun's. With that end closed everywhere (the
+             writer of `seq | prog` gone), it is the tree's own, and is
+             saved like any other: taken for stdio, its unread bytes were
+             lost and the restorer's stdin read instead (December 2026). */
+          if (pp->low_fds_only && !stdio_end_closed(c, pp))
             {
               for (size_t k = 0; k < c->nf; k++)
                 if (c->f[k].ops == &fd_pipe_ops && c->f[k].ino_pipe == pp->ino)

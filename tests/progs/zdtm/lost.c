@@ -2346,6 +2346,30 @@ chk_widow_w(void)
     zdtm_fail("pipe without readers: a write did not fail with EPIPE");
 }
 
+/* stdin-no-writer, stdout-no-reader: the same pipes on stdin and stdout
+   (`seq | prog` once seq has exited, `prog | true`): restored as the
+   tree's own (until December 2026 taken for stdio that leads outside, and
+   replaced by the restorer's: the bytes lost, the restorer's stdin read
+   instead, a write that fails with EPIPE taken). */
+static void
+set_stdin_widow(void)
+{
+  set_widow_r();
+  need(dup2(pfd[0], 0) == 0, "dup2");
+  close(pfd[0]);
+  pfd[0] = 0;
+}
+
+static void
+set_stdout_widow(void)
+{
+  set_widow_w();
+  fflush(stdout);
+  need(dup2(pfd[1], 1) == 1, "dup2");
+  close(pfd[1]);
+  pfd[1] = 1;
+}
+
 /* --- tasks --- */
 
 static void *
@@ -4135,6 +4159,8 @@ static const struct
   { "deleted-cwd", set_delcwd, chk_delcwd },
   { "pipe-no-writer", set_widow_r, chk_widow_r },
   { "pipe-no-reader", set_widow_w, chk_widow_w },
+  { "stdin-no-writer", set_stdin_widow, chk_widow_r },
+  { "stdout-no-reader", set_stdout_widow, chk_widow_w },
   { "pipe-outside", set_pipe_outside, chk_pipe_outside },
   { "ptrace-outside", set_ptrace_outside, chk_ptrace_outside },
   { "unix-stream-full", set_unix_stream_full, chk_unix_stream_full },
