@@ -27,7 +27,9 @@
 #include "sk-tcp.h"
 #include "util.h"
 
-#define TCP_QUEUE_MAX (4u << 20)
+/* A queue can hold what the buffer allows: tcp_rmem's default maximum is 6
+   MiB (4 MiB refused a fast loopback transfer's, December 2026). */
+#define TCP_QUEUE_MAX (16u << 20)
 
 /* The channel to crest outside a rootless container, or -1 (see
    tcp_repair_helper). */
@@ -75,6 +77,17 @@ repair_by_helper(int fd, int on)
    CAP_NET_ADMIN in the socket's network namespace, or crest outside a
    container, "TS<V>" or "TR<V>"); without either, as far as the maximum
    lets a plain SO_SNDBUF go. 0 when it reads V after. */
+/* The size a buffer of V reads once set: the kernel doubles the half it
+   is given, so only even sizes can be set; one it grew itself (TCP's
+   tuning) may be odd, and comes back one byte less. Until December 2026
+   that byte failed the restore of half of the connections of a loopback
+   transfer ("set SO_RCVBUF to 1599445"), the tree ended. */
+static int
+even(int v)
+{
+  return v & ~1;
+}
+
 static int
 set_buf(int fd, bool snd, int v)
 {
@@ -89,7 +102,7 @@ set_buf(int fd, bool snd, int v)
     }
   if (getsockopt(fd, SOL_SOCKET, snd ? SO_SNDBUF : SO_RCVBUF, &now, &l) < 0)
     return -1;
-  return now == v ? 0 : (errno = EPERM, -1);
+  return now == even(v) ? 0 : (errno = EPERM, -1);
 }
 
 static int
@@ -365,8 +378,9 @@ tcp_conn_restore(int fd, const struct sockaddr *local, const struct sockaddr *pe
       int want = k ? t->rcvbuf : t->sndbuf, now = 0;
       socklen_t l = sizeof now;
       if (want > 0 && getsockopt(fd, SOL_SOCKET, k ? SO_RCVBUF : SO_SNDBUF, &now, &l) == 0
-          && now != want && set_buf(fd, !k, want) < 0)
-        return crest_error_errno(err, "set %s to %d (it reads %d; one over net.core.%s needs "
+          && now != even(want) && set_buf(fd, !k, want) < 0)
+        return crest_error_errno(err,
+                                 "set %s to %d (it reads %d; one over net.core.%s needs "
                                  "CAP_NET_ADMIN in its network namespace)",
                                  k ? "SO_RCVBUF" : "SO_SNDBUF", want, now,
                                  k ? "rmem_max" : "wmem_max");
