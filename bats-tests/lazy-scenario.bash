@@ -122,6 +122,21 @@ nothing_left() {
     exit 1
 }
 
+# killed_after RC WHAT: the lazy restore returned RC once the tree ran;
+# then WHAT must kill the tree, without any verdict of its own, nothing of
+# it or of crest left. It is left waiting meanwhile: a SIGTERM now would let
+# it check its memory by faults and end before that (the kill-guard case
+# once passed a verdict so in CI).
+killed_after() {
+    local i
+    for ((i = 0; i < 1200; i++)); do alive "$pid" || break; sleep 0.05; done
+    kill -TERM "$pid" 2>/dev/null
+    nothing_left
+    crest_gone
+    [ "$1" = 0 ] || { echo "FAIL: restore exited $1 before $2: $(cat rest.err)"; exit 1; }
+    [ ! -s result ] || { echo "FAIL: the program ran to a verdict: $(cat result)"; exit 1; }
+}
+
 case "$scenario" in
 anon)
     start zdtm-anon-mem
@@ -185,18 +200,9 @@ kill-filler | kill-guard)
     start zdtm-lazy
     CREST_FAULT=lazy-$scenario CREST_FAULT_AFTER=3 CREST_LAZY_PACE_MS=40 \
         "$CREST" restore --image-path img -d --lazy-pages 2>rest.err
-    rc=$?
     # The restore itself returned once the tree ran (status 0); then the
-    # fault, at the third background copy: the tree must die of it, without
-    # any verdict of its own. It is left waiting meanwhile: a SIGTERM now
-    # would let it check its memory by faults and end before that copy
-    # (the kill-guard case once passed a verdict so in CI).
-    for ((i = 0; i < 1200; i++)); do alive "$pid" || break; sleep 0.05; done
-    kill -TERM "$pid" 2>/dev/null
-    nothing_left
-    crest_gone
-    [ "$rc" = 0 ] || { echo "FAIL: restore exited $rc before the fault: $(cat rest.err)"; exit 1; }
-    [ ! -s result ] || { echo "FAIL: the program ran to a verdict: $(cat result)"; exit 1; }
+    # fault, at the third background copy: the tree must die of it.
+    killed_after $? "the fault"
     echo "NOTE: $(grep -v 'restore stats' rest.err | head -2 | tr '\n' ' ')"
     ;;
 corrupt)
@@ -207,13 +213,7 @@ corrupt)
     printf "\\x$(printf %02x $((b ^ 0xff)))" | dd of="$pf" bs=1 seek=$((sz / 2)) conv=notrunc 2>/dev/null
     [ "$(od -An -tu1 -j $((sz / 2)) -N1 "$pf" | tr -d ' ')" = $((b ^ 0xff)) ] || { echo "FAIL: could not change the page file"; exit 1; }
     "$CREST" restore --image-path img -d --lazy-pages 2>rest.err
-    rc=$?
-    for ((i = 0; i < 1200; i++)); do alive "$pid" || break; sleep 0.05; done
-    kill -TERM "$pid" 2>/dev/null
-    nothing_left
-    crest_gone
-    [ "$rc" = 0 ] || { echo "FAIL: restore exited $rc before the check: $(cat rest.err)"; exit 1; }
-    [ ! -s result ] || { echo "FAIL: the program ran to a verdict: $(cat result)"; exit 1; }
+    killed_after $? "the check"
     [ "$(grep -cv 'restore stats' rest.err)" = 1 ] && grep -q 'the restored tree is killed: .*checksum mismatch' rest.err \
         || { echo "FAIL: not one line naming the checksum: $(cat rest.err)"; exit 1; }
     echo "NOTE: $(cat rest.err)"

@@ -347,29 +347,38 @@ chk_pipe_packet(void)
 
 static const char *want_flag;
 
+/* The line KEY ("VmFlags:", "Rss:") of the mapping of /proc/self/smaps
+   that holds ADDR, what follows the key in OUT; false when there is none. */
 static bool
-has_vmflag(void *addr, const char *flag)
+smaps_line(void *addr, const char *key, char *out, size_t n)
 {
   FILE *f = fopen("/proc/self/smaps", "r");
   char line[512];
   bool in = false, found = false;
   unsigned long a = (unsigned long)addr, s, e;
-  while (f && fgets(line, sizeof line, f))
+  while (f && !found && fgets(line, sizeof line, f))
     {
       if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
         in = s <= a && a < e;
-      else if (in && strncmp(line, "VmFlags:", 8) == 0)
-        {
-          char pat[8];
-          snprintf(pat, sizeof pat, " %s", flag);
-          for (char *q = line + 8; (q = strstr(q, pat)); q++)
-            if (q[3] == ' ' || q[3] == '\n')
-              found = true;
-        }
+      else if (in && strncmp(line, key, strlen(key)) == 0)
+        found = true, snprintf(out, n, "%s", line + strlen(key));
     }
   if (f)
     fclose(f);
   return found;
+}
+
+static bool
+has_vmflag(void *addr, const char *flag)
+{
+  char line[512], pat[8];
+  if (!smaps_line(addr, "VmFlags:", line, sizeof line))
+    return false;
+  snprintf(pat, sizeof pat, " %s", flag);
+  for (char *q = line; (q = strstr(q, pat)); q++)
+    if (q[3] == ' ' || q[3] == '\n')
+      return true;
+  return false;
 }
 
 static void
@@ -519,19 +528,8 @@ static char *zmap;
 static long
 rss_kb_of(void *addr)
 {
-  FILE *f = fopen("/proc/self/smaps", "r");
-  char line[256];
-  bool in = false;
-  long kb = -1;
-  unsigned long a = (unsigned long)addr, s, e;
-  while (f && fgets(line, sizeof line, f))
-    if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
-      in = s <= a && a < e;
-    else if (in && sscanf(line, "Rss: %ld kB", &kb) == 1)
-      break;
-  if (f)
-    fclose(f);
-  return kb;
+  char v[64];
+  return smaps_line(addr, "Rss:", v, sizeof v) ? strtol(v, NULL, 10) : -1;
 }
 
 static void
@@ -1533,21 +1531,8 @@ static int pk_key = -1;
 static int
 smaps_pkey(void *addr)
 {
-  FILE *f = fopen("/proc/self/smaps", "r");
-  char line[512];
-  bool in = false;
-  int key = -1;
-  unsigned long a = (unsigned long)addr, s, e;
-  while (f && fgets(line, sizeof line, f))
-    {
-      if (sscanf(line, "%lx-%lx ", &s, &e) == 2 && strchr(line, '-') < strchr(line, ' '))
-        in = s <= a && a < e;
-      else if (in && strncmp(line, "ProtectionKey:", 14) == 0)
-        key = atoi(line + 14);
-    }
-  if (f)
-    fclose(f);
-  return key;
+  char v[64];
+  return smaps_line(addr, "ProtectionKey:", v, sizeof v) ? atoi(v) : -1;
 }
 
 static void
