@@ -11,6 +11,7 @@
 #include <config.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -77,6 +78,46 @@ repair_by_helper(int fd, int on)
    CAP_NET_ADMIN in the socket's network namespace, or crest outside a
    container, "TS<V>" or "TR<V>"); without either, as far as the maximum
    lets a plain SO_SNDBUF go. 0 when it reads V after. */
+/* May this crest set a buffer past net.core.rmem_max and wmem_max
+   (SO_RCVBUFFORCE, SO_SNDBUFFORCE)? The kernel asks for CAP_NET_ADMIN in
+   the initial user namespace, not the socket's network namespace's: root
+   only, never a rootless crest. Tried once on a socket of its own. */
+static bool
+force_allowed(void)
+{
+  static int known = -1;
+  if (known < 0)
+    {
+      int v = 1 << 16, s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      known = s >= 0 && setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof v) == 0;
+      if (s >= 0)
+        close(s);
+    }
+  return known == 1;
+}
+
+/* The largest buffer a plain setsockopt gives (twice net.core.rmem_max or
+   wmem_max), or INT_MAX where this crest may force one. */
+static long
+buf_cap(bool snd)
+{
+  long m;
+  if (force_allowed())
+    return INT_MAX;
+  m = read_long_file(snd ? "/proc/sys/net/core/wmem_max" : "/proc/sys/net/core/rmem_max", -1);
+  return m > 0 && m < INT_MAX / 2 ? 2 * m : INT_MAX;
+}
+
+/* The buffer a queue of LEN bytes needs in repair mode, where nothing
+   drains it: a receive queue fills its buffer to the byte, a send queue
+   to about 97% of it (each segment's bookkeeping; measured December 2026
+   with an 8 MiB buffer: 8,388,608 and 8,191,320 bytes). */
+static long
+queue_need(size_t len, bool snd)
+{
+  return (long)(snd ? len + len / 32 : len);
+}
+
 /* The size a buffer of V reads once set: the kernel doubles the half it
    is given, so only even sizes can be set; one it grew itself (TCP's
    tuning) may be odd, and comes back one byte less. Until December 2026
@@ -189,6 +230,23 @@ tcp_conn_dump(int d, struct tcp_conn *t, crest_error_t *err)
                                   "CAP_NET_ADMIN in the socket's network namespace)");
   rc = conn_read(d, t, err);
   select_queue(d, TCP_NO_QUEUE);
+  /* Its queues go back in repair mode, where nothing drains them: each
+     needs a buffer that holds it (queue_need), which a restore without
+     CAP_NET_ADMIN of the initial user namespace gets only up to twice
+     net.core.rmem_max or wmem_max (a send queue full to a buffer of that
+     size does not fit it again: the restore's segments cost more than the
+     connection's). Refused now, while the tree runs, rather than failing
+     the restore once it is gone. */
+  for (int k = 0; rc == 0 && k < 2; k++)
+    {
+      size_t len = k ? t->nrcv : t->nsnd;
+      long cap = buf_cap(!k);
+      if (len && queue_need(len, !k) > cap)
+        rc = crest_error_make(err, ENOTSUP,
+                              "%zu bytes in its %s queue, more than a buffer a restore without "
+                              "root may set can hold (%ld bytes: twice net.core.%s)",
+                              len, k ? "receive" : "send", cap, k ? "rmem_max" : "wmem_max");
+    }
   if (rc == 0)
     return 0;
   if (repair(d, TCP_REPAIR_OFF_NO_WP) < 0)
@@ -293,9 +351,9 @@ tcp_conn_parse(yajl_val v, struct tcp_conn *t, crest_error_t *err)
    new socket's is smaller than a connection that grew its own held (a
    client slow to read 3.8 MB of redis's answer: "fill its send queue:
    Resource temporarily unavailable" until December 2026, the tree gone).
-   Raised first where it would not hold the bytes (each segment's
-   bookkeeping counts too: twice the bytes); tcp_conn_restore then sets
-   the connection's own size. */
+   Raised first where it would not hold the bytes (queue_need, and some),
+   as far as this crest may; tcp_conn_restore then sets the connection's
+   own size. */
 static int
 fill_queue(int fd, int q, const uint8_t *buf, size_t len, crest_error_t *err)
 {
@@ -305,8 +363,8 @@ fill_queue(int fd, int q, const uint8_t *buf, size_t len, crest_error_t *err)
   if (select_queue(fd, q) < 0)
     return crest_error_errno(err, "select a queue");
   if (len && getsockopt(fd, SOL_SOCKET, snd ? SO_SNDBUF : SO_RCVBUF, &have, &l) == 0
-      && (size_t)have < 2 * len + (256u << 10))
-    set_buf(fd, snd, (int)(2 * len + (256u << 10)));
+      && have < queue_need(len, snd) + (64 << 10))
+    set_buf(fd, snd, (int)(queue_need(len, snd) + (64 << 10)));
   while (len)
     {
       ssize_t n = send(fd, buf, len > 65536 ? 65536 : len, 0);
@@ -316,7 +374,7 @@ fill_queue(int fd, int q, const uint8_t *buf, size_t len, crest_error_t *err)
           getsockopt(fd, SOL_SOCKET, snd ? SO_SNDBUF : SO_RCVBUF, &have, &l);
           return crest_error_errno(err,
                                    "fill its %s queue: %zu bytes more do not fit its buffer (%s "
-                                   "%d; a larger one needs CAP_NET_ADMIN in its network "
+                                   "%d; a larger one needs CAP_NET_ADMIN of the initial user "
                                    "namespace)",
                                    snd ? "send" : "receive", len, snd ? "SO_SNDBUF" : "SO_RCVBUF",
                                    have);
@@ -379,11 +437,28 @@ tcp_conn_restore(int fd, const struct sockaddr *local, const struct sockaddr *pe
       socklen_t l = sizeof now;
       if (want > 0 && getsockopt(fd, SOL_SOCKET, k ? SO_RCVBUF : SO_SNDBUF, &now, &l) == 0
           && now != even(want) && set_buf(fd, !k, want) < 0)
-        return crest_error_errno(err,
-                                 "set %s to %d (it reads %d; one over net.core.%s needs "
-                                 "CAP_NET_ADMIN in its network namespace)",
-                                 k ? "SO_RCVBUF" : "SO_SNDBUF", want, now,
-                                 k ? "rmem_max" : "wmem_max");
+        {
+          /* Larger than a restore without root may set: a size the
+             kernel grew to itself (TCP's tuning, up to tcp_rmem's
+             maximum), which no unprivileged program could have set. As
+             large as may be, rather than the tree lost: its queue fit
+             (tcp_conn_dump). */
+          long cap = buf_cap(!k);
+          int half = (int)(cap / 2);
+          if (want > cap
+              && setsockopt(fd, SOL_SOCKET, k ? SO_RCVBUF : SO_SNDBUF, &half, sizeof half) == 0)
+            {
+              crest_debug("restore: a TCP connection's %s was %d, set to %ld (the most a restore "
+                          "without root may)",
+                          k ? "SO_RCVBUF" : "SO_SNDBUF", want, cap);
+              continue;
+            }
+          return crest_error_errno(err,
+                                   "set %s to %d (it reads %d; over twice net.core.%s it needs "
+                                   "CAP_NET_ADMIN of the initial user namespace)",
+                                   k ? "SO_RCVBUF" : "SO_SNDBUF", want, now,
+                                   k ? "rmem_max" : "wmem_max");
+        }
     }
   return 0;
 }
