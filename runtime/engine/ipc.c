@@ -843,9 +843,9 @@ in_place_check(struct rctx *c, crest_error_t *err)
                                   "image %s: process %d: SysV segment %d (key %#x), attached in "
                                   "place, is gone from this IPC namespace: cannot restore it",
                                   c->o->image_dir, c->p[i].pid, m->shmid, (unsigned)sp->key);
-        if (ds.shm_perm.__key != sp->key || ds.shm_segsz != sp->size
-            || ds.shm_perm.cuid != sp->cuid || ds.shm_perm.cgid != sp->cgid
-            || ds.shm_ctime != sp->ctime || (ds.shm_perm.mode & SHM_DEST))
+        if (ds.shm_perm.__key != sp->key || ds.shm_segsz != sp->size || ds.shm_perm.cuid != sp->cuid
+            || ds.shm_perm.cgid != sp->cgid || ds.shm_ctime != sp->ctime
+            || (ds.shm_perm.mode & SHM_DEST))
           return crest_error_make(err, ESTALE,
                                   "image %s: process %d: SysV segment %d is not the one it "
                                   "attached (key %#x, %" PRIu64 " bytes, creator %" PRId64

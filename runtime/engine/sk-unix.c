@@ -1115,8 +1115,8 @@ send_queue(struct rctx *c, int id, struct ursk *u, crest_error_t *err)
       /* A stream takes its bytes in as many sends as it needs. */
       while (u->type == SOCK_STREAM && n > 0 && (size_t)n < u->q[k].len)
         {
-          ssize_t m = send(fd, u->q[k].data + n, u->q[k].len - (size_t)n,
-                           MSG_DONTWAIT | MSG_NOSIGNAL);
+          ssize_t m
+              = send(fd, u->q[k].data + n, u->q[k].len - (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
           if (m <= 0)
             break;
           n += m;
