@@ -420,6 +420,19 @@ tcp_conn_restore(int fd, const struct sockaddr *local, const struct sockaddr *pe
     return crest_error_errno(err, "set its sequence numbers");
   if (t->ts && setsockopt(fd, SOL_TCP, TCP_TIMESTAMP, &t->tsval, sizeof t->tsval) < 0)
     return crest_error_errno(err, "set TCP_TIMESTAMP");
+  /* The segment size the connection's MSS gives, before the connect in
+     repair mode computes it (from TCP_MAXSEG, or else the 536 of a
+     connection that has agreed on none: TCP_REPAIR_OPTIONS after it
+     raises the clamp, not the size already computed). Until December 2026
+     a restored loopback connection sent segments of 524 bytes, most of
+     them sent again, at a tenth of its speed. TCP_MAXSEG takes at most
+     32,767 (loopback's 65,495 is then about halved, still its own order);
+     a refusal leaves the kernel's. */
+  {
+    int mss = t->mss > 32767 ? 32767 : (int)t->mss;
+    if (mss >= 88 && setsockopt(fd, SOL_TCP, TCP_MAXSEG, &mss, sizeof mss) < 0)
+      crest_debug("restore: TCP_MAXSEG %d: %s", mss, strerror(errno));
+  }
   if (connect(fd, peer, alen) < 0)
     return crest_error_errno(err, "connect in repair mode");
   if (set_options(fd, t, err) < 0 || fill_queue(fd, TCP_RECV_QUEUE, t->rcvq, t->nrcv, err) < 0
