@@ -187,6 +187,7 @@ lost_batch() {
 # (PostgreSQL's dynamic_shared_memory_type=posix): a restore mounts a new one.
 @test "zdtm-lost posix-shm: refused (a file of the container's own tmpfs /dev/shm)" { lost_case posix-shm "tmpfs"; }
 @test "zdtm-lost tcp-established: refused (no --tcp-close)" { lost_case tcp-established "established"; }
+@test "zdtm-lost tcp-orphan: refused (a connection the container closed still sending, FIN_WAIT1)" { lost_case tcp-orphan "FIN_WAIT1"; }
 @test "zdtm-lost accept-queue: refused (connections waiting to be accepted)" { lost_case accept-queue "waiting to be accepted"; }
 @test "zdtm-lost mcast-source: refused (a multicast membership with a source filter)" { lost_case mcast-source "source filter"; }
 # Not leader-exit here: crun reports a container whose init's main thread

@@ -442,6 +442,53 @@ udp_diag(struct dctx *c, pid_t pid, int family)
   return NULL;
 }
 
+int
+tcp_orphans_check(struct dctx *c, crest_error_t *err)
+{
+  static const char *const name[]
+      = { [TCP_FIN_WAIT1] = "FIN_WAIT1", [TCP_CLOSING] = "CLOSING", [TCP_LAST_ACK] = "LAST_ACK" };
+  pid_t root = c->p[0].pid;
+  if (!c->o->root_is_ns_init || !sk_other_netns(root))
+    return 0;
+  for (int k = 0; k < 2; k++)
+    {
+      struct inet_diag_req_v2 req = {
+        .sdiag_family = (uint8_t)(k ? AF_INET6 : AF_INET),
+        .sdiag_protocol = IPPROTO_TCP,
+        .idiag_states = (1u << TCP_FIN_WAIT1) | (1u << TCP_CLOSING) | (1u << TCP_LAST_ACK),
+      };
+      struct sk_diag_req q = { &req, sizeof req, offsetof(struct inet_diag_msg, idiag_inode) };
+      struct sk_diag_set set = { 0 };
+      crest_error_t e = NULL;
+      int rc = 0;
+      if (sk_diag_query(root, &q, &set, &e) < 0)
+        {
+          /* No tcp_diag (a kernel without it): nothing to go by. */
+          crest_debug("checkpoint: TCP connections closed by the tree not looked for: %s", e->msg);
+          crest_error_release(&e);
+          continue;
+        }
+      for (size_t i = 0; rc == 0 && i < set.n; i++)
+        {
+          const struct inet_diag_msg *m = (const void *)set.r[i].msg;
+          if (set.r[i].len < sizeof *m || m->idiag_inode != 0 || m->idiag_state >= 12
+              || !name[m->idiag_state])
+            continue;
+          rc = crest_error_make(err, EAGAIN,
+                                "a TCP connection the container closed (port %u to %u) is still "
+                                "in %s, %u bytes not yet taken by its peer: the checkpoint would "
+                                "end it with the container's network namespace, and the peer "
+                                "find it reset; try again once it is done",
+                                ntohs(m->id.idiag_sport), ntohs(m->id.idiag_dport),
+                                name[m->idiag_state], m->idiag_wqueue);
+        }
+      sk_diag_free(&set);
+      if (rc < 0)
+        return -1;
+    }
+  return 0;
+}
+
 /* Is copy D of a socket shut down for reading? */
 static bool
 shut_for_reading(int d)

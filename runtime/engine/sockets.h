@@ -152,6 +152,14 @@ sk_getfd(pid_t pid, int fd, crest_error_t *err);
 /* Is task PID in another network namespace than crest (a container's)? */
 bool
 sk_other_netns(pid_t pid);
+/* A container's network namespace ends with the checkpoint: a TCP
+   connection the tree closed that the kernel still holds to deliver its
+   last bytes or its FIN (an orphan: FIN_WAIT1, CLOSING, LAST_ACK; sock_diag
+   shows it without an inode) would end with it, its peer finding it reset
+   after restore (a server that closes after its answer). Refused as a
+   passing state (EAGAIN). */
+int
+tcp_orphans_check(struct dctx *c, crest_error_t *err);
 /* The socket inode a /proc/PID/fd link "socket:[INO]" names; 0 if none. */
 uint32_t
 sk_link_ino(const char *link);
