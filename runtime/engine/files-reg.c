@@ -225,7 +225,7 @@ reg_write(struct dctx *c, const struct dfile *f, yajl_gen g)
   /* A file opened again by its path: its size, which the restore checks. */
   if (f->ops == &fd_reg_ops && !f->data && !f->unlinked)
     {
-      jput_u64(g, "size", f->size);
+      jput_u64(g, "open_size", f->size);
       if (c->w->format < CREST_IMAGE_FORMAT_REG_SIZE)
         c->w->format = CREST_IMAGE_FORMAT_REG_SIZE;
     }

@@ -347,15 +347,15 @@ parse_file(struct rctx *c, long i, yajl_val v, struct rfile *f, crest_error_t *e
   f->svc = -1;
   f->stdio = -1;
   f->size = -1;
-  if (has_key(v, "size"))
+  if (has_key(v, "open_size"))
     {
       uint64_t sz = 0;
       if (c->img->format < CREST_IMAGE_FORMAT_REG_SIZE || f->ops != &fd_reg_ops
-          || jget_u64(v, "size", &sz, err) < 0 || sz > INT64_MAX)
+          || jget_u64(v, "open_size", &sz, err) < 0 || sz > INT64_MAX)
         return *err ? crest_error_wrap(err, "image %s: tree.json: file %ld", c->o->image_dir, i)
-                    : crest_error_make(err, EINVAL,
-                                       "image %s: tree.json: file %ld: size on a %s (format %d)",
-                                       c->o->image_dir, i, f->ops->type, c->img->format);
+                    : crest_error_make(
+                        err, EINVAL, "image %s: tree.json: file %ld: open_size on a %s (format %d)",
+                        c->o->image_dir, i, f->ops->type, c->img->format);
       f->size = (int64_t)sz;
     }
   {
