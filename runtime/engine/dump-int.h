@@ -235,6 +235,8 @@ struct dctx
   double ms_seized, ms_objects, ms_tree, ms_commit, ms_plan, ms_readv, ms_out, ms_close;
   bool progress;
   double progress_at;         /* seconds since t0 of the last progress line */
+  uint64_t progress_mib;      /* and the MiB it said */
+  char progress_what[48];     /* and what it said was under way */
   struct shm_table shm;       /* objects with no path, mapped in the tree */
   struct ipc_set *ipc;        /* SysV objects of the tree's own IPC namespace (ipc.c) */
   struct chain *chain;        /* --parent-path: the parent image and its ancestors (chain.c) */

@@ -301,11 +301,16 @@ maybe_progress(struct dctx *c, const char *what)
   clock_gettime(CLOCK_MONOTONIC, &now);
   t = (double)(now.tv_sec - c->t0.tv_sec) + (now.tv_nsec - c->t0.tv_nsec) / 1e9;
   /* From the first second on, a line a second at most (one a batch
-     before December 2026: hundreds for a large tree). */
-  if (t >= 1.0 && (!c->progress || t - c->progress_at >= 1.0))
+     before December 2026: hundreds for a large tree), and not the same
+     line again (a process whose memory is copied in one long call). */
+  if (t >= 1.0 && (!c->progress || t - c->progress_at >= 1.0)
+      && (!c->progress || (c->pages_bytes >> 20) != c->progress_mib
+          || strcmp(what, c->progress_what) != 0))
     {
       c->progress = true;
       c->progress_at = t;
+      c->progress_mib = c->pages_bytes >> 20;
+      snprintf(c->progress_what, sizeof c->progress_what, "%s", what);
       crest_progress("checkpoint of %d: %s (%" PRIu64 " MiB so far)", c->root, what,
                      c->pages_bytes >> 20);
     }
