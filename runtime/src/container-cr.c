@@ -2209,7 +2209,9 @@ crest_container_restore(struct crest_global *g, const char *id,
   if (!restored)
     {
       msg[strcspn(msg, "\n")] = '\0';
-      crest_error_make(err, 0, "container `%s`: restore: %s", id, msg);
+      /* The restorer's own line says "restore: " already. */
+      crest_error_make(err, 0, "container `%s`: restore: %s", id,
+                       strncmp(msg, "restore: ", 9) == 0 ? msg + 9 : msg);
       goto undo;
     }
   crest_debug("container `%s`: restored, init PID %d", id, (int)init);
