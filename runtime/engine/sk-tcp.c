@@ -97,15 +97,27 @@ force_allowed(void)
 }
 
 /* The largest buffer a plain setsockopt gives (twice net.core.rmem_max or
-   wmem_max), or INT_MAX where this crest may force one. */
+   wmem_max), or INT_MAX where this crest may force one. Asked of a socket
+   of its own, the most asked for: the sysctls are the initial network
+   namespace's only, and a container's restorer does not see them. */
 static long
 buf_cap(bool snd)
 {
-  long m;
+  static long cap[2];
   if (force_allowed())
     return INT_MAX;
-  m = read_long_file(snd ? "/proc/sys/net/core/wmem_max" : "/proc/sys/net/core/rmem_max", -1);
-  return m > 0 && m < INT_MAX / 2 ? 2 * m : INT_MAX;
+  if (!cap[snd])
+    {
+      int v = INT_MAX / 2, got = 0, s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      socklen_t l = sizeof got;
+      cap[snd] = INT_MAX;
+      if (s >= 0 && setsockopt(s, SOL_SOCKET, snd ? SO_SNDBUF : SO_RCVBUF, &v, sizeof v) == 0
+          && getsockopt(s, SOL_SOCKET, snd ? SO_SNDBUF : SO_RCVBUF, &got, &l) == 0 && got > 0)
+        cap[snd] = got;
+      if (s >= 0)
+        close(s);
+    }
+  return cap[snd];
 }
 
 /* The buffer a queue of LEN bytes needs in repair mode, where nothing
