@@ -131,6 +131,21 @@ big_set(void)
   read_bufs(bufs);
 }
 
+/* The largest buffer of kind OPT a program without root gets (twice
+   net.core.wmem_max or rmem_max), asked of a socket of its own. */
+static int
+buf_max(int opt)
+{
+  int v = 1 << 30, got = 0, s = socket(AF_UNIX, SOCK_STREAM, 0);
+  socklen_t len = sizeof got;
+  if (s < 0 || setsockopt(s, SOL_SOCKET, opt, &v, sizeof v) < 0
+      || getsockopt(s, SOL_SOCKET, opt, &got, &len) < 0)
+    got = -1;
+  if (s >= 0)
+    close(s);
+  return got;
+}
+
 static void
 big_check(void)
 {
@@ -139,10 +154,19 @@ big_check(void)
   size_t got = 0;
   read_bufs(now);
   for (int k = 0; k < 4; k++)
-    if (now[k] != bufs[k])
-      zdtm_fail("the full connection's %s %s: %d after restore, %d before",
-                k / 2 ? "client's" : "server's", k % 2 ? "SO_RCVBUF" : "SO_SNDBUF", now[k],
-                bufs[k]);
+    {
+      /* A size the kernel grew past what a program may set (the
+         client's, as it read) comes back as the most a restore without
+         root may set (docs/engine.md); the rest as they were, an odd one
+         a byte less. */
+      int max = buf_max(k % 2 ? SO_RCVBUF : SO_SNDBUF), want = bufs[k];
+      if (max > 0 && want > max)
+        want = max;
+      if (now[k] != want && now[k] != (want & ~1))
+        zdtm_fail("the full connection's %s %s: %d after restore, %d before (%d expected)",
+                  k / 2 ? "client's" : "server's", k % 2 ? "SO_RCVBUF" : "SO_SNDBUF", now[k],
+                  bufs[k], want);
+    }
   while (got < big)
     {
       ssize_t n = recv(bc, in, sizeof in < big - got ? sizeof in : big - got, 0);
