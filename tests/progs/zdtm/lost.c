@@ -3234,9 +3234,12 @@ static void
 set_inotify_walk(void)
 {
   char b[96];
-  snprintf(walk_dir, sizeof walk_dir, "/tmp/zdtm-lost-walk.%d", (int)getpid());
+  /* A name of its own (a PID of a PID namespace repeats from one run to
+     the next, and a run killed before its check leaves its directory). */
+  snprintf(walk_dir, sizeof walk_dir, "/tmp/zdtm-lost-walk.XXXXXX");
+  need(mkdtemp(walk_dir) != NULL, "mkdtemp /tmp/zdtm-lost-walk.XXXXXX");
   snprintf(b, sizeof b, "%s/a", walk_dir);
-  need(mkdir(walk_dir, 0700) == 0 && mkdir(b, 0700) == 0, "mkdir /tmp/zdtm-lost-walk.PID/a");
+  need(mkdir(b, 0700) == 0, "mkdir /tmp/zdtm-lost-walk.XXXXXX/a");
   snprintf(b, sizeof b, "%s/a/b", walk_dir);
   fd = inotify_init1(IN_NONBLOCK);
   need(mkdir(b, 0700) == 0 && fd >= 0 && inotify_add_watch(fd, b, IN_CREATE) >= 0, "inotify");
