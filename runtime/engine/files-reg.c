@@ -258,16 +258,19 @@ reg_open(struct rctx *c, struct rfile *f, int flags, crest_error_t *err)
     {
       struct stat st;
       fd = img_open_typed(f->path, flags, S_IFREG, "file", err);
-      /* Shorter than at checkpoint: truncated or replaced since, the
-         bytes the tree read or wrote before its offset gone or others. A
-         longer one is taken (a log others append to). */
-      if (fd >= 0 && f->size >= 0 && fstat(fd, &st) == 0 && st.st_size < f->size)
+      /* Shorter than the offset the tree had in it: truncated or
+         replaced since, the bytes before its offset gone. A file rewritten
+         meanwhile (a program's own progress file, when an earlier image
+         is restored) or one others append to is taken. */
+      if (fd >= 0 && f->size >= 0 && fstat(fd, &st) == 0 && st.st_size < f->pos)
         {
           close(fd);
-          return crest_error_make(err, ESTALE,
-                                  "restore: file %s is %lld bytes, shorter than at the checkpoint "
-                                  "(%lld): truncated or replaced since, cannot restore it",
-                                  f->path, (long long)st.st_size, (long long)f->size);
+          return crest_error_make(
+              err, ESTALE,
+              "restore: file %s is %lld bytes, shorter than the offset %lld the "
+              "tree had in it (%lld bytes at the checkpoint): truncated or "
+              "replaced since, cannot restore it",
+              f->path, (long long)st.st_size, (long long)f->pos, (long long)f->size);
         }
     }
   return file_place(c, f, fd, true, err);
