@@ -2092,6 +2092,15 @@ resolved_path(const char *id, const char *what, const char *path, crest_error_t 
   return xstrdup(real);
 }
 
+/* The restorer's failure line MSG, its first line without the "restore: "
+   it says already. */
+static const char *
+restorer_line(char *msg)
+{
+  msg[strcspn(msg, "\n")] = '\0';
+  return strncmp(msg, "restore: ", 9) == 0 ? msg + 9 : msg;
+}
+
 int
 crest_container_restore(struct crest_global *g, const char *id,
                         const struct crest_container_restore_opts *opts, crest_error_t *err)
@@ -2208,10 +2217,7 @@ crest_container_restore(struct crest_global *g, const char *id,
   sync[0] = -1;
   if (!restored)
     {
-      msg[strcspn(msg, "\n")] = '\0';
-      /* The restorer's own line says "restore: " already. */
-      crest_error_make(err, 0, "container `%s`: restore: %s", id,
-                       strncmp(msg, "restore: ", 9) == 0 ? msg + 9 : msg);
+      crest_error_make(err, 0, "container `%s`: restore: %s", id, restorer_line(msg));
       goto undo;
     }
   crest_debug("container `%s`: restored, init PID %d", id, (int)init);
