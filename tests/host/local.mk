@@ -21,6 +21,9 @@ EXTRA_DIST += tests/host/real-programs.test tests/host/real/py-state.py tests/ho
 TESTS += tests/host/real-daemons.test
 EXTRA_DIST += tests/host/real-daemons.test tests/host/real/go-srv.go tests/host/real/erl_srv.erl \
     tests/host/real/py-keyring.py
+# Language runtimes: OpenJDK (jcmd and jstat after restore), Node.js.
+TESTS += tests/host/real-runtimes.test
+EXTRA_DIST += tests/host/real-runtimes.test tests/host/real/JavaSrv.java tests/host/real/node-srv.js
 
 # Signals that arrive while the dump works on a task (zdtm-sigstorm).
 TESTS += tests/host/engine-signals.test
