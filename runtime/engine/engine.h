@@ -23,7 +23,7 @@
    root directory of its own ("root_dir"): a reader of version 1 would ignore
    the key and restore the process running, or without its chroot, so such
    an image must not look like version 1 to it. */
-#define CREST_IMAGE_FORMAT 21
+#define CREST_IMAGE_FORMAT 22
 #define CREST_IMAGE_FORMAT_STOP 2
 #define CREST_IMAGE_FORMAT_CHROOT 2
 /* Format 3: records of docs/engine.md's attribute tables (mapping advice
@@ -114,6 +114,10 @@
 #define CREST_IMAGE_FORMAT_REG_SIZE 21
 /* Format 21 too: a process's prctl "ksm_merge_any" (PR_SET_MEMORY_MERGE). */
 #define CREST_IMAGE_FORMAT_KSM_ANY 21
+/* Format 22: a unix socket's queued message's "cred_pid", "cred_uid" and
+   "cred_gid", its sender's credentials where the socket reads them
+   (SO_PASSCRED), given again at restore by a process of that PID. */
+#define CREST_IMAGE_FORMAT_UNIX_MSG_CRED 22
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */
 #define XSTATE_MAX 16384
 

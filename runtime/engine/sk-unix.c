@@ -39,6 +39,7 @@
 #include "restore-int.h"
 #include "sockets.h"
 #include "util.h"
+#include "kernel-abi.h" /* after the system headers, which may define its constants */
 
 #define UNAME_MAX ((int)sizeof(((struct sockaddr_un *)0)->sun_path))
 #define QUEUE_MAX (64u << 20) /* bytes of queued data per socket */
@@ -51,6 +52,10 @@ struct umsg
   uint8_t from[UNAME_MAX]; /* a datagram's sender address */
   int fromlen;
   int sender; /* file id of the sender (resolve; restore) */
+  /* Its sender's credentials, as crest's peek got them (SCM_CREDENTIALS:
+     the socket reads them, SO_PASSCRED). */
+  bool has_cred;
+  struct ucred cred;
 };
 
 struct usk
@@ -200,8 +205,11 @@ peek_one(int fd, struct usk *u, uint8_t *buf, size_t size, crest_error_t *err)
   union
   {
     struct cmsghdr h;
-    uint8_t b[CMSG_SPACE(sizeof(int) * 253)];
+    uint8_t b[CMSG_SPACE(sizeof(int) * 253) + CMSG_SPACE(sizeof(struct ucred))
+              + CMSG_SPACE(sizeof(int))];
   } cm;
+  struct ucred cred;
+  bool has_cred = false;
   struct sockaddr_un from;
   struct iovec iov = { buf, size };
   struct msghdr m = { .msg_name = &from,
@@ -214,6 +222,21 @@ peek_one(int fd, struct usk *u, uint8_t *buf, size_t size, crest_error_t *err)
   struct umsg *q;
   if (n < 0)
     return errno == EAGAIN ? 0 : crest_error_errno(err, "peek at its queue");
+  for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
+    if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS
+        && h->cmsg_len >= CMSG_LEN(sizeof cred))
+      {
+        memcpy(&cred, CMSG_DATA(h), sizeof cred);
+        has_cred = true;
+      }
+    else if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_PIDFD
+             && h->cmsg_len >= CMSG_LEN(sizeof(int)))
+      {
+        /* SO_PASSPIDFD: the sender as a pidfd, handed to crest. */
+        int pfd;
+        memcpy(&pfd, CMSG_DATA(h), sizeof pfd);
+        close(pfd);
+      }
   for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
     if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS)
       {
@@ -236,6 +259,9 @@ peek_one(int fd, struct usk *u, uint8_t *buf, size_t size, crest_error_t *err)
   memcpy(q->data, buf, n);
   q->len = n;
   q->sender = -1;
+  q->has_cred = has_cred;
+  if (has_cred)
+    q->cred = cred;
   if (m.msg_namelen > sizeof(sa_family_t) && u->type == SOCK_DGRAM)
     {
       q->fromlen = (int)(m.msg_namelen - sizeof(sa_family_t));
@@ -473,12 +499,40 @@ unnamed_sender(const struct dctx *c, uint32_t ino)
   return -1;
 }
 
+static pid_t
+cred_in_tree(const struct dctx *c, pid_t pid);
+
+/* A queued message's sender credentials, which the socket reads
+   (SO_PASSCRED): given again at restore by a process of that PID, they
+   need one the tree's namespace numbers; a pidfd of the sender
+   (SO_PASSPIDFD) would name that short-lived process, not the sender. */
+static int
+check_msg_cred(const struct dctx *c, const struct dfile *f, const struct usk *u,
+               const struct umsg *m, crest_error_t *err)
+{
+  if (u->opts.have[SKO_PASSPIDFD] && u->opts.v[SKO_PASSPIDFD] > 0)
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: fd %d (%s): messages queued on a unix socket that receives "
+                            "their senders as pidfds (SO_PASSPIDFD), which a restore cannot give "
+                            "again, cannot checkpoint it",
+                            f->pid, f->fd, f->path);
+  if (m->has_cred && cred_in_tree(c, m->cred.pid) <= 0)
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: fd %d (%s): a message queued by PID %d, which has no "
+                            "number in the tree's PID namespace: its sender's credentials "
+                            "(SO_PASSCRED) cannot be given again, cannot checkpoint it",
+                            f->pid, f->fd, f->path, (int)m->cred.pid);
+  return 0;
+}
+
 static int
 resolve_senders(struct dctx *c, struct dfile *f, struct usk *u, crest_error_t *err)
 {
   for (size_t i = 0; i < u->nq; i++)
     {
       struct umsg *m = &u->q[i];
+      if (check_msg_cred(c, f, u, m, err) < 0)
+        return -1;
       const struct usk *pu = u->peer_file >= 0 ? c->f[u->peer_file].priv : NULL;
       if (u->type != SOCK_DGRAM)
         m->sender = u->peer_file;
@@ -587,6 +641,15 @@ unix_write(struct dctx *c, const struct dfile *f, yajl_gen g)
       yajl_gen_map_open(g);
       jput_int(g, "sender", u->q[i].sender);
       jput_hex(g, "data", u->q[i].data, u->q[i].len);
+      if (u->q[i].has_cred)
+        {
+          /* As the tree sees them (resolve_senders checked the PID). */
+          jput_int(g, "cred_pid", cred_in_tree(c, u->q[i].cred.pid));
+          jput_int(g, "cred_uid", inner_id(c, &c->uidmap, u->q[i].cred.uid));
+          jput_int(g, "cred_gid", inner_id(c, &c->gidmap, u->q[i].cred.gid));
+          if (c->w->format < CREST_IMAGE_FORMAT_UNIX_MSG_CRED)
+            c->w->format = CREST_IMAGE_FORMAT_UNIX_MSG_CRED;
+        }
       yajl_gen_map_close(g);
     }
   yajl_gen_array_close(g);
@@ -612,6 +675,8 @@ struct ursk
     int sender;
     uint8_t *data;
     size_t len;
+    bool has_cred; /* format 22: its sender's credentials */
+    struct ucred cred;
   } * q;
   size_t nq;
   uint8_t *ext; /* the outside peer's name (--ext-unix-sk) */
@@ -648,6 +713,16 @@ parse_queue(yajl_val v, struct ursk *u, int nf, crest_error_t *err)
           || jget_hex_alloc(items[i], "data", QUEUE_MAX, &u->q[i].data, &u->q[i].len, err) < 0)
         return crest_error_wrap(err, "queue entry %ld", i);
       u->nq++; /* its data is the record's, to release */
+      if (yajl_tree_get(items[i], (const char *[]){ "cred_pid", NULL }, yajl_t_any))
+        {
+          int pid, uid, gid;
+          if (get_int(items[i], "cred_pid", 1, PID_MAX, &pid, err) < 0
+              || get_int(items[i], "cred_uid", 0, INT32_MAX, &uid, err) < 0
+              || get_int(items[i], "cred_gid", 0, INT32_MAX, &gid, err) < 0)
+            return crest_error_wrap(err, "queue entry %ld", i);
+          u->q[i].has_cred = true;
+          u->q[i].cred = (struct ucred){ (pid_t)pid, (uid_t)uid, (gid_t)gid };
+        }
       if ((total += u->q[i].len) > QUEUE_MAX)
         return crest_error_make(err, EINVAL, "queue over %u bytes", QUEUE_MAX);
     }
@@ -1092,6 +1167,77 @@ stream_room(int fd, size_t len)
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &half, sizeof half);
 }
 
+/* A queued message sent again with its sender's credentials
+   (SCM_CREDENTIALS): by a process of that PID, since the kernel takes a
+   PID only of the sender itself or of a process that exists, when the
+   sender holds CAP_SYS_ADMIN over the PID namespace. */
+struct cred_send
+{
+  int fd, stream;
+  const uint8_t *data;
+  size_t len;
+  const struct sockaddr_un *to;
+  socklen_t tolen;
+  struct ucred cred;
+};
+
+/* S, in whichever process: 0 or an errno. */
+static int
+cred_send_run(const void *arg)
+{
+  const struct cred_send *s = arg;
+  size_t done = 0;
+  do
+    {
+      union
+      {
+        struct cmsghdr h;
+        uint8_t b[CMSG_SPACE(sizeof(struct ucred))];
+      } cm;
+      struct iovec iov = { (void *)(s->data + done), s->len - done };
+      struct msghdr m = { .msg_name = (void *)s->to,
+                          .msg_namelen = s->to ? s->tolen : 0,
+                          .msg_iov = &iov,
+                          .msg_iovlen = 1,
+                          .msg_control = &cm,
+                          .msg_controllen = sizeof cm };
+      ssize_t n;
+      memset(&cm, 0, sizeof cm);
+      cm.h.cmsg_level = SOL_SOCKET;
+      cm.h.cmsg_type = SCM_CREDENTIALS;
+      cm.h.cmsg_len = CMSG_LEN(sizeof(struct ucred));
+      memcpy(CMSG_DATA(&cm.h), &s->cred, sizeof s->cred);
+      n = sendmsg(s->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+      if (n <= 0)
+        return n < 0 ? errno : EIO;
+      done += (size_t)n;
+    }
+  while (s->stream && done < s->len);
+  return done == s->len ? 0 : EIO;
+}
+
+/* S by the process of its PID: a short-lived child of that PID sharing
+   crest's descriptors (the PIDs are free: no task of the tree exists
+   yet), or crest itself, as that PID or where the PID is taken (process
+   mode: a process outside the tree that sent it still runs; the kernel
+   lets crest name it where crest holds CAP_SYS_ADMIN over the PID
+   namespace). -1 with errno. */
+static int
+cred_send(struct rctx *c, const struct cred_send *s)
+{
+  int e;
+  if (s->cred.pid != getpid())
+    {
+      if (run_as_pid(c, s->cred.pid, cred_send_run, s) == 0)
+        return 0;
+      if (errno != EEXIST && errno != EBUSY)
+        return -1;
+    }
+  e = cred_send_run(s);
+  errno = e;
+  return e ? -1 : 0;
+}
+
 static int
 send_queue(struct rctx *c, int id, struct ursk *u, crest_error_t *err)
 {
@@ -1110,6 +1256,21 @@ send_queue(struct rctx *c, int id, struct ursk *u, crest_error_t *err)
         return -1;
       if (u->type == SOCK_STREAM)
         stream_room(fd, u->q[k].len);
+      if (u->q[k].has_cred)
+        {
+          struct cred_send cs = { fd,          u->type == SOCK_STREAM, u->q[k].data,
+                                  u->q[k].len, to ? &a : NULL,         alen,
+                                  u->q[k].cred };
+          int r = cred_send(c, &cs), e = errno;
+          base_leave(saved);
+          if (r < 0)
+            return crest_error_make(err, e,
+                                    "file %d: queue its %zu bytes again as sent by PID %d, UID %d, "
+                                    "GID %d (SO_PASSCRED): %s",
+                                    id, u->q[k].len, (int)u->q[k].cred.pid, (int)u->q[k].cred.uid,
+                                    (int)u->q[k].cred.gid, strerror(e));
+          continue;
+        }
       n = sendto(fd, u->q[k].data, u->q[k].len, MSG_DONTWAIT | MSG_NOSIGNAL,
                  to ? (struct sockaddr *)&a : NULL, to ? alen : 0);
       /* A stream takes its bytes in as many sends as it needs. */

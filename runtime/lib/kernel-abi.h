@@ -48,6 +48,9 @@ struct crest_sched_attr
 #ifndef SO_PASSPIDFD
 #define SO_PASSPIDFD 76
 #endif
+#ifndef SCM_PIDFD
+#define SCM_PIDFD 0x04 /* the sender as a pidfd, with SO_PASSPIDFD (Linux 6.5) */
+#endif
 #ifndef SO_PASSRIGHTS
 #define SO_PASSRIGHTS 83
 #endif

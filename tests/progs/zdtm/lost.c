@@ -2891,6 +2891,74 @@ chk_unix_peercred(void)
     }
 }
 
+/* Messages queued on sockets that read their senders' credentials
+   (SO_PASSCRED): a datagram pair and a stream pair, each with a message of
+   this process and one of a child (spawn) that stays; after restore each
+   message comes with the PID, user and group it was sent with (restore
+   sends each again from a process of that PID: docs/engine.md, "Unix
+   sockets"). Until December 2026 they named crest's PID. */
+static int uc_dg[2] = { -1, -1 }, uc_st[2] = { -1, -1 };
+static void
+uc_send(void)
+{
+  need(send(uc_dg[0], "kid-dgram", 9, 0) == 9 && send(uc_st[0], "kid-", 4, 0) == 4,
+       "the child's sends");
+}
+static void
+set_unix_creds(void)
+{
+  int one = 1, st;
+  need(socketpair(AF_UNIX, SOCK_DGRAM, 0, uc_dg) == 0
+           && socketpair(AF_UNIX, SOCK_STREAM, 0, uc_st) == 0
+           && setsockopt(uc_dg[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof one) == 0
+           && setsockopt(uc_st[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof one) == 0,
+       "socket pairs with SO_PASSCRED");
+  need(send(uc_dg[0], "me-dgram", 8, 0) == 8 && send(uc_st[0], "me-", 3, 0) == 3, "sends");
+  /* The child's, after this process's: it sends, then waits for SIGTERM. */
+  spawn(uc_send);
+  for (int i = 0; i < 200; i++)
+    {
+      if (ioctl(uc_st[1], FIONREAD, &st) == 0 && st == 7)
+        return;
+      usleep(10000);
+    }
+  zdtm_error("the child's messages never arrived");
+}
+static void
+uc_expect(int sock, const char *what, const char *want, size_t len, pid_t pid)
+{
+  char buf[64];
+  union
+  {
+    struct cmsghdr h;
+    char b[CMSG_SPACE(sizeof(struct ucred))];
+  } cm;
+  struct iovec iov = { buf, len };
+  struct msghdr m
+      = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cm, .msg_controllen = sizeof cm };
+  struct ucred u = { 0, (uid_t)-1, (gid_t)-1 };
+  ssize_t n = recvmsg(sock, &m, MSG_DONTWAIT);
+  if (n != (ssize_t)len || memcmp(buf, want, len) != 0)
+    {
+      zdtm_fail("%s: %zd bytes, not \"%s\"", what, n, want);
+      return;
+    }
+  for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
+    if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_CREDENTIALS)
+      memcpy(&u, CMSG_DATA(h), sizeof u);
+  if (u.pid != pid || u.uid != getuid() || u.gid != getgid())
+    zdtm_fail("%s: sent by PID %d, UID %d, GID %d after restore; PID %d, UID %d, GID %d before",
+              what, (int)u.pid, (int)u.uid, (int)u.gid, (int)pid, (int)getuid(), (int)getgid());
+}
+static void
+chk_unix_creds(void)
+{
+  uc_expect(uc_dg[1], "datagram 1", "me-dgram", 8, getpid());
+  uc_expect(uc_dg[1], "datagram 2", "kid-dgram", 9, child);
+  uc_expect(uc_st[1], "stream bytes 0-2", "me-", 3, getpid());
+  uc_expect(uc_st[1], "stream bytes 3-6", "kid-", 4, child);
+}
+
 /* A descriptor in flight: an eventfd sent with SCM_RIGHTS, not received. */
 static void
 set_unix_scm(void)
@@ -4215,6 +4283,7 @@ static const struct
   { "unix-renamed", set_unix_renamed, chk_unix_renamed },
   { "unix-relative", set_unix_relative, chk_unix_relative },
   { "unix-scm-rights", set_unix_scm, chk_unix_scm },
+  { "unix-creds", set_unix_creds, chk_unix_creds },
   { "unix-backlog-data", set_unix_backlog, chk_unix_backlog },
   { "timerfd-cancel", set_timerfd_cancel, chk_timerfd_cancel },
   { "inotify-unread", set_inotify_unread, chk_inotify_unread },
