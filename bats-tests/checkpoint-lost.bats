@@ -89,7 +89,7 @@ lost_case() {
 # unix-peercred (the init's sockets, which the restorer, PID 1 itself,
 # makes), and the refusals, each of
 # which must stop a checkpoint of its own.
-LOST_BATCH="posix-lock flock ofd-lock pipe-nonblock pipe-two-opens o-async madv-dontfork madv-wipeonfork madv-dontdump madv-hugepage madv-nohugepage reserve-sparse zero-read subreaper pdeathsig thp-disable dumpable timerslack coredump-filter mempolicy cpuid-fault autogroup spec-store-bypass spec-indirect-branch membarrier posix-timer mlock mlock-onfault mlockall posix-timer-tid-cpu sleep-restart sleep-restarted unlinked-holes unlinked-mode unlinked-shared unlinked-wronly unlinked-mapped unlinked-mapped-lock unlinked-big deleted-dir opath opath-symlink pidfd pipe-no-writer pipe-no-reader stdin-no-writer stdout-no-reader pipe-outside epoll-outside unix-outside unix-ext unix-renamed unix-relative unix-stream-full unix-creds inotify-walk sysv-shm sysv-sem sysv-msg bindtodevice udp-shutdown sockopts ksm-merge-any fown-no-async exit-signal exit-signal-zombie reparented"
+LOST_BATCH="posix-lock flock ofd-lock pipe-nonblock pipe-two-opens o-async madv-dontfork madv-wipeonfork madv-dontdump madv-hugepage madv-nohugepage reserve-sparse zero-read subreaper pdeathsig thp-disable dumpable timerslack coredump-filter mempolicy cpuid-fault autogroup spec-store-bypass spec-indirect-branch membarrier posix-timer mlock mlock-onfault mlockall posix-timer-tid-cpu sleep-restart sleep-restarted unlinked-holes unlinked-mode unlinked-shared unlinked-wronly unlinked-mapped unlinked-mapped-lock unlinked-big deleted-dir opath opath-symlink pidfd pipe-no-writer pipe-no-reader stdin-no-writer stdout-no-reader pipe-outside epoll-outside unix-outside unix-ext unix-renamed unix-relative unix-stream-full unix-creds inotify-walk sysv-shm sysv-sem sysv-msg bindtodevice udp-shutdown udp-pktinfo sockopts ksm-merge-any fown-no-async exit-signal exit-signal-zombie reparented"
 
 BATCH_NOTE=(
 	[posix-timer-tid-cpu]="timers on a thread's and the process's CPU-time clock named by ID"
@@ -105,6 +105,7 @@ BATCH_NOTE=(
 	[unix-creds]="messages queued on sockets that read their senders' credentials (SO_PASSCRED), from the process and its child: the same PIDs"
 	[bindtodevice]="sockets bound to lo"
 	[udp-shutdown]="UDP sockets shut for reading, writing, both"
+	[udp-pktinfo]="datagrams queued to 127.0.0.2 and 127.0.0.3 on sockets bound to any address that read their destination (IP_PKTINFO; a dual-stack IPv6 one)"
 	[sockopts]="IP, IPv6, TCP, UDP and socket options a program sets unprivileged"
 	[stdin-no-writer]="stdin a pipe whose writer is gone, bytes in it"
 	[stdout-no-reader]="stdout a pipe whose reader is gone"

@@ -118,6 +118,9 @@
    "cred_gid", its sender's credentials where the socket reads them
    (SO_PASSCRED), given again at restore by a process of that PID. */
 #define CREST_IMAGE_FORMAT_UNIX_MSG_CRED 22
+/* Format 22 too: a UDP socket's queued datagram's "to", its destination
+   address, where the socket reads it (IP_PKTINFO, IPV6_RECVPKTINFO). */
+#define CREST_IMAGE_FORMAT_UDP_DEST 22
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */
 #define XSTATE_MAX 16384
 

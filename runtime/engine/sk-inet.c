@@ -124,13 +124,15 @@ static const struct sk_opt sk_opts[] = {
   { SOL_IP, IP_TRANSPARENT, "IP_TRANSPARENT", ALL, OK_DEFAULT },
   O(SOL_IP, IP_TOS, ALL),
   O(SOL_IP, IP_TTL, ALL),
-  O(SOL_IP, IP_RECVERR, F4 | PT | PU),
-  O(SOL_IP, IP_PKTINFO, F4 | PU),
-  O(SOL_IP, IP_RECVTOS, F4 | PU),
-  O(SOL_IP, IP_RECVTTL, F4 | PU),
-  O(SOL_IP, IP_RECVOPTS, F4 | PU),
-  O(SOL_IP, IP_RETOPTS, F4 | PU),
-  O(SOL_IP, IP_RECVORIGDSTADDR, F4 | PU),
+  /* What a dual-stack IPv6 socket receives over IPv4 comes with these
+     too (the kernel answers SOL_IP on an IPv6 socket). */
+  O(SOL_IP, IP_RECVERR, ALL),
+  O(SOL_IP, IP_PKTINFO, F4 | F6 | PU),
+  O(SOL_IP, IP_RECVTOS, F4 | F6 | PU),
+  O(SOL_IP, IP_RECVTTL, F4 | F6 | PU),
+  O(SOL_IP, IP_RECVOPTS, F4 | F6 | PU),
+  O(SOL_IP, IP_RETOPTS, F4 | F6 | PU),
+  O(SOL_IP, IP_RECVORIGDSTADDR, F4 | F6 | PU),
   O(SOL_IP, IP_MTU_DISCOVER, F4 | PT | PU),
   O(SOL_IP, IP_FREEBIND, F4 | PT | PU),
   O(SOL_IP, IP_BIND_ADDRESS_NO_PORT, F4 | PT | PU),
@@ -140,9 +142,9 @@ static const struct sk_opt sk_opts[] = {
   /* the address it was given (by an interface index alone: not shown) */
   O(SOL_IP, IP_MULTICAST_IF, F4 | PU),
   O(SOL_IP, IP_UNICAST_IF, F4 | PT | PU),
-  O(SOL_IP, IP_RECVFRAGSIZE, F4 | PU),
-  O(SOL_IP, IP_CHECKSUM, F4 | PU),
-  O(SOL_IP, IP_PASSSEC, F4 | PU),
+  O(SOL_IP, IP_RECVFRAGSIZE, F4 | F6 | PU),
+  O(SOL_IP, IP_CHECKSUM, F4 | F6 | PU),
+  O(SOL_IP, IP_PASSSEC, F4 | F6 | PU),
   O(SOL_IP, IP_MINTTL, F4 | PT),
   O(SOL_IP, IP_RECVERR_RFC4884, F4 | PT | PU),
   O(SOL_IP, IP_LOCAL_PORT_RANGE, F4 | PT | PU),
@@ -207,6 +209,10 @@ struct dgram
   struct sockaddr_storage from;
   uint8_t *data;
   size_t len;
+  /* Its destination address (port 0), where the socket reads it
+     (IP_PKTINFO, IPV6_RECVPKTINFO): format 22. */
+  bool has_to;
+  struct sockaddr_storage to;
 };
 
 struct inet_sk
@@ -361,6 +367,70 @@ bad:
 
 /* --- checkpoint --- */
 
+/* The destination a datagram peeked with M was sent to, where the socket
+   reads it (IP_PKTINFO, IPV6_RECVPKTINFO), into G (family FAMILY, port
+   0). A restore sends it again to that address from the same host: the
+   same address and interface (loopback) only for one that came in on
+   loopback; one from another interface, or to a multicast group, is a
+   passing state for a server that drains its queue (EAGAIN: the
+   checkpoint tries again). */
+static int
+dgram_dest(struct msghdr *m, int family, struct dgram *g, crest_error_t *err)
+{
+  for (struct cmsghdr *h = CMSG_FIRSTHDR(m); h; h = CMSG_NXTHDR(m, h))
+    {
+      int ifindex = 0;
+      struct sockaddr_storage to;
+      memset(&to, 0, sizeof to);
+      if (h->cmsg_level == IPPROTO_IP && h->cmsg_type == IP_PKTINFO
+          && h->cmsg_len >= CMSG_LEN(sizeof(struct in_pktinfo)))
+        {
+          struct in_pktinfo pi;
+          memcpy(&pi, CMSG_DATA(h), sizeof pi);
+          ifindex = pi.ipi_ifindex;
+          if (family == AF_INET)
+            {
+              to.ss_family = AF_INET;
+              ((struct sockaddr_in *)&to)->sin_addr = pi.ipi_addr;
+            }
+          else
+            {
+              struct in6_addr *a6 = &((struct sockaddr_in6 *)&to)->sin6_addr;
+              to.ss_family = AF_INET6;
+              a6->s6_addr[10] = a6->s6_addr[11] = 0xff; /* ::ffff:a.b.c.d */
+              memcpy(&a6->s6_addr[12], &pi.ipi_addr, 4);
+            }
+        }
+      else if (h->cmsg_level == IPPROTO_IPV6 && h->cmsg_type == IPV6_PKTINFO
+               && h->cmsg_len >= CMSG_LEN(sizeof(struct in6_pktinfo)))
+        {
+          struct in6_pktinfo pi;
+          memcpy(&pi, CMSG_DATA(h), sizeof pi);
+          ifindex = (int)pi.ipi6_ifindex;
+          to.ss_family = AF_INET6;
+          ((struct sockaddr_in6 *)&to)->sin6_addr = pi.ipi6_addr;
+        }
+      else
+        continue;
+      if (ifindex != 1 /* loopback, in every namespace */)
+        return crest_error_make(err, EAGAIN,
+                                "a queued datagram came in on interface %d, and the socket reads "
+                                "where (IP_PKTINFO): a restore would queue it again through "
+                                "loopback",
+                                ifindex);
+      if ((to.ss_family == AF_INET
+           && IN_MULTICAST(ntohl(((struct sockaddr_in *)&to)->sin_addr.s_addr)))
+          || (to.ss_family == AF_INET6
+              && IN6_IS_ADDR_MULTICAST(&((struct sockaddr_in6 *)&to)->sin6_addr)))
+        return crest_error_make(err, EAGAIN,
+                                "a multicast datagram is queued, and the socket reads its "
+                                "destination (IP_PKTINFO), which a restore cannot give again");
+      g->has_to = true;
+      g->to = to;
+    }
+  return 0;
+}
+
 /* Every datagram waiting on D, a copy of a UDP socket, read without taking
    it: SO_PEEK_OFF makes each MSG_PEEK start after the one before. The
    program's own peek offset is put back. */
@@ -379,11 +449,20 @@ peek_queue(int d, struct inet_sk *s, crest_error_t *err)
   for (;;)
     {
       struct dgram g;
+      union
+      {
+        struct cmsghdr h;
+        uint8_t b[256];
+      } cm;
       struct iovec iov = { buf, SK_DGRAM_MAX };
-      struct msghdr m
-          = { .msg_name = &g.from, .msg_namelen = sizeof g.from, .msg_iov = &iov, .msg_iovlen = 1 };
+      struct msghdr m = { .msg_name = &g.from,
+                          .msg_namelen = sizeof g.from,
+                          .msg_iov = &iov,
+                          .msg_iovlen = 1,
+                          .msg_control = &cm,
+                          .msg_controllen = sizeof cm };
       ssize_t n;
-      memset(&g.from, 0, sizeof g.from);
+      memset(&g, 0, sizeof g);
       n = recvmsg(d, &m, MSG_PEEK | MSG_DONTWAIT);
       if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
         break;
@@ -402,6 +481,11 @@ peek_queue(int d, struct inet_sk *s, crest_error_t *err)
         {
           rc = crest_error_make(err, ENOTSUP, "a queued datagram has a source of family %d",
                                 g.from.ss_family);
+          break;
+        }
+      if (dgram_dest(&m, s->family, &g, err) < 0)
+        {
+          rc = -1;
           break;
         }
       g.len = (size_t)n;
@@ -856,6 +940,12 @@ inet_write(struct dctx *c, const struct dfile *f, yajl_gen g)
           yajl_gen_map_open(g);
           addr_put(g, "from", &s->q[i].from);
           jput_hex(g, "data", s->q[i].data, s->q[i].len);
+          if (s->q[i].has_to)
+            {
+              addr_put(g, "to", &s->q[i].to);
+              if (c->w->format < CREST_IMAGE_FORMAT_UDP_DEST)
+                c->w->format = CREST_IMAGE_FORMAT_UDP_DEST;
+            }
           yajl_gen_map_close(g);
         }
       yajl_gen_array_close(g);
@@ -907,8 +997,11 @@ parse_queue(yajl_val v, struct inet_sk *s, crest_error_t *err)
     {
       struct dgram *g = &s->q[i];
       if (addr_parse(items[i], "from", s->family, &g->from, err) < 0
-          || jget_hex_alloc(items[i], "data", SK_DGRAM_MAX, &g->data, &g->len, err) < 0)
+          || jget_hex_alloc(items[i], "data", SK_DGRAM_MAX, &g->data, &g->len, err) < 0
+          || (yajl_tree_get(items[i], (const char *[]){ "to", NULL }, yajl_t_any)
+              && addr_parse(items[i], "to", s->family, &g->to, err) < 0))
         return crest_error_wrap(err, "datagram %ld", i);
+      g->has_to = g->to.ss_family != 0;
       s->nq++;
       if (g->len == 0 || (total += g->len) > SK_QUEUE_MAX)
         return crest_error_make(err, EINVAL, "datagram %ld: bad length", i);
@@ -1091,6 +1184,35 @@ rmem_now(int fd)
 
 /* The descriptor to send a datagram from FROM with: a restored UDP socket
    of the tree bound to it, else a new one bound to it (*TMP). */
+/* A, an IPv4-mapped IPv6 address, as IPv4 in *V4 (its port kept). */
+static bool
+v4_mapped(const struct sockaddr_storage *a, struct sockaddr_storage *v4)
+{
+  const struct sockaddr_in6 *a6 = (const struct sockaddr_in6 *)a;
+  struct sockaddr_in *o = (struct sockaddr_in *)v4;
+  if (a->ss_family != AF_INET6 || !IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr))
+    return false;
+  memset(v4, 0, sizeof *v4);
+  o->sin_family = AF_INET;
+  o->sin_port = a6->sin6_port;
+  memcpy(&o->sin_addr, &a6->sin6_addr.s6_addr[12], 4);
+  return true;
+}
+
+/* Is FROM, a datagram's source, where a socket bound to any address on
+   its port (LOCAL) sent it from? (The kernel picked the source address
+   for the destination, as it does again.) An IPv4 source shows IPv4-mapped
+   to a dual-stack IPv6 receiver. */
+static bool
+sent_from_any(const struct sockaddr_storage *local, const struct sockaddr_storage *from)
+{
+  struct sockaddr_storage f4;
+  if (!addr_any(local) || addr_port(local) != addr_port(from))
+    return false;
+  return local->ss_family == from->ss_family
+         || (local->ss_family == AF_INET && v4_mapped(from, &f4));
+}
+
 static int
 sender_for(struct rctx *c, const struct sockaddr_storage *from, int *tmp, crest_error_t *err)
 {
@@ -1098,7 +1220,7 @@ sender_for(struct rctx *c, const struct sockaddr_storage *from, int *tmp, crest_
     {
       const struct inet_sk *o = c->f[i].priv;
       if (c->f[i].ops == &fd_inet_ops && o->proto == IPPROTO_UDP && c->f[i].svc >= 0
-          && addr_eq(&o->local, from))
+          && (addr_eq(&o->local, from) || sent_from_any(&o->local, from)))
         return c->f[i].svc;
     }
   *tmp = socket(from->ss_family, SOCK_DGRAM | SOCK_CLOEXEC, IPPROTO_UDP);
@@ -1107,7 +1229,8 @@ sender_for(struct rctx *c, const struct sockaddr_storage *from, int *tmp, crest_
   return *tmp;
 }
 
-/* Send datagram G to FD (bound to TO) and wait until it is queued there. */
+/* Send datagram G to FD (bound to TO) and wait until it is queued there.
+   From an IPv4 socket, an IPv4-mapped destination as IPv4. */
 static int
 requeue(struct rctx *c, int fd, const struct sockaddr_storage *to, const struct dgram *g,
         crest_error_t *err)
@@ -1115,8 +1238,13 @@ requeue(struct rctx *c, int fd, const struct sockaddr_storage *to, const struct 
   cleanup_close int tmp = -1;
   long long before = rmem_now(fd);
   int src = sender_for(c, &g->from, &tmp, err);
+  struct sockaddr_storage own, to4;
+  socklen_t ol = sizeof own;
   if (src < 0)
     return -1;
+  if (to->ss_family == AF_INET6 && getsockname(src, (struct sockaddr *)&own, &ol) == 0
+      && own.ss_family == AF_INET && v4_mapped(to, &to4))
+    to = &to4;
   if (sendto(src, g->data, g->len, 0, (const struct sockaddr *)to, addr_len(to->ss_family))
       != (ssize_t)g->len)
     return crest_error_errno(err, "send a queued datagram again");
@@ -1156,6 +1284,20 @@ udp_shut_restore(struct rctx *c, const struct rfile *f, crest_error_t *err)
   return 0;
 }
 
+/* Where datagram G goes again: its own destination (format 22) on the
+   socket's port, else TO (the socket's address, loopback for any). */
+static const struct sockaddr_storage *
+dgram_to(struct dgram *g, const struct sockaddr_storage *to)
+{
+  if (!g->has_to)
+    return to;
+  if (g->to.ss_family == AF_INET)
+    ((struct sockaddr_in *)&g->to)->sin_port = ((const struct sockaddr_in *)to)->sin_port;
+  else
+    ((struct sockaddr_in6 *)&g->to)->sin6_port = ((const struct sockaddr_in6 *)to)->sin6_port;
+  return &g->to;
+}
+
 static int
 inet_finish(struct rctx *c, struct rfile *f, crest_error_t *err)
 {
@@ -1177,7 +1319,7 @@ inet_finish(struct rctx *c, struct rfile *f, crest_error_t *err)
         }
     }
   for (size_t i = 0; i < s->nq; i++)
-    if (requeue(c, f->svc, &to, &s->q[i], err) < 0)
+    if (requeue(c, f->svc, dgram_to(&s->q[i], &to), &s->q[i], err) < 0)
       return crest_error_wrap(err, "restore: file %d (%s): datagram %zu of %zu", f->id, f->path,
                               i + 1, s->nq);
   if (sk_opts_apply(f->svc, &s->so, SKO_BIT(SKO_PEEK_OFF), err) < 0)

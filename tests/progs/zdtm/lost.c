@@ -3953,6 +3953,82 @@ revents(int s)
   struct pollfd p = { .fd = s, .events = POLLIN | POLLRDHUP };
   return poll(&p, 1, 0) < 0 ? -1 : p.revents;
 }
+/* Datagrams queued on sockets bound to any address that read each one's
+   destination (IP_PKTINFO): an IPv4 socket, sent to at 127.0.0.2, and a
+   dual-stack IPv6 one, at 127.0.0.3 (the destination then an IPv4-mapped
+   one). After restore each comes with the destination it was sent to,
+   through loopback; until December 2026 both were queued again to
+   127.0.0.1 and ::1. */
+static int up_s[2] = { -1, -1 }, up_tx = -1;
+static void
+set_udp_pktinfo(void)
+{
+  struct sockaddr_in a = { .sin_family = AF_INET };
+  struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
+  socklen_t len = sizeof a, len6 = sizeof a6;
+  int one = 1, zero = 0;
+  up_s[0] = socket(AF_INET, SOCK_DGRAM, 0);
+  up_s[1] = socket(AF_INET6, SOCK_DGRAM, 0);
+  up_tx = socket(AF_INET, SOCK_DGRAM, 0);
+  need(up_s[0] >= 0 && up_tx >= 0, "socket");
+  if (up_s[1] < 0)
+    unsupported("an IPv6 socket");
+  need(setsockopt(up_s[0], IPPROTO_IP, IP_PKTINFO, &one, sizeof one) == 0
+           && setsockopt(up_s[1], IPPROTO_IPV6, IPV6_V6ONLY, &zero, sizeof zero) == 0
+           && setsockopt(up_s[1], IPPROTO_IP, IP_PKTINFO, &one, sizeof one) == 0
+           && bind(up_s[0], (struct sockaddr *)&a, sizeof a) == 0
+           && getsockname(up_s[0], (struct sockaddr *)&a, &len) == 0
+           && bind(up_s[1], (struct sockaddr *)&a6, sizeof a6) == 0
+           && getsockname(up_s[1], (struct sockaddr *)&a6, &len6) == 0,
+       "sockets bound to any address, with IP_PKTINFO");
+  a.sin_addr.s_addr = htonl(0x7f000002);
+  need(sendto(up_tx, "to-2", 4, 0, (struct sockaddr *)&a, sizeof a) == 4, "send to 127.0.0.2");
+  a.sin_port = a6.sin6_port;
+  a.sin_addr.s_addr = htonl(0x7f000003);
+  need(sendto(up_tx, "to-3", 4, 0, (struct sockaddr *)&a, sizeof a) == 4, "send to 127.0.0.3");
+  for (int i = 0; i < 200; i++)
+    {
+      int q0 = 0, q1 = 0;
+      if (ioctl(up_s[0], FIONREAD, &q0) == 0 && ioctl(up_s[1], FIONREAD, &q1) == 0 && q0 && q1)
+        return;
+      usleep(10000);
+    }
+  zdtm_error("the datagrams never arrived");
+}
+static void
+up_expect(int sock, const char *what, const char *want, uint32_t dst)
+{
+  char buf[16];
+  union
+  {
+    struct cmsghdr h;
+    char b[256];
+  } cm;
+  struct iovec iov = { buf, sizeof buf };
+  struct msghdr m
+      = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cm, .msg_controllen = sizeof cm };
+  struct in_pktinfo pi;
+  ssize_t n = recvmsg(sock, &m, MSG_DONTWAIT);
+  memset(&pi, 0, sizeof pi);
+  if (n != 4 || memcmp(buf, want, 4) != 0)
+    {
+      zdtm_fail("%s: %zd bytes, not \"%s\"", what, n, want);
+      return;
+    }
+  for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
+    if (h->cmsg_level == IPPROTO_IP && h->cmsg_type == IP_PKTINFO)
+      memcpy(&pi, CMSG_DATA(h), sizeof pi);
+  if (ntohl(pi.ipi_addr.s_addr) != dst || pi.ipi_ifindex != 1)
+    zdtm_fail("%s: destination %08x on interface %d after restore, %08x on 1 before", what,
+              ntohl(pi.ipi_addr.s_addr), pi.ipi_ifindex, dst);
+}
+static void
+chk_udp_pktinfo(void)
+{
+  up_expect(up_s[0], "IPv4 socket", "to-2", 0x7f000002);
+  up_expect(up_s[1], "IPv6 socket", "to-3", 0x7f000003);
+}
+
 static void
 set_udp_shut(void)
 {
@@ -4307,6 +4383,7 @@ static const struct
   { "mcast-source", set_mcast_source, chk_mcast_source },
   { "bindtodevice", set_btd, chk_btd },
   { "udp-shutdown", set_udp_shut, chk_udp_shut },
+  { "udp-pktinfo", set_udp_pktinfo, chk_udp_pktinfo },
   { "udp-cork", set_udp_cork, chk_dg_whole },
   { "udp-more", set_udp_more, chk_dg_whole },
   { "udp-inflight", set_udp_inflight, chk_udp_inflight },
