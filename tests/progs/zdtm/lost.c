@@ -4227,6 +4227,217 @@ tty_of(pid_t pid)
     }
   return tty;
 }
+/* Rows of docs/engine.md's tables that had no test ("none yet"), each
+   restored or refused as the table says. */
+
+/* memfd-sealed: a memfd mapped shared and read-only, then sealed against
+   writes (F_SEAL_WRITE): refused, "sealed against writes". */
+static char *ms_map;
+static void
+set_memfd_sealed(void)
+{
+  fd = (int)syscall(SYS_memfd_create, "sealed", MFD_ALLOW_SEALING);
+  need(fd >= 0 && ftruncate(fd, PG) == 0 && pwrite(fd, "sealed", 6, 0) == 6, "a memfd");
+  {
+    /* Mapped through a read-only open of it: a mapping that may not
+       write (no VM_MAYWRITE) lets the seal be added. */
+    char ro[64];
+    int r;
+    snprintf(ro, sizeof ro, "/proc/self/fd/%d", fd);
+    r = open(ro, O_RDONLY);
+    need(r >= 0, "open the memfd read-only");
+    ms_map = mmap(NULL, PG, PROT_READ, MAP_SHARED, r, 0);
+    close(r);
+  }
+  need(ms_map != MAP_FAILED && fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE) == 0, "map, F_SEAL_WRITE");
+}
+static void
+chk_memfd_sealed(void)
+{
+  if (memcmp(ms_map, "sealed", 6) != 0 || fcntl(fd, F_GET_SEALS) != F_SEAL_WRITE)
+    zdtm_fail("the sealed memfd's mapping or seals changed (seals %#x)", fcntl(fd, F_GET_SEALS));
+}
+
+/* memfd-big: a memfd of 2 GiB (sparse, 2 pages written): refused, "larger
+   than 1 GiB". */
+static void
+set_memfd_big(void)
+{
+  fd = (int)syscall(SYS_memfd_create, "big", 0);
+  need(fd >= 0 && ftruncate(fd, 2048 * MIB) == 0 && pwrite(fd, "a", 1, 0) == 1
+           && pwrite(fd, "z", 1, 2048 * MIB - 1) == 1,
+       "a memfd of 2 GiB");
+}
+static void
+chk_memfd_big(void)
+{
+  char a = 0, z = 0;
+  struct stat st;
+  if (fstat(fd, &st) < 0 || st.st_size != 2048 * MIB || pread(fd, &a, 1, 0) != 1
+      || pread(fd, &z, 1, 2048 * MIB - 1) != 1 || a != 'a' || z != 'z')
+    zdtm_fail("the 2 GiB memfd changed");
+}
+
+/* opath-fifo: an O_PATH descriptor of a named FIFO: refused, "O_PATH
+   descriptor of a FIFO". */
+static void
+set_opath_fifo(void)
+{
+  need(mkfifo("fifo", 0600) == 0 && (fd = open("fifo", O_PATH)) >= 0, "O_PATH of a FIFO");
+}
+static void
+chk_opath_fifo(void)
+{
+  struct stat st;
+  if (fstat(fd, &st) < 0 || !S_ISFIFO(st.st_mode) || !(fcntl(fd, F_GETFL) & O_PATH))
+    zdtm_fail("the O_PATH descriptor of the FIFO changed");
+}
+
+/* epoll-exclusive: an eventfd added to an epoll with EPOLLEXCLUSIVE:
+   restored, the flag in the epoll's fdinfo again, and the eventfd, once
+   written, reported. */
+static void
+set_epoll_exclusive(void)
+{
+  struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE, .data.u64 = 77 };
+  fd = epoll_create1(0);
+  fd2 = eventfd(0, EFD_NONBLOCK);
+  need(fd >= 0 && fd2 >= 0 && epoll_ctl(fd, EPOLL_CTL_ADD, fd2, &ev) == 0,
+       "epoll_ctl EPOLLEXCLUSIVE");
+}
+static void
+chk_epoll_exclusive(void)
+{
+  char fi[64], line[256];
+  unsigned events = 0;
+  struct epoll_event ev;
+  FILE *f;
+  snprintf(fi, sizeof fi, "/proc/self/fdinfo/%d", fd);
+  if ((f = fopen(fi, "r")))
+    {
+      while (fgets(line, sizeof line, f))
+        if (sscanf(line, "tfd: %*d events: %x", &events) == 1)
+          break;
+      fclose(f);
+    }
+  if (!(events & EPOLLEXCLUSIVE) || !(events & EPOLLIN))
+    zdtm_fail("the target's events %#x, without EPOLLIN | EPOLLEXCLUSIVE", events);
+  if (eventfd_write(fd2, 1) < 0 || epoll_wait(fd, &ev, 1, 1000) != 1 || ev.data.u64 != 77)
+    zdtm_fail("the eventfd written is not reported by the epoll");
+}
+
+/* pty-unread: bytes written on a pty's slave, not read on its master:
+   refused, "wait to be read on its master". */
+static int pu_s = -1;
+static void
+set_pty_unread(void)
+{
+  fd = posix_openpt(O_RDWR | O_NOCTTY);
+  need(fd >= 0 && grantpt(fd) == 0 && unlockpt(fd) == 0
+           && (pu_s = open(ptsname(fd), O_RDWR | O_NOCTTY)) >= 0,
+       "a pty");
+  need(write(pu_s, "unread\n", 7) == 7, "write on the slave");
+}
+static void
+chk_pty_unread(void)
+{
+  char buf[32] = "";
+  int n = 0;
+  for (int i = 0; i < 100 && !(ioctl(fd, FIONREAD, &n) == 0 && n > 0); i++)
+    usleep(10000);
+  if (read(fd, buf, sizeof buf - 1) <= 0 || !strstr(buf, "unread"))
+    zdtm_fail("the master does not read what the slave wrote (\"%s\")", buf);
+}
+
+/* unix-listener-gone: a connection accepted from a listener the program
+   has closed since: refused, "no longer in the tree". */
+static int lg_c = -1;
+static void
+set_unix_listener_gone(void)
+{
+  struct sockaddr_un a = { .sun_family = AF_UNIX };
+  socklen_t len = sizeof a;
+  int l = socket(AF_UNIX, SOCK_STREAM, 0);
+  lg_c = socket(AF_UNIX, SOCK_STREAM, 0);
+  need(l >= 0 && lg_c >= 0 && bind(l, (struct sockaddr *)&a, sizeof(sa_family_t)) == 0
+           && getsockname(l, (struct sockaddr *)&a, &len) == 0 && listen(l, 1) == 0
+           && connect(lg_c, (struct sockaddr *)&a, len) == 0 && (fd = accept(l, NULL, NULL)) >= 0,
+       "a connection accepted");
+  close(l);
+}
+static void
+chk_unix_listener_gone(void)
+{
+  char c = 0;
+  if (send(lg_c, "x", 1, MSG_NOSIGNAL) != 1 || recv(fd, &c, 1, 0) != 1 || c != 'x')
+    zdtm_fail("the accepted connection does not carry a byte");
+}
+
+/* unix-peer-closed: a stream socket whose peer wrote and closed:
+   restored, the bytes then end of file. */
+static void
+set_unix_peer_closed(void)
+{
+  need(socketpair(AF_UNIX, SOCK_STREAM, 0, pfd) == 0 && write(pfd[1], "last words", 10) == 10,
+       "socketpair");
+  close(pfd[1]);
+  pfd[1] = -1;
+}
+static void
+chk_unix_peer_closed(void)
+{
+  char buf[16];
+  ssize_t n = recv(pfd[0], buf, sizeof buf, MSG_DONTWAIT);
+  if (n != 10 || memcmp(buf, "last words", 10) != 0)
+    zdtm_fail("the peer's bytes: %zd read", n);
+  else if ((n = recv(pfd[0], buf, sizeof buf, MSG_DONTWAIT)) != 0)
+    zdtm_fail("after the bytes: %zd (%s), not end of file", n, n < 0 ? strerror(errno) : "data");
+}
+
+/* unix-empty-dgram: a zero-length datagram queued on a unix socket:
+   refused, "zero-length datagram". */
+static void
+set_unix_empty_dgram(void)
+{
+  need(socketpair(AF_UNIX, SOCK_DGRAM, 0, pfd) == 0 && send(pfd[0], "", 0, 0) == 0,
+       "an empty datagram");
+}
+static void
+chk_unix_empty_dgram(void)
+{
+  char c;
+  if (recv(pfd[1], &c, 1, MSG_DONTWAIT) != 0)
+    zdtm_fail("the empty datagram is not there");
+}
+
+/* udp-empty: an empty UDP datagram queued: refused, "empty datagram". */
+static void
+set_udp_empty(void)
+{
+  struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+  socklen_t len = sizeof a;
+  fd = socket(AF_INET, SOCK_DGRAM, 0);
+  fd2 = socket(AF_INET, SOCK_DGRAM, 0);
+  need(fd >= 0 && fd2 >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0
+           && getsockname(fd, (struct sockaddr *)&a, &len) == 0
+           && sendto(fd2, "", 0, 0, (struct sockaddr *)&a, len) == 0,
+       "an empty UDP datagram");
+  for (int i = 0; i < 100; i++)
+    {
+      struct pollfd p = { fd, POLLIN, 0 };
+      if (poll(&p, 1, 10) == 1)
+        return;
+    }
+  zdtm_error("the empty datagram never arrived");
+}
+static void
+chk_udp_empty(void)
+{
+  char c;
+  if (recv(fd, &c, 1, MSG_DONTWAIT) != 0)
+    zdtm_fail("the empty datagram is not there");
+}
+
 static void
 set_pty_closed(void)
 {
@@ -4389,6 +4600,15 @@ static const struct
   { "udp-inflight", set_udp_inflight, chk_udp_inflight },
   { "sockopts", set_sockopts, chk_sockopts },
   { "pty-ctty-closed", set_pty_closed, chk_pty_closed },
+  { "memfd-sealed", set_memfd_sealed, chk_memfd_sealed },
+  { "memfd-big", set_memfd_big, chk_memfd_big },
+  { "opath-fifo", set_opath_fifo, chk_opath_fifo },
+  { "epoll-exclusive", set_epoll_exclusive, chk_epoll_exclusive },
+  { "pty-unread", set_pty_unread, chk_pty_unread },
+  { "unix-listener-gone", set_unix_listener_gone, chk_unix_listener_gone },
+  { "unix-peer-closed", set_unix_peer_closed, chk_unix_peer_closed },
+  { "unix-empty-dgram", set_unix_empty_dgram, chk_unix_empty_dgram },
+  { "udp-empty", set_udp_empty, chk_udp_empty },
   { "leader-exit", set_leader_exit, NULL },
   { "reparented", set_orphan, NULL },
   { "orphan-pgrp", set_orphan_pgrp, NULL },
