@@ -225,7 +225,12 @@ struct ptimer
    (VmFlags "sh": it may be made writable), whatever its protections now:
    the file is opened for reading and writing to map it again. */
 #define VMF_SHAREDWRITE 0x1000u
-#define VMF_ALL 0x1fffu
+/* Format 22: a shared mapping of a memory object (a memfd) made through a
+   descriptor not open for writing (VmFlags "ms" without "sh": it may
+   never be made writable; the only kind a memfd sealed against writes
+   has): mapped again through a read-only descriptor of it. */
+#define VMF_SHAREDRO 0x2000u
+#define VMF_ALL 0x3fffu
 struct vmflags_ent;
 int
 vmflags_load(pid_t pid, struct vmflags_ent **out, size_t *n, crest_error_t *err);

@@ -121,6 +121,8 @@
 /* Format 22 too: a UDP socket's queued datagram's "to", its destination
    address, where the socket reads it (IP_PKTINFO, IPV6_RECVPKTINFO). */
 #define CREST_IMAGE_FORMAT_UDP_DEST 22
+/* Format 22 too: a mapping's "madv" may hold VMF_SHAREDRO (0x2000). */
+#define CREST_IMAGE_FORMAT_SHARED_RO 22
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */
 #define XSTATE_MAX 16384
 

@@ -59,7 +59,28 @@ mf_add(struct rctx *c, const char *data, int svc)
 {
   c->mf = xrealloc(c->mf, (c->nmf + 1) * sizeof *c->mf);
   c->mf[c->nmf].data = data, c->mf[c->nmf].svc = svc;
+  c->mf[c->nmf].svc_ro = -1;
   c->nmf++;
+}
+
+int
+memfile_svc_ro(struct rctx *c, int svc, crest_error_t *err)
+{
+  char path[64];
+  int fd;
+  for (size_t k = 0; k < c->nmf; k++)
+    if (c->mf[k].svc == svc)
+      {
+        if (c->mf[k].svc_ro >= 0)
+          return c->mf[k].svc_ro;
+        snprintf(path, sizeof path, "/proc/self/fd/%d", svc);
+        if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+          return crest_error_errno(err, "open memfd %s again read-only", c->mf[k].data);
+        if ((fd = svc_place(c, fd, err)) < 0)
+          return -1;
+        return c->mf[k].svc_ro = fd;
+      }
+  return crest_error_make(err, EINVAL, "memfd descriptor %d unknown", svc);
 }
 
 static const struct rmemfile *

@@ -235,6 +235,11 @@ tty_open(struct rctx *c, crest_error_t *err);
    mappings of it share it). */
 int
 memfile_svc(struct rctx *c, const char *data, const char *path, crest_error_t *err);
+/* A read-only descriptor of the memfd SVC (memfile_svc's), in the service
+   range, one per object: the shared mappings made through a descriptor not
+   open for writing (VMF_SHAREDRO) are made through it. */
+int
+memfile_svc_ro(struct rctx *c, int svc, crest_error_t *err);
 /* "memfiles" (format 19): the objects whose data file holds only their
    extents; parsed before the processes, whose mappings name them. */
 int

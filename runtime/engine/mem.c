@@ -659,6 +659,8 @@ mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
           c->w->format = CREST_IMAGE_FORMAT_TIMERS; /* format 9: mlock */
         if (w == 3 && c->w->format < CREST_IMAGE_FORMAT_NOACCT)
           c->w->format = CREST_IMAGE_FORMAT_NOACCT;
+        if (w == 4 && c->w->format < CREST_IMAGE_FORMAT_SHARED_RO)
+          c->w->format = CREST_IMAGE_FORMAT_SHARED_RO;
         if (put_attrs(c, w) < 0)
           goto fail;
       }
@@ -854,7 +856,10 @@ mem_parse_vmas(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
                             && !(madv & VMF_NORESERVE)))
                     && (!(madv & VMF_SHAREDWRITE)
                         || (c->img->format >= CREST_IMAGE_FORMAT_NOACCT && m->shared
-                            && strcmp(kind, "file") == 0)),
+                            && strcmp(kind, "file") == 0))
+                    && (!(madv & VMF_SHAREDRO)
+                        || (c->img->format >= CREST_IMAGE_FORMAT_SHARED_RO && m->shared
+                            && !(m->prot & PROT_WRITE) && strcmp(kind, "memfile") == 0)),
                 "process %d: mapping %ld: bad madv %lld (format %d)", p->pid, i, (long long)madv,
                 c->img->format);
           m->madv = (uint32_t)madv;

@@ -235,7 +235,8 @@ struct rctx
   {
     const char *data;
     int svc;
-  } * mf; /* memory files made so far, shared by every mapping of one */
+    int svc_ro; /* a read-only descriptor of it (memfile_svc_ro), or -1 */
+  } * mf;       /* memory files made so far, shared by every mapping of one */
   size_t nmf;
   struct rmemfile
   {

@@ -172,7 +172,9 @@ open_proc_files(struct rctx *c, struct rproc *p, struct svc_files *sf, crest_err
         continue;
       if (m->data)
         {
-          if ((m->svc = memfile_svc(c, m->data, m->path, err)) < 0)
+          if ((m->svc = memfile_svc(c, m->data, m->path, err)) < 0
+              || (m->shared && (m->madv & VMF_SHAREDRO)
+                  && (m->svc = memfile_svc_ro(c, m->svc, err)) < 0))
             return crest_error_wrap(err, "restore: process %d: mapping of %s", p->pid, m->path);
           continue;
         }

@@ -49,8 +49,6 @@
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010
 #endif
-/* Seals that forbid the shared mappings restore makes of the object. */
-#define SEALS_NO_SHARED (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)
 
 #define PM_PRESENT(e) (((e) >> 63) & 1)
 #define PM_SWAPPED(e) (((e) >> 62) & 1)
@@ -122,11 +120,16 @@ shm_collect(struct shm_table *t, pid_t pid, crest_error_t *err)
       o = find_obj(t, ml.maj, ml.min, ml.ino);
       if (!o)
         o = add_obj(t, ml.maj, ml.min, ml.ino, ml.name);
-      if (ml.perms[3] == 's' && (o->seals & SEALS_NO_SHARED))
+      /* Sealed with F_SEAL_WRITE, every shared mapping of it may never
+         write (VMF_SHAREDRO: mapped again read-only after the seals); one
+         sealed with F_SEAL_FUTURE_WRITE may have writable ones, which the
+         restore could not map once the seals are back. */
+      if (ml.perms[3] == 's' && (o->seals & F_SEAL_FUTURE_WRITE))
         return crest_error_make(err, ENOTSUP,
                                 "task %d: mapping %" PRIx64 "-%" PRIx64
                                 " of %s: shared, of a memfd "
-                                "sealed against writes (seals %#x), which restore cannot map again",
+                                "sealed against future writes (seals %#x), which restore cannot "
+                                "map again",
                                 pid, ml.start, ml.end, o->path, o->seals);
       o->m = xrealloc(o->m, (o->nm + 1) * sizeof *o->m);
       o->m[o->nm].pid = pid, o->m[o->nm].start = ml.start, o->m[o->nm].end = ml.end;

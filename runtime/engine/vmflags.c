@@ -190,7 +190,7 @@ vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, 
   /* "ac", or not a private mapping the kernel could charge: shared ("sh";
      "ms" alone for a shared mapping of a file open read-only) or
      MAP_NORESERVE ("nr"). */
-  bool charged = false, sh = false;
+  bool charged = false, sh = false, ms = false;
   *bits = 0;
   if (e && e->anon_name)
     return crest_error_make(err, ENOTSUP,
@@ -215,6 +215,7 @@ vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, 
       tok[len < sizeof tok ? len : sizeof tok - 1] = 0;
       bool known = in_list(tok, derived, sizeof derived / sizeof derived[0]);
       sh |= strcmp(tok, "sh") == 0;
+      ms |= strcmp(tok, "ms") == 0;
       charged |= strcmp(tok, "ac") == 0 || strcmp(tok, "sh") == 0 || strcmp(tok, "ms") == 0
                  || strcmp(tok, "nr") == 0;
       for (size_t k = 0; !known && k < sizeof restored / sizeof restored[0]; k++)
@@ -240,6 +241,10 @@ vmflags_check(const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start, 
      writable, whatever its protections now. */
   if (sh && strcmp(kind, "file") == 0)
     *bits |= VMF_SHAREDWRITE;
+  /* One of a memory object without "sh" was made through a descriptor
+     not open for writing, and may never be made writable. */
+  if (ms && !sh && strcmp(kind, "memfile") == 0)
+    *bits |= VMF_SHAREDRO;
   return 0;
 }
 
@@ -283,8 +288,8 @@ vmflags_advice(uint32_t bit)
 
 /* Check the mapping (vmflags_check) and write its "madv" when it has
    advice: -1 refused, 1 written, 2 written with a lock (format 9), 3
-   written with VMF_NOACCOUNT or VMF_SHAREDWRITE (format 13), 0 nothing to
-   write. */
+   written with VMF_NOACCOUNT or VMF_SHAREDWRITE (format 13), 4 written with
+   VMF_SHAREDRO (format 22), 0 nothing to write. */
 int
 vmflags_put(yajl_gen g, const struct vmflags_ent *v, size_t n, pid_t pid, uint64_t start,
             uint64_t end, const char *kind, crest_error_t *err)
@@ -295,5 +300,8 @@ vmflags_put(yajl_gen g, const struct vmflags_ent *v, size_t n, pid_t pid, uint64
   if (!bits)
     return 0;
   jput_int(g, "madv", bits);
-  return bits & (VMF_NOACCOUNT | VMF_SHAREDWRITE) ? 3 : bits & VMF_LOCKS ? 2 : 1;
+  return bits & VMF_SHAREDRO                        ? 4
+         : bits & (VMF_NOACCOUNT | VMF_SHAREDWRITE) ? 3
+         : bits & VMF_LOCKS                         ? 2
+                                                    : 1;
 }

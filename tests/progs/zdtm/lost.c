@@ -4230,25 +4230,27 @@ tty_of(pid_t pid)
 /* Rows of docs/engine.md's tables that had no test ("none yet"), each
    restored or refused as the table says. */
 
-/* memfd-sealed: a memfd mapped shared and read-only, then sealed against
-   writes (F_SEAL_WRITE): refused, "sealed against writes". */
+/* memfd-sealed: a memfd mapped shared and read-only through a read-only
+   descriptor of it, then sealed against writes (F_SEAL_WRITE): restored
+   (format 22, VMF_SHAREDRO), the bytes, the seal, and a mapping that may
+   still never be made writable (until December 2026 refused, "sealed
+   against writes"). memfd-sealed-future: one mapped shared and writable,
+   then sealed against future writes (F_SEAL_FUTURE_WRITE): refused. */
 static char *ms_map;
 static void
 set_memfd_sealed(void)
 {
+  char ro[64];
+  int r;
   fd = (int)syscall(SYS_memfd_create, "sealed", MFD_ALLOW_SEALING);
   need(fd >= 0 && ftruncate(fd, PG) == 0 && pwrite(fd, "sealed", 6, 0) == 6, "a memfd");
-  {
-    /* Mapped through a read-only open of it: a mapping that may not
-       write (no VM_MAYWRITE) lets the seal be added. */
-    char ro[64];
-    int r;
-    snprintf(ro, sizeof ro, "/proc/self/fd/%d", fd);
-    r = open(ro, O_RDONLY);
-    need(r >= 0, "open the memfd read-only");
-    ms_map = mmap(NULL, PG, PROT_READ, MAP_SHARED, r, 0);
-    close(r);
-  }
+  /* Through a read-only open of it: a mapping that may not write (no
+     VM_MAYWRITE) lets the seal be added. */
+  snprintf(ro, sizeof ro, "/proc/self/fd/%d", fd);
+  r = open(ro, O_RDONLY);
+  need(r >= 0, "open the memfd read-only");
+  ms_map = mmap(NULL, PG, PROT_READ, MAP_SHARED, r, 0);
+  close(r);
   need(ms_map != MAP_FAILED && fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE) == 0, "map, F_SEAL_WRITE");
 }
 static void
@@ -4256,6 +4258,27 @@ chk_memfd_sealed(void)
 {
   if (memcmp(ms_map, "sealed", 6) != 0 || fcntl(fd, F_GET_SEALS) != F_SEAL_WRITE)
     zdtm_fail("the sealed memfd's mapping or seals changed (seals %#x)", fcntl(fd, F_GET_SEALS));
+  if (mprotect(ms_map, PG, PROT_READ | PROT_WRITE) == 0 || errno != EACCES)
+    zdtm_fail("the shared mapping of the sealed memfd was made writable (%s)", strerror(errno));
+}
+static void
+set_memfd_sealed_future(void)
+{
+  fd = (int)syscall(SYS_memfd_create, "sealed", MFD_ALLOW_SEALING);
+  need(fd >= 0 && ftruncate(fd, PG) == 0, "a memfd");
+  ms_map = mmap(NULL, PG, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  need(ms_map != MAP_FAILED, "map it");
+  memcpy(ms_map, "written", 7);
+  if (fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE) != 0)
+    unsupported("F_SEAL_FUTURE_WRITE");
+}
+static void
+chk_memfd_sealed_future(void)
+{
+  char b[8] = "";
+  memcpy(ms_map, "again!!", 7);
+  if (pread(fd, b, 7, 0) != 7 || memcmp(b, "again!!", 7) != 0)
+    zdtm_fail("the writable shared mapping no longer writes the memfd");
 }
 
 /* memfd-big: a memfd of 2 GiB (sparse, 2 pages written): refused, "larger
@@ -4601,6 +4624,7 @@ static const struct
   { "sockopts", set_sockopts, chk_sockopts },
   { "pty-ctty-closed", set_pty_closed, chk_pty_closed },
   { "memfd-sealed", set_memfd_sealed, chk_memfd_sealed },
+  { "memfd-sealed-future", set_memfd_sealed_future, chk_memfd_sealed_future },
   { "memfd-big", set_memfd_big, chk_memfd_big },
   { "opath-fifo", set_opath_fifo, chk_opath_fifo },
   { "epoll-exclusive", set_epoll_exclusive, chk_epoll_exclusive },
