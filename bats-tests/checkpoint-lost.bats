@@ -175,6 +175,7 @@ lost_batch() {
 @test "zdtm-lost unix-scm-rights: refused" { lost_case unix-scm-rights "SCM_RIGHTS"; }
 @test "zdtm-lost memfd-sealed-future: refused (a memfd sealed against future writes, mapped shared and writable)" { lost_case memfd-sealed-future "future writes"; }
 @test "zdtm-lost memfd-big: refused (a memfd over 1 GiB)" { lost_case memfd-big "1 GiB"; }
+@test "zdtm-lost aio-context: refused (an AIO context, io_setup)" { lost_case aio-context "AIO context"; }
 @test "zdtm-lost opath-fifo: refused (an O_PATH descriptor of a FIFO)" { lost_case opath-fifo "O_PATH"; }
 @test "zdtm-lost pty-unread: refused (bytes waiting on a pty's master)" { lost_case pty-unread "master"; }
 @test "zdtm-lost unix-listener-gone: refused (a connection accepted from a listener closed since)" { lost_case unix-listener-gone "no longer in the tree"; }

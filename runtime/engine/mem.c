@@ -647,6 +647,18 @@ mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
       /* A range reserved and never touched (an 8 TiB PROT_NONE one in
          MariaDB) is not read page by page from pagemap. */
       v[i].no_pages = vmflags_no_pages(vf, nvf, v[i].start);
+      /* The kernel's own ring of an AIO context (io_setup: libaio's,
+         MariaDB's native AIO without io_uring), which VmFlags "de" would
+         refuse with less to say. */
+      if (v[i].path && strcmp(v[i].path, "/[aio] (deleted)") == 0)
+        {
+          crest_error_make(err, ENOTSUP,
+                           "task %d: mapping %" PRIx64 "-%" PRIx64 ": the ring of an AIO context "
+                           "(io_setup, as libaio makes one), which crest does not restore: "
+                           "cannot checkpoint it",
+                           p->pid, v[i].start, v[i].end);
+          goto fail;
+        }
       yajl_gen_map_open(g);
       jput_u64(g, "start", v[i].start);
       jput_u64(g, "end", v[i].end);

@@ -61,6 +61,7 @@
 #include <sys/un.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
+#include <linux/aio_abi.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
@@ -4281,6 +4282,25 @@ chk_memfd_sealed_future(void)
     zdtm_fail("the writable shared mapping no longer writes the memfd");
 }
 
+/* aio-context: an AIO context (io_setup, as libaio makes one): refused,
+   naming it (was: "a mapping that may not be expanded", its ring's VmFlags
+   "de"). The context still answers after the refusal. */
+static aio_context_t aio_ctx;
+static void
+set_aio_context(void)
+{
+  if (syscall(SYS_io_setup, 8, &aio_ctx) < 0)
+    unsupported("io_setup");
+}
+static void
+chk_aio_context(void)
+{
+  struct io_event ev;
+  struct timespec none = { 0, 0 };
+  if (syscall(SYS_io_getevents, aio_ctx, 0, 1, &ev, &none) != 0)
+    zdtm_fail("io_getevents on the AIO context: %s", strerror(errno));
+}
+
 /* memfd-big: a memfd of 2 GiB (sparse, 2 pages written): refused, "larger
    than 1 GiB". */
 static void
@@ -4626,6 +4646,7 @@ static const struct
   { "memfd-sealed", set_memfd_sealed, chk_memfd_sealed },
   { "memfd-sealed-future", set_memfd_sealed_future, chk_memfd_sealed_future },
   { "memfd-big", set_memfd_big, chk_memfd_big },
+  { "aio-context", set_aio_context, chk_aio_context },
   { "opath-fifo", set_opath_fifo, chk_opath_fifo },
   { "epoll-exclusive", set_epoll_exclusive, chk_epoll_exclusive },
   { "pty-unread", set_pty_unread, chk_pty_unread },
