@@ -89,7 +89,7 @@ lost_case() {
 # unix-peercred (the init's sockets, which the restorer, PID 1 itself,
 # makes), and the refusals, each of
 # which must stop a checkpoint of its own.
-LOST_BATCH="posix-lock flock ofd-lock pipe-nonblock pipe-two-opens o-async madv-dontfork madv-wipeonfork madv-dontdump madv-hugepage madv-nohugepage reserve-sparse zero-read subreaper pdeathsig thp-disable dumpable timerslack coredump-filter mempolicy cpuid-fault autogroup spec-store-bypass spec-indirect-branch membarrier posix-timer mlock mlock-onfault mlockall posix-timer-tid-cpu sleep-restart sleep-restarted unlinked-holes unlinked-mode unlinked-shared unlinked-wronly unlinked-mapped unlinked-mapped-lock unlinked-big deleted-dir opath opath-symlink pidfd pipe-no-writer pipe-no-reader stdin-no-writer stdout-no-reader pipe-outside epoll-outside unix-outside unix-ext unix-renamed unix-relative unix-stream-full unix-creds inotify-walk sysv-shm sysv-sem sysv-msg bindtodevice udp-shutdown udp-pktinfo epoll-exclusive unix-peer-closed memfd-sealed sockopts ksm-merge-any fown-no-async exit-signal exit-signal-zombie reparented"
+LOST_BATCH="posix-lock flock ofd-lock pipe-nonblock pipe-two-opens o-async madv-dontfork madv-wipeonfork madv-dontdump madv-hugepage madv-nohugepage reserve-sparse zero-read subreaper pdeathsig thp-disable dumpable timerslack coredump-filter mempolicy cpuid-fault autogroup spec-store-bypass spec-indirect-branch membarrier posix-timer mlock mlock-onfault mlockall posix-timer-tid-cpu sleep-restart sleep-restarted unlinked-holes unlinked-mode unlinked-shared unlinked-wronly unlinked-mapped unlinked-mapped-lock unlinked-big deleted-dir opath opath-symlink pidfd pipe-no-writer pipe-no-reader stdin-no-writer stdout-no-reader pipe-outside epoll-outside unix-outside unix-ext unix-renamed unix-relative unix-stream-full unix-creds inotify-walk sysv-shm sysv-sem sysv-msg bindtodevice udp-shutdown udp-pktinfo epoll-exclusive unix-peer-closed unix-listener-gone unix-accepted-peer-closed memfd-sealed sockopts ksm-merge-any fown-no-async exit-signal exit-signal-zombie reparented"
 
 BATCH_NOTE=(
 	[posix-timer-tid-cpu]="timers on a thread's and the process's CPU-time clock named by ID"
@@ -106,6 +106,8 @@ BATCH_NOTE=(
 	[bindtodevice]="sockets bound to lo"
 	[udp-shutdown]="UDP sockets shut for reading, writing, both"
 	[epoll-exclusive]="an eventfd in an epoll with EPOLLEXCLUSIVE"
+	[unix-listener-gone]="connections accepted from listeners closed since (an abstract name, a path whose socket file stays)"
+	[unix-accepted-peer-closed]="accepted connections whose client wrote and closed (its listener open, and closed)"
 	[memfd-sealed]="a memfd sealed against writes, mapped shared through a read-only descriptor"
 	[unix-peer-closed]="a stream socket whose peer wrote and closed: the bytes, then end of file"
 	[udp-pktinfo]="datagrams queued to 127.0.0.2 and 127.0.0.3 on sockets bound to any address that read their destination (IP_PKTINFO; a dual-stack IPv6 one)"
@@ -178,7 +180,6 @@ lost_batch() {
 @test "zdtm-lost aio-context: refused (an AIO context, io_setup)" { lost_case aio-context "AIO context"; }
 @test "zdtm-lost opath-fifo: refused (an O_PATH descriptor of a FIFO)" { lost_case opath-fifo "O_PATH"; }
 @test "zdtm-lost pty-unread: refused (bytes waiting on a pty's master)" { lost_case pty-unread "master"; }
-@test "zdtm-lost unix-listener-gone: refused (a connection accepted from a listener closed since)" { lost_case unix-listener-gone "no longer in the tree"; }
 @test "zdtm-lost unix-empty-dgram: refused (a zero-length unix datagram)" { lost_case unix-empty-dgram "zero-length"; }
 @test "zdtm-lost udp-empty: refused (an empty UDP datagram)" { lost_case udp-empty "empty datagram"; }
 @test "zdtm-lost unlinked-dir-gone: refused (an unlinked file whose directory is gone)" { lost_case unlinked-dir-gone "directory is gone"; }

@@ -123,6 +123,9 @@
 #define CREST_IMAGE_FORMAT_UDP_DEST 22
 /* Format 22 too: a mapping's "madv" may hold VMF_SHAREDRO (0x2000). */
 #define CREST_IMAGE_FORMAT_SHARED_RO 22
+/* Format 22 too: a unix socket's "accept_gone", accepted from a listener
+   gone since, made again through a listener of that name for the moment. */
+#define CREST_IMAGE_FORMAT_UNIX_ACCEPT_GONE 22
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */
 #define XSTATE_MAX 16384
 

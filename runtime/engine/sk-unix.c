@@ -85,7 +85,11 @@ struct usk
   size_t nq;
   /* resolve (files of the tree, -1 none) */
   int peer_file;
-  int accept_from;        /* accepted: the listener whose name it carries */
+  int accept_from; /* accepted: the listener whose name it carries */
+  /* Accepted from a listener gone since (closed, or in a process outside
+     the tree that has exited), whose name nothing listens on now: made
+     again through a listener of that name for the moment (format 22). */
+  bool accept_gone;
   int backlog_of;         /* waiting in this listener's backlog, */
   int backlog_pos;        /* at this place */
   bool peer_gone;         /* a stream whose peer closed: the queue, then EOF */
@@ -471,20 +475,60 @@ resolve_peer(struct dctx *c, struct dfile *f, struct usk *u, crest_error_t *err)
 }
 
 /* An accepted socket carries its listener's name. */
+/* Does a listener outside the tree (in the sockets of its network
+   namespace, sock_diag) have U's name? 1 yes, 0 no, -1 the query failed. */
+static int
+listened_outside(struct dctx *c, pid_t pid, const struct usk *u, crest_error_t *err)
+{
+  const struct sk_diag_set *s;
+  if (diag_get(c, pid, err) < 0)
+    return -1;
+  s = &diag.s;
+  for (size_t i = 0; i < s->n; i++)
+    {
+      const struct unix_diag_msg *m = (const void *)s->r[i].msg;
+      size_t len = 0;
+      const uint8_t *n = uattr(&s->r[i], UNIX_DIAG_NAME, &len);
+      if (m->udiag_state == TCP_LISTEN && n && (int)len == u->namelen
+          && memcmp(n, u->name, len) == 0)
+        return 1;
+    }
+  return 0;
+}
+
 static int
 resolve_names(struct dctx *c, struct dfile *f, struct usk *u, crest_error_t *err)
 {
   const struct usk *p = u->peer_file >= 0 ? c->f[u->peer_file].priv : NULL;
-  if (u->state == TCP_LISTEN || u->type == SOCK_DGRAM || !u->namelen || !p)
+  /* A stream whose peer closed may have been accepted too (a client's
+     request, then its close, not read yet). */
+  if (u->state == TCP_LISTEN || u->type == SOCK_DGRAM || !u->namelen || (!p && !u->peer_gone))
     return 0;
   if ((u->accept_from = file_of_name(c, u->name, u->namelen, true)) >= 0)
     return 0;
-  if (p->namelen && file_of_name(c, p->name, p->namelen, true) >= 0)
+  if (p && p->namelen && file_of_name(c, p->name, p->namelen, true) >= 0)
     return 0; /* its peer is the accepted one: it was bound, then connected */
+  /* The listener is gone: made again for the moment at restore, where
+     its name is abstract or an absolute path and no listener outside the
+     tree has it now (its connections would go there). */
+  if (u->name[0] == 0 || u->name[0] == '/')
+    {
+      int out = listened_outside(c, f->pid, u, err);
+      if (out < 0)
+        return -1;
+      if (!out)
+        {
+          u->accept_gone = true;
+          return 0;
+        }
+    }
   return crest_error_make(err, ENOTSUP,
                           "task %d: fd %d (%s): a connection accepted from a unix socket listener "
-                          "that is no longer in the tree, cannot checkpoint it",
-                          f->pid, f->fd, f->path);
+                          "that is no longer in the tree, %s, cannot checkpoint it",
+                          f->pid, f->fd, f->path,
+                          u->name[0] == 0 || u->name[0] == '/'
+                              ? "whose name another listener outside the tree has"
+                              : "bound to a relative path");
 }
 
 /* An unbound socket of the tree connected to INO: a datagram without a
@@ -624,6 +668,12 @@ unix_write(struct dctx *c, const struct dfile *f, yajl_gen g)
   jput_bool(g, "peer_gone", u->peer_gone);
   jput_hex(g, "ext_peer", u->ext, u->extlen);
   jput_int(g, "accept_from", u->accept_from);
+  if (u->accept_gone)
+    {
+      jput_bool(g, "accept_gone", true);
+      if (c->w->format < CREST_IMAGE_FORMAT_UNIX_ACCEPT_GONE)
+        c->w->format = CREST_IMAGE_FORMAT_UNIX_ACCEPT_GONE;
+    }
   jput_int(g, "backlog_of", u->backlog_of);
   jput_int(g, "backlog_pos", u->backlog_pos);
   jput_int(g, "shutdown", u->shutdown);
@@ -669,6 +719,7 @@ struct ursk
   char *base; /* format 20: the directory a relative name is bound from */
   int mode;
   int peer, accept_from, backlog_of, backlog_pos, shutdown;
+  bool accept_gone; /* format 22 */
   struct sk_opts opts;
   struct rumsg
   {
@@ -770,6 +821,14 @@ unix_parse(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
       if (!u->unlinked || u->movedlen < 2 || m[0] != '/' || memchr(m, 0, u->movedlen))
         return crest_error_make(err, EINVAL, "file %d (unix socket): a bad \"moved\"", f->id);
     }
+  if (yajl_tree_get(v, (const char *[]){ "accept_gone", NULL }, yajl_t_any)
+      && (jget_bool(v, "accept_gone", &u->accept_gone, err) < 0
+          || (u->accept_gone
+              && (u->accept_from >= 0 || u->listening || !u->namelen
+                  || (u->name[0] != 0 && u->name[0] != '/')))))
+    return *err ? crest_error_wrap(err, "file %d (unix socket)", f->id)
+                : crest_error_make(err, EINVAL, "file %d (unix socket): a bad \"accept_gone\"",
+                                   f->id);
   {
     crest_error_t e2 = NULL;
     int64_t cred;
@@ -1048,6 +1107,62 @@ connect_to(int fd, const struct ursk *to, crest_error_t *err)
   return connect_as(NULL, 0, fd, to, err);
 }
 
+/* U, accepted from a listener gone since, and P, its peer (NULL: it
+   closed; a client of crest's then, closed once the queue is in): made
+   through a listener of U's name for the moment, listening as the process
+   P's SO_PEERCRED names, connected to as the one U's names; a socket file
+   of a path name set aside meanwhile (the closed listener's) and put
+   back. */
+static int
+accept_again(struct rctx *c, struct ursk *u, struct ursk *p, crest_error_t *err)
+{
+  struct ursk tmp = { .type = u->type, .name = u->name, .namelen = u->namelen };
+  struct sockaddr_un a;
+  socklen_t len = uaddr(u, &a);
+  cleanup_free char *aside = NULL;
+  char nb[120];
+  int l = socket(AF_UNIX, u->type | SOCK_CLOEXEC, 0), rc = -1;
+  bool moved = false;
+  if (l < 0)
+    return crest_error_errno(err, "socket");
+  if (u->name[0])
+    {
+      aside = xasprintf("%s.crest-%d", a.sun_path, (int)getpid());
+      if (rename(a.sun_path, aside) == 0)
+        moved = true;
+      else if (errno != ENOENT)
+        {
+          crest_error_errno(err, "set %s aside", a.sun_path);
+          goto out;
+        }
+    }
+  if (bind(l, (struct sockaddr *)&a, len) < 0)
+    {
+      crest_error_errno(err, "bind to %s (its listener gone)", uname_text(u, nb, sizeof nb));
+      goto out;
+    }
+  if (!p && (u->gone = socket(AF_UNIX, u->type | SOCK_CLOEXEC, 0)) < 0)
+    crest_error_errno(err, "socket");
+  else if (as_cred(c, p ? p->cred : 0, &(struct as_op){ .what = AS_LISTEN, .fd = l, .backlog = 1 })
+           < 0)
+    crest_error_errno(err, "listen on %s", uname_text(u, nb, sizeof nb));
+  else if ((!p || p->fd >= 0 || make_bound(c, p, err) >= 0)
+           && connect_as(c, u->cred, p ? p->fd : u->gone, &tmp, err) == 0)
+    {
+      if ((u->fd = accept4(l, NULL, NULL, SOCK_CLOEXEC)) < 0)
+        crest_error_errno(err, "accept");
+      else
+        rc = 0;
+    }
+  if (u->name[0])
+    unlink(a.sun_path);
+out:
+  close(l);
+  if (moved && rename(aside, a.sun_path) < 0 && rc == 0)
+    rc = crest_error_errno(err, "put %s back", a.sun_path);
+  return rc;
+}
+
 /* Stream and seqpacket pairs, and peers gone. */
 static int
 make_pair(struct rctx *c, struct ursk *u, crest_error_t *err)
@@ -1056,18 +1171,27 @@ make_pair(struct rctx *c, struct ursk *u, crest_error_t *err)
   int sv[2];
   if (u->fd >= 0)
     return 0;
-  if (u->accept_from >= 0 && p)
+  if (u->accept_from >= 0 && (p || u->peer_gone))
     {
       struct ursk *l = ur(c, u->accept_from);
-      /* The accepted end's SO_PEERCRED names the process that connected. */
-      if (!l || (p->fd < 0 && make_bound(c, p, err) < 0)
-          || connect_as(c, u->cred, p->fd, l, err) < 0)
+      /* The accepted end's SO_PEERCRED names the process that connected.
+         A peer that closed: a client of crest's, closed once the queue is
+         in (u->gone). */
+      int cfd = p ? p->fd : socket(AF_UNIX, u->type | SOCK_CLOEXEC, 0);
+      if (!p && cfd < 0)
+        return crest_error_errno(err, "socket");
+      if (!p)
+        u->gone = cfd;
+      if (!l || (p && p->fd < 0 && make_bound(c, p, err) < 0)
+          || connect_as(c, u->cred, p ? p->fd : cfd, l, err) < 0)
         return -1;
       if ((u->fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC)) < 0)
         return crest_error_errno(err, "accept");
       return 0;
     }
-  if (p && p->accept_from >= 0)
+  if (u->accept_gone && (p || u->peer_gone))
+    return accept_again(c, u, p, err);
+  if (p && (p->accept_from >= 0 || p->accept_gone))
     return make_pair(c, p, err);
   if (u->namelen || (p && p->namelen))
     return crest_error_make(err, EINVAL, "a named pair with no listener");
@@ -1092,7 +1216,7 @@ make_all(struct rctx *c, crest_error_t *err)
         if (!u || u->fd >= 0)
           continue;
         p = ur(c, u->peer);
-        if (pass == 0 && (u->listening || (u->namelen && u->accept_from < 0))
+        if (pass == 0 && (u->listening || (u->namelen && u->accept_from < 0 && !u->accept_gone))
             && make_bound(c, u, err) < 0)
           return crest_error_wrap(err, "file %zu (unix socket)", i);
         if (pass == 1 && u->type != SOCK_DGRAM && (p || u->peer_gone) && make_pair(c, u, err) < 0)

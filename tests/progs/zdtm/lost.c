@@ -4392,28 +4392,110 @@ chk_pty_unread(void)
     zdtm_fail("the master does not read what the slave wrote (\"%s\")", buf);
 }
 
-/* unix-listener-gone: a connection accepted from a listener the program
-   has closed since: refused, "no longer in the tree". */
-static int lg_c = -1;
+/* unix-listener-gone: connections accepted from listeners the program has
+   closed since, one on an abstract name (autobind), one on a path whose
+   socket file stays: restored (format 22 accept_gone; until December 2026
+   refused, "no longer in the tree"), the names on both ends as before, a
+   byte each way, SO_PEERCRED as before, the path's file the same inode.
+   unix-accepted-peer-closed: accepted connections whose client wrote and
+   closed, one's listener still open, the other's closed too: the bytes,
+   then end of file (until December 2026 the first failed the restore,
+   "bind to @NAME: Address already in use", after the checkpoint had ended
+   the tree). */
+static int lg_c[2] = { -1, -1 }, lg_a[2] = { -1, -1 };
+static struct sockaddr_un lg_name[2];
+static socklen_t lg_len[2];
+static ino_t lg_ino;
 static void
-set_unix_listener_gone(void)
+lg_pair(int k, bool autobind)
 {
-  struct sockaddr_un a = { .sun_family = AF_UNIX };
-  socklen_t len = sizeof a;
   int l = socket(AF_UNIX, SOCK_STREAM, 0);
-  lg_c = socket(AF_UNIX, SOCK_STREAM, 0);
-  need(l >= 0 && lg_c >= 0 && bind(l, (struct sockaddr *)&a, sizeof(sa_family_t)) == 0
-           && getsockname(l, (struct sockaddr *)&a, &len) == 0 && listen(l, 1) == 0
-           && connect(lg_c, (struct sockaddr *)&a, len) == 0 && (fd = accept(l, NULL, NULL)) >= 0,
+  lg_c[k] = socket(AF_UNIX, SOCK_STREAM, 0);
+  lg_len[k] = sizeof lg_name[k];
+  need(l >= 0 && lg_c[k] >= 0
+           && bind(l, (struct sockaddr *)&lg_name[k],
+                   autobind ? sizeof(sa_family_t) : (socklen_t)sizeof lg_name[k])
+                  == 0
+           && getsockname(l, (struct sockaddr *)&lg_name[k], &lg_len[k]) == 0 && listen(l, 1) == 0
+           && connect(lg_c[k], (struct sockaddr *)&lg_name[k], lg_len[k]) == 0
+           && (lg_a[k] = accept(l, NULL, NULL)) >= 0,
        "a connection accepted");
   close(l);
 }
 static void
+set_unix_listener_gone(void)
+{
+  struct stat st;
+  lg_name[0].sun_family = lg_name[1].sun_family = AF_UNIX;
+  need(getcwd(lg_name[1].sun_path, sizeof lg_name[1].sun_path - 8) != NULL, "getcwd");
+  strcat(lg_name[1].sun_path, "/lis");
+  lg_pair(0, true);
+  lg_pair(1, false);
+  need(stat(lg_name[1].sun_path, &st) == 0, "the closed listener's socket file");
+  lg_ino = st.st_ino;
+}
+static void
 chk_unix_listener_gone(void)
 {
-  char c = 0;
-  if (send(lg_c, "x", 1, MSG_NOSIGNAL) != 1 || recv(fd, &c, 1, 0) != 1 || c != 'x')
-    zdtm_fail("the accepted connection does not carry a byte");
+  for (int k = 0; k < 2; k++)
+    {
+      struct sockaddr_un a, b;
+      socklen_t al = sizeof a, bl = sizeof b;
+      struct ucred u;
+      socklen_t ul = sizeof u;
+      char c = 0;
+      if (getsockname(lg_a[k], (struct sockaddr *)&a, &al) < 0
+          || getpeername(lg_c[k], (struct sockaddr *)&b, &bl) < 0 || al != lg_len[k]
+          || bl != lg_len[k] || memcmp(&a, &lg_name[k], al) != 0
+          || memcmp(&b, &lg_name[k], bl) != 0)
+        zdtm_fail("connection %d: the listener's name is not on both ends any more", k);
+      if (send(lg_c[k], "x", 1, MSG_NOSIGNAL) != 1 || recv(lg_a[k], &c, 1, 0) != 1 || c != 'x'
+          || send(lg_a[k], "y", 1, MSG_NOSIGNAL) != 1 || recv(lg_c[k], &c, 1, 0) != 1 || c != 'y')
+        zdtm_fail("connection %d does not carry a byte each way", k);
+      if (getsockopt(lg_c[k], SOL_SOCKET, SO_PEERCRED, &u, &ul) < 0 || u.pid != getpid())
+        zdtm_fail("connection %d: the client's SO_PEERCRED names PID %d", k, (int)u.pid);
+    }
+  {
+    struct stat st;
+    if (stat(lg_name[1].sun_path, &st) < 0 || st.st_ino != lg_ino || !S_ISSOCK(st.st_mode))
+      zdtm_fail("the closed listener's socket file is not the one it was");
+  }
+}
+static int apc_a[2] = { -1, -1 }, apc_l = -1;
+static void
+set_unix_accepted_peer_closed(void)
+{
+  for (int k = 0; k < 2; k++)
+    {
+      int l = socket(AF_UNIX, SOCK_STREAM, 0), c = socket(AF_UNIX, SOCK_STREAM, 0);
+      struct sockaddr_un a = { .sun_family = AF_UNIX };
+      socklen_t len = sizeof a;
+      need(l >= 0 && c >= 0 && bind(l, (struct sockaddr *)&a, sizeof(sa_family_t)) == 0
+               && getsockname(l, (struct sockaddr *)&a, &len) == 0 && listen(l, 1) == 0
+               && connect(c, (struct sockaddr *)&a, len) == 0
+               && (apc_a[k] = accept(l, NULL, NULL)) >= 0
+               && write(c, k ? "req-1" : "req-0", 5) == 5,
+           "a connection accepted, a request sent");
+      close(c);
+      if (k)
+        close(l);
+      else
+        apc_l = l;
+    }
+}
+static void
+chk_unix_accepted_peer_closed(void)
+{
+  for (int k = 0; k < 2; k++)
+    {
+      char buf[16];
+      ssize_t n = recv(apc_a[k], buf, sizeof buf, MSG_DONTWAIT);
+      if (n != 5 || memcmp(buf, k ? "req-1" : "req-0", 5) != 0)
+        zdtm_fail("connection %d: the client's request: %zd bytes read", k, n);
+      else if ((n = recv(apc_a[k], buf, sizeof buf, MSG_DONTWAIT)) != 0)
+        zdtm_fail("connection %d: after the request: %zd (%s), not end of file", k, n,
+                  n < 0 ? strerror(errno) : "data");
+    }
 }
 
 /* unix-peer-closed: a stream socket whose peer wrote and closed:
@@ -4651,6 +4733,7 @@ static const struct
   { "epoll-exclusive", set_epoll_exclusive, chk_epoll_exclusive },
   { "pty-unread", set_pty_unread, chk_pty_unread },
   { "unix-listener-gone", set_unix_listener_gone, chk_unix_listener_gone },
+  { "unix-accepted-peer-closed", set_unix_accepted_peer_closed, chk_unix_accepted_peer_closed },
   { "unix-peer-closed", set_unix_peer_closed, chk_unix_peer_closed },
   { "unix-empty-dgram", set_unix_empty_dgram, chk_unix_empty_dgram },
   { "udp-empty", set_udp_empty, chk_udp_empty },
