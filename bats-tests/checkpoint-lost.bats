@@ -89,7 +89,7 @@ lost_case() {
 # unix-peercred (the init's sockets, which the restorer, PID 1 itself,
 # makes), and the refusals, each of
 # which must stop a checkpoint of its own.
-LOST_BATCH="posix-lock flock ofd-lock pipe-nonblock pipe-two-opens o-async madv-dontfork madv-wipeonfork madv-dontdump madv-hugepage madv-nohugepage reserve-sparse zero-read subreaper pdeathsig thp-disable dumpable timerslack coredump-filter mempolicy cpuid-fault autogroup spec-store-bypass spec-indirect-branch membarrier posix-timer mlock mlock-onfault mlockall posix-timer-tid-cpu sleep-restart sleep-restarted unlinked-holes unlinked-mode unlinked-shared unlinked-wronly unlinked-mapped unlinked-mapped-lock unlinked-big deleted-dir opath opath-symlink pidfd pipe-no-writer pipe-no-reader stdin-no-writer stdout-no-reader pipe-outside epoll-outside unix-outside unix-ext unix-renamed unix-relative unix-stream-full unix-creds inotify-walk sysv-shm sysv-sem sysv-msg bindtodevice udp-shutdown udp-pktinfo epoll-exclusive unix-peer-closed unix-listener-gone unix-accepted-peer-closed memfd-sealed sockopts ksm-merge-any fown-no-async exit-signal exit-signal-zombie reparented"
+LOST_BATCH="posix-lock flock ofd-lock pipe-nonblock pipe-two-opens o-async madv-dontfork madv-wipeonfork madv-dontdump madv-hugepage madv-nohugepage reserve-sparse zero-read subreaper pdeathsig thp-disable dumpable timerslack coredump-filter mempolicy cpuid-fault autogroup spec-store-bypass spec-indirect-branch membarrier posix-timer mlock mlock-onfault mlockall posix-timer-tid-cpu sleep-restart sleep-restarted unlinked-holes unlinked-mode unlinked-shared unlinked-wronly unlinked-mapped unlinked-mapped-lock unlinked-big deleted-dir opath opath-symlink pidfd pipe-no-writer pipe-no-reader stdin-no-writer stdout-no-reader pipe-outside epoll-outside unix-outside unix-ext unix-renamed unix-relative unix-stream-full unix-creds inotify-walk sysv-shm sysv-sem sysv-msg bindtodevice udp-shutdown udp-pktinfo epoll-exclusive unix-peer-closed unix-listener-gone unix-accepted-peer-closed unix-anon-dgram unix-unconnected unix-seqpacket-peer-closed udp-source-outside memfd-sealed sockopts ksm-merge-any fown-no-async exit-signal exit-signal-zombie reparented"
 
 BATCH_NOTE=(
 	[posix-timer-tid-cpu]="timers on a thread's and the process's CPU-time clock named by ID"
@@ -108,6 +108,10 @@ BATCH_NOTE=(
 	[epoll-exclusive]="an eventfd in an epoll with EPOLLEXCLUSIVE"
 	[unix-listener-gone]="connections accepted from listeners closed since (an abstract name, a path whose socket file stays)"
 	[unix-accepted-peer-closed]="accepted connections whose client wrote and closed (its listener open, and closed)"
+	[unix-anon-dgram]="a datagram from an unbound socket not connected to its receiver"
+	[unix-unconnected]="stream and seqpacket sockets not connected yet, one bound"
+	[unix-seqpacket-peer-closed]="a seqpacket socket whose peer sent two messages and closed"
+	[udp-source-outside]="a datagram whose sender still holds its port (the init's child in a container)"
 	[memfd-sealed]="a memfd sealed against writes, mapped shared through a read-only descriptor"
 	[unix-peer-closed]="a stream socket whose peer wrote and closed: the bytes, then end of file"
 	[udp-pktinfo]="datagrams queued to 127.0.0.2 and 127.0.0.3 on sockets bound to any address that read their destination (IP_PKTINFO; a dual-stack IPv6 one)"

@@ -126,6 +126,9 @@
 /* Format 22 too: a unix socket's "accept_gone", accepted from a listener
    gone since, made again through a listener of that name for the moment. */
 #define CREST_IMAGE_FORMAT_UNIX_ACCEPT_GONE 22
+/* Format 22 too: a unix datagram's "anon", queued with no sender address
+   by no socket of the tree, sent again by an unbound one. */
+#define CREST_IMAGE_FORMAT_UNIX_ANON_DGRAM 22
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */
 #define XSTATE_MAX 16384
 

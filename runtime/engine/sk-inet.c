@@ -1333,8 +1333,78 @@ inet_release(struct rfile *f)
   inet_free(f->priv);
 }
 
+/* Is a UDP socket outside the tree (not one of C's files) bound where
+   datagram source FROM came from (its port, its address or any)? The
+   restore sends a queued datagram again from its source; one a client
+   outside still holds (a DNS client waiting for its answer) could not be
+   bound to. */
+static bool
+source_held_outside(struct dctx *c, pid_t pid, const struct sockaddr_storage *from)
+{
+  struct sockaddr_storage f4;
+  const struct sockaddr_storage *v4 = from->ss_family == AF_INET ? from
+                                      : v4_mapped(from, &f4)     ? &f4
+                                                                 : NULL;
+  for (int k = 0; k < 2; k++)
+    {
+      int fam = k ? AF_INET6 : AF_INET;
+      const struct sk_diag_set *set = udp_diag(c, pid, fam);
+      for (size_t i = 0; set && i < set->n; i++)
+        {
+          const struct inet_diag_msg *m = (const void *)set->r[i].msg;
+          bool mine = false, any = true, same;
+          if (ntohs(m->id.idiag_sport) != addr_port(from))
+            continue;
+          for (size_t j = 0; j < c->nf && !mine; j++)
+            mine = c->f[j].ops == &fd_inet_ops && (uint32_t)c->f[j].ino == m->idiag_inode;
+          for (int w = 0; w < (fam == AF_INET ? 1 : 4); w++)
+            any &= m->id.idiag_src[w] == 0;
+          if (fam == AF_INET)
+            same = v4 && m->id.idiag_src[0] == ((const struct sockaddr_in *)v4)->sin_addr.s_addr;
+          else
+            same = from->ss_family == AF_INET6
+                   && memcmp(m->id.idiag_src, &((const struct sockaddr_in6 *)from)->sin6_addr, 16)
+                          == 0;
+          if (!mine && (any || same))
+            return true;
+        }
+    }
+  return false;
+}
+
+/* A queued datagram whose source a socket outside the tree holds (the
+   sender waits for its answer): a passing state (EAGAIN: the checkpoint
+   tries again once the program has read it). Until December 2026 the
+   restore failed on it ("bind a socket to a datagram's source port P:
+   Address already in use"), after the checkpoint had ended the tree
+   (dnsmasq with queries waiting; helper finding). */
+static int
+inet_resolve(struct dctx *c, struct dfile *f, crest_error_t *err)
+{
+  const struct inet_sk *s = f->priv;
+  for (size_t i = 0; i < s->nq; i++)
+    {
+      bool in_tree = false;
+      for (size_t j = 0; j < c->nf && !in_tree; j++)
+        {
+          const struct inet_sk *o = c->f[j].priv;
+          in_tree
+              = c->f[j].ops == &fd_inet_ops && o->proto == IPPROTO_UDP
+                && (addr_eq(&o->local, &s->q[i].from) || sent_from_any(&o->local, &s->q[i].from));
+        }
+      if (!in_tree && source_held_outside(c, f->pid, &s->q[i].from))
+        return crest_error_make(err, EAGAIN,
+                                "task %d: fd %d (%s): a queued datagram from port %d, which a "
+                                "socket outside the tree holds: a restore could not send it again "
+                                "from there (it waits to be read)",
+                                f->pid, f->fd, f->path, addr_port(&s->q[i].from));
+    }
+  return 0;
+}
+
 const struct fd_ops fd_inet_ops = {
   .type = "inet",
+  .resolve = inet_resolve,
   .probe = inet_probe,
   .write = inet_write,
   .parse = inet_parse,

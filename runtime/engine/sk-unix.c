@@ -52,6 +52,10 @@ struct umsg
   uint8_t from[UNAME_MAX]; /* a datagram's sender address */
   int fromlen;
   int sender; /* file id of the sender (resolve; restore) */
+  /* A datagram with no sender address from no socket of the tree (an
+     unbound one outside it, as logger's to /dev/log, or one closed since):
+     any unbound socket sends it again the same (format 22). */
+  bool anon;
   /* Its sender's credentials, as crest's peek got them (SCM_CREDENTIALS:
      the socket reads them, SO_PASSCRED). */
   bool has_cred;
@@ -252,7 +256,10 @@ peek_one(int fd, struct usk *u, uint8_t *buf, size_t size, crest_error_t *err)
       }
   if (m.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
     return crest_error_make(err, ENOTSUP, "a queued message over %zu bytes", size);
-  if (n == 0 && u->type == SOCK_STREAM)
+  /* The end: a stream's, or a seqpacket socket's shut for reading (its
+     peer closed): a zero-length message queued before that end would read
+     the same, and is taken for it (docs/engine.md). */
+  if (n == 0 && (u->type == SOCK_STREAM || (u->type == SOCK_SEQPACKET && (u->shutdown & 1))))
     return 0;
   if (n == 0)
     return crest_error_make(err, ENOTSUP, "a zero-length datagram queued, cannot checkpoint it");
@@ -280,7 +287,10 @@ dump_queue(int fd, struct usk *u, crest_error_t *err)
   size_t total = 0, size = 4u << 20;
   cleanup_free uint8_t *buf = xmalloc(size);
   int zero = 0, back = (int)u->opts.v[SKO_PEEK_OFF], r = 1;
-  if (u->state == TCP_LISTEN)
+  /* A stream or seqpacket socket neither connected nor listening (made,
+     perhaps bound, not connected yet) has no queue: its peek says EINVAL
+     or ENOTCONN (until December 2026 that failed the checkpoint). */
+  if (u->state == TCP_LISTEN || (u->type != SOCK_DGRAM && u->state != TCP_ESTABLISHED))
     return 0;
   if (setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) < 0)
     return crest_error_errno(err, "set SO_PEEK_OFF to read its queue");
@@ -586,11 +596,14 @@ resolve_senders(struct dctx *c, struct dfile *f, struct usk *u, crest_error_t *e
         m->sender = u->peer_file;
       else
         m->sender = unnamed_sender(c, u->ino);
-      if (m->sender < 0 && !(u->peer_gone && u->type != SOCK_DGRAM))
+      if (m->sender < 0 && u->type == SOCK_DGRAM && !m->fromlen && u->namelen
+          && (u->name[0] == 0 || u->name[0] == '/'))
+        m->anon = true;
+      if (m->sender < 0 && !m->anon && !(u->peer_gone && u->type != SOCK_DGRAM))
         return crest_error_make(
             err, ENOTSUP,
-            "task %d: fd %d (%s): data queued by a unix socket outside the tree, "
-            "cannot checkpoint it",
+            "task %d: fd %d (%s): data queued by a unix socket not in the tree (outside it, "
+            "or closed since), cannot checkpoint it",
             f->pid, f->fd, f->path);
       if (u->type == SOCK_DGRAM && m->sender >= 0 && !u->namelen
           && ((struct usk *)c->f[m->sender].priv)->peer != u->ino)
@@ -691,6 +704,12 @@ unix_write(struct dctx *c, const struct dfile *f, yajl_gen g)
       yajl_gen_map_open(g);
       jput_int(g, "sender", u->q[i].sender);
       jput_hex(g, "data", u->q[i].data, u->q[i].len);
+      if (u->q[i].anon)
+        {
+          jput_bool(g, "anon", true);
+          if (c->w->format < CREST_IMAGE_FORMAT_UNIX_ANON_DGRAM)
+            c->w->format = CREST_IMAGE_FORMAT_UNIX_ANON_DGRAM;
+        }
       if (u->q[i].has_cred)
         {
           /* As the tree sees them (resolve_senders checked the PID). */
@@ -727,6 +746,7 @@ struct ursk
     uint8_t *data;
     size_t len;
     bool has_cred; /* format 22: its sender's credentials */
+    bool anon;     /* format 22: sent by no socket of the tree, unbound */
     struct ucred cred;
   } * q;
   size_t nq;
@@ -764,6 +784,11 @@ parse_queue(yajl_val v, struct ursk *u, int nf, crest_error_t *err)
           || jget_hex_alloc(items[i], "data", QUEUE_MAX, &u->q[i].data, &u->q[i].len, err) < 0)
         return crest_error_wrap(err, "queue entry %ld", i);
       u->nq++; /* its data is the record's, to release */
+      if (yajl_tree_get(items[i], (const char *[]){ "anon", NULL }, yajl_t_any)
+          && (jget_bool(items[i], "anon", &u->q[i].anon, err) < 0
+              || (u->q[i].anon && u->q[i].sender != -1)))
+        return *err ? crest_error_wrap(err, "queue entry %ld", i)
+                    : crest_error_make(err, EINVAL, "queue entry %ld: a bad \"anon\"", i);
       if (yajl_tree_get(items[i], (const char *[]){ "cred_pid", NULL }, yajl_t_any))
         {
           int pid, uid, gid;
@@ -847,6 +872,10 @@ unix_parse(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
                                           : -1;
   if (u->type < 0)
     return crest_error_make(err, EINVAL, "file %d: unix socket type \"%s\"", f->id, t);
+  for (size_t i = 0; i < u->nq; i++)
+    if (u->q[i].anon && (u->type != SOCK_DGRAM || !u->namelen))
+      return crest_error_make(err, EINVAL,
+                              "file %d: an \"anon\" datagram on a socket that has none", f->id);
   u->name = xrealloc(u->name, u->namelen + 1);
   u->name[u->namelen] = 0;
   if (u->namelen && u->name[0] && strlen((const char *)u->name) + 1 < u->namelen)
@@ -1362,18 +1391,35 @@ cred_send(struct rctx *c, const struct cred_send *s)
   return e ? -1 : 0;
 }
 
+/* An unbound datagram socket of crest's, which sends the datagrams that
+   came from no socket of the tree (their receiver sees no sender address
+   either way); made once a restore, closed with the service range. */
+static int anon_fd = -1;
+static int
+anon_sender(struct rctx *c, crest_error_t *err)
+{
+  int fd;
+  if (anon_fd >= 0 && fcntl(anon_fd, F_GETFD) >= 0)
+    return anon_fd;
+  if ((fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0)
+    return crest_error_errno(err, "socket");
+  return anon_fd = svc_place(c, fd, err);
+}
+
 static int
 send_queue(struct rctx *c, int id, struct ursk *u, crest_error_t *err)
 {
   for (size_t k = 0; k < u->nq; k++)
     {
       struct ursk *s = ur(c, u->q[k].sender);
-      int fd = s ? s->fd : u->gone;
+      int fd = s ? s->fd : u->q[k].anon ? anon_sender(c, err) : u->gone;
       struct sockaddr_un a;
       socklen_t alen = uaddr(u, &a);
-      bool to = u->type == SOCK_DGRAM && s && s->peer != id;
+      bool to = u->type == SOCK_DGRAM && ((s && s->peer != id) || u->q[k].anon);
       ssize_t n;
       int saved = -1;
+      if (fd < 0 && u->q[k].anon)
+        return -1;
       if (fd < 0)
         return crest_error_make(err, EINVAL, "file %d: queued data with no sender", id);
       if (to && base_enter(u, &saved, err) < 0)

@@ -4519,6 +4519,164 @@ chk_unix_peer_closed(void)
     zdtm_fail("after the bytes: %zd (%s), not end of file", n, n < 0 ? strerror(errno) : "data");
 }
 
+/* unix-unconnected: stream and seqpacket sockets made and not connected
+   yet, one of them bound: restored (until December 2026 the checkpoint
+   failed, "peek at its queue: Invalid argument"); after restore the bound
+   one has its name and listens, the others connect to it.
+   unix-seqpacket-peer-closed: a seqpacket socket whose peer sent two
+   messages and closed: the messages, then end of file (was refused as "a
+   zero-length datagram queued"). */
+static int un_s[3] = { -1, -1, -1 };
+static struct sockaddr_un un_name;
+static void
+set_unix_unconnected(void)
+{
+  un_s[0] = socket(AF_UNIX, SOCK_STREAM, 0);
+  un_s[1] = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  un_s[2] = socket(AF_UNIX, SOCK_STREAM, 0);
+  un_name.sun_family = AF_UNIX;
+  need(un_s[0] >= 0 && un_s[1] >= 0 && un_s[2] >= 0
+           && getcwd(un_name.sun_path, sizeof un_name.sun_path - 8) != NULL,
+       "sockets");
+  strcat(un_name.sun_path, "/b");
+  need(bind(un_s[2], (struct sockaddr *)&un_name, sizeof un_name) == 0, "bind");
+}
+static void
+chk_unix_unconnected(void)
+{
+  struct sockaddr_un a;
+  socklen_t al = sizeof a;
+  int sp;
+  if (getsockname(un_s[2], (struct sockaddr *)&a, &al) < 0
+      || strcmp(a.sun_path, un_name.sun_path) != 0)
+    zdtm_fail("the bound socket's name is not %s", un_name.sun_path);
+  if (listen(un_s[2], 2) < 0 || connect(un_s[0], (struct sockaddr *)&un_name, sizeof un_name) < 0)
+    zdtm_fail("the bound one listens, the other connects: %s", strerror(errno));
+  sp = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+  if (sp < 0
+      || bind(sp, (struct sockaddr *)&(struct sockaddr_un){ .sun_family = AF_UNIX },
+              sizeof(sa_family_t))
+             < 0
+      || listen(sp, 1) < 0 || getsockname(sp, (struct sockaddr *)&a, &(socklen_t){ sizeof a }) < 0)
+    zdtm_fail("a seqpacket listener: %s", strerror(errno));
+  else
+    {
+      socklen_t l = sizeof a;
+      getsockname(sp, (struct sockaddr *)&a, &l);
+      if (connect(un_s[1], (struct sockaddr *)&a, l) < 0)
+        zdtm_fail("the seqpacket socket connects: %s", strerror(errno));
+    }
+}
+static void
+set_unix_seqpacket_peer_closed(void)
+{
+  need(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, pfd) == 0 && send(pfd[1], "m-one", 5, 0) == 5
+           && send(pfd[1], "m-2", 3, 0) == 3,
+       "a seqpacket pair");
+  close(pfd[1]);
+  pfd[1] = -1;
+}
+static void
+chk_unix_seqpacket_peer_closed(void)
+{
+  char buf[16];
+  if (recv(pfd[0], buf, sizeof buf, MSG_DONTWAIT) != 5 || memcmp(buf, "m-one", 5) != 0
+      || recv(pfd[0], buf, sizeof buf, MSG_DONTWAIT) != 3 || memcmp(buf, "m-2", 3) != 0)
+    zdtm_fail("the peer's two messages are not there");
+  else if (recv(pfd[0], buf, sizeof buf, MSG_DONTWAIT) != 0)
+    zdtm_fail("after them: not end of file (%s)", strerror(errno));
+}
+
+/* unix-anon-dgram: a datagram queued on a bound socket by an unbound one
+   that is not connected to it (sendto): it carries no sender address, and
+   any unbound socket sends it again the same (format 22 anon; until
+   December 2026 refused as "queued by a unix socket outside the tree").
+   After restore: the datagram, from no address. */
+static void
+set_unix_anon_dgram(void)
+{
+  struct sockaddr_un a = { .sun_family = AF_UNIX };
+  socklen_t len = sizeof a;
+  fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+  fd2 = socket(AF_UNIX, SOCK_DGRAM, 0);
+  need(fd >= 0 && fd2 >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(sa_family_t)) == 0
+           && getsockname(fd, (struct sockaddr *)&a, &len) == 0
+           && sendto(fd2, "anonymous", 9, 0, (struct sockaddr *)&a, len) == 9,
+       "a datagram from an unbound socket");
+}
+static void
+chk_unix_anon_dgram(void)
+{
+  char buf[16];
+  struct sockaddr_un from;
+  socklen_t fl = sizeof from;
+  ssize_t n = recvfrom(fd, buf, sizeof buf, MSG_DONTWAIT, (struct sockaddr *)&from, &fl);
+  if (n != 9 || memcmp(buf, "anonymous", 9) != 0)
+    zdtm_fail("the anonymous datagram: %zd bytes", n);
+  else if (fl > sizeof(sa_family_t))
+    zdtm_fail("the anonymous datagram now comes from a name (%u bytes)", (unsigned)fl);
+}
+
+/* udp-source-outside: a datagram queued from a UDP socket that a process
+   outside the tree still holds (a client waiting for its answer): refused,
+   the checkpoint tried again, "a socket outside the tree holds" (until
+   December 2026 the restore failed, after the checkpoint had ended the
+   tree, binding its source port). In a container the holder is the init's
+   child, in the tree: restored. */
+static void
+set_udp_source_outside(void)
+{
+  struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+  socklen_t len = sizeof a;
+  pid_t root = getpid(), k;
+  int sync[2];
+  char c;
+  fd = socket(AF_INET, SOCK_DGRAM, 0);
+  need(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0
+           && getsockname(fd, (struct sockaddr *)&a, &len) == 0 && pipe(sync) == 0,
+       "a UDP socket");
+  k = fork();
+  need(k >= 0, "fork");
+  if (k == 0)
+    {
+      if (fork() == 0)
+        {
+          int s = socket(AF_INET, SOCK_DGRAM, 0);
+          close(sync[0]);
+          if (s < 0 || sendto(s, "query", 5, 0, (struct sockaddr *)&a, len) != 5
+              || write(sync[1], "s", 1) != 1)
+            _exit(1);
+          close(sync[1]);
+          while (kill(root, 0) == 0)
+            usleep(100000);
+          /* As a client that waits for its answer a while longer: past a
+             restore that follows a checkpoint at once. */
+          if (!probing)
+            sleep(3);
+          _exit(0);
+        }
+      _exit(0);
+    }
+  waitpid(k, NULL, 0);
+  close(sync[1]);
+  need(read(sync[0], &c, 1) == 1, "the outside client's datagram");
+  close(sync[0]);
+  for (int i = 0; i < 100; i++)
+    {
+      struct pollfd p = { fd, POLLIN, 0 };
+      if (poll(&p, 1, 10) == 1)
+        return;
+    }
+  zdtm_error("the datagram never arrived");
+}
+static void
+chk_udp_source_outside(void)
+{
+  char buf[8];
+  if (recv(fd, buf, sizeof buf, MSG_DONTWAIT) != 5 || memcmp(buf, "query", 5) != 0)
+    zdtm_fail("the client's datagram is not there");
+}
+
 /* unix-empty-dgram: a zero-length datagram queued on a unix socket:
    refused, "zero-length datagram". */
 static void
@@ -4735,7 +4893,11 @@ static const struct
   { "unix-listener-gone", set_unix_listener_gone, chk_unix_listener_gone },
   { "unix-accepted-peer-closed", set_unix_accepted_peer_closed, chk_unix_accepted_peer_closed },
   { "unix-peer-closed", set_unix_peer_closed, chk_unix_peer_closed },
+  { "unix-unconnected", set_unix_unconnected, chk_unix_unconnected },
+  { "unix-seqpacket-peer-closed", set_unix_seqpacket_peer_closed, chk_unix_seqpacket_peer_closed },
   { "unix-empty-dgram", set_unix_empty_dgram, chk_unix_empty_dgram },
+  { "unix-anon-dgram", set_unix_anon_dgram, chk_unix_anon_dgram },
+  { "udp-source-outside", set_udp_source_outside, chk_udp_source_outside },
   { "udp-empty", set_udp_empty, chk_udp_empty },
   { "leader-exit", set_leader_exit, NULL },
   { "reparented", set_orphan, NULL },
