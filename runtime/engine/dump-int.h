@@ -467,6 +467,11 @@ int
 ns_ids(struct dctx *c, crest_error_t *err);
 int
 check_groups(struct dctx *c, crest_error_t *err);
+/* Container mode: refuse a process of the container's PID namespace that
+   is not in the tree (not a descendant of its init: one `crun exec`
+   started, whose parent is outside), which a restore would not make. */
+int
+check_strangers(struct dctx *c, crest_error_t *err);
 /* "exit_signal" of P when its parent is in the tree and it is not SIGCHLD. */
 void
 put_exit_signal(struct dctx *c, const struct dproc *p, yajl_gen g);

@@ -516,7 +516,8 @@ dump_tree_here(pid_t root, const struct crest_dump_opts *o, crest_error_t *err)
     }
   if (user_ns(&c, err) < 0 || same_namespaces(&c, err) < 0
       || (!o->root_is_ns_init && traces_outside(&c, err) < 0) || dump_roots(&c, err) < 0
-      || check_groups(&c, err) < 0 || tcp_orphans_check(&c, err) < 0)
+      || check_groups(&c, err) < 0 || tcp_orphans_check(&c, err) < 0
+      || (o->root_is_ns_init && check_strangers(&c, err) < 0))
     goto out;
   if (o->root_is_ns_init)
     tty_find(&c);

@@ -675,6 +675,50 @@ collect_tree(struct dctx *c, crest_error_t *err)
   return 0;
 }
 
+int
+check_strangers(struct dctx *c, crest_error_t *err)
+{
+  struct stat ns, st;
+  char path[64];
+  DIR *d;
+  struct dirent *e;
+  int rc = 0;
+  snprintf(path, sizeof path, "/proc/%d/ns/pid", (int)c->root);
+  if (stat(path, &ns) < 0)
+    return crest_error_errno(err, "task %d: its PID namespace", c->root);
+  if (!(d = opendir("/proc")))
+    return crest_error_errno(err, "open /proc");
+  while (rc == 0 && (e = readdir(d)))
+    {
+      char *end;
+      long k = strtol(e->d_name, &end, 10);
+      if (k <= 0 || *end || find_proc(c, (pid_t)k))
+        continue;
+      snprintf(path, sizeof path, "/proc/%ld/ns/pid", k);
+      /* Gone, or another user's (not the container's: its processes are
+         all in the user namespace crest's user owns). */
+      if (stat(path, &st) < 0 || st.st_dev != ns.st_dev || st.st_ino != ns.st_ino
+          || restorer_zombie(c, (pid_t)k))
+        continue;
+      {
+        cleanup_free char *status = NULL;
+        crest_error_t e2 = NULL;
+        pid_t inner = 0;
+        if (read_proc((pid_t)k, "status", &status, &e2) == 0)
+          inner = ns_field(status, "NSpid", true, 0);
+        crest_error_release(&e2);
+        rc = crest_error_make(err, ENOTSUP,
+                              "process %ld (PID %d in the container) is in the container but not "
+                              "a descendant of its init (started by `exec`, whose parent is "
+                              "outside), which a restore would not make again: cannot checkpoint "
+                              "it (let it end first)",
+                              k, (int)inner);
+      }
+    }
+  closedir(d);
+  return rc;
+}
+
 /* A zombie: what its parent's wait() will see, and what /proc still shows
    of it (format 14): its signal dispositions (SigIgn, SigCgt: a handler's
    address is gone with its memory) and blocked signals, its limits,

@@ -229,6 +229,9 @@ struct rctx
   bool session_users;   /* tree.json: the root's session keyring was its user's (keyrings.c) */
   bool shell_job;       /* tree.json: its controlling terminal was outside it (--shell-job) */
   int64_t shell_job_fg; /* ...and this group of the tree was in its foreground (0: none) */
+  /* Process mode: the root's session (1) or only its process group (2)
+     was led outside the tree: it joins crest's, said once it runs. */
+  int joins_crest;
   int report[2];
   int32_t *go;
   struct

@@ -260,6 +260,17 @@ plan_restore(struct rctx *c, bool check_kernel, crest_error_t *err)
                                 o->image_dir, strerror(errno));
       close(t);
     }
+  /* Process mode: a root whose process group or session was led outside
+     the tree (a program started in the background by a shell or a script)
+     joins crest's own; said once, not silently (a shell job's is meant:
+     checkpoint --shell-job). */
+  if (!o->as_ns_init && !c->shell_job && c->np)
+    {
+      bool g = false, s = false;
+      for (size_t i = 0; i < c->np; i++)
+        g |= c->p[i].pid == c->p[0].pgid, s |= c->p[i].pid == c->p[0].sid;
+      c->joins_crest = !s ? 1 : !g ? 2 : 0;
+    }
   /* After the chroot check: that refusal names the one capability missing. */
   {
     uint64_t bound = 0;
@@ -403,6 +414,12 @@ static int
 restore_done(struct rctx *c, pid_t *root_out, crest_error_t *err)
 {
   *root_out = c->p[0].pid;
+  if (c->joins_crest)
+    crest_warn("restore: process %d's %s %d was led outside the tree: it is in the restoring "
+               "crest's %s",
+               c->p[0].pid, c->joins_crest == 1 ? "session" : "process group",
+               (int)(c->joins_crest == 1 ? c->p[0].sid : c->p[0].pgid),
+               c->joins_crest == 1 ? "session and process group" : "process group");
   if (crest_test_knob("CREST_STATS"))
     fprintf(stderr,
             "crest: restore stats: processes %zu, ms: planned %.1f, files open %.1f, every "
