@@ -367,7 +367,9 @@ unix_probe(struct dctx *c, struct dproc *p, const struct fd_probe *d, struct dfi
   if (!(r = sk_diag_find(&diag.s, ino)))
     return crest_error_make(err, ENOTSUP,
                             "task %d: fd %d (%s): a unix socket of another network namespace than "
-                            "the tree's, cannot checkpoint it",
+                            "the tree's (a connection accepted from a client outside it, whose "
+                            "namespace the kernel gives the accepted end, or a socket made "
+                            "outside), cannot checkpoint it",
                             d->pid, d->fd, d->link);
   nf->priv = xzalloc(sizeof(struct usk));
   if (dump_usk(r, d->pid, fd, nf->priv, err) < 0)
