@@ -414,12 +414,6 @@ static int
 restore_done(struct rctx *c, pid_t *root_out, crest_error_t *err)
 {
   *root_out = c->p[0].pid;
-  if (c->joins_crest)
-    crest_warn("restore: process %d's %s %d was led outside the tree: it is in the restoring "
-               "crest's %s",
-               c->p[0].pid, c->joins_crest == 1 ? "session" : "process group",
-               (int)(c->joins_crest == 1 ? c->p[0].sid : c->p[0].pgid),
-               c->joins_crest == 1 ? "session and process group" : "process group");
   if (crest_test_knob("CREST_STATS"))
     fprintf(stderr,
             "crest: restore stats: processes %zu, ms: planned %.1f, files open %.1f, every "
@@ -444,6 +438,19 @@ restore_done(struct rctx *c, pid_t *root_out, crest_error_t *err)
           kill_all(c);
           return -1;
         }
+    }
+  /* Once nothing can fail it any more (the pid file is written). */
+  if (c->joins_crest)
+    {
+      pid_t id = c->joins_crest == 1 ? c->p[0].sid : c->p[0].pgid;
+      char num[32] = "";
+      if (id > 0)
+        snprintf(num, sizeof num, " %d", (int)id);
+      crest_warn("restore: process %d's %s%s was led outside the tree%s: it is in the restoring "
+                 "crest's %s",
+                 c->p[0].pid, c->joins_crest == 1 ? "session" : "process group", num,
+                 id > 0 ? "" : " (outside its PID namespace)",
+                 c->joins_crest == 1 ? "session and process group" : "process group");
     }
   if (c->shell_job_fg && !c->o->detach)
     {
