@@ -94,6 +94,9 @@ BATCH_NOTE=(
 
 @test "zdtm-caps in a container" { zdtm_cycle caps; }
 @test "zdtm-zombie in a container" { zdtm_cycle zombie; }
+# A supervisor init, blocked in wait4(-1): it reaps no PID it never made
+# (the restore's finishing helper is reaped before its own code runs).
+@test "zdtm-reaper in a container (an init that waits for any child)" { zdtm_cycle reaper; }
 @test "zdtm-chroot in a container (its config gives CAP_SYS_CHROOT)" {
 	update_config '.process.capabilities |= with_entries(if .key == "bounding" or .key == "permitted" or .key == "effective" then .value += ["CAP_SYS_CHROOT"] else . end)'
 	zdtm_cycle chroot

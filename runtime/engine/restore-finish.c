@@ -22,6 +22,7 @@
 #include "util.h"
 #include "blob/blob-abi.h"
 
+#include "dump-int.h"
 #include "restore-int.h"
 
 static const char *
@@ -362,6 +363,99 @@ stop_process(struct rctx *c, struct rproc *p, crest_error_t *err)
   return 0;
 }
 
+/* A container's init, its registers set, is made to reap the finishing
+   helper (this process, its child) before it runs a single instruction of
+   its own: its main thread is set to make wait4(helper, __WALL) at a
+   syscall instruction of its vDSO, with every signal blocked and a way
+   home below its stack pointer (inject-home.c), a signal frame holding the
+   registers, mask and extended state just set, which the rt_sigreturn of
+   its own C library puts back once the helper has exited and been reaped.
+   Without it the helper stays a zombie child of the init named
+   crest-restoring until the init waits, and an init that looks every PID
+   it reaps up among the children it made (a supervisor) finds a stranger.
+   Best effort: without a gadget, rt_sigreturn code, room on the stack or
+   the right to write there, the zombie is left as before (debug line). */
+static void
+init_reaps_helper(struct rctx *c)
+{
+  struct rproc *p = &c->p[0];
+  struct rthread *th = &p->th[0];
+  struct vma *vv = NULL;
+  size_t nv = 0;
+  uint64_t vdso = 0, vdso_end = 0, gadget = 0, sigret, all = ~0ULL;
+  int pops = -1;
+  struct dthread d;
+  struct home h;
+  struct user_regs_struct r;
+  crest_error_t e = NULL;
+  const char *why = NULL;
+
+  if (!c->o->as_ns_init || c->lazy || p->zombie || p->stop_sig || !th->xstate)
+    return;
+  if (parse_maps(p->pid, &vv, &nv, &e) < 0)
+    goto out;
+  for (size_t i = 0; i < nv; i++)
+    if (strcmp(vv[i].kind, "vdso") == 0)
+      vdso = vv[i].start, vdso_end = vv[i].end;
+  if (vdso && vdso_end - vdso <= (1u << 20))
+    {
+      cleanup_free uint8_t *buf = xmalloc(vdso_end - vdso);
+      if (vm_read(p->pid, vdso, buf, vdso_end - vdso, &e) < 0)
+        goto out;
+      if (home_find_gadget(buf, vdso_end - vdso, vdso, &gadget, &pops) < 0)
+        gadget = 0;
+    }
+  if (!gadget)
+    {
+      why = "no syscall instruction followed by a return in its vDSO";
+      goto out;
+    }
+  sigret = home_find_sigreturn(p->pid, vv, nv);
+  if (!sigret)
+    {
+      why = "no rt_sigreturn code in its executable mappings";
+      goto out;
+    }
+  memset(&d, 0, sizeof d);
+  d.tid = th->tid, d.regs = th->regs, d.xstate = th->xstate, d.xlen = th->xlen;
+  d.sigmask = th->sigmask;
+  pt_normalize_restart(&d.regs);
+  if (home_build(p->pid, &d, vv, nv, pops, sigret, 0, 0, &h, &e) < 0)
+    goto out;
+  pt_set_home(th->tid, 0);
+  free(h.saved);
+  if (!h.sp)
+    {
+      why = "no room below its stack pointer";
+      goto out;
+    }
+  r = d.regs;
+  r.rip = gadget, r.rsp = h.sp, r.orig_rax = (unsigned long)-1;
+  r.rax = SYS_wait4, r.rdi = (unsigned long)getpid(), r.rsi = 0, r.rdx = __WALL, r.r10 = 0;
+  /* Registers last: a failure before leaves the thread as it was set. */
+  if (ptrace(PTRACE_SETSIGMASK, th->tid, sizeof all, &all) < 0)
+    {
+      crest_error_errno(&e, "set its signal mask");
+      goto out;
+    }
+  if (pt_setregs(th->tid, &r, &e) < 0)
+    {
+      ptrace(PTRACE_SETSIGMASK, th->tid, sizeof th->sigmask, &th->sigmask);
+      goto out;
+    }
+  crest_debug("restore: the init reaps the finishing helper %d first (way home at %#llx)",
+              (int)getpid(), (unsigned long long)h.sp);
+out:
+  if (e || why)
+    {
+      cleanup_free char *text = e ? crest_error_text(e) : NULL;
+      crest_debug("restore: the init is left to reap the finishing helper itself: %s",
+                  why ? why : text);
+    }
+  crest_error_release(&e);
+  free_vmas(vv, nv);
+}
+
 /* Seize every task as it reports, wait for every thread to park in the
    blob, check the blob's verdicts, set the registers, unmap the blob, let go. */
 int
@@ -436,6 +530,7 @@ finish_tree(struct rctx *c, crest_error_t *err)
         }
     }
   c->ms_finished = ms_since(&c->t0);
+  init_reaps_helper(c);
   for (size_t i = 0; i < c->np; i++)
     for (size_t t = 0; t < c->p[i].nth && !lazy_proc(c, &c->p[i]); t++)
       pt_detach(c->p[i].th[t].tid);
