@@ -17,18 +17,36 @@ vformat(const char *fmt, va_list ap)
   return s;
 }
 
-int
-crest_error_make(crest_error_t *err, int errno_, const char *fmt, ...)
+static int
+error_vmake(crest_error_t *err, int errno_, bool sys, const char *fmt, va_list ap)
 {
-  va_list ap;
   if (err == NULL)
     return -1;
   if (*err != NULL)
     crest_error_release(err);
   *err = xzalloc(sizeof(**err));
   (*err)->status = errno_;
-  va_start(ap, fmt);
+  (*err)->sys = sys;
   (*err)->msg = vformat(fmt, ap);
+  return -1;
+}
+
+int
+crest_error_make(crest_error_t *err, int errno_, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  error_vmake(err, errno_, false, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+int
+crest_error_sys(crest_error_t *err, int errno_, const char *fmt, ...)
+{
+  va_list ap;
+  va_start(ap, fmt);
+  error_vmake(err, errno_, true, fmt, ap);
   va_end(ap);
   return -1;
 }
@@ -55,7 +73,7 @@ crest_error_text(const crest_error_t err)
 {
   if (err == NULL)
     return xstrdup("unknown error");
-  if (err->status)
+  if (err->status && (err->status != ENOTSUP || err->sys))
     return xasprintf("%s: %s", err->msg, strerror(err->status));
   return xstrdup(err->msg);
 }
