@@ -1322,18 +1322,18 @@ stream_room(int fd, size_t len)
     setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &half, sizeof half);
 }
 
-/* A queued message sent again with its sender's credentials
+/* Queued messages sent again with their sender's credentials
    (SCM_CREDENTIALS): by a process of that PID, since the kernel takes a
    PID only of the sender itself or of a process that exists, when the
-   sender holds CAP_SYS_ADMIN over the PID namespace. */
+   sender holds CAP_SYS_ADMIN over the PID namespace. A run of N messages
+   (Q) of one sender's PID goes in one process. */
 struct cred_send
 {
   int fd, stream;
-  const uint8_t *data;
-  size_t len;
+  const struct rumsg *q;
+  size_t n;
   const struct sockaddr_un *to;
   socklen_t tolen;
-  struct ucred cred;
 };
 
 /* S, in whichever process: 0 or an errno. */
@@ -1341,34 +1341,40 @@ static int
 cred_send_run(const void *arg)
 {
   const struct cred_send *s = arg;
-  size_t done = 0;
-  do
+  for (size_t k = 0; k < s->n; k++)
     {
-      union
-      {
-        struct cmsghdr h;
-        uint8_t b[CMSG_SPACE(sizeof(struct ucred))];
-      } cm;
-      struct iovec iov = { (void *)(s->data + done), s->len - done };
-      struct msghdr m = { .msg_name = (void *)s->to,
-                          .msg_namelen = s->to ? s->tolen : 0,
-                          .msg_iov = &iov,
-                          .msg_iovlen = 1,
-                          .msg_control = &cm,
-                          .msg_controllen = sizeof cm };
-      ssize_t n;
-      memset(&cm, 0, sizeof cm);
-      cm.h.cmsg_level = SOL_SOCKET;
-      cm.h.cmsg_type = SCM_CREDENTIALS;
-      cm.h.cmsg_len = CMSG_LEN(sizeof(struct ucred));
-      memcpy(CMSG_DATA(&cm.h), &s->cred, sizeof s->cred);
-      n = sendmsg(s->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
-      if (n <= 0)
-        return n < 0 ? errno : EIO;
-      done += (size_t)n;
+      const struct rumsg *q = &s->q[k];
+      size_t done = 0;
+      do
+        {
+          union
+          {
+            struct cmsghdr h;
+            uint8_t b[CMSG_SPACE(sizeof(struct ucred))];
+          } cm;
+          struct iovec iov = { (void *)(q->data + done), q->len - done };
+          struct msghdr m = { .msg_name = (void *)s->to,
+                              .msg_namelen = s->to ? s->tolen : 0,
+                              .msg_iov = &iov,
+                              .msg_iovlen = 1,
+                              .msg_control = &cm,
+                              .msg_controllen = sizeof cm };
+          ssize_t n;
+          memset(&cm, 0, sizeof cm);
+          cm.h.cmsg_level = SOL_SOCKET;
+          cm.h.cmsg_type = SCM_CREDENTIALS;
+          cm.h.cmsg_len = CMSG_LEN(sizeof(struct ucred));
+          memcpy(CMSG_DATA(&cm.h), &q->cred, sizeof q->cred);
+          n = sendmsg(s->fd, &m, MSG_DONTWAIT | MSG_NOSIGNAL);
+          if (n <= 0)
+            return n < 0 ? errno : EIO;
+          done += (size_t)n;
+        }
+      while (s->stream && done < q->len);
+      if (done != q->len)
+        return EIO;
     }
-  while (s->stream && done < s->len);
-  return done == s->len ? 0 : EIO;
+  return 0;
 }
 
 /* S by the process of its PID: a short-lived child of that PID sharing
@@ -1381,9 +1387,9 @@ static int
 cred_send(struct rctx *c, const struct cred_send *s)
 {
   int e;
-  if (s->cred.pid != getpid())
+  if (s->q[0].cred.pid != getpid())
     {
-      if (run_as_pid(c, s->cred.pid, cred_send_run, s) == 0)
+      if (run_as_pid(c, s->q[0].cred.pid, cred_send_run, s) == 0)
         return 0;
       if (errno != EEXIST && errno != EBUSY)
         return -1;
@@ -1430,9 +1436,20 @@ send_queue(struct rctx *c, int id, struct ursk *u, crest_error_t *err)
         stream_room(fd, u->q[k].len);
       if (u->q[k].has_cred)
         {
-          struct cred_send cs = { fd,          u->type == SOCK_STREAM, u->q[k].data,
-                                  u->q[k].len, to ? &a : NULL,         alen,
-                                  u->q[k].cred };
+          /* With the messages after it from the same sender and PID. */
+          size_t run = 1;
+          while (k + run < u->nq && u->q[k + run].has_cred && u->q[k + run].sender == u->q[k].sender
+                 && u->q[k + run].anon == u->q[k].anon
+                 && u->q[k + run].cred.pid == u->q[k].cred.pid)
+            run++;
+          if (u->type == SOCK_STREAM && run > 1)
+            {
+              size_t total = 0;
+              for (size_t r = 0; r < run; r++)
+                total += u->q[k + r].len;
+              stream_room(fd, total);
+            }
+          struct cred_send cs = { fd, u->type == SOCK_STREAM, &u->q[k], run, to ? &a : NULL, alen };
           int r = cred_send(c, &cs), e = errno;
           base_leave(saved);
           if (r < 0)
@@ -1441,6 +1458,7 @@ send_queue(struct rctx *c, int id, struct ursk *u, crest_error_t *err)
                                     "GID %d (SO_PASSCRED): %s",
                                     id, u->q[k].len, (int)u->q[k].cred.pid, (int)u->q[k].cred.uid,
                                     (int)u->q[k].cred.gid, strerror(e));
+          k += run - 1;
           continue;
         }
       n = sendto(fd, u->q[k].data, u->q[k].len, MSG_DONTWAIT | MSG_NOSIGNAL,

@@ -2897,12 +2897,14 @@ chk_unix_peercred(void)
    this process and one of a child (spawn) that stays; after restore each
    message comes with the PID, user and group it was sent with (restore
    sends each again from a process of that PID: docs/engine.md, "Unix
-   sockets"). Until December 2026 they named crest's PID. */
+   sockets"). Until December 2026 they named crest's PID. The child sends
+   two of each (a run of one sender, sent again by one process). */
 static int uc_dg[2] = { -1, -1 }, uc_st[2] = { -1, -1 };
 static void
 uc_send(void)
 {
-  need(send(uc_dg[0], "kid-dgram", 9, 0) == 9 && send(uc_st[0], "kid-", 4, 0) == 4,
+  need(send(uc_dg[0], "kid-dgram", 9, 0) == 9 && send(uc_st[0], "kid-", 4, 0) == 4
+           && send(uc_dg[0], "kid-again", 9, 0) == 9 && send(uc_st[0], "two!", 4, 0) == 4,
        "the child's sends");
 }
 static void
@@ -2919,7 +2921,7 @@ set_unix_creds(void)
   spawn(uc_send);
   for (int i = 0; i < 200; i++)
     {
-      if (ioctl(uc_st[1], FIONREAD, &st) == 0 && st == 7)
+      if (ioctl(uc_st[1], FIONREAD, &st) == 0 && st == 11)
         return;
       usleep(10000);
     }
@@ -2956,8 +2958,10 @@ chk_unix_creds(void)
 {
   uc_expect(uc_dg[1], "datagram 1", "me-dgram", 8, getpid());
   uc_expect(uc_dg[1], "datagram 2", "kid-dgram", 9, child);
+  uc_expect(uc_dg[1], "datagram 3", "kid-again", 9, child);
   uc_expect(uc_st[1], "stream bytes 0-2", "me-", 3, getpid());
   uc_expect(uc_st[1], "stream bytes 3-6", "kid-", 4, child);
+  uc_expect(uc_st[1], "stream bytes 7-10", "two!", 4, child);
 }
 
 /* A descriptor in flight: an eventfd sent with SCM_RIGHTS, not received. */
