@@ -118,7 +118,7 @@ scratch_get(struct dproc *p, const struct vma *vv, size_t nv, int pops, struct s
   if (pt_inject_nostep(m->tid, &m->regs, m->sigmask, p->gadget, SYS_mmap, a, &ret, err) < 0)
     return -1;
   if (ret < 0 && ret > -4096)
-    return crest_error_make(err, -ret, "task %d: injected mmap", p->pid);
+    return crest_error_sys(err, -ret, "task %d: injected mmap", p->pid);
   s->addr = ret;
   s->mapped = true;
   return 0;
@@ -238,7 +238,7 @@ mlockall_probe(struct dproc *p, int (*inject)(void *, long, const long[6], long 
   if (inject(&ic, SYS_mmap, a, &addr, err) < 0)
     return -1;
   if (addr < 0 && addr > -4096)
-    return crest_error_make(err, (int)-addr, "task %d: map a page to probe mlockall", p->pid);
+    return crest_error_sys(err, (int)-addr, "task %d: map a page to probe mlockall", p->pid);
   rc = vmflags_load(p->pid, &vf, &nvf, err);
   if (rc == 0 && vmflags_at_has(vf, nvf, (uint64_t)addr, "lo"))
     p->mcl = MCL_FUTURE | (vmflags_at_has(vf, nvf, (uint64_t)addr, "lf") ? MCL_ONFAULT : 0);
@@ -254,7 +254,7 @@ mlockall_probe(struct dproc *p, int (*inject)(void *, long, const long[6], long 
   if (inject(&ic, SYS_munmap, a, &ret, err) < 0)
     return -1;
   if (ret != 0)
-    return crest_error_make(err, (int)-ret, "task %d: unmap the mlockall probe", p->pid);
+    return crest_error_sys(err, (int)-ret, "task %d: unmap the mlockall probe", p->pid);
   return rc;
 }
 
@@ -319,7 +319,7 @@ lower_dumpable(struct dproc *p, crest_error_t *err)
       < 0)
     return -1;
   if (ret != 0)
-    return crest_error_make(err, (int)-ret, "task %d: injected PR_SET_DUMPABLE", p->pid);
+    return crest_error_sys(err, (int)-ret, "task %d: injected PR_SET_DUMPABLE", p->pid);
   p->dumpable_lowered = true;
   crest_debug("checkpoint: task %d: not dumpable while it is checkpointed", p->pid);
   return 0;
@@ -415,8 +415,7 @@ inject_close(struct dproc *p, crest_error_t *err)
           < 0)                                                                                     \
         return -1;                                                                                 \
       if (ret < 0 && ret > -4096)                                                                  \
-        return crest_error_make(err, -ret, "task %d: injected syscall %d", (th_)->tid,             \
-                                (int)(nr_));                                                       \
+        return crest_error_sys(err, -ret, "task %d: injected syscall %d", (th_)->tid, (int)(nr_)); \
     }                                                                                              \
   while (0)
 

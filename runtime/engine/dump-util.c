@@ -272,8 +272,8 @@ vm_read(pid_t pid, uint64_t addr, void *buf, size_t len, crest_error_t *err)
   struct iovec l = { buf, len }, r = { (void *)addr, len };
   ssize_t n = process_vm_readv(pid, &l, 1, &r, 1, 0);
   if (n != (ssize_t)len)
-    return crest_error_make(err, n < 0 ? errno : EIO, "task %d: read memory at %#" PRIx64, pid,
-                            addr);
+    return crest_error_sys(err, n < 0 ? errno : EIO, "task %d: read memory at %#" PRIx64, pid,
+                           addr);
   return 0;
 }
 

@@ -192,7 +192,7 @@ epoll_add_target(int ep, const struct epoll_target *t, int target, crest_error_t
           en = errno;
           if (saved >= 0)
             close(saved);
-          return crest_error_make(err, en, "restore: epoll target %d: dup2", t->tfd);
+          return crest_error_sys(err, en, "restore: epoll target %d: dup2", t->tfd);
         }
     }
   if (epoll_target_fired(t))
@@ -222,8 +222,8 @@ epoll_add_target(int ep, const struct epoll_target *t, int target, crest_error_t
         return crest_error_errno(err, "restore: epoll target %d: put back what it was", t->tfd);
     }
   if (rc < 0)
-    return crest_error_make(err, en, "restore: epoll: add target fd %d (events %#x)", t->tfd,
-                            t->events);
+    return crest_error_sys(err, en, "restore: epoll: add target fd %d (events %#x)", t->tfd,
+                           t->events);
   return 0;
 }
 

@@ -162,7 +162,7 @@ refill(struct rctx *c, int fd, const char *data, crest_error_t *err)
             {
               int e = r < 0 ? errno : EIO;
               close(in);
-              return crest_error_make(err, e, "refill from %s", data);
+              return crest_error_sys(err, e, "refill from %s", data);
             }
           done += r, at += r;
         }

@@ -62,7 +62,7 @@ copy_range(int in, uint64_t off, uint64_t len, struct img_out *o, char *buf, cre
       size_t n = len < CHUNK ? len : CHUNK;
       ssize_t r = pread(in, buf, n, off);
       if (r <= 0)
-        return crest_error_make(err, r < 0 ? errno : EIO, "read at %" PRIu64, off);
+        return crest_error_sys(err, r < 0 ? errno : EIO, "read at %" PRIu64, off);
       if (img_out_write(o, buf, r, err) < 0)
         return -1;
       off += r, len -= r;

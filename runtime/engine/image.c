@@ -78,8 +78,8 @@ img_writer_open(const char *final_dir, struct img_writer **out, crest_error_t *e
       if (!S_ISDIR(st.st_mode))
         return crest_error_make(err, EEXIST, "image %s: exists and is not a directory", final_dir);
       if (rmdir(final_dir) < 0)
-        return crest_error_make(err, errno == ENOTEMPTY ? EEXIST : errno,
-                                "image %s: exists and is not empty", final_dir);
+        return crest_error_sys(err, errno == ENOTEMPTY ? EEXIST : errno,
+                               "image %s: exists and is not empty", final_dir);
     }
   w = xzalloc(sizeof *w);
   w->final_dir = xstrdup(final_dir);
@@ -888,7 +888,7 @@ hash_check(struct img_reader *r, const struct img_file *f, int e, const char *he
            crest_error_t *err)
 {
   if (e)
-    return crest_error_make(err, e, "image %s: file %s: read", r->dir, f->name);
+    return crest_error_sys(err, e, "image %s: file %s: read", r->dir, f->name);
   if (strcmp(hex, f->sha) != 0)
     return crest_error_make(err, EINVAL, "image %s: file %s: checksum mismatch (corrupted image)",
                             r->dir, f->name);
@@ -1209,7 +1209,7 @@ img_reader_open_late(const char *dir, bool check_kernel, bool verify, int late,
         r->late_bad = -1;
         if ((e = start_quiet_thread(&r->late_tid, late_thread, r)) != 0)
           {
-            crest_error_make(err, e, "image %s: start the checksum thread", dir);
+            crest_error_sys(err, e, "image %s: start the checksum thread", dir);
             goto fail;
           }
         r->late_running = true;

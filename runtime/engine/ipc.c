@@ -423,7 +423,7 @@ save_pages(struct dctx *c, const struct inj *j, struct ipc_obj *o, uint64_t addr
           < 0)
         return -1;
       if (ret < 0)
-        return crest_error_make(err, (int)-ret, "task %d: injected mincore", j->pid);
+        return crest_error_sys(err, (int)-ret, "task %d: injected mincore", j->pid);
       if (vm_read(j->pid, j->scratch, vec + off, n, err) < 0)
         return -1;
     }
@@ -551,8 +551,8 @@ ipc_check_ns(struct dctx *c, struct dproc *root, shm_inject_fn inject, void *ctx
       if (max == -ENOSYS)
         return 0; /* a kernel without SysV IPC */
       if (max < 0)
-        return crest_error_make(err, (int)-max, "task %d: injected %s info", root->pid,
-                                kinds[k].what);
+        return crest_error_sys(err, (int)-max, "task %d: injected %s info", root->pid,
+                               kinds[k].what);
       if (vm_read(root->pid, scratch, info, sizeof info, err) < 0)
         return -1;
       if (info[kinds[k].count_at] <= 0)
@@ -606,7 +606,7 @@ ipc_pending(struct dctx *c, struct dproc *p, shm_inject_fn inject, void *ctx, ui
       if (rc < 0)
         return -1;
       if (ret != 0)
-        return crest_error_make(err, (int)-ret, "task %d: injected shmdt", p->pid);
+        return crest_error_sys(err, (int)-ret, "task %d: injected shmdt", p->pid);
       o->pending = false;
       crest_debug("checkpoint: SysV segment %d read by task %d", o->id, p->pid);
     }
@@ -1120,7 +1120,7 @@ step(struct idcycle *y, int k, const struct ipc_obj *o, long want, bool hold, cr
 {
   long got = ipc_make(k, o);
   if (got < 0)
-    return crest_error_make(err, (int)-got, "restore: SysV %s: create", kind_name(k));
+    return crest_error_sys(err, (int)-got, "restore: SysV %s: create", kind_name(k));
   if (want >= 0 && got != want)
     {
       ipc_remove(k, (int)got);
@@ -1270,7 +1270,7 @@ fill_shm(struct rctx *c, const struct ipc_obj *o, crest_error_t *err)
           ssize_t r = pread(in, p + o->ext[k][0] + done, o->ext[k][1] - done, (off_t)(at + done));
           if (r <= 0)
             {
-              rc = crest_error_make(err, r < 0 ? errno : EIO, "restore: read %s", o->data);
+              rc = crest_error_sys(err, r < 0 ? errno : EIO, "restore: read %s", o->data);
               break;
             }
           done += r;

@@ -50,7 +50,7 @@ ring_id(const struct kinj *j, long spec, long *id, crest_error_t *err)
   if (r == -ENOKEY || r == -ENOSYS)
     r = 0;
   else if (r < 0)
-    return crest_error_make(err, -r, "task %d: keyctl(KEYCTL_GET_KEYRING_ID, %ld)", j->tid, spec);
+    return crest_error_sys(err, -r, "task %d: keyctl(KEYCTL_GET_KEYRING_ID, %ld)", j->tid, spec);
   *id = r;
   return 0;
 }
@@ -70,10 +70,10 @@ ring_empty(const struct kinj *j, long id, long uk, const char *what, const char 
   if (kcall(j, KEYCTL_READ, id, (long)j->scratch, sizeof ids, &n, err) < 0)
     return -1;
   if (n < 0)
-    return crest_error_make(err, -n,
-                            "task %d: its %s (key %ld) cannot be read, so its keys "
-                            "cannot be checked",
-                            j->tid, what, id);
+    return crest_error_sys(err, -n,
+                           "task %d: its %s (key %ld) cannot be read, so its keys "
+                           "cannot be checked",
+                           j->tid, what, id);
   if (n == 0)
     return 0;
   if (vm_read(j->pid, j->scratch, ids, sizeof ids, err) < 0)
@@ -251,10 +251,11 @@ keys_restore_session(const struct rctx *c, crest_error_t *err)
   long v[2] = { 0, 0 }, us, j;
   pthread_t th;
   char name[32];
+  int rc;
   if (!c->session_users)
     return 0;
-  if (pthread_create(&th, NULL, session_probe, v) != 0)
-    return crest_error_make(err, EAGAIN, "restore: a thread to ask for the session keyring");
+  if ((rc = pthread_create(&th, NULL, session_probe, v)) != 0)
+    return crest_error_sys(err, rc, "restore: a thread to ask for the session keyring");
   pthread_join(th, NULL);
   if (v[0] <= 0 || v[0] == v[1])
     return 0;

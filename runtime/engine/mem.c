@@ -479,8 +479,8 @@ dump_memory(struct dctx *c, struct dproc *p, struct vma *v, size_t nv, struct co
           c->readv_calls++;                                                                        \
           if (got != (ssize_t)bfill)                                                               \
             {                                                                                      \
-              crest_error_make(err, got < 0 ? errno : EIO,                                         \
-                               "task %d: copy memory (process_vm_readv)", p->pid);                 \
+              crest_error_sys(err, got < 0 ? errno : EIO,                                          \
+                              "task %d: copy memory (process_vm_readv)", p->pid);                  \
               goto out;                                                                            \
             }                                                                                      \
           kept = batch_compact(buf, riov, rix, first, nbatch, runs, wroff);                        \

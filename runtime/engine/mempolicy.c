@@ -42,8 +42,8 @@ ask(pid_t pid, pid_t tid, shm_inject_fn fn, void *ctx, uint64_t scratch, uint64_
       return 0;
     }
   if (ret < 0)
-    return crest_error_make(err, (int)-ret, "task %d: get_mempolicy%s", tid,
-                            addr ? " of a mapping" : "");
+    return crest_error_sys(err, (int)-ret, "task %d: get_mempolicy%s", tid,
+                           addr ? " of a mapping" : "");
   CPU_ZERO(nodes);
   if (vm_read(pid, scratch, mode, sizeof *mode, err) < 0
       || vm_read(pid, scratch + 8, nodes, sizeof *nodes, err) < 0)

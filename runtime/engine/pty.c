@@ -634,9 +634,9 @@ pty_ctty_finish(struct rctx *c, struct rproc *p, crest_error_t *err)
   if (ptrace(PTRACE_POKEDATA, p->th[0].tid, (void *)at, (void *)old) < 0)
     return crest_error_errno(err, "restore: process %d: put the blob back", p->pid);
   if (ret < 0)
-    return crest_error_make(err, (int)-ret,
-                            "restore: process %d: make group %d pty %d's foreground group", p->pid,
-                            (int)p->tpgid, p->ctty - 1);
+    return crest_error_sys(err, (int)-ret,
+                           "restore: process %d: make group %d pty %d's foreground group", p->pid,
+                           (int)p->tpgid, p->ctty - 1);
   return 0;
 }
 

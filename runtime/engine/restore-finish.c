@@ -150,7 +150,7 @@ unmap_start(struct rproc *p, crest_error_t *err)
       if (pt_inject(th->tid, &u, p->base + BLOB_OFF_SYSCALL, SYS_prctl, a, &ret, err) < 0)
         return -1;
       if (ret != 0)
-        return crest_error_make(err, (int)-ret, "restore: task %d: PR_SET_DUMPABLE", th->tid);
+        return crest_error_sys(err, (int)-ret, "restore: task %d: PR_SET_DUMPABLE", th->tid);
     }
   u.rip = p->base + BLOB_OFF_SYSCALL;
   u.rax = SYS_munmap;
@@ -186,7 +186,7 @@ unmap_stop(struct rproc *p, bool exit, crest_error_t *err)
   if (pt_getregs(tid, &u, err) < 0)
     return -1;
   if (u.rax != 0)
-    return crest_error_make(err, (int)-u.rax, "restore: task %d: unmap the restorer", tid);
+    return crest_error_sys(err, (int)-u.rax, "restore: task %d: unmap the restorer", tid);
   return 0;
 }
 
@@ -252,8 +252,8 @@ fixup_parent(struct rctx *c, struct rproc *p, crest_error_t *err)
         return crest_error_wrap(err, "restore: process %d: collect the stop of %d", p->pid,
                                 ch->pid);
       if (ret < 0)
-        return crest_error_make(err, (int)-ret, "restore: process %d: collect the stop of %d",
-                                p->pid, ch->pid);
+        return crest_error_sys(err, (int)-ret, "restore: process %d: collect the stop of %d",
+                               p->pid, ch->pid);
       if (ret != ch->pid)
         return crest_error_make(err, EPROTO,
                                 "restore: process %d: no stop of %d to collect (wait4: %ld)",
@@ -268,8 +268,8 @@ fixup_parent(struct rctx *c, struct rproc *p, crest_error_t *err)
       if (pt_inject(m->tid, &r, gadget, SYS_rt_sigtimedwait, a, &ret, err) < 0)
         return crest_error_wrap(err, "restore: process %d: take back SIGCHLD", p->pid);
       if (ret != SIGCHLD && ret != -EAGAIN)
-        return crest_error_make(err, ret < 0 ? (int)-ret : EPROTO,
-                                "restore: process %d: take back SIGCHLD (got %ld)", p->pid, ret);
+        return crest_error_sys(err, ret < 0 ? (int)-ret : EPROTO,
+                               "restore: process %d: take back SIGCHLD (got %ld)", p->pid, ret);
     }
   return 0;
 }

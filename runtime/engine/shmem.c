@@ -291,7 +291,7 @@ read_data(int fd, off_t size, uint8_t *buf, uint8_t *have, crest_error_t *err)
         {
           ssize_t r = pread(fd, buf + at, h - at, at);
           if (r <= 0)
-            return crest_error_make(err, r < 0 ? errno : EIO, "read");
+            return crest_error_sys(err, r < 0 ? errno : EIO, "read");
           at += r;
         }
       memset(have + d / SHM_PAGE, 1, (h - 1) / SHM_PAGE - d / SHM_PAGE + 1);

@@ -1379,25 +1379,47 @@ source_held_outside(struct dctx *c, pid_t pid, const struct sockaddr_storage *fr
    Address already in use"), after the checkpoint had ended the tree
    (dnsmasq with queries waiting; helper finding). */
 static int
+from_cmp(const void *a, const void *b)
+{
+  const struct sockaddr_storage *x = *(const struct sockaddr_storage *const *)a;
+  const struct sockaddr_storage *y = *(const struct sockaddr_storage *const *)b;
+  size_t len = x->ss_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+  if (x->ss_family != y->ss_family)
+    return x->ss_family < y->ss_family ? -1 : 1;
+  return memcmp(x, y, len);
+}
+
+/* Each distinct source once (a queue of up to 65,536 datagrams comes
+   from a few senders): the sources sorted, the tree's files and the
+   namespace's UDP sockets looked through once a source. */
+static int
 inet_resolve(struct dctx *c, struct dfile *f, crest_error_t *err)
 {
   const struct inet_sk *s = f->priv;
+  cleanup_free const struct sockaddr_storage **from = NULL;
+  if (!s->nq)
+    return 0;
+  from = xmalloc(s->nq * sizeof *from);
+  for (size_t i = 0; i < s->nq; i++)
+    from[i] = &s->q[i].from;
+  qsort(from, s->nq, sizeof *from, from_cmp);
   for (size_t i = 0; i < s->nq; i++)
     {
       bool in_tree = false;
+      if (i && from_cmp(&from[i - 1], &from[i]) == 0)
+        continue;
       for (size_t j = 0; j < c->nf && !in_tree; j++)
         {
           const struct inet_sk *o = c->f[j].priv;
-          in_tree
-              = c->f[j].ops == &fd_inet_ops && o->proto == IPPROTO_UDP
-                && (addr_eq(&o->local, &s->q[i].from) || sent_from_any(&o->local, &s->q[i].from));
+          in_tree = c->f[j].ops == &fd_inet_ops && o->proto == IPPROTO_UDP
+                    && (addr_eq(&o->local, from[i]) || sent_from_any(&o->local, from[i]));
         }
-      if (!in_tree && source_held_outside(c, f->pid, &s->q[i].from))
+      if (!in_tree && source_held_outside(c, f->pid, from[i]))
         return crest_error_make(err, EAGAIN,
                                 "task %d: fd %d (%s): a queued datagram from port %d, which a "
                                 "socket outside the tree holds: a restore could not send it again "
                                 "from there (it waits to be read)",
-                                f->pid, f->fd, f->path, addr_port(&s->q[i].from));
+                                f->pid, f->fd, f->path, addr_port(from[i]));
     }
   return 0;
 }

@@ -1453,11 +1453,11 @@ send_queue(struct rctx *c, int id, struct ursk *u, crest_error_t *err)
           int r = cred_send(c, &cs), e = errno;
           base_leave(saved);
           if (r < 0)
-            return crest_error_make(err, e,
-                                    "file %d: queue its %zu bytes again as sent by PID %d, UID %d, "
-                                    "GID %d (SO_PASSCRED): %s",
-                                    id, u->q[k].len, (int)u->q[k].cred.pid, (int)u->q[k].cred.uid,
-                                    (int)u->q[k].cred.gid, strerror(e));
+            return crest_error_sys(err, e,
+                                   "file %d: queue its %zu bytes again as sent by PID %d, UID %d, "
+                                   "GID %d (SO_PASSCRED): %s",
+                                   id, u->q[k].len, (int)u->q[k].cred.pid, (int)u->q[k].cred.uid,
+                                   (int)u->q[k].cred.gid, strerror(e));
           k += run - 1;
           continue;
         }
@@ -1474,9 +1474,9 @@ send_queue(struct rctx *c, int id, struct ursk *u, crest_error_t *err)
         }
       base_leave(saved);
       if (n != (ssize_t)u->q[k].len)
-        return crest_error_make(err, n < 0 ? errno : EIO, "file %d: queue its %zu bytes again%s%s",
-                                id, u->q[k].len, n < 0 ? ": " : "",
-                                n < 0 ? strerror(errno) : " (short)");
+        return crest_error_sys(err, n < 0 ? errno : EIO, "file %d: queue its %zu bytes again%s%s",
+                               id, u->q[k].len, n < 0 ? ": " : "",
+                               n < 0 ? strerror(errno) : " (short)");
     }
   return 0;
 }

@@ -152,7 +152,7 @@ diag_read_child(int in, struct nlbuf *b, crest_error_t *err)
   if (read_all(in, st, sizeof st) < 0)
     return crest_error_make(err, EIO, "sock_diag: the helper process died");
   if (st[0])
-    return crest_error_make(err, st[1], "sock_diag: %s", step[st[0] & 3]);
+    return crest_error_sys(err, st[1], "sock_diag: %s", step[st[0] & 3]);
   while ((n = read(in, chunk, sizeof chunk)) > 0 || (n < 0 && errno == EINTR))
     if (n > 0)
       {

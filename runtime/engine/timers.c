@@ -180,7 +180,7 @@ timers_query(struct dproc *p, timers_inject_fn inject, void *ctx, uint64_t scrat
         return -1;
       if (ret < 0 || vm_read(p->pid, scratch, its, sizeof its, err) < 0)
         return ret < 0
-                   ? crest_error_make(err, (int)-ret, "task %d: timer_gettime(%d)", p->pid, o->id)
+                   ? crest_error_sys(err, (int)-ret, "task %d: timer_gettime(%d)", p->pid, o->id)
                    : -1;
       memcpy(o->it, its, sizeof its);
       a[1] = 0;

@@ -73,7 +73,7 @@ crest_error_text(const crest_error_t err)
 {
   if (err == NULL)
     return xstrdup("unknown error");
-  if (err->status && (err->status != ENOTSUP || err->sys))
+  if (err->status && ((err->status != ENOTSUP && err->status != EAGAIN) || err->sys))
     return xasprintf("%s: %s", err->msg, strerror(err->status));
   return xstrdup(err->msg);
 }

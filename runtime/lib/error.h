@@ -36,9 +36,10 @@ crest_error_report(crest_error_t *err);
 /* Release without printing. */
 void
 crest_error_release(crest_error_t *err);
-/* The message with its errno text, newly allocated. A refusal (ENOTSUP
-   given to crest_error_make: crest will not do it, no call failed) has
-   none: its message says why. */
+/* The message with its errno text, newly allocated. A refusal (ENOTSUP,
+   or EAGAIN for a passing state, given to crest_error_make: crest will not
+   do it, no call failed) has none: its message says why. A call's failure
+   is made with crest_error_errno or crest_error_sys. */
 char *
 crest_error_text(const crest_error_t err);
 

@@ -259,19 +259,19 @@ write_file_atomic(const char *path, const void *buf, size_t len, mode_t mode, cr
       int e = errno;
       close(fd);
       unlink(tmp);
-      return crest_error_make(err, e, "write `%s`", tmp);
+      return crest_error_sys(err, e, "write `%s`", tmp);
     }
   if (close(fd) < 0)
     {
       int e = errno;
       unlink(tmp);
-      return crest_error_make(err, e, "close `%s`", tmp);
+      return crest_error_sys(err, e, "close `%s`", tmp);
     }
   if (rename(tmp, path) < 0)
     {
       int e = errno;
       unlink(tmp);
-      return crest_error_make(err, e, "rename `%s` to `%s`", tmp, path);
+      return crest_error_sys(err, e, "rename `%s` to `%s`", tmp, path);
     }
   return 0;
 }

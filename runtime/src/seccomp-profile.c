@@ -154,7 +154,7 @@ add_rule(scmp_filter_ctx ctx, yajl_val rule, uint32_t def_act, uint32_t def_errn
       else
         r = seccomp_rule_add_array(ctx, act, nr, n, cmp);
       if (r < 0)
-        return crest_error_make(err, -r, "%s: libseccomp refuses the rule", nm->u.string);
+        return crest_error_sys(err, -r, "%s: libseccomp refuses the rule", nm->u.string);
     }
   return 0;
 }
@@ -202,8 +202,8 @@ profile_head(scmp_filter_ctx ctx, yajl_val sc, unsigned *flags, crest_error_t *e
       arch = seccomp_arch_resolve_name(name);
       r = arch ? seccomp_arch_add(ctx, arch) : -EINVAL;
       if (r < 0 && r != -EEXIST)
-        return crest_error_make(err, -r, "architecture %s: libseccomp does not know it",
-                                a->u.string);
+        return crest_error_sys(err, -r, "architecture %s: libseccomp does not know it",
+                               a->u.string);
     }
   return 0;
 }
@@ -221,8 +221,8 @@ export_bpf(scmp_filter_ctx ctx, struct crest_seccomp_bpf *out, crest_error_t *er
   if (r < 0 || size <= 0 || size % BPF_INSN || size > BPF_MAX * BPF_INSN)
     {
       close(fd);
-      return crest_error_make(err, r < 0 ? -r : E2BIG, "export the filter: %s",
-                              r < 0 ? strerror(-r) : "not 1 to 4096 instructions");
+      return crest_error_sys(err, r < 0 ? -r : E2BIG, "export the filter: %s",
+                             r < 0 ? strerror(-r) : "not 1 to 4096 instructions");
     }
   out->prog = xmalloc((size_t)size);
   out->len = (size_t)size;
