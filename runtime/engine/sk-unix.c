@@ -1138,6 +1138,19 @@ connect_to(int fd, const struct ursk *to, crest_error_t *err)
   return connect_as(NULL, 0, fd, to, err);
 }
 
+/* The end that connects for U, an accepted end: its peer P (made now
+   where it is not yet), or, the peer closed (P NULL), a socket of crest's,
+   closed once U's queue is in (U->gone). -1 on failure. */
+static int
+client_end(struct rctx *c, struct ursk *u, struct ursk *p, crest_error_t *err)
+{
+  if (p)
+    return p->fd >= 0 || make_bound(c, p, err) >= 0 ? p->fd : -1;
+  if ((u->gone = socket(AF_UNIX, u->type | SOCK_CLOEXEC, 0)) < 0)
+    return crest_error_errno(err, "socket");
+  return u->gone;
+}
+
 /* U, accepted from a listener gone since, and P, its peer (NULL: it
    closed; a client of crest's then, closed once the queue is in): made
    through a listener of U's name for the moment, listening as the process
@@ -1152,7 +1165,7 @@ accept_again(struct rctx *c, struct ursk *u, struct ursk *p, crest_error_t *err)
   socklen_t len = uaddr(u, &a);
   cleanup_free char *aside = NULL;
   char nb[120];
-  int l = socket(AF_UNIX, u->type | SOCK_CLOEXEC, 0), rc = -1;
+  int l = socket(AF_UNIX, u->type | SOCK_CLOEXEC, 0), rc = -1, cfd;
   bool moved = false;
   if (l < 0)
     return crest_error_errno(err, "socket");
@@ -1172,13 +1185,9 @@ accept_again(struct rctx *c, struct ursk *u, struct ursk *p, crest_error_t *err)
       crest_error_errno(err, "bind to %s (its listener gone)", uname_text(u, nb, sizeof nb));
       goto out;
     }
-  if (!p && (u->gone = socket(AF_UNIX, u->type | SOCK_CLOEXEC, 0)) < 0)
-    crest_error_errno(err, "socket");
-  else if (as_cred(c, p ? p->cred : 0, &(struct as_op){ .what = AS_LISTEN, .fd = l, .backlog = 1 })
-           < 0)
+  if (as_cred(c, p ? p->cred : 0, &(struct as_op){ .what = AS_LISTEN, .fd = l, .backlog = 1 }) < 0)
     crest_error_errno(err, "listen on %s", uname_text(u, nb, sizeof nb));
-  else if ((!p || p->fd >= 0 || make_bound(c, p, err) >= 0)
-           && connect_as(c, u->cred, p ? p->fd : u->gone, &tmp, err) == 0)
+  else if ((cfd = client_end(c, u, p, err)) >= 0 && connect_as(c, u->cred, cfd, &tmp, err) == 0)
     {
       if ((u->fd = accept4(l, NULL, NULL, SOCK_CLOEXEC)) < 0)
         crest_error_errno(err, "accept");
@@ -1205,16 +1214,12 @@ make_pair(struct rctx *c, struct ursk *u, crest_error_t *err)
   if (u->accept_from >= 0 && (p || u->peer_gone))
     {
       struct ursk *l = ur(c, u->accept_from);
-      /* The accepted end's SO_PEERCRED names the process that connected.
-         A peer that closed: a client of crest's, closed once the queue is
-         in (u->gone). */
-      int cfd = p ? p->fd : socket(AF_UNIX, u->type | SOCK_CLOEXEC, 0);
-      if (!p && cfd < 0)
-        return crest_error_errno(err, "socket");
-      if (!p)
-        u->gone = cfd;
-      if (!l || (p && p->fd < 0 && make_bound(c, p, err) < 0)
-          || connect_as(c, u->cred, p ? p->fd : cfd, l, err) < 0)
+      int cfd;
+      if (!l)
+        return crest_error_make(err, EINVAL, "its listener, file %d, is no unix socket",
+                                u->accept_from);
+      /* The accepted end's SO_PEERCRED names the process that connected. */
+      if ((cfd = client_end(c, u, p, err)) < 0 || connect_as(c, u->cred, cfd, l, err) < 0)
         return -1;
       if ((u->fd = accept4(l->fd, NULL, NULL, SOCK_CLOEXEC)) < 0)
         return crest_error_errno(err, "accept");
