@@ -433,6 +433,35 @@ set_nh(void)
 {
   set_madv(MADV_NOHUGEPAGE, "nh");
 }
+/* The read-ahead advice (sr, rr), KSM's (mg) and MAP_NORESERVE (nr):
+   flags of the mapping VmFlags shows, restored on the same path as the
+   ones above. */
+static void
+set_sr(void)
+{
+  set_madv(MADV_SEQUENTIAL, "sr");
+}
+static void
+set_rr(void)
+{
+  set_madv(MADV_RANDOM, "rr");
+}
+static void
+set_mg(void)
+{
+  set_madv(MADV_MERGEABLE, "mg");
+}
+static void
+set_nr(void)
+{
+  mem = mmap(NULL, 4 * MIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
+             0);
+  need(mem != MAP_FAILED, "mmap MAP_NORESERVE");
+  memset(mem, 0x5a, 4 * MIB);
+  want_flag = "nr";
+  if (!has_vmflag(mem, "nr"))
+    unsupported("MAP_NORESERVE in VmFlags (vm.overcommit_memory 2 ignores it)");
+}
 
 static void
 set_guard(void)
@@ -3042,6 +3071,55 @@ chk_unix_backlog(void)
   unlink(path);
 }
 
+/* A connection from a process outside the tree waiting in a listener's
+   backlog (no bytes sent): its client end would not be made again. In a
+   container the client is the init's child, in the tree. */
+static void
+set_unix_backlog_outside(void)
+{
+  char cwd[40];
+  pid_t root = getpid(), k;
+  lis_addr.sun_family = AF_UNIX;
+  need(mkstemp(path) >= 0 && getcwd(cwd, sizeof cwd), "mkstemp, getcwd (a short one)");
+  snprintf(lis_addr.sun_path, sizeof lis_addr.sun_path, "%s/%.40s.sock", cwd, path);
+  unlink(lis_addr.sun_path);
+  fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  need(fd >= 0 && bind(fd, (struct sockaddr *)&lis_addr, sizeof lis_addr) == 0
+           && listen(fd, 2) == 0,
+       "listener");
+  k = fork();
+  need(k >= 0, "fork");
+  if (k == 0)
+    {
+      if (fork() == 0)
+        {
+          int c = socket(AF_UNIX, SOCK_STREAM, 0);
+          if (c < 0 || connect(c, (struct sockaddr *)&lis_addr, sizeof lis_addr) < 0)
+            _exit(1);
+          while (kill(root, 0) == 0)
+            usleep(100000);
+          _exit(0);
+        }
+      _exit(0);
+    }
+  waitpid(k, NULL, 0);
+  {
+    struct pollfd p = { fd, POLLIN, 0 };
+    need(poll(&p, 1, 5000) == 1, "the outsider's connection in the backlog");
+  }
+}
+
+static void
+chk_unix_backlog_outside(void)
+{
+  struct pollfd p = { fd, POLLIN, 0 };
+  int a = poll(&p, 1, 1000) == 1 ? accept(fd, NULL, NULL) : -1;
+  if (a < 0)
+    zdtm_fail("backlog: the outsider's connection is gone");
+  unlink(lis_addr.sun_path);
+  unlink(path);
+}
+
 /* A datagram socket connected to a server outside the tree (an orphan
    bound to an abstract name, which answers every datagram to its sender):
    restored only with checkpoint --ext-unix-sk, which connects it again to
@@ -3405,6 +3483,69 @@ chk_sysv_shm_removed(void)
       bad = i;
   if (bad >= 0)
     zdtm_fail("removed SysV segment: byte %ld differs", bad);
+}
+
+/* A segment attached only in part: its middle page unmapped. */
+static void
+set_sysv_shm_partial(void)
+{
+  set_sysv_shm();
+  need(munmap(mem + PG, PG) == 0, "munmap the segment's middle page");
+}
+
+static void
+chk_sysv_shm_partial(void)
+{
+  long bad = -1;
+  for (long i = 0; i < 3 * PG && bad < 0; i++)
+    if ((i < PG || i >= 2 * PG) && mem[i] != (char)(i * 7))
+      bad = i;
+  if (bad >= 0)
+    zdtm_fail("SysV segment attached in part: byte %ld differs", bad);
+  shmctl(ipc_id, IPC_RMID, NULL);
+}
+
+/* A semaphore set its owner may not read (mode 0200): in process mode
+   not the tree's (crest's IPC namespace, left as it is); in a container
+   read by its root, which has CAP_IPC_OWNER there, and made again with
+   that mode. After restore: still unreadable (GETVAL refused), and once
+   made readable again, its values. */
+static struct semid_ds sem_ds;
+static void
+set_sysv_sem_unreadable(void)
+{
+  unsigned short v[3] = { 5, 7, 9 };
+  ipc_id = semget(IPC_PRIVATE, 3, IPC_CREAT | 0600);
+  need(ipc_id >= 0, "semget");
+  need(semctl(ipc_id, 0, SETALL, v) == 0, "semctl SETALL");
+  need(semctl(ipc_id, 0, IPC_STAT, &sem_ds) == 0, "semctl IPC_STAT");
+  sem_ds.sem_perm.mode = 0200;
+  need(semctl(ipc_id, 0, IPC_SET, &sem_ds) == 0, "semctl IPC_SET mode 0200");
+  if (probing)
+    semctl(ipc_id, 0, IPC_RMID);
+}
+
+static void
+chk_sysv_sem_unreadable(void)
+{
+  struct semid_ds ds;
+  /* Its root in a container may read it anyway (CAP_IPC_OWNER): the mode
+     is then read first. */
+  if (semctl(ipc_id, 0, IPC_STAT, &ds) == 0)
+    {
+      if ((ds.sem_perm.mode & 0777) != 0200)
+        zdtm_fail("semaphore set %d: mode %#o, not 0200", ipc_id,
+                  (unsigned)ds.sem_perm.mode & 0777);
+    }
+  else if (errno != EACCES)
+    zdtm_fail("semaphore set %d: IPC_STAT: %s", ipc_id, strerror(errno));
+  sem_ds.sem_perm.mode = 0600;
+  if (semctl(ipc_id, 0, IPC_SET, &sem_ds) != 0)
+    zdtm_fail("semaphore set %d: IPC_SET mode 0600: %s", ipc_id, strerror(errno));
+  for (int i = 0; i < 3; i++)
+    if (semctl(ipc_id, i, GETVAL) != 5 + 2 * i)
+      zdtm_fail("semaphore %d: %d, not %d", i, semctl(ipc_id, i, GETVAL), 5 + 2 * i);
+  semctl(ipc_id, 0, IPC_RMID);
 }
 
 static void
@@ -4776,6 +4917,10 @@ static const struct
   { "madv-dontdump", set_dd, chk_madv },
   { "madv-hugepage", set_hg, chk_madv },
   { "madv-nohugepage", set_nh, chk_madv },
+  { "madv-sequential", set_sr, chk_madv },
+  { "madv-random", set_rr, chk_madv },
+  { "madv-mergeable", set_mg, chk_madv },
+  { "map-noreserve", set_nr, chk_madv },
   { "guard-region", set_guard, chk_guard },
   { "reserve-sparse", set_sparse, chk_sparse },
   { "zero-read", set_zero_read, chk_zero_read },
@@ -4859,6 +5004,7 @@ static const struct
   { "unix-scm-rights", set_unix_scm, chk_unix_scm },
   { "unix-creds", set_unix_creds, chk_unix_creds },
   { "unix-backlog-data", set_unix_backlog, chk_unix_backlog },
+  { "unix-backlog-outside", set_unix_backlog_outside, chk_unix_backlog_outside },
   { "timerfd-cancel", set_timerfd_cancel, chk_timerfd_cancel },
   { "inotify-unread", set_inotify_unread, chk_inotify_unread },
   { "inotify-nopath", set_inotify_nopath, chk_inotify_nopath },
@@ -4867,6 +5013,8 @@ static const struct
   { "sysv-shm", set_sysv_shm, chk_sysv_shm },
   { "sysv-shm-removed", set_sysv_shm_removed, chk_sysv_shm_removed },
   { "sysv-sem", set_sysv_sem, chk_sysv_sem },
+  { "sysv-shm-partial", set_sysv_shm_partial, chk_sysv_shm_partial },
+  { "sysv-sem-unreadable", set_sysv_sem_unreadable, chk_sysv_sem_unreadable },
   { "sysv-msg", set_sysv_msg, chk_sysv_msg },
   { "posix-mq", set_mq_open, chk_mq },
   { "posix-mq-closed", set_mq_closed, chk_mq },
