@@ -2482,30 +2482,50 @@ set_orphan_sid(void)
   set_orphan();
 }
 
+/* Run FN (ARG) in an orphan: a grandchild whose parent exits at once,
+   reparented to whoever reaps orphans (outside the tree in process mode;
+   the root itself when it is a namespace's init). It lives while the root
+   does (LINGER seconds more, but not in a probe), and exits 1 at once
+   when FN fails. */
+static void
+orphan(bool (*fn)(void *), void *arg, unsigned linger)
+{
+  pid_t root = getpid(), k = fork();
+  need(k >= 0, "fork");
+  if (k == 0)
+    {
+      if (fork() == 0)
+        {
+          if (fn && !fn(arg))
+            _exit(1);
+          while (kill(root, 0) == 0)
+            usleep(100000);
+          if (linger && !probing)
+            sleep(linger);
+          _exit(0);
+        }
+      _exit(0);
+    }
+  waitpid(k, NULL, 0);
+}
+
 /* The write end of a pipe held by a process outside the tree: a grandchild
    whose parent exited at once, reparented to whoever reaps orphans (outside
    the tree in process mode; the root itself when it is a namespace's init).
    It goes once the root is gone. */
 /* pfd[1] is left held only by an orphan outside the tree (in a container,
    the init's child), which lives as long as the tree's root. */
+static bool
+close_pfd0(void *arg)
+{
+  (void)arg;
+  close(pfd[0]);
+  return true;
+}
 static void
 pfd1_outside(void)
 {
-  pid_t root = getpid(), k;
-  k = fork();
-  need(k >= 0, "fork");
-  if (k == 0)
-    {
-      if (fork() == 0)
-        {
-          close(pfd[0]);
-          while (kill(root, 0) == 0)
-            usleep(100000);
-          _exit(0);
-        }
-      _exit(0);
-    }
-  waitpid(k, NULL, 0);
+  orphan(close_pfd0, NULL, 0);
   close(pfd[1]);
 }
 
@@ -2610,31 +2630,24 @@ chk_unix_stream_full(void)
    The check: the orphan is still traced by the root. */
 static pid_t traced;
 
+static bool
+let_root_trace(void *arg)
+{
+  const int *p = arg;
+  pid_t self = getpid();
+  prctl(PR_SET_PTRACER, getppid() == 1 ? 1 : p[2], 0, 0,
+        0); /* Yama's scope 1; EINVAL without Yama */
+  return write(p[1], &self, sizeof self) == sizeof self;
+}
 static void
 set_ptrace_outside(void)
 {
-  pid_t root = getpid(), k;
-  int p[2];
+  int p[3];
   need(pipe(p) == 0, "pipe");
-  k = fork();
-  need(k >= 0, "fork");
-  if (k == 0)
-    {
-      if (fork() == 0)
-        {
-          pid_t self = getpid();
-          prctl(PR_SET_PTRACER, root, 0, 0, 0); /* Yama's scope 1; EINVAL without Yama */
-          if (write(p[1], &self, sizeof self) != sizeof self)
-            _exit(1);
-          while (kill(root, 0) == 0)
-            usleep(100000);
-          _exit(0);
-        }
-      _exit(0);
-    }
+  p[2] = getpid();
+  orphan(let_root_trace, p, 0);
   /* The orphan's PID, once it let the root trace it (one writer). */
   need(read(p[0], &traced, sizeof traced) == sizeof traced, "orphan");
-  waitpid(k, NULL, 0);
   close(p[0]), close(p[1]);
   if (ptrace(PTRACE_SEIZE, traced, 0, 0) != 0)
     {
@@ -3074,11 +3087,17 @@ chk_unix_backlog(void)
 /* A connection from a process outside the tree waiting in a listener's
    backlog (no bytes sent): its client end would not be made again. In a
    container the client is the init's child, in the tree. */
+static bool
+connect_lis(void *arg)
+{
+  int c = socket(AF_UNIX, SOCK_STREAM, 0);
+  (void)arg;
+  return c >= 0 && connect(c, (struct sockaddr *)&lis_addr, sizeof lis_addr) == 0;
+}
 static void
 set_unix_backlog_outside(void)
 {
   char cwd[40];
-  pid_t root = getpid(), k;
   lis_addr.sun_family = AF_UNIX;
   need(mkstemp(path) >= 0 && getcwd(cwd, sizeof cwd), "mkstemp, getcwd (a short one)");
   snprintf(lis_addr.sun_path, sizeof lis_addr.sun_path, "%s/%.40s.sock", cwd, path);
@@ -3087,22 +3106,7 @@ set_unix_backlog_outside(void)
   need(fd >= 0 && bind(fd, (struct sockaddr *)&lis_addr, sizeof lis_addr) == 0
            && listen(fd, 2) == 0,
        "listener");
-  k = fork();
-  need(k >= 0, "fork");
-  if (k == 0)
-    {
-      if (fork() == 0)
-        {
-          int c = socket(AF_UNIX, SOCK_STREAM, 0);
-          if (c < 0 || connect(c, (struct sockaddr *)&lis_addr, sizeof lis_addr) < 0)
-            _exit(1);
-          while (kill(root, 0) == 0)
-            usleep(100000);
-          _exit(0);
-        }
-      _exit(0);
-    }
-  waitpid(k, NULL, 0);
+  orphan(connect_lis, NULL, 0);
   {
     struct pollfd p = { fd, POLLIN, 0 };
     need(poll(&p, 1, 5000) == 1, "the outsider's connection in the backlog");
@@ -3271,24 +3275,11 @@ chk_tcp_ext(void)
 static void
 set_epoll_outside(void)
 {
-  pid_t root = getpid(), k;
   struct epoll_event e = { .events = EPOLLIN, .data.u64 = 0x5a };
   fd = epoll_create1(0);
   fd2 = eventfd(1, 0);
   need(fd >= 0 && fd2 >= 0 && epoll_ctl(fd, EPOLL_CTL_ADD, fd2, &e) == 0, "epoll, eventfd");
-  k = fork();
-  need(k >= 0, "fork");
-  if (k == 0)
-    {
-      if (fork() == 0)
-        {
-          while (kill(root, 0) == 0)
-            usleep(100000);
-          _exit(0);
-        }
-      _exit(0);
-    }
-  waitpid(k, NULL, 0);
+  orphan(NULL, NULL, 0);
   close(fd2);
 }
 
@@ -4768,41 +4759,38 @@ chk_unix_anon_dgram(void)
    December 2026 the restore failed, after the checkpoint had ended the
    tree, binding its source port). In a container the holder is the init's
    child, in the tree: restored. */
+struct udp_query
+{
+  struct sockaddr_in to;
+  int sync[2];
+};
+static bool
+udp_query(void *arg)
+{
+  struct udp_query *q = arg;
+  int s = socket(AF_INET, SOCK_DGRAM, 0);
+  close(q->sync[0]);
+  if (s < 0 || sendto(s, "query", 5, 0, (struct sockaddr *)&q->to, sizeof q->to) != 5
+      || write(q->sync[1], "s", 1) != 1)
+    return false;
+  close(q->sync[1]);
+  return true;
+}
 static void
 set_udp_source_outside(void)
 {
-  struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-  socklen_t len = sizeof a;
-  pid_t root = getpid(), k;
-  int sync[2];
+  struct udp_query q
+      = { .to = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) } };
+  socklen_t len = sizeof q.to;
+  int *sync = q.sync;
   char c;
   fd = socket(AF_INET, SOCK_DGRAM, 0);
-  need(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0
-           && getsockname(fd, (struct sockaddr *)&a, &len) == 0 && pipe(sync) == 0,
+  need(fd >= 0 && bind(fd, (struct sockaddr *)&q.to, sizeof q.to) == 0
+           && getsockname(fd, (struct sockaddr *)&q.to, &len) == 0 && pipe(sync) == 0,
        "a UDP socket");
-  k = fork();
-  need(k >= 0, "fork");
-  if (k == 0)
-    {
-      if (fork() == 0)
-        {
-          int s = socket(AF_INET, SOCK_DGRAM, 0);
-          close(sync[0]);
-          if (s < 0 || sendto(s, "query", 5, 0, (struct sockaddr *)&a, len) != 5
-              || write(sync[1], "s", 1) != 1)
-            _exit(1);
-          close(sync[1]);
-          while (kill(root, 0) == 0)
-            usleep(100000);
-          /* As a client that waits for its answer a while longer: past a
-             restore that follows a checkpoint at once. */
-          if (!probing)
-            sleep(3);
-          _exit(0);
-        }
-      _exit(0);
-    }
-  waitpid(k, NULL, 0);
+  /* As a client that waits for its answer a while longer: past a restore
+     that follows a checkpoint at once. */
+  orphan(udp_query, &q, 3);
   close(sync[1]);
   need(read(sync[0], &c, 1) == 1, "the outside client's datagram");
   close(sync[0]);
