@@ -3057,8 +3057,10 @@ chk_unix_scm(void)
 /* Data sent on a connection still waiting in a listener's backlog. */
 static struct sockaddr_un lis_addr;
 
+/* fd: a stream listener (backlog 2) bound to a name in the working
+   directory, lis_addr. */
 static void
-set_unix_backlog(void)
+listen_here(void)
 {
   char cwd[40];
   lis_addr.sun_family = AF_UNIX;
@@ -3066,11 +3068,19 @@ set_unix_backlog(void)
   snprintf(lis_addr.sun_path, sizeof lis_addr.sun_path, "%s/%.40s.sock", cwd, path);
   unlink(lis_addr.sun_path);
   fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  need(fd >= 0 && bind(fd, (struct sockaddr *)&lis_addr, sizeof lis_addr) == 0
+           && listen(fd, 2) == 0,
+       "listener");
+}
+
+static void
+set_unix_backlog(void)
+{
+  listen_here();
   fd2 = socket(AF_UNIX, SOCK_STREAM, 0);
-  need(fd >= 0 && fd2 >= 0 && bind(fd, (struct sockaddr *)&lis_addr, sizeof lis_addr) == 0
-           && listen(fd, 2) == 0 && connect(fd2, (struct sockaddr *)&lis_addr, sizeof lis_addr) == 0
+  need(fd2 >= 0 && connect(fd2, (struct sockaddr *)&lis_addr, sizeof lis_addr) == 0
            && write(fd2, "early", 5) == 5,
-       "listener, client");
+       "client");
 }
 
 static void
@@ -3097,15 +3107,7 @@ connect_lis(void *arg)
 static void
 set_unix_backlog_outside(void)
 {
-  char cwd[40];
-  lis_addr.sun_family = AF_UNIX;
-  need(mkstemp(path) >= 0 && getcwd(cwd, sizeof cwd), "mkstemp, getcwd (a short one)");
-  snprintf(lis_addr.sun_path, sizeof lis_addr.sun_path, "%s/%.40s.sock", cwd, path);
-  unlink(lis_addr.sun_path);
-  fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  need(fd >= 0 && bind(fd, (struct sockaddr *)&lis_addr, sizeof lis_addr) == 0
-           && listen(fd, 2) == 0,
-       "listener");
+  listen_here();
   orphan(connect_lis, NULL, 0);
   {
     struct pollfd p = { fd, POLLIN, 0 };
