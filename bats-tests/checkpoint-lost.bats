@@ -185,6 +185,11 @@ lost_batch() {
 @test "zdtm-lost memfd-sealed-future: refused (a memfd sealed against future writes, mapped shared and writable)" { lost_case memfd-sealed-future "future writes"; }
 @test "zdtm-lost memfd-big: refused (a memfd over 1 GiB)" { lost_case memfd-big "1 GiB"; }
 @test "zdtm-lost aio-context: refused (an AIO context, io_setup)" { lost_case aio-context "AIO context"; }
+@test "zdtm-lost userfaultfd: refused (a user-mode userfaultfd)" { lost_case userfaultfd "userfaultfd"; }
+@test "zdtm-lost io-uring: refused (an io_uring instance)" { lost_case io-uring "io_uring"; }
+@test "zdtm-lost perf-event: refused (a perf event counting the task's clock)" { lost_case perf-event "perf_event"; }
+@test "zdtm-lost sock-alg: refused (an AF_ALG socket, the kernel's crypto API)" { lost_case sock-alg "AF_ALG"; }
+@test "zdtm-lost sock-packet: refused (a packet socket, the container's CAP_NET_RAW)" { lost_case sock-packet "AF_PACKET"; }
 @test "zdtm-lost opath-fifo: refused (an O_PATH descriptor of a FIFO)" { lost_case opath-fifo "O_PATH"; }
 @test "zdtm-lost pty-unread: refused (bytes waiting on a pty's master)" { lost_case pty-unread "master"; }
 @test "zdtm-lost unix-empty-dgram: refused (a zero-length unix datagram)" { lost_case unix-empty-dgram "zero-length"; }
@@ -210,6 +215,7 @@ lost_batch() {
 @test "zdtm-lost tcp-established: refused (no --tcp-close)" { lost_case tcp-established "established"; }
 @test "zdtm-lost tcp-orphan: refused (a connection the container closed still sending, FIN_WAIT1)" { lost_case tcp-orphan "FIN_WAIT1"; }
 @test "zdtm-lost accept-queue: refused (connections waiting to be accepted)" { lost_case accept-queue "waiting to be accepted"; }
+@test "zdtm-lost accept-queue-outside: refused after its tries, naming --skip-in-flight (a connection waiting from the init's child)" { lost_case accept-queue-outside "skip-in-flight"; }
 @test "zdtm-lost mcast-source: refused (a multicast membership with a source filter)" { lost_case mcast-source "source filter"; }
 # Not leader-exit here: crun reports a container whose init's main thread
 # exited as stopped (no init PID); tests/host/zdtm-process.test covers it.

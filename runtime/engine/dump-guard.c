@@ -13,6 +13,7 @@
 #include <config.h>
 #include <dirent.h>
 #include <errno.h>
+#include <time.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -430,7 +431,10 @@ held_pending(void)
    file of /proc held open for a moment, as redis does every 100 ms to read
    its memory use) has left the tree as it was: it is tried again at once
    (the tree has run on meanwhile, while the worker let it go and a new
-   one seized it), at most DUMP_TRIES times in all. */
+   one seized it), at most DUMP_TRIES times in all, after a pause that
+   grows by 20 ms a try (200 ms in all), in which the tree runs: a server
+   accepts the connections its listener queued while it was stopped, a
+   worker closes a connection its peer ended. */
 #define DUMP_TRIES 5
 
 int
@@ -453,7 +457,10 @@ crest_engine_dump(pid_t root, const struct crest_dump_opts *o, crest_error_t *er
         break;
       {
         cleanup_free char *why = crest_error_text(*err);
+        struct timespec pause = { 0, 20L * 1000 * 1000 * t };
         crest_debug("checkpoint: try %d of %d failed (%s); trying again", t, DUMP_TRIES, why);
+        while (nanosleep(&pause, &pause) < 0 && errno == EINTR)
+          ;
       }
       crest_error_release(err);
     }

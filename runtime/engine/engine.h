@@ -219,6 +219,11 @@ struct crest_dump_opts
   const char *no_setid_cap;
   /* Established TCP connections (enum crest_tcp_mode). */
   enum crest_tcp_mode tcp_mode;
+  /* --skip-in-flight (CRIU's flag): connections a listening TCP socket has
+     not accepted yet are left out of the image (the tree never saw them;
+     they are reset when a checkpointed tree ends, and stay with one left
+     running), where without it the checkpoint is refused. */
+  bool skip_in_flight;
   /* --shell-job (process mode): a task whose controlling terminal is not
      a pty of the tree (a job started from a shell) is checkpointed, and
      the image says so ("shell_job"): its restore, which must run on a

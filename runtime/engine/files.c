@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -22,6 +23,7 @@
 #include "image-check.h"
 #include "log.h"
 #include "restore-int.h"
+#include "sockets.h"
 #include "util.h"
 
 /* Every descriptor type, in probe order: the first whose probe claims a
@@ -69,6 +71,47 @@ fdinfo_get(pid_t pid, int fd, int64_t *pos, int *flags, crest_error_t *err)
   return 0;
 }
 
+/* A socket no probe claims, named by its family, type and protocol (a
+   copy of the descriptor asked): "AF_ALG (38), SOCK_SEQPACKET, protocol
+   0" into BUF, or "socket" where it cannot be asked. */
+static const char *
+socket_kind(pid_t pid, int fd, char *buf, size_t len)
+{
+  static const struct
+  {
+    int af;
+    const char *name;
+  } fam[] = { { AF_INET, "AF_INET" },   { AF_INET6, "AF_INET6" }, { AF_PACKET, "AF_PACKET" },
+              { AF_ALG, "AF_ALG" },     { AF_VSOCK, "AF_VSOCK" }, { AF_BLUETOOTH, "AF_BLUETOOTH" },
+              { AF_CAN, "AF_CAN" },     { AF_TIPC, "AF_TIPC" },   { AF_KEY, "AF_KEY" },
+              { AF_XDP, "AF_XDP" },     { AF_RDS, "AF_RDS" },     { AF_QIPCRTR, "AF_QIPCRTR" },
+              { AF_PPPOX, "AF_PPPOX" }, { AF_SMC, "AF_SMC" },     { AF_NETLINK, "AF_NETLINK" },
+              { AF_UNIX, "AF_UNIX" } };
+  static const char *const types[]
+      = { "?", "SOCK_STREAM", "SOCK_DGRAM", "SOCK_RAW", "SOCK_RDM", "SOCK_SEQPACKET" };
+  crest_error_t e = NULL;
+  int c = sk_getfd(pid, fd, &e), af = -1, type = -1, proto = -1;
+  socklen_t l = sizeof af;
+  const char *an = "family";
+  crest_error_release(&e);
+  if (c < 0)
+    return "socket";
+  getsockopt(c, SOL_SOCKET, SO_DOMAIN, &af, &l);
+  l = sizeof type;
+  getsockopt(c, SOL_SOCKET, SO_TYPE, &type, &l);
+  l = sizeof proto;
+  getsockopt(c, SOL_SOCKET, SO_PROTOCOL, &proto, &l);
+  close(c);
+  if (af < 0)
+    return "socket";
+  for (size_t i = 0; i < ARRAY_SIZE(fam); i++)
+    if (fam[i].af == af)
+      an = fam[i].name;
+  snprintf(buf, len, "a socket of %s (%d), %s, protocol %d, which crest does not checkpoint", an,
+           af, type > 0 && type < (int)ARRAY_SIZE(types) ? types[type] : "type ?", proto);
+  return buf;
+}
+
 /* The type of a descriptor met for the first time: the first row of
    fd_types whose probe claims it, or a refusal in one line. */
 static int
@@ -84,7 +127,8 @@ probe_fd(struct dctx *c, struct dproc *p, const struct fd_probe *d, struct dfile
         return r < 0 ? -1 : 0;
     }
   {
-    const char *t = S_ISSOCK(d->st->st_mode)   ? "socket"
+    char buf[160];
+    const char *t = S_ISSOCK(d->st->st_mode)   ? socket_kind(p->pid, d->fd, buf, sizeof buf)
                     : S_ISFIFO(d->st->st_mode) ? "named FIFO"
                                                : "unsupported type";
     return crest_error_make(err, ENOTSUP, "task %d: fd %d (%s): %s, cannot checkpoint it", p->pid,

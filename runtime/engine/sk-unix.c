@@ -424,9 +424,9 @@ resolve_backlog(struct dctx *c, struct dfile *f, const struct usk *u, crest_erro
 {
   for (size_t k = 0; k < u->nicons; k++)
     {
-      if (file_of_ino(c, u->icons[k]) < 0)
+      if (file_of_ino(c, u->icons[k]) < 0) /* a passing state: accepted soon */
         return crest_error_make(
-            err, ENOTSUP,
+            err, EAGAIN,
             "task %d: fd %d (%s): a connection from outside the tree waits in the "
             "backlog of this unix socket listener, cannot checkpoint it",
             f->pid, f->fd, f->path);
@@ -462,9 +462,10 @@ resolve_peer(struct dctx *c, struct dfile *f, struct usk *u, crest_error_t *err)
      in the client's send queue, which crest cannot read. */
   if ((u->backlog_of = backlog_holder(c, u->ino, &u->backlog_pos)) >= 0)
     {
+      /* A passing state: the program accepts it soon (tried again). */
       if (u->wqueue)
         return crest_error_make(
-            err, ENOTSUP,
+            err, EAGAIN,
             "task %d: fd %d (%s): data sent on a connection not accepted yet (%u bytes "
             "of buffers), cannot checkpoint it",
             f->pid, f->fd, f->path, u->wqueue);

@@ -1207,6 +1207,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
   d.leave_running = opts->leave_running;
   d.ext_unix_sk = opts->ext_unix_sk;
   d.tcp_mode = opts->tcp_mode;
+  d.skip_in_flight = opts->skip_in_flight;
   d.pre_dump = opts->pre_dump;
   d.parent_path = opts->parent_path;
   d.root_is_ns_init = true;

@@ -29,6 +29,7 @@ struct crest_container_checkpoint_opts
   bool file_locks;  /* --file-locks: a tree holding locks is checkpointed with them */
   bool ext_unix_sk; /* --ext-unix-sk: unix sockets with a peer outside reconnect by name */
   enum crest_tcp_mode tcp_mode; /* --tcp-close, --tcp-established */
+  bool skip_in_flight;          /* --skip-in-flight */
   bool pre_dump;                /* --pre-dump: memory only, the container runs on */
   const char *parent_path;      /* --parent-path: a pre-dump, relative to the image */
   /* Out, may be NULL: the bundle, times and sizes (for --export); the

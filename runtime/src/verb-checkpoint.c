@@ -28,6 +28,7 @@ enum
   OPT_EXT_UNIX_SK,
   OPT_TCP_CLOSE,
   OPT_TCP_ESTABLISHED,
+  OPT_SKIP_IN_FLIGHT,
   OPT_CGROUPS_MODE,
   OPT_PRE_DUMP,
   OPT_PARENT_PATH,
@@ -38,7 +39,7 @@ enum
 struct ckpt_args
 {
   const char *image, *work, *export, *compress, *parent;
-  bool leave, ns_init, image_given, file_locks, ext_unix_sk, pre_dump, shell_job;
+  bool leave, ns_init, image_given, file_locks, ext_unix_sk, pre_dump, shell_job, skip_in_flight;
   enum crest_tcp_mode tcp_mode;
   long pid;
 };
@@ -61,6 +62,8 @@ usage(FILE *f)
              "      --tcp-close        restore established TCP connections closed\n"
              "      --tcp-established  restore established TCP connections (TCP_REPAIR;\n"
              "                         see crest(1) for where the kernel allows it)\n"
+             "      --skip-in-flight   leave out TCP connections a listener has not\n"
+             "                         accepted yet (reset when the tree ends)\n"
              "      --shell-job        with --pid: the tree's controlling terminal is outside\n"
              "                         it (a job of a shell); a restore from a terminal\n"
              "                         gives it that one (a container's: always handled)\n"
@@ -112,6 +115,7 @@ parse(int argc, char **argv, struct ckpt_args *a, crest_error_t *err)
        match wins. */
     { "tcp-close", no_argument, NULL, OPT_TCP_CLOSE },
     { "tcp-established", no_argument, NULL, OPT_TCP_ESTABLISHED },
+    { "skip-in-flight", no_argument, NULL, OPT_SKIP_IN_FLIGHT },
     { "manage-cgroups-mode", required_argument, NULL, OPT_CGROUPS_MODE },
     { "pre-dump", no_argument, NULL, OPT_PRE_DUMP },
     { "parent-path", required_argument, NULL, OPT_PARENT_PATH },
@@ -170,6 +174,9 @@ parse(int argc, char **argv, struct ckpt_args *a, crest_error_t *err)
           return crest_error_make(err, EINVAL,
                                   "checkpoint: give --tcp-close or --tcp-established, not both");
         a->tcp_mode = c == OPT_TCP_CLOSE ? CREST_TCP_CLOSE : CREST_TCP_ESTABLISHED;
+        break;
+      case OPT_SKIP_IN_FLIGHT:
+        a->skip_in_flight = true;
         break;
       case OPT_CGROUPS_MODE:
         if (crest_check_cgroups_mode("checkpoint", optarg, err) < 0)
@@ -264,6 +271,7 @@ crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error
       co.file_locks = a.file_locks;
       co.ext_unix_sk = a.ext_unix_sk;
       co.tcp_mode = a.tcp_mode;
+      co.skip_in_flight = a.skip_in_flight;
       co.pre_dump = a.pre_dump;
       co.parent_path = a.parent;
       if (a.export && (a.pre_dump || a.parent))
@@ -291,6 +299,7 @@ crest_verb_checkpoint(struct crest_global *g, int argc, char **argv, crest_error
     o.root_is_ns_init = a.ns_init;
     o.ext_unix_sk = a.ext_unix_sk;
     o.tcp_mode = a.tcp_mode;
+    o.skip_in_flight = a.skip_in_flight;
     o.pre_dump = a.pre_dump;
     o.parent_path = a.parent;
     o.shell_job = a.shell_job;

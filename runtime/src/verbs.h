@@ -36,7 +36,8 @@ crest_verb_list(struct crest_global *g, int argc, char **argv, crest_error_t *er
   { "tcp-established", no_argument, NULL, (id) },          \
   { "tcp-close", no_argument, NULL, (id) },                \
   { "ext-unix-sk", no_argument, NULL, (id) },              \
-  { "shell-job", no_argument, NULL, (id) }
+  { "shell-job", no_argument, NULL, (id) },               \
+  { "skip-in-flight", no_argument, NULL, (id) }
 /* clang-format on */
 
 /* --manage-cgroups-mode: CRIU's modes are accepted; crest never restores

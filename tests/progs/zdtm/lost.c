@@ -62,6 +62,9 @@
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <linux/aio_abi.h>
+#include <linux/if_alg.h>
+#include <linux/io_uring.h>
+#include <linux/perf_event.h>
 #include <linux/inet_diag.h>
 #include <linux/netlink.h>
 #include <linux/sock_diag.h>
@@ -3862,6 +3865,57 @@ chk_accept_queue_close(void)
     zdtm_fail("client: read %d bytes from a connection --tcp-close closed", n);
 }
 
+/* A TCP listener with a connection from outside the tree waiting to be
+   accepted (an orphan's, which sent "queued"): refused, named as such, and
+   the connection is still there after the refusal (accept-queue-outside);
+   with --skip-in-flight left out, the listener restored with an empty
+   queue and accepting a new connection (accept-queue-skip). In a
+   container the client is the init's child: a connection of the tree. */
+static struct sockaddr_in aq_addr;
+static bool
+aq_connect(void *arg)
+{
+  int c = socket(AF_INET, SOCK_STREAM, 0);
+  (void)arg;
+  return c >= 0 && connect(c, (struct sockaddr *)&aq_addr, sizeof aq_addr) == 0
+         && write(c, "queued", 6) == 6;
+}
+static void
+set_aq_outside(void)
+{
+  socklen_t len = sizeof aq_addr;
+  struct pollfd p;
+  memset(&aq_addr, 0, sizeof aq_addr);
+  aq_addr.sin_family = AF_INET;
+  aq_addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  tcp_l = socket(AF_INET, SOCK_STREAM, 0);
+  need(tcp_l >= 0 && bind(tcp_l, (struct sockaddr *)&aq_addr, sizeof aq_addr) == 0
+           && listen(tcp_l, 4) == 0 && getsockname(tcp_l, (struct sockaddr *)&aq_addr, &len) == 0,
+       "TCP listener on 127.0.0.1");
+  orphan(aq_connect, NULL, 0);
+  p = (struct pollfd){ tcp_l, POLLIN, 0 };
+  need(poll(&p, 1, 5000) == 1, "the orphan's connection in the accept queue");
+}
+static void
+chk_aq_outside(void)
+{
+  chk_accept_queue();
+}
+static void
+chk_aq_skip(void)
+{
+  struct pollfd p = { tcp_l, POLLIN, 0 };
+  int n = poll(&p, 1, 200), c, s;
+  if (n != 0)
+    zdtm_fail("listener: %s after restore, expected an empty queue (--skip-in-flight)",
+              n > 0 ? "a connection to accept" : strerror(errno));
+  c = socket(AF_INET, SOCK_STREAM, 0);
+  if (c < 0 || connect(c, (struct sockaddr *)&aq_addr, sizeof aq_addr) < 0
+      || (s = accept(tcp_l, NULL, NULL)) < 0)
+    zdtm_fail("listener on port %d: a new connection after restore: %s", ntohs(aq_addr.sin_port),
+              strerror(errno));
+}
+
 /* mcast-source: a UDP socket that joined 239.1.2.6 on lo for one source
    only (IP_ADD_SOURCE_MEMBERSHIP): a membership crest does not restore
    (refused); the check: the membership, in include mode with that one
@@ -4437,6 +4491,93 @@ chk_aio_context(void)
   struct timespec none = { 0, 0 };
   if (syscall(SYS_io_getevents, aio_ctx, 0, 1, &ev, &none) != 0)
     zdtm_fail("io_getevents on the AIO context: %s", strerror(errno));
+}
+
+/* Descriptors of kinds crest does not restore, each refused by name
+   rather than lost: a userfaultfd (user-mode faults, unprivileged), an
+   io_uring instance, a perf event counting this task's CPU clock, an
+   AF_ALG socket (the kernel's crypto API) bound to sha256. The check, after
+   the refusal: the descriptor still works. */
+static void
+set_uffd(void)
+{
+  fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | 1 /* UFFD_USER_MODE_ONLY */);
+  if (fd < 0)
+    unsupported("userfaultfd (user-mode only)");
+}
+static void
+chk_anon_fd(void)
+{
+  if (fcntl(fd, F_GETFD) < 0)
+    zdtm_fail("descriptor %d: %s", fd, strerror(errno));
+}
+static void
+set_io_uring(void)
+{
+  struct io_uring_params p;
+  memset(&p, 0, sizeof p);
+  fd = (int)syscall(SYS_io_uring_setup, 4, &p);
+  if (fd < 0)
+    unsupported("io_uring_setup");
+}
+static void
+set_perf_event(void)
+{
+  struct perf_event_attr a;
+  memset(&a, 0, sizeof a);
+  a.type = PERF_TYPE_SOFTWARE;
+  a.size = sizeof a;
+  a.config = PERF_COUNT_SW_TASK_CLOCK;
+  a.exclude_kernel = 1;
+  a.exclude_hv = 1;
+  fd = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, 0);
+  if (fd < 0)
+    unsupported("perf_event_open (kernel.perf_event_paranoid)");
+}
+static void
+chk_perf_event(void)
+{
+  uint64_t v = 0;
+  if (read(fd, &v, sizeof v) != sizeof v || v == 0)
+    zdtm_fail("perf event %d: %s, count %llu", fd, strerror(errno), (unsigned long long)v);
+}
+static void
+set_sock_alg(void)
+{
+  struct sockaddr_alg a = { .salg_family = AF_ALG, .salg_type = "hash", .salg_name = "sha256" };
+  fd = socket(AF_ALG, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) < 0)
+    unsupported("an AF_ALG socket bound to sha256");
+}
+/* A packet socket (CAP_NET_RAW of its network namespace: a container's
+   root has it in its own; elsewhere made in a network namespace of the
+   test's user namespace, left at once, where the socket stays). */
+static void
+set_sock_packet(void)
+{
+  fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    {
+      int here = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+      if (here < 0 || unshare(CLONE_NEWNET) < 0)
+        unsupported("a packet socket (CAP_NET_RAW, or a network namespace of its own)");
+      fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+      need(setns(here, CLONE_NEWNET) == 0, "setns back to its network namespace");
+      close(here);
+      if (fd < 0)
+        unsupported("a packet socket in a network namespace of its own");
+    }
+}
+static void
+chk_sock_alg(void)
+{
+  int op = accept(fd, NULL, NULL);
+  uint8_t d[32];
+  if (op < 0 || write(op, "abc", 3) != 3 || read(op, d, sizeof d) != 32 || d[0] != 0xba
+      || d[1] != 0x78)
+    zdtm_fail("AF_ALG sha256 of \"abc\" after the refusal: %s", strerror(errno));
+  if (op >= 0)
+    close(op);
 }
 
 /* memfd-big: a memfd of 2 GiB (sparse, 2 pages written): refused, "larger
@@ -5016,6 +5157,8 @@ static const struct
   { "tcp-ext", set_tcp_ext, chk_tcp_ext },
   { "accept-queue", set_accept_queue, chk_accept_queue },
   { "accept-queue-close", set_accept_queue, chk_accept_queue_close },
+  { "accept-queue-outside", set_aq_outside, chk_aq_outside },
+  { "accept-queue-skip", set_aq_outside, chk_aq_skip },
   { "mcast-source", set_mcast_source, chk_mcast_source },
   { "bindtodevice", set_btd, chk_btd },
   { "udp-shutdown", set_udp_shut, chk_udp_shut },
@@ -5029,6 +5172,11 @@ static const struct
   { "memfd-sealed-future", set_memfd_sealed_future, chk_memfd_sealed_future },
   { "memfd-big", set_memfd_big, chk_memfd_big },
   { "aio-context", set_aio_context, chk_aio_context },
+  { "userfaultfd", set_uffd, chk_anon_fd },
+  { "io-uring", set_io_uring, chk_anon_fd },
+  { "perf-event", set_perf_event, chk_perf_event },
+  { "sock-alg", set_sock_alg, chk_sock_alg },
+  { "sock-packet", set_sock_packet, chk_anon_fd },
   { "opath-fifo", set_opath_fifo, chk_opath_fifo },
   { "epoll-exclusive", set_epoll_exclusive, chk_epoll_exclusive },
   { "pty-unread", set_pty_unread, chk_pty_unread },
