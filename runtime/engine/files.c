@@ -72,8 +72,8 @@ fdinfo_get(pid_t pid, int fd, int64_t *pos, int *flags, crest_error_t *err)
 }
 
 /* A socket no probe claims, named by its family, type and protocol (a
-   copy of the descriptor asked): "AF_ALG (38), SOCK_SEQPACKET, protocol
-   0" into BUF, or "socket" where it cannot be asked. */
+   copy of the descriptor asked): "a socket of AF_ALG (38), SOCK_SEQPACKET,
+   protocol 0" into BUF, or "socket" where it cannot be asked. */
 static const char *
 socket_kind(pid_t pid, int fd, char *buf, size_t len)
 {
@@ -107,8 +107,8 @@ socket_kind(pid_t pid, int fd, char *buf, size_t len)
   for (size_t i = 0; i < ARRAY_SIZE(fam); i++)
     if (fam[i].af == af)
       an = fam[i].name;
-  snprintf(buf, len, "a socket of %s (%d), %s, protocol %d, which crest does not checkpoint", an,
-           af, type > 0 && type < (int)ARRAY_SIZE(types) ? types[type] : "type ?", proto);
+  snprintf(buf, len, "a socket of %s (%d), %s, protocol %d", an, af,
+           type > 0 && type < (int)ARRAY_SIZE(types) ? types[type] : "type ?", proto);
   return buf;
 }
 

@@ -4555,18 +4555,53 @@ set_sock_alg(void)
 static void
 set_sock_packet(void)
 {
+  int sv[2];
+  pid_t k;
   fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
+  if (fd >= 0)
+    return;
+  /* A child makes it in a network namespace of its own and sends it. */
+  need(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) == 0, "socketpair");
+  k = fork();
+  need(k >= 0, "fork");
+  if (k == 0)
     {
-      int here = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-      if (here < 0 || unshare(CLONE_NEWNET) < 0)
-        unsupported("a packet socket (CAP_NET_RAW, or a network namespace of its own)");
-      fd = socket(AF_PACKET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-      need(setns(here, CLONE_NEWNET) == 0, "setns back to its network namespace");
-      close(here);
-      if (fd < 0)
-        unsupported("a packet socket in a network namespace of its own");
+      union
+      {
+        struct cmsghdr h;
+        char b[CMSG_SPACE(sizeof(int))];
+      } cm;
+      struct iovec iov = { "p", 1 };
+      struct msghdr m
+          = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cm, .msg_controllen = sizeof cm };
+      int p;
+      if ((unshare(CLONE_NEWNET) < 0 && unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0)
+          || (p = socket(AF_PACKET, SOCK_DGRAM, 0)) < 0)
+        _exit(1);
+      memset(&cm, 0, sizeof cm);
+      cm.h.cmsg_level = SOL_SOCKET;
+      cm.h.cmsg_type = SCM_RIGHTS;
+      cm.h.cmsg_len = CMSG_LEN(sizeof(int));
+      memcpy(CMSG_DATA(&cm.h), &p, sizeof p);
+      _exit(sendmsg(sv[1], &m, 0) == 1 ? 0 : 1);
     }
+  {
+    union
+    {
+      struct cmsghdr h;
+      char b[CMSG_SPACE(sizeof(int))];
+    } cm;
+    char c;
+    struct iovec iov = { &c, 1 };
+    struct msghdr m
+        = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = &cm, .msg_controllen = sizeof cm };
+    int st = 1;
+    waitpid(k, &st, 0);
+    if (st != 0 || recvmsg(sv[0], &m, MSG_DONTWAIT) != 1 || !CMSG_FIRSTHDR(&m))
+      unsupported("a packet socket (CAP_NET_RAW, or a network namespace of its own)");
+    memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof fd);
+    close(sv[0]), close(sv[1]);
+  }
 }
 static void
 chk_sock_alg(void)
