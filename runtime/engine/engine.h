@@ -23,7 +23,7 @@
    root directory of its own ("root_dir"): a reader of version 1 would ignore
    the key and restore the process running, or without its chroot, so such
    an image must not look like version 1 to it. */
-#define CREST_IMAGE_FORMAT 22
+#define CREST_IMAGE_FORMAT 23
 #define CREST_IMAGE_FORMAT_STOP 2
 #define CREST_IMAGE_FORMAT_CHROOT 2
 /* Format 3: records of docs/engine.md's attribute tables (mapping advice
@@ -123,6 +123,9 @@
 #define CREST_IMAGE_FORMAT_UDP_DEST 22
 /* Format 22 too: a mapping's "madv" may hold VMF_SHAREDRO (0x2000). */
 #define CREST_IMAGE_FORMAT_SHARED_RO 22
+/* Format 23: a unix socket bound to a path has its socket file's owner,
+   "uid" and "gid" (as the tree sees them), given to it again at restore. */
+#define CREST_IMAGE_FORMAT_UNIX_OWNER 23
 /* Format 22 too: a unix socket's "accept_gone", accepted from a listener
    gone since, made again through a listener of that name for the moment. */
 #define CREST_IMAGE_FORMAT_UNIX_ACCEPT_GONE 22
@@ -217,6 +220,9 @@ struct crest_dump_opts
      hold CAP_SETUID and CAP_SETGID, which giving a task other user or group
      IDs than the container's root, or supplementary groups, needs. */
   const char *no_setid_cap;
+  /* Likewise: set when the restore will not hold CAP_CHOWN, which giving a
+     socket file another owner than the container's root needs. */
+  const char *no_chown_cap;
   /* Established TCP connections (enum crest_tcp_mode). */
   enum crest_tcp_mode tcp_mode;
   /* --skip-in-flight (CRIU's flag): connections a listening TCP socket has

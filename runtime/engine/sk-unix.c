@@ -26,6 +26,8 @@
 #include <linux/unix_diag.h>
 #include <netinet/tcp.h>
 #include <sys/eventfd.h>
+#include <sys/fsuid.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -79,6 +81,11 @@ struct usk
      directory it leads to the socket from, as the tree sees it. */
   char base[512];
   uint32_t mode;
+  /* The socket file's owner, as crest sees it (a path name whose file was
+     found). */
+  bool has_owner;
+  uid_t ouid;
+  gid_t ogid;
   int backlog;
   uint32_t *icons;
   size_t nicons;
@@ -176,6 +183,7 @@ relative_name(pid_t pid, const uint8_t *n, size_t len, const struct unix_diag_vf
                             (int)len, (const char *)n);
   u->base[cl] = 0;
   u->mode = st.st_mode & 07777;
+  u->has_owner = true, u->ouid = st.st_uid, u->ogid = st.st_gid;
   return 0;
 }
 
@@ -201,8 +209,11 @@ dump_name(const struct sk_diag_rec *r, pid_t pid, struct usk *u, crest_error_t *
   p = xasprintf("/proc/%d/root%.*s", pid, (int)len, n);
   u->unlinked = !vfs || stat(p, &st) < 0 || st.st_ino != vfs->udiag_vfs_ino;
   u->mode = u->unlinked ? 0777 : st.st_mode & 07777;
+  u->has_owner = !u->unlinked;
   if (u->unlinked && vfs && find_moved(pid, n, len, vfs, u, &st))
-    u->mode = st.st_mode & 07777;
+    u->mode = st.st_mode & 07777, u->has_owner = true;
+  if (u->has_owner)
+    u->ouid = st.st_uid, u->ogid = st.st_gid;
   return 0;
 }
 
@@ -454,9 +465,36 @@ resolve_ext(struct dfile *f, struct usk *u, crest_error_t *err)
   return 0;
 }
 
+/* U's socket file: the restore binds it as the container's root, or as
+   the user of the restoring crest, and then gives it its owner, which
+   that one must be allowed to. */
+static int
+owner_check(struct dctx *c, struct dfile *f, const struct usk *u, crest_error_t *err)
+{
+  long iu, ig;
+  if (!u->has_owner)
+    return 0;
+  iu = inner_id(c, &c->uidmap, u->ouid), ig = inner_id(c, &c->gidmap, u->ogid);
+  if (c->o->root_is_ns_init && c->o->no_chown_cap && c->o->no_setid_cap && (iu || ig))
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: fd %d: unix socket bound to %.*s, whose file belongs to "
+                            "%ld:%ld: a restore gives it that owner with CAP_SETUID and "
+                            "CAP_SETGID, or CAP_CHOWN, and the container's config gives neither",
+                            f->pid, f->fd, u->namelen, (const char *)u->name, iu, ig);
+  if (!c->o->root_is_ns_init && u->ouid != geteuid())
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: fd %d: unix socket bound to %.*s, whose file belongs to "
+                            "UID %u, which a restore by UID %u could not give it",
+                            f->pid, f->fd, u->namelen, (const char *)u->name, (unsigned)u->ouid,
+                            (unsigned)geteuid());
+  return 0;
+}
+
 static int
 resolve_peer(struct dctx *c, struct dfile *f, struct usk *u, crest_error_t *err)
 {
+  if (owner_check(c, f, u, err) < 0)
+    return -1;
   /* Waiting in a backlog: the listener shows the client's inode (the
      connection's own socket has none), and what the client sent it counts
      in the client's send queue, which crest cannot read. */
@@ -680,6 +718,13 @@ unix_write(struct dctx *c, const struct dfile *f, yajl_gen g)
         c->w->format = CREST_IMAGE_FORMAT_UNIX_BASE;
     }
   jput_int(g, "mode", u->mode);
+  if (u->has_owner)
+    {
+      jput_int(g, "uid", inner_id(c, &c->uidmap, u->ouid));
+      jput_int(g, "gid", inner_id(c, &c->gidmap, u->ogid));
+      if (c->w->format < CREST_IMAGE_FORMAT_UNIX_OWNER)
+        c->w->format = CREST_IMAGE_FORMAT_UNIX_OWNER;
+    }
   jput_int(g, "peer", u->peer_file);
   jput_bool(g, "peer_gone", u->peer_gone);
   jput_hex(g, "ext_peer", u->ext, u->extlen);
@@ -740,6 +785,8 @@ struct ursk
   size_t movedlen;
   char *base; /* format 20: the directory a relative name is bound from */
   int mode;
+  bool has_owner; /* format 23: the socket file's owner */
+  int uid, gid;
   int peer, accept_from, backlog_of, backlog_pos, shutdown;
   bool accept_gone; /* format 22 */
   struct sk_opts opts;
@@ -857,6 +904,13 @@ unix_parse(struct rctx *c, yajl_val v, struct rfile *f, crest_error_t *err)
     return *err ? crest_error_wrap(err, "file %d (unix socket)", f->id)
                 : crest_error_make(err, EINVAL, "file %d (unix socket): a bad \"accept_gone\"",
                                    f->id);
+  if (yajl_tree_get(v, (const char *[]){ "uid", NULL }, yajl_t_any))
+    {
+      if (get_int(v, "uid", 0, INT32_MAX, &u->uid, err) < 0
+          || get_int(v, "gid", 0, INT32_MAX, &u->gid, err) < 0)
+        return crest_error_wrap(err, "file %d (unix socket)", f->id);
+      u->has_owner = true;
+    }
   {
     crest_error_t e2 = NULL;
     int64_t cred;
@@ -918,6 +972,65 @@ stale(int type, const struct sockaddr_un *a, socklen_t len)
 {
   cleanup_close int t = socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   return t >= 0 && connect(t, (const struct sockaddr *)a, len) < 0 && errno == ECONNREFUSED;
+}
+
+/* FD bound to A (LEN), U's name, its socket file given U's mode and
+   owner: made as that owner (setfsuid, setfsgid: CAP_SETUID and
+   CAP_SETGID, which a container whose tasks run as other users gives),
+   else given it (lchown: CAP_CHOWN). Until December 2026 it stayed the
+   restorer's, and a server's workers of another user could no longer
+   connect to it (Apache's mod_cgid, whose daemon chowns its socket to
+   the workers' user: every CGI request failed). */
+static int
+bind_owned(const struct ursk *u, int fd, const struct sockaddr_un *a, socklen_t len,
+           crest_error_t *err)
+{
+  char nb[120];
+  struct stat st;
+  bool path = u->name[0] != 0, as_owner = false;
+  uid_t fu = 0;
+  gid_t fg = 0;
+  int rc = 0, b = -1;
+  int dumpable = prctl(PR_GET_DUMPABLE);
+  if (path && u->has_owner && ((uid_t)u->uid != geteuid() || (gid_t)u->gid != getegid()))
+    {
+      fg = (gid_t)setfsgid((gid_t)u->gid);
+      fu = (uid_t)setfsuid((uid_t)u->uid);
+      as_owner = true;
+    }
+  /* A socket file left by the checkpointed tree, which nothing answers
+     at: asked as its owner, whose mode may let no one else connect. */
+  if (path && lstat(a->sun_path, &st) == 0 && S_ISSOCK(st.st_mode) && stale(u->type, a, len))
+    unlink(a->sun_path);
+  /* As the owner, the directory may not let it in (a root server that
+     gave its socket away): then as the restorer, and given after. */
+  if (as_owner && (b = bind(fd, (const struct sockaddr *)a, len)) < 0)
+    {
+      setfsuid(fu);
+      setfsgid(fg);
+      as_owner = false;
+    }
+  if (b < 0 && bind(fd, (const struct sockaddr *)a, len) < 0)
+    rc = crest_error_errno(err, "bind to %s", uname_text(u, nb, sizeof nb));
+  else if (path && chmod(a->sun_path, u->mode) < 0 && !as_owner)
+    rc = crest_error_errno(err, "chmod %s", a->sun_path);
+  if (as_owner)
+    {
+      setfsuid(fu);
+      setfsgid(fg);
+    }
+  /* A change of the file system IDs made the process not dumpable, and
+     the restore's tracer could no longer seize it. */
+  if (dumpable > 0 && prctl(PR_GET_DUMPABLE) != dumpable)
+    prctl(PR_SET_DUMPABLE, dumpable);
+  if (rc < 0 || !path || !u->has_owner || lstat(a->sun_path, &st) < 0)
+    return rc;
+  if ((st.st_uid != (uid_t)u->uid || st.st_gid != (gid_t)u->gid)
+      && lchown(a->sun_path, (uid_t)u->uid, (gid_t)u->gid) < 0)
+    return crest_error_errno(err, "give %s its owner %d:%d", a->sun_path, u->uid, u->gid);
+  if ((st.st_mode & 07777) != (mode_t)u->mode && chmod(a->sun_path, u->mode) < 0)
+    return crest_error_errno(err, "chmod %s", a->sun_path);
+  return 0;
 }
 
 /* A socket bound to its name and renamed since (format 20 "moved"): its
@@ -1085,23 +1198,13 @@ make_bound_here(struct rctx *c, struct ursk *u, crest_error_t *err)
   struct sockaddr_un a;
   socklen_t len = uaddr(u, &a);
   char nb[120];
-  struct stat st;
   int fd = socket(AF_UNIX, u->type | SOCK_CLOEXEC, 0);
   if (fd < 0)
     return crest_error_errno(err, "socket");
   if (!u->namelen)
     return u->fd = fd;
-  if (u->name[0] && lstat(a.sun_path, &st) == 0 && S_ISSOCK(st.st_mode) && stale(u->type, &a, len))
-    unlink(a.sun_path);
-  if (bind(fd, (struct sockaddr *)&a, len) < 0)
+  if (bind_owned(u, fd, &a, len, err) < 0)
     {
-      crest_error_errno(err, "bind to %s", uname_text(u, nb, sizeof nb));
-      close(fd);
-      return -1;
-    }
-  if (u->name[0] && chmod(a.sun_path, u->mode) < 0)
-    {
-      crest_error_errno(err, "chmod %s", a.sun_path);
       close(fd);
       return -1;
     }

@@ -461,6 +461,22 @@ no_chroot_cap(const char *config_text)
   return why;
 }
 
+/* A socket file owned by another than the container's root is given its
+   owner by the restorer (lchown): the config must give CAP_CHOWN. */
+static const char *
+no_chown_cap(const char *config_text)
+{
+  yajl_val cfg = NULL;
+  crest_error_t e = NULL;
+  const char *why = NULL;
+  if (crest_config_parse(config_text, &cfg, &e) == 0 && restorer_holds_cap(cfg, "CAP_CHOWN") == 0)
+    why = "restoring it needs CAP_CHOWN, which the container's config does not give its processes";
+  crest_error_release(&e);
+  if (cfg)
+    yajl_tree_free(cfg);
+  return why;
+}
+
 /* The restorer gives a task of other IDs than the container's root its
    own in the blob (setresuid, setresgid, setgroups): the config must give
    CAP_SETUID and CAP_SETGID. */
@@ -1215,6 +1231,7 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
   d.config_digest = digest;
   d.no_chroot_cap = no_chroot_cap(config_text);
   d.no_setid_cap = no_setid_cap(config_text);
+  d.no_chown_cap = no_chown_cap(config_text);
   if (freezer_setup(init, &fz))
     {
       d.freeze = cg_freeze;

@@ -10,7 +10,11 @@
  * After restore each child checks its real, effective, saved and file
  * system IDs, its groups, its capability sets (all empty, as setresuid
  * left them), its dumpable flag, its file (owner, mode, offset, bytes),
- * its memory and its pipe, and that a file it creates now is its own.
+ * its memory and its pipe, and that a file it creates now is its own;
+ * each also listens on a unix socket bound to a path (mode 0600), whose
+ * file must be its own after restore and let it connect (until December
+ * 2026 the restore bound it as the container's root: the owner could not
+ * connect).
  * The container's config must give CAP_SETUID and CAP_SETGID, and its user
  * namespace must map 1000-1002. /tmp (the working directory) must be
  * writable by UID 1000: the children write their verdicts there. */
@@ -26,6 +30,8 @@
 #include <string.h>
 #include <sys/fsuid.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -113,13 +119,55 @@ check_new_file(int k)
   unlink(name);
 }
 
+static socklen_t
+sock_addr(int k, struct sockaddr_un *a)
+{
+  memset(a, 0, sizeof *a);
+  a->sun_family = AF_UNIX;
+  snprintf(a->sun_path, sizeof a->sun_path, "nonroot.sock.%d", k);
+  return sizeof *a;
+}
+
+static int
+listen_own(int k)
+{
+  struct sockaddr_un a;
+  socklen_t len = sock_addr(k, &a);
+  int l = socket(AF_UNIX, SOCK_STREAM, 0);
+  unlink(a.sun_path);
+  if (l < 0 || bind(l, (struct sockaddr *)&a, len) < 0 || chmod(a.sun_path, 0600) < 0
+      || listen(l, 4) < 0)
+    zdtm_error("child %d: a unix listener on %s: %s", k, a.sun_path, strerror(errno));
+  return l;
+}
+
+static void
+check_sock(int k, int l)
+{
+  struct sockaddr_un a;
+  socklen_t len = sock_addr(k, &a);
+  struct stat st;
+  int c = socket(AF_UNIX, SOCK_STREAM, 0), s = -1;
+  if (lstat(a.sun_path, &st) < 0 || st.st_uid != ID || st.st_gid != ID
+      || (st.st_mode & 07777) != 0600)
+    zdtm_fail("child %d: socket file %s: %s, owner %d:%d mode %#o (expected %d:%d 0600)", k,
+              a.sun_path, strerror(errno), st.st_uid, st.st_gid, st.st_mode & 07777, ID, ID);
+  if (c < 0 || connect(c, (struct sockaddr *)&a, len) < 0 || (s = accept(l, NULL, NULL)) < 0)
+    zdtm_fail("child %d: connect to its own listener %s: %s", k, a.sun_path, strerror(errno));
+  if (c >= 0)
+    close(c);
+  if (s >= 0)
+    close(s);
+  unlink(a.sun_path);
+}
+
 static void __attribute__((noreturn)) child(int k, int sync)
 {
   static const gid_t groups[] = { ID + 1, ID + 2 };
   static uint8_t filebuf[FILE_LEN], pbuf[PIPE_LEN];
   char name[32];
   uint8_t *mem;
-  int fd, p[2], dumpable = k == 0;
+  int fd, p[2], l, dumpable = k == 0;
 
   if (setgroups(2, groups) < 0 || setresgid(ID, ID, ID) < 0 || setresuid(ID, ID, ID) < 0)
     zdtm_error("child %d: setgroups/setresgid/setresuid %d: %s", k, ID, strerror(errno));
@@ -142,6 +190,7 @@ static void __attribute__((noreturn)) child(int k, int sync)
   zdtm_fill(pbuf, PIPE_LEN, 80 + k, 0);
   if (write(p[1], pbuf, PIPE_LEN) != PIPE_LEN)
     zdtm_error("child %d: write pipe: %s", k, strerror(errno));
+  l = listen_own(k);
   if (write(sync, "r", 1) != 1)
     zdtm_error("child %d: report ready: %s", k, strerror(errno));
   close(sync);
@@ -161,6 +210,7 @@ static void __attribute__((noreturn)) child(int k, int sync)
   else if (read(p[0], pbuf, 1) != -1 || errno != EAGAIN)
     zdtm_fail("child %d: the pipe holds more than its %d bytes", k, PIPE_LEN);
   check_new_file(k);
+  check_sock(k, l);
   unlink(name);
   _exit(zdtm_status());
 }
