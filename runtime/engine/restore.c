@@ -82,8 +82,13 @@ fault_kill(const char *phase)
   raise(SIGKILL);
 }
 
-/* The helper of a namespace-init restore: a plain child with the highest PID
-   below pid_max that the image does not use. */
+/* The helper of a namespace-init restore: a child with the highest PID
+   below pid_max that the image does not use. Its exit signal is none: the
+   init reaps it with __WALL before its own code runs (init_reaps_helper),
+   and a SIGCHLD would reach the restored init's handler for a child it
+   never had (until December 2026 once a restore: a Python init's handler
+   ran, rsyslogd's reaped a zombie of the image). With --lazy-pages it
+   outlives the restore, serving pages, and says it ends with SIGCHLD. */
 static pid_t
 helper_fork(struct rctx *c)
 {
@@ -95,7 +100,7 @@ helper_fork(struct rctx *c)
       if (find_thread(c, cand, NULL))
         continue;
       memset(&ca, 0, sizeof ca);
-      ca.exit_signal = SIGCHLD;
+      ca.exit_signal = c->o->lazy_pages ? SIGCHLD : 0;
       ca.set_tid = (uint64_t)&cand;
       ca.set_tid_size = 1;
       r = syscall(SYS_clone3, &ca, sizeof ca);

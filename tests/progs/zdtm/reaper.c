@@ -9,9 +9,12 @@
  *
  * Any PID it reaps that it never made is a failure: until December 2026 a
  * container's init reaped crest's finishing helper ("crest-restoring")
- * just after its restore, and a Python supervisor died of a KeyError. At
- * SIGTERM it sends SIGTERM to both and reaps them: each must end with its
- * own status, reaped once. */
+ * just after its restore, and a Python supervisor died of a KeyError. So
+ * is a SIGCHLD before SIGTERM, when no child of its has ended (the
+ * helper's exit sent one, December 2026: a handler's run for nothing, and
+ * rsyslogd's reaped a zombie of the image). At SIGTERM it sends SIGTERM
+ * to both and reaps them: each must end with its own status, reaped
+ * once. */
 #define _GNU_SOURCE
 #include "zdtm.h"
 
@@ -21,6 +24,14 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+static volatile sig_atomic_t chld;
+static void
+on_chld(int sig)
+{
+  (void)sig;
+  chld++;
+}
 
 static pid_t
 child(int status)
@@ -51,6 +62,8 @@ main(int argc, char **argv)
   sigaction(SIGTERM, NULL, &sa);
   sa.sa_flags &= ~SA_RESTART;
   sigaction(SIGTERM, &sa, NULL);
+  sa.sa_handler = on_chld;
+  sigaction(SIGCHLD, &sa, NULL);
   kid[0] = child(want[0]);
   kid[1] = child(want[1]);
   zdtm_ready();
@@ -60,6 +73,9 @@ main(int argc, char **argv)
       pid_t p;
       if (zdtm_stopped() && !term_sent)
         {
+          if (chld)
+            zdtm_fail("%d SIGCHLD arrived before SIGTERM, when no child of its had ended",
+                      (int)chld);
           for (k = 0; k < 2; k++)
             if (!reaped[k])
               kill(kid[k], SIGTERM);
