@@ -55,19 +55,22 @@ ring_id(const struct kinj *j, long spec, long *id, crest_error_t *err)
   return 0;
 }
 
-/* Keyring ID (the thread's WHAT) must hold no key but a link to the
-   thread's user keyring UK (which a user session keyring holds, and a
+/* Keyring ID (the thread's WHAT, its SPEC) must hold no key but a link to
+   the thread's user keyring UK (which a user session keyring holds, and a
    session keyring pam_keyinit makes), as the one the restore gives holds
    none (WHY says which that is); else the checkpoint is refused, naming
-   the first other key. */
+   the first other key. Read through SPEC, which makes the thread its
+   possessor: by its number, a task whose real UID (whose user keyrings
+   these are) is not its file system UID may not read it (Squid's master,
+   real UID nobody, effective root: refused until December 2026). */
 static int
-ring_empty(const struct kinj *j, long id, long uk, const char *what, const char *why,
+ring_empty(const struct kinj *j, long spec, long id, long uk, const char *what, const char *why,
            crest_error_t *err)
 {
   char d[256] = "";
   int32_t ids[16];
   long n, dl, other = 0, first = 0;
-  if (kcall(j, KEYCTL_READ, id, (long)j->scratch, sizeof ids, &n, err) < 0)
+  if (kcall(j, KEYCTL_READ, spec, (long)j->scratch, sizeof ids, &n, err) < 0)
     return -1;
   if (n < 0)
     return crest_error_sys(err, -n,
@@ -131,9 +134,9 @@ root_session(struct dctx *c, const struct kinj *j, long s, crest_error_t *err)
   if (ring_id(j, KEY_SPEC_USER_KEYRING, &uk, err) < 0)
     return -1;
   if (c->o->root_is_ns_init)
-    return ring_empty(j, s, uk, "session keyring", "crun makes the restored container a new one",
-                      err);
-  return ring_empty(j, s, uk, "session keyring",
+    return ring_empty(j, KEY_SPEC_SESSION_KEYRING, s, uk, "session keyring",
+                      "crun makes the restored container a new one", err);
+  return ring_empty(j, KEY_SPEC_SESSION_KEYRING, s, uk, "session keyring",
                     "the restored tree gets the session keyring of whoever restores it", err);
 }
 
@@ -152,7 +155,7 @@ own_users(struct dctx *c, const struct kinj *j, long id, crest_error_t *err)
   if (!c->session_is_users || ring_id(j, KEY_SPEC_USER_SESSION_KEYRING, &us, err) < 0 || id != us)
     return false;
   if (ring_id(j, KEY_SPEC_USER_KEYRING, &uk, err) < 0
-      || ring_empty(j, id, uk, "user session keyring",
+      || ring_empty(j, KEY_SPEC_USER_SESSION_KEYRING, id, uk, "user session keyring",
                     "a restore gives the task its user's session keyring, of the restorer's "
                     "user namespace",
                     err)
@@ -207,9 +210,12 @@ keys_dump_thread(struct dctx *c, struct dproc *p, size_t t, shm_inject_fn fn, vo
     return 0;
   long uk = 0;
   if (ring_id(&j, KEY_SPEC_USER_KEYRING, &uk, err) < 0
-      || (uk && ring_empty(&j, uk, 0, "user keyring", userns, err) < 0)
+      || (uk && ring_empty(&j, KEY_SPEC_USER_KEYRING, uk, 0, "user keyring", userns, err) < 0)
       || ring_id(&j, KEY_SPEC_USER_SESSION_KEYRING, &id, err) < 0
-      || (id && ring_empty(&j, id, uk, "user session keyring", userns, err) < 0))
+      || (id
+          && ring_empty(&j, KEY_SPEC_USER_SESSION_KEYRING, id, uk, "user session keyring", userns,
+                        err)
+                 < 0))
     return -1;
   return 0;
 }

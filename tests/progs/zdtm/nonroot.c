@@ -215,10 +215,31 @@ static void __attribute__((noreturn)) child(int k, int sync)
   _exit(zdtm_status());
 }
 
+/* A third child keeps root's effective IDs under real IDs of ID (Squid's
+   master: setresuid(nobody, 0, 0)): its user keyrings are ID's, which the
+   checkpoint reads through the thread's own keyring specs (by number it
+   may not: refused until December 2026). */
+static void __attribute__((noreturn)) mixed_child(int sync)
+{
+  uid_t r, e, s;
+  gid_t rg, eg, sg;
+  if (setresgid(ID, 0, 0) < 0 || setresuid(ID, 0, 0) < 0)
+    zdtm_error("child 2: setresuid(%d, 0, 0): %s", ID, strerror(errno));
+  if (write(sync, "r", 1) != 1)
+    zdtm_error("child 2: report ready: %s", strerror(errno));
+  close(sync);
+  zdtm_wait();
+  if (getresuid(&r, &e, &s) < 0 || r != ID || e != 0 || s != 0)
+    zdtm_fail("child 2: UIDs (expected %d 0 0, got %d %d %d)", ID, r, e, s);
+  if (getresgid(&rg, &eg, &sg) < 0 || rg != ID || eg != 0 || sg != 0)
+    zdtm_fail("child 2: GIDs (expected %d 0 0, got %d %d %d)", ID, rg, eg, sg);
+  _exit(zdtm_status());
+}
+
 int
 main(int argc, char **argv)
 {
-  pid_t kids[2];
+  pid_t kids[3];
   int sync[2];
   char c;
   zdtm_init(argc, argv);
@@ -226,7 +247,7 @@ main(int argc, char **argv)
     zdtm_error("must start as the container's root (it is UID %d)", getuid());
   if (pipe(sync) < 0)
     zdtm_error("pipe: %s", strerror(errno));
-  for (int k = 0; k < 2; k++)
+  for (int k = 0; k < 3; k++)
     {
       kids[k] = fork();
       if (kids[k] < 0)
@@ -234,17 +255,19 @@ main(int argc, char **argv)
       if (kids[k] == 0)
         {
           close(sync[0]);
+          if (k == 2)
+            mixed_child(sync[1]);
           child(k, sync[1]);
         }
     }
   close(sync[1]);
-  for (int k = 0; k < 2; k++)
+  for (int k = 0; k < 3; k++)
     if (read(sync[0], &c, 1) != 1)
       zdtm_error("a child failed to set up");
   close(sync[0]);
   zdtm_ready();
   zdtm_wait();
-  for (int k = 0; k < 2; k++)
+  for (int k = 0; k < 3; k++)
     {
       int st;
       kill(kids[k], SIGTERM);
