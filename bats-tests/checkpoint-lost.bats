@@ -89,7 +89,7 @@ lost_case() {
 # unix-peercred (the init's sockets, which the restorer, PID 1 itself,
 # makes), and the refusals, each of
 # which must stop a checkpoint of its own.
-LOST_BATCH="posix-lock flock ofd-lock pipe-nonblock pipe-two-opens o-async madv-dontfork madv-wipeonfork madv-dontdump madv-hugepage madv-nohugepage madv-sequential madv-random madv-mergeable map-noreserve reserve-sparse zero-read subreaper pdeathsig thp-disable dumpable timerslack coredump-filter mempolicy cpuid-fault autogroup spec-store-bypass spec-indirect-branch membarrier posix-timer mlock mlock-onfault mlockall posix-timer-tid-cpu sleep-restart sleep-restarted unlinked-holes unlinked-mode unlinked-shared unlinked-wronly unlinked-mapped unlinked-mapped-lock unlinked-big deleted-dir opath opath-symlink pidfd pipe-no-writer pipe-no-reader stdin-no-writer stdout-no-reader pipe-outside epoll-outside unix-outside unix-backlog-outside unix-ext unix-renamed unix-relative unix-stream-full unix-creds inotify-walk sysv-shm sysv-sem sysv-msg bindtodevice udp-shutdown udp-pktinfo epoll-exclusive unix-peer-closed unix-listener-gone unix-accepted-peer-closed unix-anon-dgram unix-unconnected unix-seqpacket-peer-closed udp-source-outside memfd-sealed sockopts ksm-merge-any fown-no-async exit-signal exit-signal-zombie reparented"
+LOST_BATCH="posix-lock flock ofd-lock pipe-nonblock pipe-two-opens o-async madv-dontfork madv-wipeonfork madv-dontdump madv-hugepage madv-nohugepage madv-sequential madv-random madv-mergeable map-noreserve reserve-sparse zero-read subreaper pdeathsig thp-disable dumpable timerslack coredump-filter mempolicy cpuid-fault autogroup spec-store-bypass spec-indirect-branch membarrier posix-timer mlock mlock-onfault mlockall posix-timer-tid-cpu sleep-restart sleep-restarted unlinked-holes unlinked-mode unlinked-shared unlinked-wronly unlinked-mapped unlinked-mapped-lock unlinked-big deleted-dir opath opath-symlink pidfd pipe-no-writer pipe-no-reader stdin-no-writer stdout-no-reader pipe-outside epoll-outside unix-outside unix-backlog-outside unix-dev-tmpfs unix-ext unix-renamed unix-relative unix-stream-full unix-creds inotify-walk sysv-shm sysv-sem sysv-msg bindtodevice udp-shutdown udp-pktinfo epoll-exclusive unix-peer-closed unix-listener-gone unix-accepted-peer-closed unix-anon-dgram unix-unconnected unix-seqpacket-peer-closed udp-source-outside memfd-sealed sockopts ksm-merge-any fown-no-async exit-signal exit-signal-zombie reparented"
 
 BATCH_NOTE=(
 	[posix-timer-tid-cpu]="timers on a thread's and the process's CPU-time clock named by ID"
@@ -98,6 +98,7 @@ BATCH_NOTE=(
 	[pipe-outside]="the writer is the init's child"
 	[epoll-outside]="the holder is the init's child"
 	[unix-outside]="the peer's holder is the init's child"
+	[unix-dev-tmpfs]="a datagram socket bound in the config's /dev tmpfs (syslog's /dev/log)"
 	[unix-backlog-outside]="a connection waiting in a listener's backlog, from a process that is the init's child"
 	[unix-ext]="the server is the init's child"
 	[unix-renamed]="a listener whose socket file was renamed (HotSpot's attach listener)"

@@ -906,10 +906,35 @@ made_by_crun(yajl_val cfg, const char *dir, const char *name)
   return false;
 }
 
+/* Is PATH, in INIT's root, the socket file of a unix socket bound there
+   now (its network namespace's /proc/net/unix names it)? The engine binds
+   that socket again at restore, in the new tmpfs (syslog's /dev/log). */
+static bool
+bound_socket_file(pid_t init, const char *path)
+{
+  cleanup_free char *at = xasprintf("/proc/%d/root%s", (int)init, path);
+  cleanup_free char *net = xasprintf("/proc/%d/net/unix", (int)init);
+  cleanup_free char *line = NULL;
+  size_t cap = 0, pl = strlen(path);
+  struct stat st;
+  bool found = false;
+  FILE *f;
+  if (lstat(at, &st) < 0 || !S_ISSOCK(st.st_mode) || !(f = fopen(net, "re")))
+    return false;
+  while (!found && getline(&line, &cap, f) > 0)
+    {
+      size_t ll = strcspn(line, "\n");
+      found = ll > pl && line[ll - pl - 1] == ' ' && strncmp(line + ll - pl, path, pl) == 0;
+    }
+  fclose(f);
+  return found;
+}
+
 /* A tmpfs the config mounts (crun's /dev and /dev/shm, a --tmpfs) is
    mounted new and empty by the restore: a file left in it that no task
    holds open (those the engine refuses: check_volatile_tmpfs) would be
-   lost, silently. Refused in one line, the first such entry named. Read
+   lost, silently. Refused in one line, the first such entry named; a
+   socket file bound now is the engine's to bind again. Read
    through INIT's root (a chroot'd init's is not the container's: then
    not seen). */
 static int
@@ -955,7 +980,8 @@ check_tmpfs_files(const char *id, pid_t init, yajl_val cfg, crest_error_t *err)
       if (!tab)
         continue;
       *tab = '\0';
-      if (!made_by_crun(cfg, l, tab + 1))
+      cleanup_free char *path = xasprintf("%s/%s", strcmp(l, "/") == 0 ? "" : l, tab + 1);
+      if (!made_by_crun(cfg, l, tab + 1) && !bound_socket_file(init, path))
         rc = crest_error_make(err, ENOTSUP,
                               "container `%s`: checkpoint: %s%s%s is in the tmpfs its config "
                               "mounts on %s, which a restore mounts new and empty: it would be "

@@ -3097,6 +3097,36 @@ chk_unix_backlog(void)
   unlink(path);
 }
 
+/* A datagram socket bound in a tmpfs its container's config mounts
+   (/dev: syslog's /dev/log), which a restore mounts new: the socket file
+   is made again by its bind. Until December 2026 refused as a file the
+   new tmpfs would lose. Container mode only (/dev is not a process-mode
+   tree's to write). After restore: a datagram sent to the name arrives. */
+static void
+set_unix_dev_tmpfs(void)
+{
+  struct sockaddr_un a = { .sun_family = AF_UNIX, .sun_path = "/dev/crest-lost.sock" };
+  /* Nothing of the kernel's to probe (the probe runs outside the
+     container, where /dev is not the test's to write). */
+  if (probing)
+    return;
+  unlink(a.sun_path);
+  fd = socket(AF_UNIX, SOCK_DGRAM, 0);
+  need(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0,
+       "a socket bound in /dev (a container's tmpfs)");
+}
+static void
+chk_unix_dev_tmpfs(void)
+{
+  struct sockaddr_un a = { .sun_family = AF_UNIX, .sun_path = "/dev/crest-lost.sock" };
+  int c = socket(AF_UNIX, SOCK_DGRAM, 0);
+  char b[8];
+  if (c < 0 || sendto(c, "log", 3, 0, (struct sockaddr *)&a, sizeof a) != 3
+      || recv(fd, b, sizeof b, MSG_DONTWAIT) != 3)
+    zdtm_fail("a datagram to %s after restore: %s", a.sun_path, strerror(errno));
+  unlink(a.sun_path);
+}
+
 /* A connection from a process outside the tree waiting in a listener's
    backlog (no bytes sent): its client end would not be made again. In a
    container the client is the init's child, in the tree. */
@@ -5171,6 +5201,7 @@ static const struct
   { "unix-creds", set_unix_creds, chk_unix_creds },
   { "unix-backlog-data", set_unix_backlog, chk_unix_backlog },
   { "unix-backlog-outside", set_unix_backlog_outside, chk_unix_backlog_outside },
+  { "unix-dev-tmpfs", set_unix_dev_tmpfs, chk_unix_dev_tmpfs },
   { "timerfd-cancel", set_timerfd_cancel, chk_timerfd_cancel },
   { "inotify-unread", set_inotify_unread, chk_inotify_unread },
   { "inotify-nopath", set_inotify_nopath, chk_inotify_nopath },
