@@ -192,12 +192,13 @@ inherited_probe(struct dctx *c, struct dproc *p, const struct fd_probe *d, struc
          && !same_in_root(c, p, d->link, st);
 }
 
-/* The restorer's descriptor of the same number; none above 2. */
+/* The restorer's descriptor of the same number; above 2 (a dup of stdio:
+   dash keeps stdout at 10 while a builtin's output is redirected) the one
+   of the lowest stdio number the file is at in the image. */
 static int
 inherited_install(const struct rctx *c, const struct rfile *f, int fd)
 {
-  (void)f;
-  return fd <= 2 ? c->stdio_svc[fd] : -1;
+  return fd <= 2 ? c->stdio_svc[fd] : f->stdio >= 0 ? c->stdio_svc[f->stdio] : -1;
 }
 
 const struct fd_ops fd_inherited_ops = {

@@ -209,11 +209,6 @@ dump_fd(struct dctx *c, struct dproc *p, int fd, crest_error_t *err)
           break;
         }
     }
-  if (id >= 0 && fd > 2 && (c->f[id].ops->flags & FDT_OUTSIDE))
-    return crest_error_make(err, ENOTSUP,
-                            "task %d: fd %d (%s): shares its open file with the stdio of task %d, "
-                            "which leads outside the checkpointed tree, cannot checkpoint it",
-                            p->pid, fd, link, c->f[id].pid);
   d.pid = p->pid, d.fd = fd, d.link = link, d.st = &st, d.flags = flags;
   if (id < 0 && (id = new_file(c, p, &d, pos, &locks, err)) < 0)
     return -1;
