@@ -26,6 +26,7 @@
 #include <linux/unix_diag.h>
 #include <netinet/tcp.h>
 #include <sys/eventfd.h>
+#include <linux/capability.h>
 #include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -164,19 +165,59 @@ find_moved(pid_t pid, const uint8_t *name, size_t len, const struct unix_diag_vf
   return found;
 }
 
+/* Stat AT (a path through /proc of task P), the socket file of a name;
+   where crest may not pass a directory on the way (one of a container
+   user's, mode 0700: Postfix's public/), PATH (the same in the task's
+   root, NULL: none) is asked of the broker in the tree's user namespace.
+   0, or -1 with errno: ENOENT and ENOTDIR say the file is not there. */
+static int
+name_stat(const struct dctx *c, const struct dproc *p, const char *at, const char *path,
+          struct stat *st)
+{
+  int fd, e;
+  crest_error_t x = NULL;
+  if (stat(at, st) == 0)
+    return 0;
+  if (errno != EACCES || !path)
+    return -1;
+  fd = open_in_root(c, p, path, O_PATH | O_NOFOLLOW, &x);
+  e = x ? x->status : 0;
+  crest_error_release(&x);
+  if (fd < 0)
+    {
+      errno = e ? e : EACCES;
+      return -1;
+    }
+  e = fstat(fd, st) < 0 ? errno : 0;
+  close(fd);
+  errno = e;
+  return e ? -1 : 0;
+}
+
 /* A name relative to the directory the binder was in: the task's working
    directory when the name leads there to this socket (the base the
    restore binds and connects from), else refused. */
 static int
-relative_name(pid_t pid, const uint8_t *n, size_t len, const struct unix_diag_vfs *vfs,
-              struct usk *u, crest_error_t *err)
+relative_name(const struct dctx *c, const struct dproc *pr, const uint8_t *n, size_t len,
+              const struct unix_diag_vfs *vfs, struct usk *u, crest_error_t *err)
 {
+  pid_t pid = pr->pid;
   cleanup_free char *cwdl = xasprintf("/proc/%d/cwd", pid);
   cleanup_free char *at = xasprintf("/proc/%d/cwd/%.*s", pid, (int)len, (const char *)n);
+  cleanup_free char *in = NULL;
   struct stat st;
   ssize_t cl = readlink(cwdl, u->base, sizeof u->base - 1);
-  if (cl <= 0 || u->base[0] != '/' || (size_t)cl >= sizeof u->base - 1 || !vfs || stat(at, &st) < 0
-      || !S_ISSOCK(st.st_mode) || st.st_ino != vfs->udiag_vfs_ino)
+  if (cl > 0 && (size_t)cl < sizeof u->base - 1)
+    in = xasprintf("%.*s/%.*s", (int)cl, u->base, (int)len, (const char *)n);
+  if (cl > 0 && (size_t)cl < sizeof u->base - 1 && vfs && name_stat(c, pr, at, in, &st) < 0
+      && errno != ENOENT && errno != ENOTDIR)
+    return crest_error_sys(err, errno,
+                           "unix socket bound to the relative path \"%.*s\": its socket file "
+                           "cannot be looked at",
+                           (int)len, (const char *)n);
+  if (cl <= 0 || u->base[0] != '/' || (size_t)cl >= sizeof u->base - 1 || !vfs
+      || name_stat(c, pr, at, in, &st) < 0 || !S_ISSOCK(st.st_mode)
+      || st.st_ino != vfs->udiag_vfs_ino)
     return crest_error_make(err, ENOTSUP,
                             "unix socket bound to the relative path \"%.*s\", which does not "
                             "lead to it from the task's working directory: cannot checkpoint it",
@@ -187,10 +228,15 @@ relative_name(pid_t pid, const uint8_t *n, size_t len, const struct unix_diag_vf
   return 0;
 }
 
-/* The name, and whether the path still names this socket. */
+/* The name, and whether the path still names this socket: a file crest
+   may not look at is not taken for gone (until December 2026 it was, in a
+   directory of a container user's of mode 0700, and the restored socket
+   had no file: its clients found nothing there). */
 static int
-dump_name(const struct sk_diag_rec *r, pid_t pid, struct usk *u, crest_error_t *err)
+dump_name(const struct dctx *c, const struct dproc *pr, const struct sk_diag_rec *r, struct usk *u,
+          crest_error_t *err)
 {
+  pid_t pid = pr->pid;
   size_t len = 0;
   const uint8_t *n = uattr(r, UNIX_DIAG_NAME, &len);
   const struct unix_diag_vfs *vfs = uattr(r, UNIX_DIAG_VFS, &(size_t){ 0 });
@@ -205,9 +251,16 @@ dump_name(const struct sk_diag_rec *r, pid_t pid, struct usk *u, crest_error_t *
   if (n[0] == 0)
     return 0;
   if (n[0] != '/')
-    return relative_name(pid, n, len, vfs, u, err);
+    return relative_name(c, pr, n, len, vfs, u, err);
   p = xasprintf("/proc/%d/root%.*s", pid, (int)len, n);
-  u->unlinked = !vfs || stat(p, &st) < 0 || st.st_ino != vfs->udiag_vfs_ino;
+  {
+    cleanup_free char *in = xasprintf("%.*s", (int)len, (const char *)n);
+    int e = 0;
+    if (vfs && name_stat(c, pr, p, in, &st) < 0 && (e = errno) != ENOENT && e != ENOTDIR)
+      return crest_error_sys(err, e, "unix socket bound to %s: its socket file cannot be looked at",
+                             in);
+    u->unlinked = !vfs || e || st.st_ino != vfs->udiag_vfs_ino;
+  }
   u->mode = u->unlinked ? 0777 : st.st_mode & 07777;
   u->has_owner = !u->unlinked;
   if (u->unlinked && vfs && find_moved(pid, n, len, vfs, u, &st))
@@ -316,7 +369,8 @@ dump_queue(int fd, struct usk *u, crest_error_t *err)
 }
 
 static int
-dump_usk(const struct sk_diag_rec *r, pid_t pid, int fd, struct usk *u, crest_error_t *err)
+dump_usk(const struct dctx *c, const struct dproc *pr, const struct sk_diag_rec *r, int fd,
+         struct usk *u, crest_error_t *err)
 {
   const struct unix_diag_msg *m = (const void *)r->msg;
   const uint32_t *peer, *icons;
@@ -344,7 +398,7 @@ dump_usk(const struct sk_diag_rec *r, pid_t pid, int fd, struct usk *u, crest_er
     u->shutdown = *sh & 3;
   if (u->type != SOCK_STREAM && u->type != SOCK_DGRAM && u->type != SOCK_SEQPACKET)
     return crest_error_make(err, ENOTSUP, "unix socket of type %d, cannot checkpoint it", u->type);
-  if (dump_name(r, pid, u, err) < 0 || sk_opts_get(fd, &u->opts, err) < 0)
+  if (dump_name(c, pr, r, u, err) < 0 || sk_opts_get(fd, &u->opts, err) < 0)
     return -1;
   {
     struct ucred cr;
@@ -383,7 +437,7 @@ unix_probe(struct dctx *c, struct dproc *p, const struct fd_probe *d, struct dfi
                             "outside), cannot checkpoint it",
                             d->pid, d->fd, d->link);
   nf->priv = xzalloc(sizeof(struct usk));
-  if (dump_usk(r, d->pid, fd, nf->priv, err) < 0)
+  if (dump_usk(c, p, r, fd, nf->priv, err) < 0)
     return crest_error_wrap(err, "task %d: fd %d (%s)", d->pid, d->fd, d->link);
   return 1;
 }
@@ -465,6 +519,21 @@ resolve_ext(struct dfile *f, struct usk *u, crest_error_t *err)
   return 0;
 }
 
+/* Does this process hold capability CAP in its effective set (over its
+   own user namespace: crest as root of a user namespace of its own)? */
+static bool
+cap_here(int cap)
+{
+  cleanup_free char *st = NULL;
+  crest_error_t e = NULL;
+  const char *v;
+  bool r = false;
+  if (read_proc(getpid(), "status", &st, &e) == 0 && (v = status_field(st, "CapEff")))
+    r = (strtoull(v, NULL, 16) >> cap) & 1;
+  crest_error_release(&e);
+  return r;
+}
+
 /* U's socket file: the restore binds it as the container's root, or as
    the user of the restoring crest, and then gives it its owner, which
    that one must be allowed to. */
@@ -481,7 +550,8 @@ owner_check(struct dctx *c, struct dfile *f, const struct usk *u, crest_error_t 
                             "%ld:%ld: a restore gives it that owner with CAP_SETUID and "
                             "CAP_SETGID, or CAP_CHOWN, and the container's config gives neither",
                             f->pid, f->fd, u->namelen, (const char *)u->name, iu, ig);
-  if (!c->o->root_is_ns_init && u->ouid != geteuid())
+  if (!c->o->root_is_ns_init && u->ouid != geteuid() && !cap_here(CAP_CHOWN)
+      && !cap_here(CAP_SETUID))
     return crest_error_make(err, ENOTSUP,
                             "task %d: fd %d: unix socket bound to %.*s, whose file belongs to "
                             "UID %u, which a restore by UID %u could not give it",

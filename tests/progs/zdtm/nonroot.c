@@ -11,10 +11,11 @@
  * system IDs, its groups, its capability sets (all empty, as setresuid
  * left them), its dumpable flag, its file (owner, mode, offset, bytes),
  * its memory and its pipe, and that a file it creates now is its own;
- * each also listens on a unix socket bound to a path (mode 0600), whose
- * file must be its own after restore and let it connect (until December
- * 2026 the restore bound it as the container's root: the owner could not
- * connect).
+ * each also listens on a unix socket bound to a path (mode 0600) in a
+ * directory of mode 0700, whose file must be its own after restore and let
+ * it connect (until December 2026 the restore bound it as the container's
+ * root, and the owner could not connect; or, not seen through the closed
+ * directory, left it out as unlinked).
  * The container's config must give CAP_SETUID and CAP_SETGID, and its user
  * namespace must map 1000-1002. /tmp (the working directory) must be
  * writable by UID 1000: the children write their verdicts there. */
@@ -124,7 +125,7 @@ sock_addr(int k, struct sockaddr_un *a)
 {
   memset(a, 0, sizeof *a);
   a->sun_family = AF_UNIX;
-  snprintf(a->sun_path, sizeof a->sun_path, "nonroot.sock.%d", k);
+  snprintf(a->sun_path, sizeof a->sun_path, "nonroot.dir.%d/sock", k);
   return sizeof *a;
 }
 
@@ -134,7 +135,15 @@ listen_own(int k)
   struct sockaddr_un a;
   socklen_t len = sock_addr(k, &a);
   int l = socket(AF_UNIX, SOCK_STREAM, 0);
+  char dir[32];
+  /* In a directory only its user may enter (Postfix's public/): crest,
+     outside, may not look in (until December 2026 the socket was then
+     taken for unlinked, and restored without its file). */
+  snprintf(dir, sizeof dir, "nonroot.dir.%d", k);
   unlink(a.sun_path);
+  rmdir(dir);
+  if (mkdir(dir, 0700) < 0)
+    zdtm_error("child %d: mkdir %s: %s", k, dir, strerror(errno));
   if (l < 0 || bind(l, (struct sockaddr *)&a, len) < 0 || chmod(a.sun_path, 0600) < 0
       || listen(l, 4) < 0)
     zdtm_error("child %d: a unix listener on %s: %s", k, a.sun_path, strerror(errno));
@@ -159,6 +168,8 @@ check_sock(int k, int l)
   if (s >= 0)
     close(s);
   unlink(a.sun_path);
+  *strrchr(a.sun_path, '/') = 0;
+  rmdir(a.sun_path);
 }
 
 static void __attribute__((noreturn)) child(int k, int sync)
