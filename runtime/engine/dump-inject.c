@@ -189,26 +189,17 @@ mark_fresh(struct dproc *p)
 static int
 vdso_gadget(struct dproc *p, const struct vma *vv, size_t nv, int *pops, crest_error_t *err)
 {
-  uint64_t vdso = 0, vdso_end = 0;
-  cleanup_free uint8_t *buf = NULL;
-
-  *pops = -1;
+  bool vdso = false;
   for (size_t i = 0; i < nv; i++)
-    if (strcmp(vv[i].kind, "vdso") == 0)
-      vdso = vv[i].start, vdso_end = vv[i].end;
+    vdso |= strcmp(vv[i].kind, "vdso") == 0;
   if (!vdso)
     return crest_error_make(err, ENOTSUP,
                             "task %d: no vDSO mapping (unmapped, as under valgrind), whose "
                             "system call instruction crest's injected calls go through: "
                             "cannot checkpoint it",
                             p->pid);
-  buf = xmalloc(vdso_end - vdso);
-  if (vm_read(p->pid, vdso, buf, vdso_end - vdso, err) < 0)
+  if (home_vdso_gadget(p->pid, vv, nv, &p->gadget, pops, err) < 0)
     return -1;
-  if (home_find_gadget(buf, vdso_end - vdso, vdso, &p->gadget, pops) < 0)
-    for (uint64_t i = 0; i + 1 < vdso_end - vdso && !p->gadget; i++)
-      if (buf[i] == 0x0f && buf[i + 1] == 0x05)
-        p->gadget = vdso + i;
   if (!p->gadget)
     return crest_error_make(err, ENOTSUP, "task %d: no syscall instruction in the vDSO", p->pid);
   return 0;

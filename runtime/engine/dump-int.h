@@ -298,6 +298,12 @@ struct home
    register clearing and POPS pops before a ret; -1: none. */
 int
 home_find_gadget(const uint8_t *v, size_t len, uint64_t base, uint64_t *gadget, int *pops);
+/* A syscall instruction of PID's vDSO (in VV, NV): one with a way home
+   after it (*POPS pops before its ret), or else any (*POPS -1); *GADGET 0
+   without a vDSO or one. -1 with ERR where it could not be read. */
+int
+home_vdso_gadget(pid_t pid, const struct vma *vv, size_t nv, uint64_t *gadget, int *pops,
+                 crest_error_t *err);
 /* The address of rt_sigreturn code (mov $15, %rax; syscall) in an
    executable file mapping of PID, or 0. */
 uint64_t

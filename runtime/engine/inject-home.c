@@ -101,6 +101,28 @@ home_find_gadget(const uint8_t *v, size_t len, uint64_t base, uint64_t *gadget, 
   return -1;
 }
 
+int
+home_vdso_gadget(pid_t pid, const struct vma *vv, size_t nv, uint64_t *gadget, int *pops,
+                 crest_error_t *err)
+{
+  uint64_t vdso = 0, vdso_end = 0;
+  cleanup_free uint8_t *buf = NULL;
+  *gadget = 0, *pops = -1;
+  for (size_t i = 0; i < nv; i++)
+    if (strcmp(vv[i].kind, "vdso") == 0)
+      vdso = vv[i].start, vdso_end = vv[i].end;
+  if (!vdso || vdso_end - vdso > (1u << 20))
+    return 0;
+  buf = xmalloc(vdso_end - vdso);
+  if (vm_read(pid, vdso, buf, vdso_end - vdso, err) < 0)
+    return -1;
+  if (home_find_gadget(buf, vdso_end - vdso, vdso, gadget, pops) < 0)
+    for (uint64_t i = 0; i + 1 < vdso_end - vdso && !*gadget; i++)
+      if (buf[i] == 0x0f && buf[i + 1] == 0x05)
+        *gadget = vdso + i;
+  return 0;
+}
+
 /* The offset in file (DEV, INO) of rt_sigreturn code, learnt once per file:
    -1 none, -2 not looked at yet. */
 struct sr_cache

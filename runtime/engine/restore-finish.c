@@ -382,7 +382,7 @@ init_reaps_helper(struct rctx *c)
   struct rthread *th = &p->th[0];
   struct vma *vv = NULL;
   size_t nv = 0;
-  uint64_t vdso = 0, vdso_end = 0, gadget = 0, sigret, all = ~0ULL;
+  uint64_t gadget = 0, sigret, all = ~0ULL;
   int pops = -1;
   struct dthread d;
   struct home h;
@@ -394,18 +394,9 @@ init_reaps_helper(struct rctx *c)
     return;
   if (parse_maps(p->pid, &vv, &nv, &e) < 0)
     goto out;
-  for (size_t i = 0; i < nv; i++)
-    if (strcmp(vv[i].kind, "vdso") == 0)
-      vdso = vv[i].start, vdso_end = vv[i].end;
-  if (vdso && vdso_end - vdso <= (1u << 20))
-    {
-      cleanup_free uint8_t *buf = xmalloc(vdso_end - vdso);
-      if (vm_read(p->pid, vdso, buf, vdso_end - vdso, &e) < 0)
-        goto out;
-      if (home_find_gadget(buf, vdso_end - vdso, vdso, &gadget, &pops) < 0)
-        gadget = 0;
-    }
-  if (!gadget)
+  if (home_vdso_gadget(p->pid, vv, nv, &gadget, &pops, &e) < 0)
+    goto out;
+  if (!gadget || pops < 0)
     {
       why = "no syscall instruction followed by a return in its vDSO";
       goto out;

@@ -31,6 +31,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -207,17 +208,19 @@ relative_name(const struct dctx *c, const struct dproc *pr, const uint8_t *n, si
   cleanup_free char *in = NULL;
   struct stat st;
   ssize_t cl = readlink(cwdl, u->base, sizeof u->base - 1);
-  if (cl > 0 && (size_t)cl < sizeof u->base - 1)
-    in = xasprintf("%.*s/%.*s", (int)cl, u->base, (int)len, (const char *)n);
-  if (cl > 0 && (size_t)cl < sizeof u->base - 1 && vfs && name_stat(c, pr, at, in, &st) < 0
-      && errno != ENOENT && errno != ENOTDIR)
-    return crest_error_sys(err, errno,
-                           "unix socket bound to the relative path \"%.*s\": its socket file "
-                           "cannot be looked at",
-                           (int)len, (const char *)n);
-  if (cl <= 0 || u->base[0] != '/' || (size_t)cl >= sizeof u->base - 1 || !vfs
-      || name_stat(c, pr, at, in, &st) < 0 || !S_ISSOCK(st.st_mode)
-      || st.st_ino != vfs->udiag_vfs_ino)
+  bool base_ok = cl > 0 && u->base[0] == '/' && (size_t)cl < sizeof u->base - 1;
+  int found = -1;
+  if (base_ok && vfs)
+    {
+      in = xasprintf("%.*s/%.*s", (int)cl, u->base, (int)len, (const char *)n);
+      found = name_stat(c, pr, at, in, &st);
+      if (found < 0 && errno != ENOENT && errno != ENOTDIR)
+        return crest_error_sys(err, errno,
+                               "unix socket bound to the relative path \"%.*s\": its socket file "
+                               "cannot be looked at",
+                               (int)len, (const char *)n);
+    }
+  if (found < 0 || !S_ISSOCK(st.st_mode) || st.st_ino != vfs->udiag_vfs_ino)
     return crest_error_make(err, ENOTSUP,
                             "unix socket bound to the relative path \"%.*s\", which does not "
                             "lead to it from the task's working directory: cannot checkpoint it",
@@ -524,14 +527,9 @@ resolve_ext(struct dfile *f, struct usk *u, crest_error_t *err)
 static bool
 cap_here(int cap)
 {
-  cleanup_free char *st = NULL;
-  crest_error_t e = NULL;
-  const char *v;
-  bool r = false;
-  if (read_proc(getpid(), "status", &st, &e) == 0 && (v = status_field(st, "CapEff")))
-    r = (strtoull(v, NULL, 16) >> cap) & 1;
-  crest_error_release(&e);
-  return r;
+  struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+  struct __user_cap_data_struct d[2];
+  return syscall(SYS_capget, &h, d) == 0 && (d[cap / 32].effective >> (cap % 32) & 1);
 }
 
 /* U's socket file: the restore binds it as the container's root, or as
@@ -563,8 +561,6 @@ owner_check(struct dctx *c, struct dfile *f, const struct usk *u, crest_error_t 
 static int
 resolve_peer(struct dctx *c, struct dfile *f, struct usk *u, crest_error_t *err)
 {
-  if (owner_check(c, f, u, err) < 0)
-    return -1;
   /* Waiting in a backlog: the listener shows the client's inode (the
      connection's own socket has none), and what the client sent it counts
      in the client's send queue, which crest cannot read. */
@@ -732,8 +728,8 @@ unix_resolve(struct dctx *c, struct dfile *f, crest_error_t *err)
 {
   struct usk *u = f->priv;
   const struct usk *p;
-  if (resolve_peer(c, f, u, err) < 0 || resolve_names(c, f, u, err) < 0
-      || resolve_backlog(c, f, u, err) < 0)
+  if (owner_check(c, f, u, err) < 0 || resolve_peer(c, f, u, err) < 0
+      || resolve_names(c, f, u, err) < 0 || resolve_backlog(c, f, u, err) < 0)
     return -1;
   p = u->peer_file >= 0 ? c->f[u->peer_file].priv : NULL;
   if (p && u->type == SOCK_DGRAM && !p->namelen && p->peer != u->ino)
@@ -1611,32 +1607,26 @@ send_queue(struct rctx *c, int id, struct ursk *u, crest_error_t *err)
         return crest_error_make(err, EINVAL, "file %d: queued data with no sender", id);
       if (to && base_enter(u, &saved, err) < 0)
         return -1;
+      /* With credentials: with the messages after it from the same sender
+         and PID. */
+      size_t run = 1, total = u->q[k].len;
+      while (u->q[k].has_cred && k + run < u->nq && u->q[k + run].has_cred
+             && u->q[k + run].sender == u->q[k].sender && u->q[k + run].anon == u->q[k].anon
+             && u->q[k + run].cred.pid == u->q[k].cred.pid)
+        total += u->q[k + run++].len;
       if (u->type == SOCK_STREAM)
-        stream_room(fd, u->q[k].len);
+        stream_room(fd, total);
       if (u->q[k].has_cred)
         {
-          /* With the messages after it from the same sender and PID. */
-          size_t run = 1;
-          while (k + run < u->nq && u->q[k + run].has_cred && u->q[k + run].sender == u->q[k].sender
-                 && u->q[k + run].anon == u->q[k].anon
-                 && u->q[k + run].cred.pid == u->q[k].cred.pid)
-            run++;
-          if (u->type == SOCK_STREAM && run > 1)
-            {
-              size_t total = 0;
-              for (size_t r = 0; r < run; r++)
-                total += u->q[k + r].len;
-              stream_room(fd, total);
-            }
           struct cred_send cs = { fd, u->type == SOCK_STREAM, &u->q[k], run, to ? &a : NULL, alen };
           int r = cred_send(c, &cs), e = errno;
           base_leave(saved);
           if (r < 0)
             return crest_error_sys(err, e,
                                    "file %d: queue its %zu bytes again as sent by PID %d, UID %d, "
-                                   "GID %d (SO_PASSCRED): %s",
-                                   id, u->q[k].len, (int)u->q[k].cred.pid, (int)u->q[k].cred.uid,
-                                   (int)u->q[k].cred.gid, strerror(e));
+                                   "GID %d (SO_PASSCRED)",
+                                   id, total, (int)u->q[k].cred.pid, (int)u->q[k].cred.uid,
+                                   (int)u->q[k].cred.gid);
           k += run - 1;
           continue;
         }
@@ -1653,9 +1643,8 @@ send_queue(struct rctx *c, int id, struct ursk *u, crest_error_t *err)
         }
       base_leave(saved);
       if (n != (ssize_t)u->q[k].len)
-        return crest_error_sys(err, n < 0 ? errno : EIO, "file %d: queue its %zu bytes again%s%s",
-                               id, u->q[k].len, n < 0 ? ": " : "",
-                               n < 0 ? strerror(errno) : " (short)");
+        return crest_error_sys(err, n < 0 ? errno : EIO, "file %d: queue its %zu bytes again%s", id,
+                               u->q[k].len, n < 0 ? "" : " (short)");
     }
   return 0;
 }
