@@ -304,6 +304,34 @@ crest_engine_plan(const struct crest_restore_opts *o, struct img_reader *img, cr
   return rc;
 }
 
+/* Is TID taken, waiting up to 2 s while a zombie holds it: a process of
+   the tree a checkpoint has just ended, not yet reaped by its reaper (a
+   shell as the PID namespace's init reaps when it gets to it: a restore
+   right after the checkpoint found it once in CI, December 2026). */
+static bool
+pid_taken(pid_t tid)
+{
+  for (int k = 0; k < 40; k++)
+    {
+      char path[48], st[64], *z;
+      int fd;
+      ssize_t n;
+      struct timespec pause = { 0, 50L * 1000 * 1000 };
+      if (kill(tid, 0) < 0 && errno == ESRCH)
+        return false;
+      snprintf(path, sizeof path, "/proc/%d/stat", (int)tid);
+      if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return errno != ENOENT;
+      n = read(fd, st, sizeof st - 1);
+      close(fd);
+      st[n > 0 ? n : 0] = 0;
+      if (!(z = strrchr(st, ')')) || z[1] != ' ' || z[2] != 'Z')
+        return true;
+      nanosleep(&pause, NULL);
+    }
+  return true;
+}
+
 /* Every PID and TID of the image is free here. */
 static int
 check_pids_free(struct rctx *c, crest_error_t *err)
@@ -312,7 +340,7 @@ check_pids_free(struct rctx *c, crest_error_t *err)
     for (size_t t = 0; t < c->p[i].nth + c->p[i].zombie; t++)
       {
         pid_t tid = c->p[i].zombie ? c->p[i].pid : c->p[i].th[t].tid;
-        if (!(c->o->as_ns_init && tid == 1) && (kill(tid, 0) == 0 || errno != ESRCH))
+        if (!(c->o->as_ns_init && tid == 1) && pid_taken(tid))
           return crest_error_make(err, EEXIST, "restore: PID %d is in use in this PID namespace%s",
                                   tid,
                                   tid == getpid() || tid == getppid()
