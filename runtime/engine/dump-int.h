@@ -27,6 +27,8 @@
    read are still in the cache when they are written and hashed (64 MiB
    batches made each of the three passes go to memory). */
 #define BATCH (4UL << 20)
+/* The 64-bit user code segment selector of x86-64 Linux (__USER_CS). */
+#define USER_CS_64 0x33
 
 struct ipc_set;
 void

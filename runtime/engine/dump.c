@@ -214,6 +214,15 @@ dump_objects(struct dctx *c, crest_error_t *err)
           if (pt_getregs(p->th[t].tid, &p->th[t].regs, err) < 0
               || pt_getxstate(p->th[t].tid, p->th[t].xstate, &p->th[t].xlen, err) < 0)
             return -1;
+          /* A call injected into code running in a 32-bit segment (a far
+             jump away from the 64-bit one) would be read as another call,
+             or fault and kill the task. */
+          if (p->th[t].regs.cs != USER_CS_64)
+            return crest_error_make(err, ENOTSUP,
+                                    "task %d: thread %d runs 32-bit code (code segment %#llx): "
+                                    "crest checkpoints 64-bit code only",
+                                    p->pid, p->th[t].tid,
+                                    (unsigned long long)p->th[t].regs.cs);
         }
     }
   /* Before a call is injected: a task under a filter of its own (or in

@@ -332,6 +332,11 @@ pt_getregs(pid_t tid, struct user_regs_struct *r, crest_error_t *err)
   struct iovec iov = { r, sizeof *r };
   if (ptrace(PTRACE_GETREGSET, tid, NT_PRSTATUS, &iov) < 0)
     return crest_error_errno(err, "task %d: read registers", tid);
+  /* A 32-bit (ia32) program's registers come in the 32-bit layout. */
+  if (iov.iov_len != sizeof *r)
+    return crest_error_make(err, ENOTSUP,
+                            "task %d is a 32-bit program: crest checkpoints 64-bit programs only",
+                            tid);
   return 0;
 }
 

@@ -4541,6 +4541,83 @@ chk_anon_fd(void)
   if (fcntl(fd, F_GETFD) < 0)
     zdtm_fail("descriptor %d: %s", fd, strerror(errno));
 }
+/* A thread running 32-bit code: a far jump from 64-bit code into the
+   32-bit user code segment (selector 0x23), where it spins adding one to a
+   counter. The checkpoint must refuse without running anything in that
+   thread: the thread still counts afterwards. Code and counter below 4 GiB
+   (MAP_32BIT), where 32-bit code reaches them. */
+static volatile uint32_t *code32_count;
+static void *
+code32_thread(void *code)
+{
+  struct
+  {
+    uint32_t off;
+    uint16_t sel;
+  } __attribute__((packed)) far = { (uint32_t)(uintptr_t)code, 0x23 };
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  __asm__ volatile("ljmpl *%0" ::"m"(far) : "memory");
+  return NULL;
+}
+static void
+code32_start(void)
+{
+  uint8_t *code
+      = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+  uint32_t at;
+  pthread_t t;
+  need(code != MAP_FAILED, "mmap below 4 GiB");
+  code32_count = (volatile uint32_t *)(code + 4096);
+  at = (uint32_t)(uintptr_t)code32_count;
+  /* 1: inc dword [at]; jmp 1b */
+  memcpy(code, "\xff\x05", 2);
+  memcpy(code + 2, &at, 4);
+  memcpy(code + 6, "\xeb\xf8", 2);
+  need(mprotect(code, 4096, PROT_READ | PROT_EXEC) == 0, "mprotect");
+  need(pthread_create(&t, NULL, code32_thread, code) == 0, "pthread_create");
+}
+/* Whether the count moves within a second. */
+static bool
+code32_counts(void)
+{
+  uint32_t first = *code32_count;
+  for (int k = 0; k < 100; k++)
+    {
+      usleep(10000);
+      if (*code32_count != first)
+        return true;
+    }
+  return false;
+}
+static void
+set_code32(void)
+{
+  int st;
+  /* A kernel without a 32-bit code segment (or a hypervisor that runs no
+     32-bit code) kills the task at the jump: asked in a child first. */
+  pid_t k = fork();
+  need(k >= 0, "fork");
+  if (k == 0)
+    {
+      code32_start();
+      _exit(code32_counts() ? 0 : 1);
+    }
+  need(waitpid(k, &st, 0) == k, "waitpid");
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+    {
+      errno = ENOEXEC;
+      unsupported("32-bit code (a far jump to selector 0x23)");
+    }
+  code32_start();
+}
+static void
+chk_code32(void)
+{
+  if (!code32_counts())
+    zdtm_fail("the thread in 32-bit code no longer counts (%u)", *code32_count);
+}
 static void
 set_io_uring(void)
 {
@@ -5240,6 +5317,7 @@ static const struct
   { "aio-context", set_aio_context, chk_aio_context },
   { "userfaultfd", set_uffd, chk_anon_fd },
   { "io-uring", set_io_uring, chk_anon_fd },
+  { "code32", set_code32, chk_code32 },
   { "perf-event", set_perf_event, chk_perf_event },
   { "sock-alg", set_sock_alg, chk_sock_alg },
   { "sock-packet", set_sock_packet, chk_anon_fd },
