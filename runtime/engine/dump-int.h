@@ -214,6 +214,10 @@ struct dctx
      worker dies. */
   struct tcp_held *tcp_held;
   size_t ntcp_held;
+  /* Connections TCP listeners had queued, not accepted, left out of the
+     image (--skip-in-flight, --tcp-close): said once the checkpoint is
+     complete (their clients are reset as the tree ends). */
+  unsigned inflight_left;
   struct cpus_cache cpus_cache; /* affinity.c: the cpuset last looked up */
   bool foreign_userns;          /* the tree lives in another user namespace than crest */
   struct idmap uidmap, gidmap;

@@ -604,6 +604,10 @@ out:
     rc = -1;
   if (rc == 0)
     print_stats(&c);
+  if (rc == 0 && c.inflight_left)
+    crest_warn("checkpoint: %u connection(s) queued on listening TCP sockets, not accepted yet, "
+               "were left out (%s): their clients are reset as the tree ends",
+               c.inflight_left, o->skip_in_flight ? "--skip-in-flight" : "--tcp-close");
   img_writer_free(c.w);
   chain_free(&c);
   free_ctx(&c); /* stops the broker too */

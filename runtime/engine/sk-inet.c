@@ -727,11 +727,10 @@ tcp_state(struct dctx *c, int d, struct inet_sk *s, crest_error_t *err)
                                 "--skip-in-flight to leave them out (their clients are reset "
                                 "when the tree ends), or --tcp-close",
                                 ti.tcpi_unacked);
-      /* Said where their clients will see it: the tree ends. */
+      /* Said once the checkpoint is complete (dump_tree_here), where
+         their clients will see it: the tree ends. */
       if (ti.tcpi_unacked && !c->o->leave_running)
-        crest_warn("checkpoint: a listening TCP socket: %u connection(s) waiting to be accepted "
-                   "are left out (%s): their clients are reset when the tree ends",
-                   ti.tcpi_unacked, c->o->skip_in_flight ? "--skip-in-flight" : "--tcp-close");
+        c->inflight_left += ti.tcpi_unacked;
       else if (ti.tcpi_unacked)
         crest_debug("checkpoint: a listening TCP socket: %u connection(s) waiting to be "
                     "accepted are left out of the image, and stay with the tree left running",
