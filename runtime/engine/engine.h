@@ -254,11 +254,17 @@ struct crest_dump_opts
      (a container's: crest's front end reads it), so its tasks can have
      no keys of their own, and keyctl is not injected to ask (keyrings.c). */
   bool no_keyctl;
+  /* ...and does not let modify_ldt through (or kills on it): no task can
+     have a local descriptor table (crun installs the profile before the
+     container's program is executed, and execve drops the table), and
+     modify_ldt is not injected to ask (dump-inject.c). */
+  bool no_modify_ldt;
 };
 
 /* The system calls a checkpoint injects into the tree's tasks (what only a
    task can answer: dump-inject.c and the files it calls), NULL-ended;
-   keyctl besides, unless crest_dump_opts.no_keyctl. A seccomp profile of
+   keyctl besides, unless crest_dump_opts.no_keyctl, and modify_ldt,
+   unless crest_dump_opts.no_modify_ldt. A seccomp profile of
    the tree's that would kill or trap a task on one of them must be refused
    by the caller before the dump. */
 extern const char *const crest_dump_injected[];

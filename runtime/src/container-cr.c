@@ -556,7 +556,7 @@ late_seccomp(yajl_val cfg, struct crest_seccomp_bpf *bpf, crest_error_t *err)
    over. */
 static int
 seccomp_filters_of(const char *id, const char *config_text, int *n, bool *no_keyctl,
-                   crest_error_t *err)
+                   bool *no_modify_ldt, crest_error_t *err)
 {
   const char *sp[] = { "linux", "seccomp", NULL };
   const char *lp[] = { "linux", "seccomp", "listenerPath", NULL };
@@ -569,6 +569,8 @@ seccomp_filters_of(const char *id, const char *config_text, int *n, bool *no_key
   int keys = sc ? crest_seccomp_keyctl(sc) : 1;
   *n = sc ? 1 : 0;
   *no_keyctl = keys == 0;
+  *no_modify_ldt
+      = sc && (!crest_seccomp_allows(sc, "modify_ldt") || crest_seccomp_harms(sc, "modify_ldt"));
   if (crest_config_get_string(cfg, lp))
     rc = crest_error_make(
         err, ENOTSUP,
@@ -1237,7 +1239,8 @@ crest_container_checkpoint(struct crest_global *g, const char *id,
   if (check_own_state(id, init, config_text, st.bundle, err) < 0)
     goto fail_state;
   memset(&d, 0, sizeof d);
-  if (seccomp_filters_of(id, config_text, &d.seccomp_filters, &d.no_keyctl, err) < 0)
+  if (seccomp_filters_of(id, config_text, &d.seccomp_filters, &d.no_keyctl, &d.no_modify_ldt, err)
+      < 0)
     goto fail_state;
   /* Part of the image like the engine's files, written before the commit:
      a failure to write it fails the dump, with the tree untouched. */

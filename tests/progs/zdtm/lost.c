@@ -4541,6 +4541,28 @@ chk_anon_fd(void)
   if (fcntl(fd, F_GETFD) < 0)
     zdtm_fail("descriptor %d: %s", fd, strerror(errno));
 }
+/* A local descriptor table (modify_ldt: a 32-bit data segment in entry
+   0, never loaded): not restored, refused; the table is still there. */
+static const uint8_t ldt_entry[8] = { 0xff, 0xff, 0x00, 0x00, 0x00, 0xf3, 0xcf, 0x00 };
+static void
+set_ldt(void)
+{
+  struct
+  {
+    uint32_t entry_number, base_addr, limit;
+    uint32_t flags; /* seg_32bit 1, contents 0, read_exec_only 0, limit_in_pages 1, useable 0 */
+  } d = { 0, 0, 0xfffff, 1 | 1 << 4 };
+  if (syscall(SYS_modify_ldt, 0x11, &d, sizeof d) != 0)
+    unsupported("modify_ldt");
+}
+static void
+chk_ldt(void)
+{
+  uint8_t got[16];
+  long n = syscall(SYS_modify_ldt, 0, got, sizeof got);
+  if (n != (long)sizeof got || memcmp(got, ldt_entry, sizeof ldt_entry) != 0)
+    zdtm_fail("the local descriptor table is gone or changed (modify_ldt read %ld)", n);
+}
 /* A thread running 32-bit code: a far jump from 64-bit code into the
    32-bit user code segment (selector 0x23), where it spins adding one to a
    counter. The checkpoint must refuse without running anything in that
@@ -5318,6 +5340,7 @@ static const struct
   { "userfaultfd", set_uffd, chk_anon_fd },
   { "io-uring", set_io_uring, chk_anon_fd },
   { "code32", set_code32, chk_code32 },
+  { "ldt", set_ldt, chk_ldt },
   { "perf-event", set_perf_event, chk_perf_event },
   { "sock-alg", set_sock_alg, chk_sock_alg },
   { "sock-packet", set_sock_packet, chk_anon_fd },
