@@ -189,6 +189,8 @@ lost_batch() {
 @test "zdtm-lost userfaultfd: refused (a user-mode userfaultfd)" { lost_case userfaultfd "userfaultfd"; }
 @test "zdtm-lost io-uring: refused (an io_uring instance)" { lost_case io-uring "io_uring"; }
 @test "zdtm-lost code32: refused (a thread running 32-bit code)" { lost_case code32 "32-bit code"; }
+@test "zdtm-lost sock-filter-unix: refused (a classic filter on a unix socket)" { lost_case sock-filter-unix "socket filter"; }
+@test "zdtm-lost sock-filter-udp: refused (a classic filter on a UDP socket)" { lost_case sock-filter-udp "socket filter"; }
 @test "zdtm-lost perf-event: refused (a perf event counting the task's clock)" { lost_case perf-event "perf_event"; }
 @test "zdtm-lost sock-alg: refused (an AF_ALG socket, the kernel's crypto API)" { lost_case sock-alg "AF_ALG"; }
 @test "zdtm-lost sock-packet: refused (a packet socket, the container's CAP_NET_RAW)" { lost_case sock-packet "AF_PACKET"; }

@@ -810,17 +810,10 @@ inet_dump(struct dctx *c, pid_t pid, int d, struct inet_sk *s, bool owns_net, cr
   {
     char dev[IFNAMSIZ + 1] = "";
     socklen_t dl = sizeof dev - 1;
-    socklen_t fl = 0;
     /* by name: made again in the same namespace, where it names the
        same interface (a new socket may be bound to one unprivileged) */
     if (getsockopt(d, SOL_SOCKET, SO_BINDTODEVICE, dev, &dl) == 0 && dl && dev[0])
       snprintf(s->bind_dev, sizeof s->bind_dev, "%s", dev);
-    /* EACCES: an eBPF filter, which has no program to show */
-    int r = getsockopt(d, SOL_SOCKET, SO_GET_FILTER, NULL, &fl);
-    if ((r == 0 && fl) || (r < 0 && errno == EACCES))
-      return crest_error_make(err, ENOTSUP,
-                              "a socket filter is attached (SO_ATTACH_FILTER, SO_ATTACH_BPF): "
-                              "crest does not restore it");
   }
   if (s->proto == IPPROTO_TCP)
     {

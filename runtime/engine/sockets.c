@@ -346,10 +346,20 @@ sko_set(int fd, int i, int64_t v)
 int
 sk_opts_get(int fd, struct sk_opts *o, crest_error_t *err)
 {
+  socklen_t fl = 0;
+  int r;
+  /* A filter on what the socket receives, of every family (udev's
+     netlink monitors have one): EACCES is an eBPF one, which has no
+     program to show. Refused. */
+  r = getsockopt(fd, SOL_SOCKET, SO_GET_FILTER, NULL, &fl);
+  if ((r == 0 && fl) || (r < 0 && errno == EACCES))
+    return crest_error_make(err, ENOTSUP,
+                            "a socket filter is attached (SO_ATTACH_FILTER, SO_ATTACH_BPF): "
+                            "crest does not restore it");
   memset(o, 0, sizeof *o);
   for (int i = 0; i < SKO_N; i++)
     {
-      int r = sko_get(fd, i, &o->v[i]);
+      r = sko_get(fd, i, &o->v[i]);
       if (r < 0)
         return crest_error_errno(err, "getsockopt %s", sko[i].name);
       o->have[i] = r > 0;

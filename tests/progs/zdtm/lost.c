@@ -52,6 +52,7 @@
 #include <netinet/udp.h>
 #include <arpa/inet.h>
 #include <net/if.h>
+#include <linux/filter.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/stat.h>
@@ -4541,6 +4542,39 @@ chk_anon_fd(void)
   if (fcntl(fd, F_GETFD) < 0)
     zdtm_fail("descriptor %d: %s", fd, strerror(errno));
 }
+/* A classic socket filter (SO_ATTACH_FILTER, unprivileged) that lets
+   everything through, on a unix datagram socket and on a UDP one: not
+   restored, refused; the filter is still attached. */
+static void
+attach_filter(int s)
+{
+  struct sock_filter all = BPF_STMT(BPF_RET | BPF_K, 0xffffffff);
+  struct sock_fprog prog = { 1, &all };
+  need(setsockopt(s, SOL_SOCKET, SO_ATTACH_FILTER, &prog, sizeof prog) == 0, "SO_ATTACH_FILTER");
+}
+static void
+set_sock_filter_unix(void)
+{
+  int sv[2];
+  need(socketpair(AF_UNIX, SOCK_DGRAM, 0, sv) == 0, "socketpair");
+  fd = sv[0], fd2 = sv[1];
+  attach_filter(fd);
+}
+static void
+set_sock_filter_udp(void)
+{
+  fd = socket(AF_INET, SOCK_DGRAM, 0);
+  need(fd >= 0, "socket");
+  attach_filter(fd);
+}
+static void
+chk_sock_filter(void)
+{
+  socklen_t n = 0;
+  if (getsockopt(fd, SOL_SOCKET, SO_GET_FILTER, NULL, &n) != 0 || n != 1)
+    zdtm_fail("the socket filter is gone (SO_GET_FILTER: %u instructions, %s)", n,
+              strerror(errno));
+}
 /* A local descriptor table (modify_ldt: a 32-bit data segment in entry
    0, never loaded): not restored, refused; the table is still there. */
 static const uint8_t ldt_entry[8] = { 0xff, 0xff, 0x00, 0x00, 0x00, 0xf3, 0xcf, 0x00 };
@@ -5341,6 +5375,8 @@ static const struct
   { "io-uring", set_io_uring, chk_anon_fd },
   { "code32", set_code32, chk_code32 },
   { "ldt", set_ldt, chk_ldt },
+  { "sock-filter-unix", set_sock_filter_unix, chk_sock_filter },
+  { "sock-filter-udp", set_sock_filter_udp, chk_sock_filter },
   { "perf-event", set_perf_event, chk_perf_event },
   { "sock-alg", set_sock_alg, chk_sock_alg },
   { "sock-packet", set_sock_packet, chk_anon_fd },
