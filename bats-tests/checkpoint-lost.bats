@@ -191,6 +191,7 @@ lost_batch() {
 @test "zdtm-lost code32: refused (a thread running 32-bit code)" { lost_case code32 "32-bit code"; }
 @test "zdtm-lost sock-filter-unix: refused (a classic filter on a unix socket)" { lost_case sock-filter-unix "socket filter"; }
 @test "zdtm-lost sock-filter-udp: refused (a classic filter on a UDP socket)" { lost_case sock-filter-udp "socket filter"; }
+@test "zdtm-lost unix-oob: refused (out-of-band data on a unix stream)" { lost_case unix-oob "out-of-band"; }
 @test "zdtm-lost perf-event: refused (a perf event counting the task's clock)" { lost_case perf-event "perf_event"; }
 @test "zdtm-lost sock-alg: refused (an AF_ALG socket, the kernel's crypto API)" { lost_case sock-alg "AF_ALG"; }
 @test "zdtm-lost sock-packet: refused (a packet socket, the container's CAP_NET_RAW)" { lost_case sock-packet "AF_PACKET"; }

@@ -359,6 +359,16 @@ dump_queue(int fd, struct usk *u, crest_error_t *err)
      or ENOTCONN (until December 2026 that failed the checkpoint). */
   if (u->state == TCP_LISTEN || (u->type != SOCK_DGRAM && u->state != TCP_ESTABLISHED))
     return 0;
+  /* Out-of-band data (send with MSG_OOB on a unix stream, Linux 5.15):
+     the peeks below read its byte in line with the rest, where the
+     program reads it apart, at its mark. Refused. */
+  if (u->type == SOCK_STREAM)
+    {
+      char oob;
+      if (recv(fd, &oob, 1, MSG_OOB | MSG_PEEK | MSG_DONTWAIT) == 1)
+        return crest_error_make(err, ENOTSUP,
+                                "out-of-band data queued (MSG_OOB), which crest does not restore");
+    }
   if (setsockopt(fd, SOL_SOCKET, SO_PEEK_OFF, &zero, sizeof zero) < 0)
     return crest_error_errno(err, "set SO_PEEK_OFF to read its queue");
   while (r > 0 && total <= QUEUE_MAX)

@@ -4542,6 +4542,34 @@ chk_anon_fd(void)
   if (fcntl(fd, F_GETFD) < 0)
     zdtm_fail("descriptor %d: %s", fd, strerror(errno));
 }
+/* Out-of-band data on a unix stream (MSG_OOB, Linux 5.15): "ab", the
+   byte 'X' out of band, "cd". Not restored, refused: the reader still gets
+   "ab", 'X' at the mark (recv MSG_OOB), then "cd". */
+static void
+set_unix_oob(void)
+{
+  int sv[2];
+  need(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+  fd = sv[0], fd2 = sv[1];
+  need(send(fd2, "ab", 2, 0) == 2, "send");
+  if (send(fd2, "X", 1, MSG_OOB) != 1)
+    unsupported("MSG_OOB on a unix stream");
+  need(send(fd2, "cd", 2, 0) == 2, "send");
+}
+static void
+chk_unix_oob(void)
+{
+  char b[8] = "";
+  int mark = 0;
+  if (recv(fd, b, sizeof b, MSG_DONTWAIT) != 2 || memcmp(b, "ab", 2) != 0)
+    zdtm_fail("unix stream: \"ab\" before the mark not read as such (\"%.8s\")", b);
+  if (ioctl(fd, SIOCATMARK, &mark) < 0 || mark != 1)
+    zdtm_fail("unix stream: not at the out-of-band mark after \"ab\"");
+  if (recv(fd, b, 1, MSG_OOB | MSG_DONTWAIT) != 1 || b[0] != 'X')
+    zdtm_fail("unix stream: the out-of-band byte is gone");
+  if (recv(fd, b, sizeof b, MSG_DONTWAIT) != 2 || memcmp(b, "cd", 2) != 0)
+    zdtm_fail("unix stream: \"cd\" after the mark not read");
+}
 /* A classic socket filter (SO_ATTACH_FILTER, unprivileged) that lets
    everything through, on a unix datagram socket and on a UDP one: not
    restored, refused; the filter is still attached. */
@@ -5375,6 +5403,7 @@ static const struct
   { "io-uring", set_io_uring, chk_anon_fd },
   { "code32", set_code32, chk_code32 },
   { "ldt", set_ldt, chk_ldt },
+  { "unix-oob", set_unix_oob, chk_unix_oob },
   { "sock-filter-unix", set_sock_filter_unix, chk_sock_filter },
   { "sock-filter-udp", set_sock_filter_udp, chk_sock_filter },
   { "perf-event", set_perf_event, chk_perf_event },
