@@ -660,6 +660,16 @@ tcp_connected(struct dctx *c, int d, struct inet_sk *s, unsigned state, crest_er
     return crest_error_make(err, ENOTSUP,
                             "--tcp-established: the connection is shut down for reading "
                             "(shutdown SHUT_RD), which crest does not restore");
+  /* Urgent data received and not read yet (the peer's MSG_OOB, without
+     SO_OOBINLINE): repair mode's peek leaves its byte out of the queue,
+     and the urgent mark is the kernel's alone. */
+  {
+    char urg;
+    if (recv(d, &urg, 1, MSG_OOB | MSG_PEEK | MSG_DONTWAIT) == 1)
+      return crest_error_make(err, ENOTSUP,
+                              "--tcp-established: urgent data received and not read yet "
+                              "(MSG_OOB), which crest does not restore");
+  }
   /* A container's restorer holds CAP_CHECKPOINT_RESTORE, not
      CAP_NET_ADMIN: on a stock kernel crest outside, the owner of its user
      namespace, puts its sockets in repair mode (tcp_repair_helper). */

@@ -3767,6 +3767,29 @@ chk_tcp_shut_rd(void)
     zdtm_fail("the server end is no longer shut for reading (poll 0x%x)", p.revents);
 }
 
+/* tcp-urgent: an established connection whose server end has urgent
+   data not read yet (the client's MSG_OOB): --tcp-established does not
+   carry the mark over, refused (the check, on the original: "queued", then
+   the urgent byte at the mark). */
+static void
+set_tcp_urgent(void)
+{
+  struct pollfd p;
+  tcp_pair(true);
+  need(send(tcp_c, "U", 1, MSG_OOB) == 1, "send MSG_OOB");
+  p.fd = tcp_s, p.events = POLLPRI;
+  need(poll(&p, 1, 5000) == 1, "poll for the urgent byte");
+}
+static void
+chk_tcp_urgent(void)
+{
+  char b[16] = "";
+  if (recv(tcp_s, b, sizeof b, MSG_DONTWAIT) != 6 || memcmp(b, "queued", 6) != 0)
+    zdtm_fail("\"queued\" before the urgent mark not read as such (\"%.16s\")", b);
+  if (recv(tcp_s, b, 1, MSG_OOB | MSG_DONTWAIT) != 1 || b[0] != 'U')
+    zdtm_fail("the urgent byte is gone: %s", strerror(errno));
+}
+
 /* tcp-close-wait: the server end of a connection whose client closed its
    end (CLOSE_WAIT, as a Redis save child holds a client's socket): refused
    without --tcp-close, naming the state (until December 2026 called "an
@@ -5381,6 +5404,7 @@ static const struct
   { "tcp-orphan", set_tcp_orphan, chk_tcp_orphan },
   { "tcp-shut-rd", set_tcp_shut_rd, chk_tcp_shut_rd },
   { "tcp-close-wait", set_tcp_close_wait, chk_tcp_close_wait },
+  { "tcp-urgent", set_tcp_urgent, chk_tcp_urgent },
   { "tcp-ext", set_tcp_ext, chk_tcp_ext },
   { "accept-queue", set_accept_queue, chk_accept_queue },
   { "accept-queue-close", set_accept_queue, chk_accept_queue_close },
