@@ -441,6 +441,26 @@ inject_threads(struct dctx *c, struct dproc *p, uint64_t scratch, crest_error_t 
   return 0;
 }
 
+/* A local descriptor table (modify_ldt(2): Wine's, DOSEMU's segments):
+   nothing in /proc shows it. Its reading (8 bytes to SCRATCH) returns 0
+   when the process has none (ENOSYS where the kernel has no LDT support);
+   it is not restored: refused. */
+static int
+ldt_check(struct dproc *p, uint64_t scratch, crest_error_t *err)
+{
+  struct dthread *m = &p->th[0];
+  const long a[6] = { 0 /* read */, (long)scratch, 8, 0, 0, 0 };
+  long ret;
+  if (pt_inject_nostep(m->tid, &m->regs, m->sigmask, p->gadget, SYS_modify_ldt, a, &ret, err) < 0)
+    return -1;
+  if (ret > 0)
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: a local descriptor table (modify_ldt), which crest does not "
+                            "restore",
+                            p->pid);
+  return 0;
+}
+
 int
 inject_own(struct dctx *c, struct dproc *p, crest_error_t *err)
 {
@@ -490,22 +510,8 @@ inject_own(struct dctx *c, struct dproc *p, crest_error_t *err)
     }
   INJ(m, SYS_prctl, PR_GET_SECUREBITS);
   p->securebits = ret;
-  /* A local descriptor table (modify_ldt(2): Wine's, DOSEMU's segments):
-     nothing in /proc shows it. Its reading returns 0 when the process has
-     none (ENOSYS where the kernel has no LDT support); it is not restored:
-     refused. */
-  if (!c->o->no_modify_ldt)
-    {
-      const long a[6] = { 0 /* read */, scratch + 4096 + 768, 8, 0, 0, 0 };
-      if (pt_inject_nostep(m->tid, &m->regs, m->sigmask, p->gadget, SYS_modify_ldt, a, &ret, err)
-          < 0)
-        return -1;
-      if (ret > 0)
-        return crest_error_make(err, ENOTSUP,
-                                "task %d: a local descriptor table (modify_ldt), which crest does "
-                                "not restore",
-                                p->pid);
-    }
+  if (!c->o->no_modify_ldt && ldt_check(p, scratch + 4096 + 768, err) < 0)
+    return -1;
   if (prctl_dump_process(m->tid, &m->regs, m->sigmask, p->gadget, scratch + 4096 + 1024, &p->pr,
                          err)
           < 0

@@ -221,8 +221,7 @@ dump_objects(struct dctx *c, crest_error_t *err)
             return crest_error_make(err, ENOTSUP,
                                     "task %d: thread %d runs 32-bit code (code segment %#llx): "
                                     "crest checkpoints 64-bit code only",
-                                    p->pid, p->th[t].tid,
-                                    (unsigned long long)p->th[t].regs.cs);
+                                    p->pid, p->th[t].tid, (unsigned long long)p->th[t].regs.cs);
         }
     }
   /* Before a call is injected: a task under a filter of its own (or in
@@ -422,10 +421,16 @@ say_held_signal(const sigset_t *hold, crest_error_t *err)
       }
 }
 
-/* Test hook CREST_STATS: the checkpoint's figures and phases, on stderr. */
+/* A complete checkpoint: what it left out, and with the test hook
+   CREST_STATS its figures and phases, on stderr. */
 static void
-print_stats(const struct dctx *c)
+say_done(const struct dctx *c)
 {
+  /* Once, not at each try (sk-inet.c). */
+  if (c->inflight_left)
+    crest_warn("checkpoint: %u connection(s) queued on listening TCP sockets, not accepted yet, "
+               "were left out (%s): their clients are reset as the tree ends",
+               c->inflight_left, c->o->skip_in_flight ? "--skip-in-flight" : "--tcp-close");
   if (!crest_test_knob("CREST_STATS"))
     return;
   fprintf(stderr,
@@ -603,11 +608,7 @@ out:
   if (rc == 0 && o->pre_dump && predump_finish(&c, err) < 0)
     rc = -1;
   if (rc == 0)
-    print_stats(&c);
-  if (rc == 0 && c.inflight_left)
-    crest_warn("checkpoint: %u connection(s) queued on listening TCP sockets, not accepted yet, "
-               "were left out (%s): their clients are reset as the tree ends",
-               c.inflight_left, o->skip_in_flight ? "--skip-in-flight" : "--tcp-close");
+    say_done(&c);
   img_writer_free(c.w);
   chain_free(&c);
   free_ctx(&c); /* stops the broker too */

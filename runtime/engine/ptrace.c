@@ -334,9 +334,8 @@ pt_getregs(pid_t tid, struct user_regs_struct *r, crest_error_t *err)
     return crest_error_errno(err, "task %d: read registers", tid);
   /* A 32-bit (ia32) program's registers come in the 32-bit layout. */
   if (iov.iov_len != sizeof *r)
-    return crest_error_make(err, ENOTSUP,
-                            "task %d is a 32-bit program: crest checkpoints 64-bit programs only",
-                            tid);
+    return crest_error_make(
+        err, ENOTSUP, "task %d is a 32-bit program: crest checkpoints 64-bit programs only", tid);
   return 0;
 }
 

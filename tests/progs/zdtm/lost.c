@@ -4623,8 +4623,7 @@ chk_sock_filter(void)
 {
   socklen_t n = 0;
   if (getsockopt(fd, SOL_SOCKET, SO_GET_FILTER, NULL, &n) != 0 || n != 1)
-    zdtm_fail("the socket filter is gone (SO_GET_FILTER: %u instructions, %s)", n,
-              strerror(errno));
+    zdtm_fail("the socket filter is gone (SO_GET_FILTER: %u instructions, %s)", n, strerror(errno));
 }
 /* A local descriptor table (modify_ldt: a 32-bit data segment in entry
    0, never loaded): not restored, refused; the table is still there. */
@@ -4671,8 +4670,8 @@ code32_thread(void *code)
 static void
 code32_start(void)
 {
-  uint8_t *code
-      = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
+  uint8_t *code = mmap(NULL, 2 * 4096, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_32BIT, -1, 0);
   uint32_t at;
   pthread_t t;
   need(code != MAP_FAILED, "mmap below 4 GiB");
