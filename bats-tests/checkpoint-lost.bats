@@ -217,6 +217,7 @@ lost_batch() {
 # POSIX shared memory in the tmpfs /dev/shm crun mounts for the container
 # (PostgreSQL's dynamic_shared_memory_type=posix): a restore mounts a new one.
 @test "zdtm-lost posix-shm: refused (a file of the container's own tmpfs /dev/shm)" { lost_case posix-shm "tmpfs"; }
+@test "zdtm-lost sem-named: refused (a named POSIX semaphore, a file of the container's own tmpfs /dev/shm)" { lost_case sem-named "tmpfs"; }
 @test "zdtm-lost tcp-established: refused (no --tcp-close)" { lost_case tcp-established "established"; }
 @test "zdtm-lost tcp-orphan: refused (a connection the container closed still sending, FIN_WAIT1)" { lost_case tcp-orphan "FIN_WAIT1"; }
 @test "zdtm-lost accept-queue: refused (connections waiting to be accepted)" { lost_case accept-queue "waiting to be accepted"; }

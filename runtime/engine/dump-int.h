@@ -288,6 +288,7 @@ struct vma
   bool shared;
   char kind[16];
   char *path;
+  char *removed; /* a "file" mapped by a name removed since (maps_linked_name) */
   unsigned dev_major, dev_minor;
   uint64_t ino;
   bool no_pages; /* smaps, read while the tree is stopped: Rss and Swap 0 */
@@ -422,6 +423,13 @@ bool
 maps_line(const char *l, struct maps_line *m);
 int
 parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err);
+/* A mapping shown as SHOWN "... (deleted)" whose file (device MAJ:MIN,
+   inode INO) is still linked under another name in the same directory
+   (glibc's sem_open maps "sem.XXXXXX", links it to "sem.NAME" and
+   removes the first name): that name, as task PID sees it (malloc'ed),
+   or NULL. */
+char *
+maps_linked_name(pid_t pid, const char *shown, unsigned maj, unsigned min, uint64_t ino);
 void
 free_vmas(struct vma *v, size_t n);
 void

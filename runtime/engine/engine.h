@@ -23,7 +23,7 @@
    root directory of its own ("root_dir"): a reader of version 1 would ignore
    the key and restore the process running, or without its chroot, so such
    an image must not look like version 1 to it. */
-#define CREST_IMAGE_FORMAT 23
+#define CREST_IMAGE_FORMAT 24
 #define CREST_IMAGE_FORMAT_STOP 2
 #define CREST_IMAGE_FORMAT_CHROOT 2
 /* Format 3: records of docs/engine.md's attribute tables (mapping advice
@@ -132,6 +132,11 @@
 /* Format 22 too: a unix datagram's "anon", queued with no sender address
    by no socket of the tree, sent again by an unbound one. */
 #define CREST_IMAGE_FORMAT_UNIX_ANON_DGRAM 22
+/* Format 24: a file mapping's "removed_name", the name the mapping showed
+   ("NAME (deleted)" in maps) for a file still linked under its "path" in
+   the same directory (glibc's sem_open); the restore maps it through a
+   link of that name, removed again, so that maps shows the same. */
+#define CREST_IMAGE_FORMAT_REMOVED_NAME 24
 /* The largest "xstate" (a thread's XSAVE area) an image may hold. */
 #define XSTATE_MAX 16384
 

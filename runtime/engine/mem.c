@@ -3,6 +3,7 @@
  * layout of its mm. Objects shared between mappings: shmem.c. */
 #include <config.h>
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -77,6 +78,35 @@ secretmem_map(pid_t pid, uint64_t start, uint64_t end)
   return statfs(mf, &sf) < 0 || sf.f_type == SECRETMEM_MAGIC;
 }
 
+char *
+maps_linked_name(pid_t pid, const char *shown, unsigned maj, unsigned min, uint64_t ino)
+{
+  size_t nl = strlen(shown), dl;
+  const char *slash;
+  cleanup_free char *dir = NULL;
+  char *found = NULL;
+  DIR *d;
+  struct dirent *e;
+  if (shown[0] != '/' || nl <= 10 || strcmp(shown + nl - 10, " (deleted)") != 0
+      || strncmp(shown, "/memfd:", 7) == 0 || strcmp(shown, "/dev/zero (deleted)") == 0)
+    return NULL;
+  slash = memrchr(shown, '/', nl - 10);
+  dl = (size_t)(slash - shown);
+  dir = xasprintf("/proc/%d/root%.*s/", pid, (int)dl, shown);
+  if (!(d = opendir(dir)))
+    return NULL;
+  while (!found && (e = readdir(d)))
+    {
+      struct stat st;
+      if (e->d_ino == ino && fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0
+          && S_ISREG(st.st_mode) && st.st_ino == ino && major(st.st_dev) == maj
+          && minor(st.st_dev) == min)
+        found = xasprintf("%.*s/%s", (int)dl, shown, e->d_name);
+    }
+  closedir(d);
+  return found;
+}
+
 int
 parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
 {
@@ -141,6 +171,13 @@ parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
                                       "included: cannot checkpoint it",
                                       pid, ml.start, ml.end);
             }
+          /* A file removed from the name shown but linked under another
+             in the same directory: mapped again through that name. */
+          else if ((x.path = maps_linked_name(pid, name, ml.maj, ml.min, ml.ino)))
+            {
+              strcpy(x.kind, "file");
+              x.removed = xasprintf("%.*s", (int)(nl - 10), name);
+            }
           /* A memfd, shared anonymous memory or a deleted file: no path to
              open again, its contents are saved through map_files. */
           else if ((nl > 10 && strcmp(name + nl - 10, " (deleted)") == 0)
@@ -148,7 +185,7 @@ parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
             strcpy(x.kind, "memfile");
           else
             strcpy(x.kind, "file");
-          if (strcmp(x.kind, "sysv") != 0)
+          if (strcmp(x.kind, "sysv") != 0 && !x.path)
             x.path = xstrdup(name);
         }
       else
@@ -180,7 +217,7 @@ void
 free_vmas(struct vma *v, size_t n)
 {
   for (size_t i = 0; i < n; i++)
-    free(v[i].path);
+    free(v[i].path), free(v[i].removed);
   free(v);
 }
 
@@ -709,6 +746,12 @@ mem_dump(struct dctx *c, struct dproc *p, yajl_gen g, crest_error_t *err)
                         p->pid, v[i].start, v[i].end, v[i].path, v[i].dev_major, v[i].dev_minor,
                         v[i].ino, major(st.st_dev), minor(st.st_dev), (uint64_t)st.st_ino);
           jput_str(g, "path", v[i].path);
+          if (v[i].removed)
+            {
+              jput_str(g, "removed_name", v[i].removed);
+              if (c->w->format < CREST_IMAGE_FORMAT_REMOVED_NAME)
+                c->w->format = CREST_IMAGE_FORMAT_REMOVED_NAME;
+            }
           jput_u64(g, "pgoff", v[i].pgoff);
           jput_u64(g, "file_size", st.st_size);
           jput_u64(g, "file_mtime", st.st_mtime);
@@ -885,6 +928,20 @@ mem_parse_vmas(struct rctx *c, yajl_val v, struct rproc *p, crest_error_t *err)
             return -1;
           CHECK(img_path_ok(m->path) && m->pgoff < (1UL << 52),
                 "process %d: mapping %ld: relative path or offset out of range", p->pid, i);
+          if (has_key(items[i], "removed_name"))
+            {
+              const char *slash;
+              if (jget_str(items[i], "removed_name", &m->removed, err) < 0)
+                return -1;
+              slash = strrchr(m->path, '/');
+              /* In the same directory as the path. */
+              CHECK(c->img->format >= CREST_IMAGE_FORMAT_REMOVED_NAME && img_path_ok(m->removed)
+                        && slash && strncmp(m->removed, m->path, (size_t)(slash - m->path + 1)) == 0
+                        && !strchr(m->removed + (slash - m->path + 1), '/')
+                        && m->removed[slash - m->path + 1],
+                    "process %d: mapping %ld: bad removed_name (format %d)", p->pid, i,
+                    c->img->format);
+            }
           if (has_key(items[i], "file_build_id"))
             {
               if (jget_str(items[i], "file_build_id", &m->build_id, err) < 0)

@@ -69,6 +69,7 @@ struct rvma
   const char *path;
   uint64_t file_size;
   const char *build_id;    /* file, format 21: the ELF file's GNU build ID at checkpoint */
+  const char *removed;     /* file, format 24: the removed name it was mapped by */
   const char *data;        /* memfile: the image file with the object's bytes */
   int svc;                 /* file mappings: the descriptor the blob maps */
   uint32_t madv;           /* VMF_* bits (vmflags.c) */

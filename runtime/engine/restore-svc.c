@@ -19,6 +19,7 @@
 #include "image-check.h"
 #include "util.h"
 
+#include "log.h"
 #include "restore-int.h"
 
 /* ---------- service descriptors ---------- */
@@ -69,7 +70,7 @@ svc_place(struct rctx *c, int fd, crest_error_t *err)
    for 200 processes). */
 struct svc_file
 {
-  const char *path;
+  const char *path; /* its key: the name it is mapped by (a removed one, or path) */
   int kind; /* 0 executable, 1 mapped read-only, 2 mapped shared and writable */
   int fd;
   uint64_t size;
@@ -116,18 +117,40 @@ svc_slot(struct svc_files *sf, const char *path, int kind)
   return &sf->t[i];
 }
 
-/* The service descriptor of PATH opened as KIND, opened on first use; a
-   mapped file's size is checked against SIZE at every use. */
+/* PATH opened as a mapped file (MODE) through REMOVED, a name in its
+   directory it was mapped by and that was removed since: linked for the
+   open and removed again, so that the mapping shows "REMOVED (deleted)"
+   as the original did. Where that name is taken again, or the link is not
+   allowed, through PATH (the mapping then shows PATH). */
 static int
-svc_open_path(struct rctx *c, struct svc_files *sf, const char *path, int kind, uint64_t size,
-              const char *build_id, pid_t pid, crest_error_t *err)
+open_removed(const char *path, const char *removed, int mode, crest_error_t *err)
 {
-  struct svc_file *e = svc_slot(sf, path, kind);
+  int fd;
+  if (link(path, removed) < 0)
+    {
+      crest_debug("restore: mapped file %s: link it to %s, the name it was mapped by: %s", path,
+                  removed, strerror(errno));
+      return img_open_typed(path, mode, S_IFREG, "mapped file", err);
+    }
+  fd = img_open_typed(removed, mode, S_IFREG, "mapped file", err);
+  unlink(removed);
+  return fd;
+}
+
+/* The service descriptor of PATH opened as KIND (through REMOVED, the
+   name it was mapped by, where not NULL), opened on first use; a mapped
+   file's size is checked against SIZE at every use. */
+static int
+svc_open_path(struct rctx *c, struct svc_files *sf, const char *path, const char *removed,
+              int kind, uint64_t size, const char *build_id, pid_t pid, crest_error_t *err)
+{
+  struct svc_file *e = svc_slot(sf, removed ? removed : path, kind);
   if (!e->path)
     {
       struct stat st;
-      int fd = img_open_typed(path, kind == 2 ? O_RDWR : O_RDONLY, S_IFREG,
-                              kind ? "mapped file" : "executable", err);
+      int fd = removed ? open_removed(path, removed, kind == 2 ? O_RDWR : O_RDONLY, err)
+                       : img_open_typed(path, kind == 2 ? O_RDWR : O_RDONLY, S_IFREG,
+                                        kind ? "mapped file" : "executable", err);
       if (fd < 0)
         return crest_error_wrap(err, "process %d", pid);
       if (fstat(fd, &st) < 0)
@@ -139,7 +162,7 @@ svc_open_path(struct rctx *c, struct svc_files *sf, const char *path, int kind, 
         e->build_id[0] = 0;
       if ((e->fd = svc_place(c, fd, err)) < 0)
         return -1;
-      e->path = path, e->kind = kind, e->size = (uint64_t)st.st_size;
+      e->path = removed ? removed : path, e->kind = kind, e->size = (uint64_t)st.st_size;
       sf->n++;
     }
   if (kind && e->size != size)
@@ -163,7 +186,7 @@ open_proc_files(struct rctx *c, struct rproc *p, struct svc_files *sf, crest_err
   int fd = img_reader_open_file(c->img, p->pages_file, &size, err);
   if (fd < 0 || (p->pages_svc = svc_place(c, fd, err)) < 0 || open_chain_pages(c, p, err) < 0)
     return -1;
-  if ((p->exe_svc = svc_open_path(c, sf, p->exe, 0, 0, NULL, p->pid, err)) < 0)
+  if ((p->exe_svc = svc_open_path(c, sf, p->exe, NULL, 0, 0, NULL, p->pid, err)) < 0)
     return -1;
   for (size_t k = 0; k < p->nvmas; k++)
     {
@@ -179,7 +202,7 @@ open_proc_files(struct rctx *c, struct rproc *p, struct svc_files *sf, crest_err
           continue;
         }
       m->svc = svc_open_path(
-          c, sf, m->path,
+          c, sf, m->path, m->removed,
           m->shared && ((m->prot & PROT_WRITE) || (m->madv & VMF_SHAREDWRITE)) ? 2 : 1,
           m->file_size, m->build_id, p->pid, err);
       if (m->svc < 0)

@@ -117,6 +117,12 @@ shm_collect(struct shm_table *t, pid_t pid, crest_error_t *err)
       struct shm_obj *o;
       if (!maps_line(l, &ml) || !*ml.name || !pathless(ml.name))
         continue;
+      /* Still linked under another name: a file mapping (parse_maps). */
+      {
+        cleanup_free char *linked = maps_linked_name(pid, ml.name, ml.maj, ml.min, ml.ino);
+        if (linked)
+          continue;
+      }
       o = find_obj(t, ml.maj, ml.min, ml.ino);
       if (!o)
         o = add_obj(t, ml.maj, ml.min, ml.ino, ml.name);

@@ -43,6 +43,7 @@
 #include <sys/sem.h>
 #include <sys/shm.h>
 #include <mqueue.h>
+#include <semaphore.h>
 #include <sys/timerfd.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
@@ -4565,6 +4566,42 @@ chk_anon_fd(void)
   if (fcntl(fd, F_GETFD) < 0)
     zdtm_fail("descriptor %d: %s", fd, strerror(errno));
 }
+/* A named POSIX semaphore (sem_open): glibc maps a file "sem.XXXXXX" of
+   /dev/shm, links it to "sem.NAME" and removes the first name, so the
+   mapping shows "(deleted)" while the file lives on under the second.
+   Restored as a mapping of that file (until December 2026 as a private
+   copy, which a post through the name never reached: Python's
+   multiprocessing with forkserver or spawn hung). The check posts through
+   a new sem_open of the name and waits through the restored mapping. */
+static sem_t *named_sem;
+static char named_sem_name[64];
+static void
+set_sem_named(void)
+{
+  snprintf(named_sem_name, sizeof named_sem_name, "/zdtm-lost-sem.%d", (int)getpid());
+  named_sem = sem_open(named_sem_name, O_CREAT | O_EXCL, 0600, 0);
+  need(named_sem != SEM_FAILED, "sem_open");
+  if (probing)
+    sem_unlink(named_sem_name);
+}
+static void
+chk_sem_named(void)
+{
+  sem_t *again = sem_open(named_sem_name, 0);
+  int got;
+  if (again == SEM_FAILED)
+    zdtm_fail("sem_open %s again: %s", named_sem_name, strerror(errno));
+  else
+    {
+      sem_post(again);
+      got = sem_trywait(named_sem);
+      if (got != 0)
+        zdtm_fail("a post through the semaphore's name does not reach the restored mapping");
+      sem_close(again);
+    }
+  sem_unlink(named_sem_name);
+}
+
 /* Out-of-band data on a unix stream (MSG_OOB, Linux 5.15): "ab", the
    byte 'X' out of band, "cd". Not restored, refused: the reader still gets
    "ab", 'X' at the mark (recv MSG_OOB), then "cd". */
@@ -5426,6 +5463,7 @@ static const struct
   { "io-uring", set_io_uring, chk_anon_fd },
   { "code32", set_code32, chk_code32 },
   { "ldt", set_ldt, chk_ldt },
+  { "sem-named", set_sem_named, chk_sem_named },
   { "unix-oob", set_unix_oob, chk_unix_oob },
   { "sock-filter-unix", set_sock_filter_unix, chk_sock_filter },
   { "sock-filter-udp", set_sock_filter_udp, chk_sock_filter },
