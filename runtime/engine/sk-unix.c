@@ -1042,11 +1042,17 @@ uname_text(const struct ursk *u, char *buf, size_t size)
   return buf;
 }
 
-/* Is the socket file at A (LEN) stale: does nothing answer there? */
+/* Is the socket file at A (LEN) stale: is no socket bound to it? Asked by
+   a datagram socket's connect, which a live socket of another type
+   answers with EPROTOTYPE and a live datagram socket takes without a
+   word: a stream socket's connect would have queued a connection on a
+   live listener, which its server then accepted and saw closed (helper
+   finding, December 2026: a restore that failed on the name it found
+   taken broke a running server's unix-socket thread). */
 static bool
-stale(int type, const struct sockaddr_un *a, socklen_t len)
+stale(const struct sockaddr_un *a, socklen_t len)
 {
-  cleanup_close int t = socket(AF_UNIX, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  cleanup_close int t = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   return t >= 0 && connect(t, (const struct sockaddr *)a, len) < 0 && errno == ECONNREFUSED;
 }
 
@@ -1076,7 +1082,7 @@ bind_owned(const struct ursk *u, int fd, const struct sockaddr_un *a, socklen_t 
     }
   /* A socket file left by the checkpointed tree, which nothing answers
      at: asked as its owner, whose mode may let no one else connect. */
-  if (path && lstat(a->sun_path, &st) == 0 && S_ISSOCK(st.st_mode) && stale(u->type, a, len))
+  if (path && lstat(a->sun_path, &st) == 0 && S_ISSOCK(st.st_mode) && stale(a, len))
     unlink(a->sun_path);
   /* As the owner, the directory may not let it in (a root server that
      gave its socket away): then as the restorer, and given after. */
@@ -1120,7 +1126,7 @@ move_bound(struct ursk *u, crest_error_t *err)
   struct sockaddr_un a = { .sun_family = AF_UNIX };
   struct stat st;
   memcpy(a.sun_path, u->moved, u->movedlen + 1);
-  if (lstat(a.sun_path, &st) == 0 && (!S_ISSOCK(st.st_mode) || !stale(u->type, &a, sizeof a)))
+  if (lstat(a.sun_path, &st) == 0 && (!S_ISSOCK(st.st_mode) || !stale(&a, sizeof a)))
     return crest_error_make(err, EEXIST, "move the socket to %s, as it was: %s is there",
                             a.sun_path, S_ISSOCK(st.st_mode) ? "a live socket" : "another file");
   if (rename((const char *)u->name, a.sun_path) < 0)
