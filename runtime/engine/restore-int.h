@@ -235,6 +235,9 @@ struct rctx
   int joins_crest;
   int report[2];
   int32_t *go;
+  /* Shared by the tree's tasks: [i] is 1 once process i has made the
+     process group it leads, which others of the tree join (task_session). */
+  int32_t *grp;
   struct
   {
     const char *data;

@@ -533,6 +533,52 @@ nslp_set(struct rctx *c, short type)
   return 0;
 }
 
+/* The index of the process of PID in the image, or -1. */
+static long
+proc_index(const struct rctx *c, pid_t pid)
+{
+  for (size_t i = 0; i < c->np; i++)
+    if (c->p[i].pid == pid)
+      return (long)i;
+  return -1;
+}
+
+/* Before joining the group of LEADER (its index), made by another branch
+   of the tree: wait until its leader has made it. The leader's parent may
+   have created it a moment ago, or not yet (a cousin), and a setpgid to a
+   group that does not exist yet fails (until December 2026 a restore of
+   tini's or bash's job-control trees failed now and then: "join process
+   group 2: Operation not permitted"). Not for a leader below this
+   process, which it creates only later: that join fails as before. */
+static void
+wait_group(struct rctx *c, int idx, const struct rproc *p, long leader)
+{
+  const struct timespec tick = { 1, 0 };
+  int waited = 0;
+  for (long a = leader; a >= 0; a = proc_index(c, c->p[a].ppid))
+    if (a == idx || a == 0)
+      {
+        if (a == idx)
+          return;
+        break;
+      }
+  while (__atomic_load_n(&c->grp[leader], __ATOMIC_ACQUIRE) == 0)
+    {
+      if (waited++ == 10)
+        task_fail(c, idx, "process %d: join process group %d: its leader did not make it in 10 s",
+                  p->pid, p->pgid);
+      syscall(SYS_futex, &c->grp[leader], FUTEX_WAIT, 0, &tick, NULL, 0);
+    }
+}
+
+/* This process has made the group it leads: said to those waiting. */
+static void
+group_made(struct rctx *c, int idx)
+{
+  __atomic_store_n(&c->grp[idx], 1, __ATOMIC_RELEASE);
+  syscall(SYS_futex, &c->grp[idx], FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
 static void
 task_session(struct rctx *c, int idx, const struct rproc *p)
 {
@@ -547,10 +593,22 @@ task_session(struct rctx *c, int idx, const struct rproc *p)
     task_fail(c, idx, "process %d: session %d is neither its own nor its parent's", p->pid, p->sid);
   if (p->pgid != getpgid(0) && (idx != 0 || p->pgid == p->pid))
     {
+      long leader = p->pgid == p->pid ? -1 : proc_index(c, p->pgid);
+      const char *fault = crest_test_knob("CREST_FAULT");
+      /* Test hook: a group's leader makes it late, after its members. */
+      if (fault && strcmp(fault, "group-late") == 0 && leader < 0 && idx != 0)
+        {
+          struct timespec late = { 0, 300 * 1000 * 1000 };
+          nanosleep(&late, NULL);
+        }
+      if (leader >= 0)
+        wait_group(c, idx, p, leader);
       if (setpgid(0, p->pgid) < 0)
         task_fail(c, idx, "process %d: join process group %d: %s", p->pid, p->pgid,
                   strerror(errno));
     }
+  if (p->pgid == p->pid)
+    group_made(c, idx);
   {
     /* its controlling terminal, when a pty of the tree (pty.c) */
     crest_error_t e = NULL;

@@ -367,6 +367,13 @@ open_report(struct rctx *c, crest_error_t *err)
       c->go = NULL;
       return crest_error_errno(err, "restore: mmap");
     }
+  c->grp = mmap(NULL, (c->np * 4 + PAGE - 1) & ~(PAGE - 1), PROT_READ | PROT_WRITE,
+                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (c->grp == MAP_FAILED)
+    {
+      c->grp = NULL;
+      return crest_error_errno(err, "restore: mmap");
+    }
   return 0;
 }
 

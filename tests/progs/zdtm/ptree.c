@@ -4,7 +4,9 @@
  *   +- a: setsid(): a new session, leader of it
  *   |  +- a1: in a's session, in a new group a1
  *   +- b: a new process group b
- *      +- b1: in b's group
+ *   |  +- b1: in b's group
+ *   +- c: in b's group (a sibling of its leader, as a shell's pipeline)
+ *      +- c1: in b's group (its leader's nephew)
  *
  * After restore every process checks its PID, parent, process group and
  * session against what it recorded; the root forwards SIGTERM to its
@@ -69,6 +71,8 @@ reap(const char *name, pid_t *kids, int n)
 
 /* Signal the parent once this process and its children are set up. */
 static int ready_pipe[2];
+/* The group c joins: b's. */
+static pid_t join_pgid;
 
 static void
 leaf(const char *name, int pgid_mode)
@@ -110,9 +114,11 @@ middle(const char *name, int mode)
     zdtm_error("process %s: setsid: %s", name, strerror(errno));
   if (mode == 2 && setpgid(0, 0) < 0)
     zdtm_error("process %s: setpgid: %s", name, strerror(errno));
+  if (mode == 3 && setpgid(0, join_pgid) < 0)
+    zdtm_error("process %s: setpgid to %d: %s", name, join_pgid, strerror(errno));
   get_ids(&me);
-  /* a1 gets a group of its own; b1 stays in b's. */
-  kid = spawn(leaf, mode == 1 ? "a1" : "b1", mode == 1);
+  /* a1 gets a group of its own; b1 and c1 stay in b's. */
+  kid = spawn(leaf, mode == 1 ? "a1" : mode == 2 ? "b1" : "c1", mode == 1);
   close(ready_pipe[0]);
   if (write(ready_pipe[1], "x", 1) != 1)
     _exit(2);
@@ -127,7 +133,7 @@ int
 main(int argc, char **argv)
 {
   struct ids me;
-  pid_t kids[2];
+  pid_t kids[3];
   char c;
   int n = 0;
 
@@ -137,17 +143,22 @@ main(int argc, char **argv)
   get_ids(&me);
   kids[0] = spawn(middle, "a", 1);
   kids[1] = spawn(middle, "b", 2);
+  /* b's group exists before c joins it (as a shell does for a pipeline). */
+  if (setpgid(kids[1], kids[1]) < 0 && errno != EACCES)
+    zdtm_error("setpgid of b: %s", strerror(errno));
+  join_pgid = kids[1];
+  kids[2] = spawn(middle, "c", 3);
   close(ready_pipe[1]);
   while (read(ready_pipe[0], &c, 1) == 1)
     n++;
   close(ready_pipe[0]);
-  if (n != 4)
-    zdtm_error("only %d of 4 processes reported ready", n);
+  if (n != 6)
+    zdtm_error("only %d of 6 processes reported ready", n);
 
   zdtm_ready();
   zdtm_wait();
 
   check_ids("root", &me);
-  reap("root", kids, 2);
+  reap("root", kids, 3);
   zdtm_finish();
 }
