@@ -227,3 +227,4 @@ lost_batch() {
 # exited as stopped (no init PID); tests/host/zdtm-process.test covers it.
 @test "zdtm-lost orphan-pgrp: refused" { lost_case orphan-pgrp "process group"; }
 @test "zdtm-lost orphan-session: refused" { lost_case orphan-session "session"; }
+@test "zdtm-lost orphan-session-live: refused (in a live session neither its own nor its parent's)" { lost_case orphan-session-live "neither its own"; }

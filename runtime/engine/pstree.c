@@ -284,7 +284,23 @@ check_groups(struct dctx *c, crest_error_t *err)
   cleanup_free pid_t *ids = xmalloc(3 * c->np * sizeof *ids);
   for (size_t i = 0; i < c->np; i++)
     ids[i] = c->p[i].ipid, ids[c->np + i] = c->p[i].ipgid, ids[2 * c->np + i] = c->p[i].isid;
-  return pstree_check_groups(c->np, ids, ids + c->np, ids + 2 * c->np, err);
+  if (pstree_check_groups(c->np, ids, ids + c->np, ids + 2 * c->np, err) < 0)
+    return -1;
+  /* A restore makes each process in its parent's session or in one of its
+     own (setsid): a process in another (an orphan of a session's process,
+     reparented to the init: `sh -c 'cmd &'` under dumb-init, runsv's or
+     s6-supervise's services; until December 2026 checkpointed, and every
+     restore of the image failed) is refused while the tree runs on. */
+  for (size_t i = 1; i < c->np; i++)
+    for (size_t j = 0; j < c->np; j++)
+      if (c->p[j].pid == c->p[i].ppid && c->p[i].isid != c->p[i].ipid
+          && c->p[i].isid != c->p[j].isid)
+        return crest_error_make(err, ENOTSUP,
+                                "task %d: its session %d is neither its own nor its parent's "
+                                "(%d's, %d): a restore cannot put it there (an orphan of another "
+                                "session, reparented): cannot checkpoint it",
+                                c->p[i].ipid, c->p[i].isid, c->p[j].ipid, c->p[j].isid);
+  return 0;
 }
 
 /* Is P a process that has exited and waits for its parent's wait() (its

@@ -2411,6 +2411,28 @@ set_leader_exit(void)
   pthread_exit(NULL);
 }
 
+/* Wait until orphan K is the root's child (the root a subreaper). */
+static void
+wait_reparented(pid_t k)
+{
+  for (int i = 0; i < 500; i++)
+    {
+      char f[64], b[512];
+      FILE *s;
+      snprintf(f, sizeof f, "/proc/%d/stat", k);
+      if ((s = fopen(f, "r")) && fgets(b, sizeof b, s))
+        {
+          int ppid = 0;
+          sscanf(strrchr(b, ')') + 4, "%d", &ppid);
+          fclose(s);
+          if (ppid == getpid())
+            return;
+        }
+      usleep(10000);
+    }
+  zdtm_error("orphan %d was not reparented to the root", k);
+}
+
 /* Child A leads a new session (ORPHAN_SID) or group, forks B and exits; B
    is reparented to the root, a subreaper. B checks its IDs itself. */
 static pid_t a_pid;
@@ -2455,22 +2477,61 @@ set_orphan(void)
   need(a_pid > 0 && read(p[0], &child, sizeof child) == sizeof child, "fork");
   close(p[0]), close(p[1]);
   waitpid(a_pid, NULL, 0);
-  for (int i = 0; i < 500; i++)
+  wait_reparented(child);
+}
+
+/* orphan-session-live: A leads a new session and lives on; B, its
+   grandchild through M, which exits, is reparented to the root (a
+   subreaper): in A's session, neither its own nor its parent's (dumb-init
+   running `sh -c 'cmd &'`, runsv's and s6-supervise's services). A
+   restore cannot put it there: refused at checkpoint (until December
+   2026 every restore of the image failed). */
+static void
+term_exit0(int sig)
+{
+  (void)sig;
+  _exit(0);
+}
+static void
+set_orphan_live(void)
+{
+  int p[2];
+  need(prctl(PR_SET_CHILD_SUBREAPER, 1) == 0 && pipe(p) == 0, "subreaper, pipe");
+  child2 = fork();
+  if (child2 == 0)
     {
-      char f[64], b[512];
-      FILE *s;
-      snprintf(f, sizeof f, "/proc/%d/stat", child);
-      if ((s = fopen(f, "r")) && fgets(b, sizeof b, s))
+      pid_t m;
+      if (setsid() < 0)
+        _exit(3);
+      m = fork();
+      if (m == 0)
         {
-          int ppid = 0;
-          sscanf(strrchr(b, ')') + 4, "%d", &ppid);
-          fclose(s);
-          if (ppid == getpid())
-            return;
+          pid_t b = fork();
+          if (b == 0)
+            {
+              signal(SIGTERM, term_exit0);
+              close(p[0]), close(p[1]);
+              for (;;)
+                pause();
+            }
+          _exit(write(p[1], &b, sizeof b) == sizeof b ? 0 : 4);
         }
-      usleep(10000);
+      waitpid(m, NULL, 0);
+      close(p[0]), close(p[1]);
+      for (;;)
+        pause();
     }
-  zdtm_error("orphan %d was not reparented to the root", child);
+  need(child2 > 0 && read(p[0], &child, sizeof child) == sizeof child, "fork");
+  close(p[0]), close(p[1]);
+  wait_reparented(child);
+}
+static void
+chk_orphan_live(void)
+{
+  if (getsid(child) != child2)
+    zdtm_fail("orphan %d: session %d, expected %d", child, getsid(child), child2);
+  kill(child2, SIGKILL);
+  waitpid(child2, NULL, 0);
 }
 
 static void
@@ -5486,6 +5547,7 @@ static const struct
   { "reparented", set_orphan, NULL },
   { "orphan-pgrp", set_orphan_pgrp, NULL },
   { "orphan-session", set_orphan_sid, NULL },
+  { "orphan-session-live", set_orphan_live, chk_orphan_live },
 };
 
 static int
