@@ -254,6 +254,8 @@ dump_objects(struct dctx *c, crest_error_t *err)
   for (size_t i = 0; i < c->np; i++)
     if (!c->p[i].zombie && shm_collect(&c->shm, c->p[i].pid, err) < 0)
       return -1;
+  if (shm_outside(&c->shm, err) < 0)
+    return -1;
   /* An unlinked file comes back as a new file for its descriptors and a
      memfd for its mappings: they would no longer share its bytes. */
   for (size_t i = 0; i < c->nf; i++)

@@ -145,6 +145,104 @@ shm_collect(struct shm_table *t, pid_t pid, crest_error_t *err)
   return 0;
 }
 
+/* Is PID one of the tree's, or crest's own (this process, its parent, a
+   child of it: the broker)? */
+static bool
+ours_or_tree(const struct shm_table *t, pid_t pid)
+{
+  cleanup_free char *stat = NULL;
+  crest_error_t e = NULL;
+  const char *r;
+  if (pid == getpid() || pid == getppid())
+    return true;
+  for (size_t i = 0; i < t->npids; i++)
+    if (t->pids[i] == pid)
+      return true;
+  if (read_proc(pid, "stat", &stat, &e) < 0)
+    {
+      crest_error_release(&e);
+      return true; /* gone */
+    }
+  r = strrchr(stat, ')');
+  return r && atoi(r + 4) == getpid();
+}
+
+/* Does the tree map O shared (a private mapping of it, a deleted library
+   after an upgrade, say, shares nothing worth keeping)? */
+static struct shm_obj *
+shared_in_tree(struct shm_obj *o)
+{
+  for (size_t k = 0; o && k < o->nm; k++)
+    if (o->m[k].shared)
+      return o;
+  return NULL;
+}
+
+/* The object of T that the tree maps shared and PID maps or holds open,
+   or NULL. */
+static struct shm_obj *
+held_outside(struct shm_table *t, pid_t pid)
+{
+  cleanup_free char *maps = NULL, *fddir = xasprintf("/proc/%d/fd", pid);
+  crest_error_t e = NULL;
+  char *save = NULL;
+  struct shm_obj *o = NULL;
+  DIR *d;
+  struct dirent *de;
+  if (read_proc(pid, "maps", &maps, &e) < 0)
+    {
+      crest_error_release(&e); /* another user's, or gone */
+      return NULL;
+    }
+  for (char *l = strtok_r(maps, "\n", &save); l && !o; l = strtok_r(NULL, "\n", &save))
+    {
+      struct maps_line ml;
+      if (maps_line(l, &ml) && *ml.name && pathless(ml.name))
+        o = shared_in_tree(find_obj(t, ml.maj, ml.min, ml.ino));
+    }
+  if (o || !(d = opendir(fddir)))
+    return o;
+  while (!o && (de = readdir(d)))
+    {
+      char link[64];
+      struct stat st;
+      ssize_t n = readlinkat(dirfd(d), de->d_name, link, sizeof link - 1);
+      if (n <= 0)
+        continue;
+      link[n] = 0;
+      if ((strncmp(link, "/memfd:", 7) == 0 || (n > 10 && strcmp(link + n - 10, " (deleted)") == 0))
+          && fstatat(dirfd(d), de->d_name, &st, 0) == 0)
+        o = shared_in_tree(find_obj(t, major(st.st_dev), minor(st.st_dev), st.st_ino));
+    }
+  closedir(d);
+  return o;
+}
+
+int
+shm_outside(struct shm_table *t, crest_error_t *err)
+{
+  DIR *d;
+  struct dirent *de;
+  struct shm_obj *o = NULL;
+  pid_t by = 0;
+  if (t->n == 0 || !(d = opendir("/proc")))
+    return 0;
+  while (!o && (de = readdir(d)))
+    {
+      pid_t pid = (pid_t)atoi(de->d_name);
+      if (pid > 0 && !ours_or_tree(t, pid) && (o = held_outside(t, pid)))
+        by = pid;
+    }
+  closedir(d);
+  if (o)
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: %s: shared with process %d, outside the tree, from which a "
+                            "restore would cut it off (their writes no longer seen by each "
+                            "other): cannot checkpoint it",
+                            o->m[0].pid, o->path, by);
+  return 0;
+}
+
 static bool
 shmem_name(const char *name)
 {

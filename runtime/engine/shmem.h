@@ -85,6 +85,11 @@ shm_probe(struct shm_table *t, pid_t pid, const struct vma *vv, size_t nv, shm_i
 int
 shm_collect(struct shm_table *t, pid_t pid, crest_error_t *err);
 
+/* Once every task is collected: is one of the objects mapped or open in a
+   process outside the tree (of those crest may look at)? Refused then. */
+int
+shm_outside(struct shm_table *t, crest_error_t *err);
+
 /* The object with device DEV and inode INO, if the tree maps it. */
 const struct shm_obj *
 shm_find(struct shm_table *t, dev_t dev, ino_t ino);

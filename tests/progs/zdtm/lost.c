@@ -2575,6 +2575,30 @@ orphan(bool (*fn)(void *), void *arg, unsigned linger)
   waitpid(k, NULL, 0);
 }
 
+/* shm-outside: a memfd mapped shared by the root and by an orphan (outside
+   the tree in process mode, the init's child in a container), which
+   inherited the mapping. Process mode: refused (a restore would cut the
+   two apart; until December 2026 it did, without a word); container: both
+   in the tree, restored. The check: the mapping still reads "one". */
+static char *shm_out;
+static void
+set_shm_outside(void)
+{
+  int m = (int)syscall(SYS_memfd_create, "zdtm-lost-shared", 0);
+  need(m >= 0 && ftruncate(m, 4096) == 0, "memfd");
+  shm_out = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, m, 0);
+  need(shm_out != MAP_FAILED, "mmap");
+  close(m);
+  strcpy(shm_out, "one");
+  orphan(NULL, NULL, 0);
+}
+static void
+chk_shm_outside(void)
+{
+  if (strcmp(shm_out, "one") != 0)
+    zdtm_fail("the shared memfd reads \"%.8s\", not \"one\"", shm_out);
+}
+
 /* The write end of a pipe held by a process outside the tree: a grandchild
    whose parent exited at once, reparented to whoever reaps orphans (outside
    the tree in process mode; the root itself when it is a namespace's init).
@@ -5525,6 +5549,7 @@ static const struct
   { "code32", set_code32, chk_code32 },
   { "ldt", set_ldt, chk_ldt },
   { "sem-named", set_sem_named, chk_sem_named },
+  { "shm-outside", set_shm_outside, chk_shm_outside },
   { "unix-oob", set_unix_oob, chk_unix_oob },
   { "sock-filter-unix", set_sock_filter_unix, chk_sock_filter },
   { "sock-filter-udp", set_sock_filter_udp, chk_sock_filter },
