@@ -5,6 +5,7 @@
  * unmapped, a stopped process stopped again, and the tree let go. */
 #include <config.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,15 @@ check_blob_status(struct rctx *c, struct rproc *p, crest_error_t *err)
           if (o->status < 0 || tracee_read(p->pid, &bop, sizeof bop, at) != sizeof bop)
             return crest_error_make(err, EIO, "restore: thread %d: the restorer did not finish",
                                     p->th[t].tid);
+          /* A POSIX lock taken again (restore-task.c): another process
+             took the range meanwhile. */
+          if (bop.nr == SYS_fcntl && bop.a[1] == F_SETLK && (long)bop.a[0] != c->nslp_fd)
+            return crest_error_make(
+                err, 0,
+                "restore: process %d: take its POSIX lock on descriptor %lld "
+                "again: %s (another process holds the range now)",
+                p->pid, (long long)bop.a[0],
+                strerror(o->result < 0 && o->result > -4096 ? (int)-o->result : EIO));
           return crest_error_make(
               err, o->result < 0 && o->result > -4096 ? (int)-o->result : 0,
               "restore: thread %d: restorer step %lld (%s %#llx) failed with %lld", p->th[t].tid,
