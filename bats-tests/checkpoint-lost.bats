@@ -164,6 +164,7 @@ lost_batch() {
 @test "zdtm-lost keyring-session-given: refused (a key in crun's session keyring)" { lost_case keyring-session-given "session keyring"; }
 @test "zdtm-lost keyring-user: refused (the user namespace is made again)" { lost_case keyring-user "user keyring"; }
 @test "zdtm-lost posix-timer-overrun: refused" { lost_case posix-timer-overrun overrun; }
+@test "zdtm-lost posix-timer-held: refused (a periodic timer's signal held pending, blocked)" { lost_case posix-timer-held "pending and blocked"; }
 @test "zdtm-lost posix-timer-thread-cpu: refused" { lost_case posix-timer-thread-cpu "CPU-time"; }
 @test "zdtm-lost mdwe: refused (memory-deny-write-execute, Linux 6.3)" { lost_case mdwe "write-execute"; }
 @test "zdtm-lost pkey: refused (a memory protection key, a CPU with PKU)" { lost_case pkey "protection.key"; }

@@ -1102,6 +1102,40 @@ chk_timer_overrun(void)
     zdtm_fail("timer overrun: %d", timer_getoverrun(tid));
 }
 
+/* A periodic timer whose signal the program holds pending (blocked, to
+   be read by sigtimedwait later), counting expirations meanwhile: refused
+   (a restore could queue only a copy of the signal, without them; until
+   December 2026 they were lost). The check, on the original: the signal
+   taken now stands for more than one expiration. */
+static void
+set_timer_held(void)
+{
+  struct sigevent ev = { .sigev_notify = SIGEV_SIGNAL, .sigev_signo = SIGUSR2 };
+  struct itimerspec it = { { 0, 1000000 }, { 0, 1000000 } };
+  sigset_t s;
+  sigemptyset(&s);
+  sigaddset(&s, SIGUSR2);
+  need(sigprocmask(SIG_BLOCK, &s, NULL) == 0, "sigprocmask");
+  need(timer_create(CLOCK_MONOTONIC, &ev, &tid) == 0, "timer_create");
+  need(timer_settime(tid, 0, &it, NULL) == 0, "timer_settime");
+  usleep(50000);
+}
+
+static void
+chk_timer_held(void)
+{
+  sigset_t s;
+  siginfo_t si;
+  struct timespec wait = { 5, 0 };
+  sigemptyset(&s);
+  sigaddset(&s, SIGUSR2);
+  if (sigtimedwait(&s, &si, &wait) != SIGUSR2)
+    zdtm_fail("the timer's signal: %s", strerror(errno));
+  else if (si.si_code != SI_TIMER || si.si_overrun < 1)
+    zdtm_fail("the timer's signal: code %d, overrun %d (expected SI_TIMER and 1 or more)",
+              si.si_code, si.si_overrun);
+}
+
 /* A timer on the CPU-time clock of the thread that created it, in a
    process of two threads: /proc does not say which thread that was. */
 static void *
@@ -5450,6 +5484,7 @@ static const struct
   { "mlock-onfault", set_mlock_onfault, chk_mlock_onfault },
   { "mlockall", set_mlockall, chk_mlockall },
   { "posix-timer-overrun", set_timer_overrun, chk_timer_overrun },
+  { "posix-timer-held", set_timer_held, chk_timer_held },
   { "posix-timer-thread-cpu", set_timer_thread_cpu, chk_timer_thread_cpu },
   { "posix-timer-tid-cpu", set_timer_tid_cpu, chk_timer_tid_cpu },
   { "sleep-restart", set_sleep_restart, chk_sleep_restart },
