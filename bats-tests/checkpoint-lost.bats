@@ -189,6 +189,7 @@ lost_batch() {
 @test "zdtm-lost aio-context: refused (an AIO context, io_setup)" { lost_case aio-context "AIO context"; }
 @test "zdtm-lost userfaultfd: refused (a user-mode userfaultfd)" { lost_case userfaultfd "userfaultfd"; }
 @test "zdtm-lost io-uring: refused (an io_uring instance)" { lost_case io-uring "io_uring"; }
+@test "zdtm-lost io-uring-mapped: refused (an io_uring ring mapped, its descriptor closed)" { lost_case io-uring-mapped "io_uring instance"; }
 @test "zdtm-lost code32: refused (a thread running 32-bit code)" { lost_case code32 "32-bit code"; }
 @test "zdtm-lost sock-filter-unix: refused (a classic filter on a unix socket)" { lost_case sock-filter-unix "socket filter"; }
 @test "zdtm-lost sock-filter-udp: refused (a classic filter on a UDP socket)" { lost_case sock-filter-udp "socket filter"; }

@@ -188,6 +188,15 @@ parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
           if (strcmp(x.kind, "sysv") != 0 && !x.path)
             x.path = xstrdup(name);
         }
+      else if (strcmp(name, "anon_inode:[io_uring]") == 0)
+        {
+          /* io_uring's rings, mapped where the descriptor may be gone. */
+          free_vmas(v, nv);
+          return crest_error_make(err, ENOTSUP,
+                                  "task %d: mapping %" PRIx64 "-%" PRIx64 ": the rings of an "
+                                  "io_uring instance, which crest does not restore",
+                                  pid, x.start, x.end);
+        }
       else
         {
           free_vmas(v, nv);

@@ -4889,6 +4889,31 @@ set_io_uring(void)
   if (fd < 0)
     unsupported("io_uring_setup");
 }
+/* io_uring's submission ring mapped, its descriptor closed: refused,
+   naming io_uring (until December 2026: "of type anon_inode:[io_uring] is
+   not supported"). The check: the ring still shows its entry count. */
+static volatile uint32_t *uring_entries;
+static void
+set_io_uring_mapped(void)
+{
+  struct io_uring_params p;
+  uint8_t *ring;
+  memset(&p, 0, sizeof p);
+  fd = (int)syscall(SYS_io_uring_setup, 4, &p);
+  if (fd < 0)
+    unsupported("io_uring_setup");
+  ring = mmap(NULL, p.sq_off.array + p.sq_entries * 4, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  need(ring != MAP_FAILED, "mmap the submission ring");
+  uring_entries = (volatile uint32_t *)(ring + p.sq_off.ring_entries);
+  close(fd);
+  fd = -1;
+}
+static void
+chk_io_uring_mapped(void)
+{
+  if (*uring_entries != 4)
+    zdtm_fail("the io_uring ring shows %u entries, not 4", *uring_entries);
+}
 static void
 set_perf_event(void)
 {
@@ -5581,6 +5606,7 @@ static const struct
   { "aio-context", set_aio_context, chk_aio_context },
   { "userfaultfd", set_uffd, chk_anon_fd },
   { "io-uring", set_io_uring, chk_anon_fd },
+  { "io-uring-mapped", set_io_uring_mapped, chk_io_uring_mapped },
   { "code32", set_code32, chk_code32 },
   { "ldt", set_ldt, chk_ldt },
   { "sem-named", set_sem_named, chk_sem_named },
