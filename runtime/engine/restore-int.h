@@ -234,6 +234,10 @@ struct rctx
      was led outside the tree: it joins crest's, said once it runs. */
   int joins_crest;
   int report[2];
+  /* A copy of done_fd among the service descriptors: the init's own
+     descriptors may take done_fd's number before it fails (task_fail),
+     and its message must still reach crest (restore.c). -1: none. */
+  int done_svc;
   int32_t *go;
   /* Shared by the tree's tasks: [i] is 1 once process i has made the
      process group it leads, which others of the tree join (task_session). */

@@ -1204,6 +1204,14 @@ void __attribute__((noreturn)) task_main(struct rctx *c, int idx)
   task_attrs(c, idx, p);
 
   files_install(c, idx, p);
+  {
+    /* Test hook: the init fails once its own descriptors are in place
+       (the restorer's sync pipe's number closed or taken by one). */
+    const char *fault = crest_test_knob("CREST_FAULT");
+    if (fault && strcmp(fault, "restore-init-fail") == 0 && idx == 0)
+      task_fail(c, idx, "process %d: test hook: the init fails once its descriptors are in place",
+                p->pid);
+  }
 
   /* The blob region: code, arguments, operations, data, stacks. */
   if (!self_layout.valid)

@@ -360,6 +360,10 @@ open_report(struct rctx *c, crest_error_t *err)
   /* The write end must survive each task's clean-up of low descriptors. */
   if ((c->report[1] = svc_place(c, c->report[1], err)) < 0)
     return -1;
+  c->done_svc = -1;
+  if (c->o->done_fd > 0
+      && (c->done_svc = svc_place(c, fcntl(c->o->done_fd, F_DUPFD_CLOEXEC, 0), err)) < 0)
+    return -1;
   c->go = mmap(NULL, ((c->np * 4 + PAGE - 1) & ~(PAGE - 1)) + PAGE, PROT_READ | PROT_WRITE,
                MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (c->go == MAP_FAILED)
@@ -442,6 +446,10 @@ restore_as_init(struct rctx *c, sigset_t *all, sigset_t *old, crest_error_t *err
        go with this process (their PID namespace ends with its init). */
     c->init_fail = NULL;
     kill(h, SIGKILL);
+    /* The caller reports the failure through done_fd, whose number one of
+       the init's own descriptors may have taken meanwhile. */
+    if (c->done_svc >= 0)
+      dup2(c->done_svc, c->o->done_fd);
     crest_error_make(err, 0, "restore: %s", c->init_msg);
     sigprocmask(SIG_SETMASK, old, NULL);
     return -1;
