@@ -4,7 +4,11 @@
 # CAP_SETPCAP (with which each task drops 40 from its bounding set, on any
 # kernel) and nothing more while it works; every restored task has exactly
 # the sets it had at checkpoint time afterwards (no capability 40 or 8
-# unless it held it).
+# unless it held it). A process `crest exec` starts in the restored
+# container runs as one started in the fresh container: crun takes its
+# capabilities and seccomp filter from its state, which the restore
+# config (40 and 8 granted, no profile when the restorer installs it
+# itself) must no longer be.
 
 load helpers
 load checkpoint-helpers
@@ -93,4 +97,35 @@ restore_watching_restorer() {
 	[ "$status" = 0 ] || fail "restore failed: $output"
 	[ "$(cr_caps "grant-$$")" = "$before" ] || fail "capability sets differ: before [$before] after [$(cr_caps "grant-$$")]"
 	zdtm_verdict "grant-$$"
+}
+
+# exec_status ID: the capability sets, seccomp mode and filters of a
+# process `crest exec` starts in container ID.
+exec_status() {
+	"$CREST" exec "$1" /bin/cat /proc/self/status \
+		| awk '/^(Cap(Inh|Prm|Eff|Bnd|Amb)|Seccomp|Seccomp_filters):/ { printf "%s %s ", $1, $2 }'
+}
+
+@test "crest exec after restore: the fresh container's capabilities and seccomp filter, with a profile the restorer installs itself and without one" {
+	local prof id before after
+	for prof in none late; do
+		id="exec-$prof-$$"
+		# late: a profile denying ptrace (docs/restore.md, "Seccomp"), and mkdir
+		[ "$prof" = none ] || update_config '.linux.seccomp = {"defaultAction": "SCMP_ACT_ALLOW",
+			"architectures": ["SCMP_ARCH_X86_64"], "syscalls": [
+			{"names": ["ptrace"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1},
+			{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 13}]}'
+		cr_run "$id" /bin/sleep 1000
+		before=$(exec_status "$id")
+		rm -rf "$IMAGE"
+		cr_checkpoint "$id"
+		[ "$status" = 0 ] || fail "$prof: checkpoint failed: $output"
+		cr_restore "$id"
+		[ "$status" = 0 ] || fail "$prof: restore failed: $output"
+		after=$(exec_status "$id")
+		[ "$after" = "$before" ] || fail "$prof: exec'd after restore [$after], in the fresh container [$before]"
+		[ "$prof" = none ] || ! "$CREST" exec "$id" /bin/mkdir /tmp/d 2>/dev/null \
+			|| fail "$prof: mkdir allowed in a process exec'd after restore"
+		"$CREST" delete --force "$id" >/dev/null 2>&1
+	done
 }

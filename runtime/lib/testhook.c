@@ -29,7 +29,9 @@ static const char *const knobs[] = {
      by crest, ptrace.c); restore-kill:PHASE
      (a process-mode restore SIGKILLs itself at PHASE: checked, files,
      created, finishing, running; `crest restore` passes restore-* on to a
-     container's restorer, see docs/engine.md). */
+     container's restorer, see docs/engine.md); restore-crun-state (a
+     container restore fails to give crun's state the container's config,
+     once its seccomp.bpf is written: container-cr.c). */
   "CREST_FAULT",
   /* N: a CREST_FAULT of a checkpoint fires only once its point has been
      passed N times (in-call: the Nth injected call, in a later process). */

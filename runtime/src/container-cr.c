@@ -1346,17 +1346,21 @@ struct image_uts
 
 static int
 restore_config_with(yajl_val config, const char *restorer, const char *image,
-                    const struct image_uts *uts, char *const *chain, int nchain, char **out,
-                    size_t *len, crest_error_t *err);
+                    const struct image_uts *uts, char *const *chain, int nchain,
+                    struct crest_seccomp_bpf *late, char **out, size_t *len, crest_error_t *err);
+/* *LATE: the program of a profile the restorer installs itself
+   (late_seccomp; prog NULL for none), which crun's state gets once the
+   restorer runs (settle_crun_state). */
 static int
 make_restore_config(yajl_val config, const char *restorer, const char *image,
-                    const struct image_uts *uts, char **out, size_t *len, crest_error_t *err)
+                    const struct image_uts *uts, struct crest_seccomp_bpf *late, char **out,
+                    size_t *len, crest_error_t *err)
 {
   char **chain = NULL;
   int nchain = 0, rc;
   if (crest_engine_image_chain(image, &chain, &nchain, err) < 0)
     return -1;
-  rc = restore_config_with(config, restorer, image, uts, chain, nchain, out, len, err);
+  rc = restore_config_with(config, restorer, image, uts, chain, nchain, late, out, len, err);
   for (int k = 0; k < nchain; k++)
     free(chain[k]);
   free(chain);
@@ -1365,8 +1369,8 @@ make_restore_config(yajl_val config, const char *restorer, const char *image,
 
 static int
 restore_config_with(yajl_val config, const char *restorer, const char *image,
-                    const struct image_uts *uts, char *const *chain, int nchain, char **out,
-                    size_t *len, crest_error_t *err)
+                    const struct image_uts *uts, char *const *chain, int nchain,
+                    struct crest_seccomp_bpf *late, char **out, size_t *len, crest_error_t *err)
 {
   bool in_dev = has_dev_tmpfs(crest_config_member(config, "mounts"));
   const char *in_restorer = in_dev ? IN_DEV_RESTORER : IN_ROOT_RESTORER;
@@ -1389,12 +1393,10 @@ restore_config_with(yajl_val config, const char *restorer, const char *image,
   /* A profile the restore cannot run under: crun starts the restorer
      without it, and the restorer installs the program given here in every
      task (late_seccomp). */
-  struct crest_seccomp_bpf bpf = { 0, NULL, 0 };
-  int late = late_seccomp(config, &bpf, err);
-  cleanup_free char *seccomp_arg = late > 0 ? crest_seccomp_arg(&bpf) : NULL;
-  int a0 = late > 0 ? 4 : 3;
-  free(bpf.prog);
-  if (late < 0)
+  int is_late = late_seccomp(config, late, err);
+  cleanup_free char *seccomp_arg = is_late > 0 ? crest_seccomp_arg(late) : NULL;
+  int a0 = is_late > 0 ? 4 : 3;
+  if (is_late < 0)
     return -1;
   if (seccomp_arg)
     args[3] = seccomp_arg;
@@ -1417,7 +1419,7 @@ restore_config_with(yajl_val config, const char *restorer, const char *image,
                                  .env_add = knob,
                                  .binds = binds,
                                  .nbinds = 2 + (size_t)nchain,
-                                 .drop_seccomp = late > 0,
+                                 .drop_seccomp = is_late > 0,
                                  .add_setpcap = true };
   /* The names the container had (uts.json), where it has a UTS namespace
      of its own: crun gives them to the new one. */
@@ -1802,6 +1804,50 @@ spawn_crun(struct crest_global *g, const char *id, const struct crest_container_
   return crest_crun_spawn(g, "run", args, &fds, err);
 }
 
+/* crun keeps in its state directory (CRUN_ROOT/ID) what `crun exec`
+   starts a process with: config.json, a copy of the config crun ran the
+   container with (capabilities, user, env, linux.seccomp's flags of the
+   exec'd process), and seccomp.bpf, the program crun compiled from its
+   linux.seccomp, which crun exec installs as it is (no filter without the
+   file: it never compiles the profile again). A restore leaves the restore
+   config's there: CAP_CHECKPOINT_RESTORE in every set, the restorer as
+   process.args, and no seccomp.bpf where the restorer installs the profile
+   itself (late_seccomp). So as soon as the restorer runs (crun wrote both
+   before it started it) they become the container's own: CONFIG, the
+   config a fresh `crest run` would have given crun (the bundle's or the
+   checkpointed one, with its grant), and LATE's program (crest compiled
+   it as crun does) as seccomp.bpf; crun made the file itself from the
+   config's linux.seccomp otherwise. An exec'd process then gets what it
+   gets in a fresh container (docs/restore.md, step 5). */
+struct crun_settle
+{
+  const char *dir;                      /* crun's state directory of the container */
+  const char *config;                   /* the container's config text */
+  size_t config_len;                    /* its length */
+  const struct crest_seccomp_bpf *late; /* the late profile's program, or prog NULL */
+};
+
+/* Each file whole or not at all (a temporary file renamed over crun's,
+   with crun's mode), the filter first: crest killed between the two
+   leaves the restore config's capabilities with the container's filter,
+   never its own capabilities without the filter. */
+static int
+settle_crun_state(const struct crun_settle *s, crest_error_t *err)
+{
+  cleanup_free char *config = xasprintf("%s/config.json", s->dir);
+  cleanup_free char *bpf = xasprintf("%s/seccomp.bpf", s->dir);
+  struct stat sb;
+  if (stat(config, &sb) < 0)
+    return crest_error_errno(err, "stat `%s`", config);
+  if (s->late && s->late->prog
+      && write_file_atomic(bpf, s->late->prog, s->late->len, sb.st_mode & 07777, err) < 0)
+    return -1;
+  /* Test build: the config's rename fails, after the filter's. */
+  if (crest_fault_at("restore-crun-state"))
+    return crest_error_make(err, EIO, "rename over `%s`: test fault restore-crun-state", config);
+  return write_file_atomic(config, s->config, s->config_len, sb.st_mode & 07777, err);
+}
+
 /* What restore_watch follows and finds. */
 struct restore_watch
 {
@@ -1810,11 +1856,12 @@ struct restore_watch
   int crun_err;         /* crun's stderr, or -1 */
   const char *pid_file; /* where crun writes the init's PID */
   bool detach;
-  char msg[2048]; /* out: why it failed */
-  int status;     /* out: crun's status, once crun_done */
-  bool crun_done; /* out */
-  pid_t init;     /* out: the container's init, once known */
-  bool restored;  /* out: the init runs the restored tree */
+  const struct crun_settle *settle; /* crun's state, once the restorer runs */
+  char msg[2048];                   /* out: why it failed */
+  int status;                       /* out: crun's status, once crun_done */
+  bool crun_done;                   /* out */
+  pid_t init;                       /* out: the container's init, once known */
+  bool restored;                    /* out: the init runs the restored tree */
 };
 
 /* What restore_watch waits on, all in one poll: the restorer's pipe,
@@ -1893,6 +1940,21 @@ watch_close(struct watch_fds *f)
     close(f->ino);
 }
 
+/* crun's state made the container's (settle_crun_state) as the restorer
+   starts, before any `crun exec` can find the restored tree; a failure
+   fails the restore, with its reason in W's msg. */
+static bool
+settle_failed(struct restore_watch *w)
+{
+  crest_error_t e = NULL;
+  if (settle_crun_state(w->settle, &e) == 0)
+    return false;
+  cleanup_free char *why = crest_error_text(e);
+  snprintf(w->msg, sizeof w->msg, "give crun's state the container's config: %s", why);
+  crest_error_release(&e);
+  return true;
+}
+
 /* Watch the restorer's messages and crun itself, until the restored tree
    runs or the restore failed. */
 static void
@@ -1913,6 +1975,8 @@ restore_watch(struct restore_watch *w)
              still be one of crun's own processes, with crun's names. */
           started = true;
           memmove(w->msg, w->msg + 2, strlen(w->msg + 2) + 1);
+          if (settle_failed(w))
+            break;
         }
       /* "D": the engine's tracer saw every task run restored. Nothing
          earlier says so: the init takes its own name and descriptors
@@ -2148,17 +2212,46 @@ restorer_line(char *msg)
   return strncmp(msg, "restore: ", 9) == 0 ? msg + 9 : msg;
 }
 
+/* crest's state of a restore, in STATE_DIR: the container's config (for
+   the next checkpoint) and the restore config crun gets (its path in
+   *RESTORE_CONFIG). Nothing is left when it fails. */
+static int
+write_restore_state(struct crest_global *g, const char *id, const char *state_dir, char *bundle,
+                    const char *config_text, size_t config_len, const char *restore_text,
+                    size_t restore_len, char **restore_config, crest_error_t *err)
+{
+  cleanup_free char *saved_config = xasprintf("%s/config.json", state_dir);
+  struct crest_state st;
+  *restore_config = xasprintf("%s/restore-config.json", state_dir);
+  memset(&st, 0, sizeof st);
+  st.id = (char *)id;
+  st.bundle = bundle;
+  st.crun_root = (char *)g->crun_root;
+  st.config = saved_config;
+  st.rootless = g->is_rootless;
+  st.grant = (char *)"none";
+  if (mkdir_p(state_dir, 0700, err) < 0
+      || write_file_atomic(saved_config, config_text, config_len, 0600, err) < 0
+      || write_file_atomic(*restore_config, restore_text, restore_len, 0600, err) < 0
+      || crest_state_write(g, &st, err) < 0)
+    {
+      crest_state_remove(g, id, NULL);
+      return crest_error_wrap(err, "container `%s`: restore: write crest's state", id);
+    }
+  return 0;
+}
+
 int
 crest_container_restore(struct crest_global *g, const char *id,
                         const struct crest_container_restore_opts *opts, crest_error_t *err)
 {
   cleanup_free char *image = NULL, *config_path = NULL, *config_text = NULL, *bundle = NULL,
                     *restorer = NULL;
-  cleanup_free char *state_dir = NULL, *saved_config = NULL, *restore_config = NULL,
-                    *restore_text = NULL;
-  cleanup_free char *pid_file = NULL;
+  cleanup_free char *state_dir = NULL, *restore_config = NULL, *restore_text = NULL;
+  cleanup_free char *pid_file = NULL, *crun_dir = xasprintf("%s/%s", g->crun_root, id);
   char msg[2048] = "";
-  struct crest_state st;
+  struct crest_seccomp_bpf late = { 0, NULL, 0 };
+  cleanup_free unsigned char *late_prog = NULL; /* late's, freed with it */
   yajl_val config = NULL;
   struct image_uts uts;
   size_t config_len = 0, restore_len = 0;
@@ -2205,36 +2298,22 @@ crest_container_restore(struct crest_global *g, const char *id,
       return crest_error_make(err, EEXIST,
                               "container `%s`: restore: a container with this ID exists", id);
     }
-  if (make_restore_config(config, restorer, image, &uts, &restore_text, &restore_len, err) < 0)
-    {
-      yajl_tree_free(config);
-      return crest_error_wrap(err, "container `%s`: restore", id);
-    }
+  int made
+      = make_restore_config(config, restorer, image, &uts, &late, &restore_text, &restore_len, err);
+  late_prog = late.prog;
   yajl_tree_free(config);
+  if (made < 0)
+    return crest_error_wrap(err, "container `%s`: restore", id);
 
-  /* crest's state: the original config (for the next checkpoint) and the
-     restore config crun gets. From here on, failure undoes everything. */
   state_dir = crest_state_dir(g, id);
-  saved_config = xasprintf("%s/config.json", state_dir);
-  restore_config = xasprintf("%s/restore-config.json", state_dir);
   pid_file = opts->pid_file ? abs_path(opts->pid_file) : xasprintf("%s/restore.pid", state_dir);
   if (opts->pid_file && pid_file_dir_ok(id, pid_file, err) < 0)
     return -1;
-  memset(&st, 0, sizeof st);
-  st.id = (char *)id;
-  st.bundle = bundle;
-  st.crun_root = (char *)g->crun_root;
-  st.config = saved_config;
-  st.rootless = g->is_rootless;
-  st.grant = (char *)"none";
-  if (mkdir_p(state_dir, 0700, err) < 0
-      || write_file_atomic(saved_config, config_text, config_len, 0600, err) < 0
-      || write_file_atomic(restore_config, restore_text, restore_len, 0600, err) < 0
-      || crest_state_write(g, &st, err) < 0)
-    {
-      crest_state_remove(g, id, NULL);
-      return crest_error_wrap(err, "container `%s`: restore: write crest's state", id);
-    }
+  /* crest's state; from here on, failure undoes everything. */
+  if (write_restore_state(g, id, state_dir, bundle, config_text, config_len, restore_text,
+                          restore_len, &restore_config, err)
+      < 0)
+    return -1;
   /* A unix socket rather than a pipe: the restorer also sends on it the
      TCP sockets it may not put in repair mode itself (drain). */
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0)
@@ -2253,9 +2332,10 @@ crest_container_restore(struct crest_global *g, const char *id,
   /* Watch: the restorer's messages, crun itself. */
   {
     struct restore_watch w;
+    struct crun_settle settle = { crun_dir, config_text, config_len, &late };
     memset(&w, 0, sizeof w);
     w.sync_r = sync[0], w.crun = crun, w.crun_err = crun_err, w.pid_file = pid_file;
-    w.detach = opts->detach;
+    w.detach = opts->detach, w.settle = &settle;
     restore_watch(&w);
     memcpy(msg, w.msg, sizeof msg);
     status = w.status, crun_done = w.crun_done, init = w.init, restored = w.restored;

@@ -101,6 +101,12 @@ EXTRA_DIST += tests/host/xsave-layout.test
 TESTS += tests/host/amx.test
 EXTRA_DIST += tests/host/amx.test
 
+# `crest exec` after a restore: the exec'd process runs with the fresh
+# container's capabilities and seccomp filter (crun's state is the
+# container's config again once the restorer runs: container-cr.c).
+TESTS += tests/host/restore-exec.test
+EXTRA_DIST += tests/host/restore-exec.test
+
 # Mounts a container made itself are refused at checkpoint (container-cr.c).
 TESTS += tests/host/container-mounts.test
 EXTRA_DIST += tests/host/container-mounts.test
