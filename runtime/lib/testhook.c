@@ -31,7 +31,10 @@ static const char *const knobs[] = {
      created, finishing, running; `crest restore` passes restore-* on to a
      container's restorer, see docs/engine.md); restore-crun-state (a
      container restore fails to give crun's state the container's config,
-     once its seccomp.bpf is written: container-cr.c). */
+     once its seccomp.bpf is written: container-cr.c); restore-init-fail
+     (a container's init fails once its own descriptors are in place,
+     restore-task.c); group-late (a restored process group's leader makes
+     its group 300 ms late, restore-task.c). */
   "CREST_FAULT",
   /* N: a CREST_FAULT of a checkpoint fires only once its point has been
      passed N times (in-call: the Nth injected call, in a later process). */
