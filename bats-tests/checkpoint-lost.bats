@@ -220,6 +220,7 @@ lost_batch() {
 # (PostgreSQL's dynamic_shared_memory_type=posix): a restore mounts a new one.
 @test "zdtm-lost posix-shm: refused (a file of the container's own tmpfs /dev/shm)" { lost_case posix-shm "tmpfs"; }
 @test "zdtm-lost sem-named: refused (a named POSIX semaphore, a file of the container's own tmpfs /dev/shm)" { lost_case sem-named "tmpfs"; }
+@test "zdtm-lost file-relinked: refused (a file open by a removed name, linked under another)" { lost_case file-relinked "lives on under another"; }
 @test "zdtm-lost tcp-established: refused (no --tcp-close)" { lost_case tcp-established "established"; }
 @test "zdtm-lost tcp-orphan: refused (a connection the container closed still sending, FIN_WAIT1)" { lost_case tcp-orphan "FIN_WAIT1"; }
 @test "zdtm-lost accept-queue: refused (connections waiting to be accepted)" { lost_case accept-queue "waiting to be accepted"; }

@@ -1049,6 +1049,27 @@ chk_membarrier(void)
     zdtm_fail("membarrier: private expedited no longer registered (%s)", strerror(errno));
 }
 
+/* file-relinked: a file open by a name since removed, while it lives on
+   under another (a hard link made before): refused naming that (until
+   December 2026: "open inside the task's root directory: No such file or
+   directory"). The check: the descriptor still reads the file. */
+static void
+set_file_relinked(void)
+{
+  char other[sizeof path + 8];
+  fd = new_file(0);
+  need(write(fd, "kept", 4) == 4, "write");
+  snprintf(other, sizeof other, "%s.other", path);
+  need(link(path, other) == 0 && unlink(path) == 0, "link, unlink");
+}
+static void
+chk_file_relinked(void)
+{
+  char b[8] = "";
+  if (pread(fd, b, 4, 0) != 4 || memcmp(b, "kept", 4) != 0)
+    zdtm_fail("the relinked file reads \"%.4s\"", b);
+}
+
 /* --- POSIX timers --- */
 
 static void
@@ -5610,6 +5631,7 @@ static const struct
   { "code32", set_code32, chk_code32 },
   { "ldt", set_ldt, chk_ldt },
   { "sem-named", set_sem_named, chk_sem_named },
+  { "file-relinked", set_file_relinked, chk_file_relinked },
   { "shm-outside", set_shm_outside, chk_shm_outside },
   { "unix-oob", set_unix_oob, chk_unix_oob },
   { "sock-filter-unix", set_sock_filter_unix, chk_sock_filter },
