@@ -89,7 +89,7 @@ lost_case() {
 # unix-peercred (the init's sockets, which the restorer, PID 1 itself,
 # makes), and the refusals, each of
 # which must stop a checkpoint of its own.
-LOST_BATCH="posix-lock flock ofd-lock pipe-nonblock pipe-two-opens o-async madv-dontfork madv-wipeonfork madv-dontdump madv-hugepage madv-nohugepage madv-sequential madv-random madv-mergeable map-noreserve reserve-sparse zero-read subreaper pdeathsig thp-disable dumpable timerslack coredump-filter mempolicy cpuid-fault autogroup spec-store-bypass spec-indirect-branch membarrier posix-timer mlock mlock-onfault mlockall posix-timer-tid-cpu sleep-restart sleep-restarted unlinked-holes unlinked-mode unlinked-shared unlinked-wronly unlinked-mapped unlinked-mapped-lock unlinked-big deleted-dir opath opath-symlink pidfd pipe-no-writer pipe-no-reader stdin-no-writer stdout-no-reader pipe-outside epoll-outside unix-outside unix-backlog-outside unix-dev-tmpfs unix-ext unix-renamed unix-relative unix-stream-full unix-creds inotify-walk sysv-shm sysv-sem sysv-msg bindtodevice udp-shutdown udp-pktinfo epoll-exclusive unix-peer-closed unix-listener-gone unix-accepted-peer-closed unix-anon-dgram unix-unconnected unix-seqpacket-peer-closed udp-source-outside memfd-sealed sockopts ksm-merge-any fown-no-async exit-signal exit-signal-zombie reparented shm-outside"
+LOST_BATCH="posix-lock flock ofd-lock pipe-nonblock pipe-two-opens o-async madv-dontfork madv-wipeonfork madv-dontdump madv-hugepage madv-nohugepage madv-sequential madv-random madv-mergeable map-noreserve reserve-sparse zero-read subreaper pdeathsig thp-disable dumpable timerslack coredump-filter mempolicy cpuid-fault autogroup spec-store-bypass spec-indirect-branch membarrier posix-timer mlock mlock-onfault mlockall posix-timer-tid-cpu sleep-restart sleep-restarted unlinked-holes unlinked-mode unlinked-shared unlinked-wronly unlinked-mapped unlinked-mapped-lock unlinked-big deleted-dir opath opath-symlink pidfd pipe-no-writer pipe-no-reader stdin-no-writer stdout-no-reader pipe-outside epoll-outside unix-outside unix-backlog-outside unix-dev-tmpfs unix-ext unix-renamed unix-relative unix-stream-full unix-creds inotify-walk inotify-tree sysv-shm sysv-sem sysv-msg bindtodevice udp-shutdown udp-pktinfo epoll-exclusive unix-peer-closed unix-listener-gone unix-accepted-peer-closed unix-anon-dgram unix-unconnected unix-seqpacket-peer-closed udp-source-outside memfd-sealed sockopts ksm-merge-any fown-no-async exit-signal exit-signal-zombie reparented shm-outside"
 
 BATCH_NOTE=(
 	[posix-timer-tid-cpu]="timers on a thread's and the process's CPU-time clock named by ID"
@@ -108,6 +108,7 @@ BATCH_NOTE=(
 	[bindtodevice]="sockets bound to lo"
 	[udp-shutdown]="UDP sockets shut for reading, writing, both"
 	[epoll-exclusive]="an eventfd in an epoll with EPOLLEXCLUSIVE"
+	[inotify-tree]="70 watches on a tree ten levels deep below the cwd, as inotifywait -r sets them"
 	[unix-listener-gone]="connections accepted from listeners closed since (an abstract name, a path whose socket file stays)"
 	[unix-accepted-peer-closed]="accepted connections whose client wrote and closed (its listener open, and closed)"
 	[unix-anon-dgram]="a datagram from an unbound socket not connected to its receiver"

@@ -1,13 +1,15 @@
 /* crest: inotify descriptors (docs/engine.md, "Event descriptors"): each
  * watch with its descriptor number (wd), mask and a path to its inode.
  * fdinfo shows a watch's inode, not a path, and the file handle it also
- * shows needs CAP_DAC_READ_SEARCH to open: crest looks for the inode where
+ * shows needs CAP_DAC_READ_SEARCH to open: crest looks for the inodes where
  * a task's watches usually are (its root, its cwd, its open files, their
- * directories, and the entries of those directories), then walks the tree
- * from its root, breadth first and bounded (a daemon's configuration
- * directories: dbus-daemon watches /etc/dbus-1/session.d), and refuses a
- * watch it finds nowhere. Queued events are not shown at all: a descriptor with
- * unread events is refused. */
+ * directories), then walks the tree once for all the watches, bounded:
+ * below the watches found (a recursive watcher's tree), below the cwd and
+ * the open files' directories, then from the root, breadth first (a
+ * daemon's configuration directories: dbus-daemon watches
+ * /etc/dbus-1/session.d), and refuses a watch it finds nowhere. Queued
+ * events are not shown at all: a descriptor with unread events is
+ * refused. */
 #include <config.h>
 #include <dirent.h>
 #include <errno.h>
@@ -32,15 +34,17 @@
 #include "image-check.h"
 #include "util.h"
 
-#define DIR_ENTRIES_MAX 4096 /* entries looked at in one directory */
 #define INOTIFY_WATCHES_MAX 8192
 
 /* Each watch with its number, mask and a path to its inode, in the same
-   allocation as the record (one free() frees all). */
+   allocation as the record (one free() frees all). DEV and INO: the inode
+   fdinfo shows, used at checkpoint only (not in the image). */
 struct inotify_watch
 {
   int wd;
   uint32_t mask;
+  dev_t dev;
+  ino_t ino;
   char path[PATH_MAX];
 };
 struct inotify_rec
@@ -49,153 +53,291 @@ struct inotify_rec
   struct inotify_watch w[];
 };
 
-/* The inode a path leads to inside the task's root ROOTFD (the path
-   itself if a symlink). */
-static bool
-same_inode(int rootfd, const char *path, dev_t dev, ino_t ino, bool *link)
+/* --- the search for the watches' paths ---
+   One search for all the watches of a descriptor: the places a task's
+   watches usually are (its root, its cwd, its open files and their
+   directories) are looked at first, then one walk reads directories until
+   every watch has a path, or WALK_MAX entries are read. The walk reads the
+   directories of the watches it has found first (a recursive watcher,
+   inotifywait -r or a build tool's, watches a whole tree: its watches are
+   below the ones found), then the directories below the cwd and below the
+   open files' directories, then the tree from the root, breadth first (a
+   daemon's configuration directories are near the top: dbus-daemon watches
+   /etc/dbus-1/session.d). The order of the watches' numbers does not matter
+   (inotifywait -r watches a directory after those below it). Until December
+   2026 each watch not found among the first places was looked for by a walk
+   of its own from the root: up to a second per watch, the tree stopped all
+   along, and a watch more than 8 levels below the root, or past the walk's
+   200,000 entries, was refused. */
+#define WALK_MAX 200000
+/* The cwd and open files' directories read before the root: at most half
+   of WALK_MAX, so that a large cwd (a home directory) leaves the root's
+   walk its share. */
+#define WALK_NEAR_MAX (WALK_MAX / 2)
+/* Levels below where a walk starts (the root, the cwd, an open file's
+   directory, a watch's directory). */
+#define WALK_DEPTH 8
+
+/* A watch's inode and its place in the record: sorted by inode, looked up
+   for each entry the walk reads. */
+struct wkey
 {
-  struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
-                          .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
-  struct stat st;
-  int fd = syscall(SYS_openat2, rootfd, path, &how, sizeof how);
-  bool same;
-  if (fd < 0)
-    return false;
-  same = fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
-  *link = S_ISLNK(st.st_mode);
-  close(fd);
-  return same;
+  dev_t dev;
+  ino_t ino;
+  size_t i;
+};
+
+/* The directories queued so far, by inode, so that each is read once (the
+   cwd is also below the root; a bind mount of a directory below itself
+   would be read again and again): a hash table, open addressing. */
+struct dslot
+{
+  dev_t dev;
+  ino_t ino;
+  bool used;
+};
+struct dirset
+{
+  struct dslot *s;
+  size_t cap, n;
+};
+
+/* The queues of directories to read, in the order they are taken: the
+   directories of found watches, then those near the task (its cwd, its
+   open files' directories, and what is below them), then the tree from
+   its root. */
+enum
+{
+  TIER_WATCH,
+  TIER_NEAR,
+  TIER_ROOT,
+  TIERS
+};
+struct witem
+{
+  char *path;
+  unsigned depth;
+};
+struct wqueue
+{
+  struct witem *v;
+  size_t head, tail, cap;
+};
+
+struct walk
+{
+  int rootfd;
+  struct inotify_rec *r;
+  struct wkey *keys;
+  size_t nkeys, left, seen; /* left: watches not found yet; seen: entries read */
+  struct dirset dirs;
+  struct wqueue q[TIERS];
+};
+
+static int
+cmp_key(const void *a, const void *b)
+{
+  const struct wkey *x = a, *y = b;
+  if (x->dev != y->dev)
+    return x->dev < y->dev ? -1 : 1;
+  return (x->ino > y->ino) - (x->ino < y->ino);
 }
 
-/* The places to look, as absolute paths: the root, the cwd, every open
-   file of the task, the directory of each. */
-static char **
-candidates(pid_t pid, size_t *n)
+/* Adds directory (DEV, INO) to S: false if it was there already. */
+static bool
+dirset_add(struct dirset *s, dev_t dev, ino_t ino)
 {
-  cleanup_free char *fdpath = xasprintf("/proc/%d/fd", pid);
-  char **out = NULL, link[PATH_MAX + 1];
-  DIR *d;
-  struct dirent *de;
-  ssize_t l;
-  *n = 0;
-  out = xrealloc(out, 2 * sizeof *out);
-  out[(*n)++] = xstrdup("/");
-  {
-    cleanup_free char *cwd = xasprintf("/proc/%d/cwd", pid);
-    if ((l = readlink(cwd, link, PATH_MAX)) > 0 && link[0] == '/')
-      link[l] = 0, out[(*n)++] = xstrdup(link);
-  }
-  if (!(d = opendir(fdpath)))
-    return out;
-  while ((de = readdir(d)))
+  uint64_t h = ((uint64_t)ino ^ ((uint64_t)dev << 40)) * 0x9e3779b97f4a7c15ULL;
+  size_t i;
+  if (2 * (s->n + 1) > s->cap)
     {
-      cleanup_free char *lp = xasprintf("%s/%s", fdpath, de->d_name);
-      char *slash;
-      if (de->d_name[0] == '.' || (l = readlink(lp, link, PATH_MAX)) <= 0 || link[0] != '/')
-        continue;
-      link[l] = 0;
-      out = xrealloc(out, (*n + 2) * sizeof *out);
-      out[(*n)++] = xstrdup(link);
-      if ((slash = strrchr(link, '/')) && slash != link)
-        *slash = 0, out[(*n)++] = xstrdup(link);
+      struct dirset g
+          = { xzalloc((s->cap ? 2 * s->cap : 1024) * sizeof *g.s), s->cap ? 2 * s->cap : 1024, 0 };
+      for (size_t j = 0; j < s->cap; j++)
+        if (s->s[j].used)
+          dirset_add(&g, s->s[j].dev, s->s[j].ino);
+      free(s->s);
+      *s = g;
     }
-  closedir(d);
-  return out;
+  for (i = (h ^ (h >> 32)) & (s->cap - 1); s->s[i].used; i = (i + 1) & (s->cap - 1))
+    if (s->s[i].dev == dev && s->s[i].ino == ino)
+      return false;
+  s->s[i] = (struct dslot){ dev, ino, true };
+  s->n++;
+  return true;
 }
 
-/* A path in the task's root to inode (DEV, INO): one of CAND, or an entry
-   of one of them. */
+/* The watches on the inode of ST: PATH for those not found yet. True if
+   ST is a watched inode. */
 static bool
-find_path(int rootfd, char **cand, size_t n, dev_t dev, ino_t ino, char *out, bool *link)
+walk_match(struct walk *w, const struct stat *st, const char *path)
 {
-  for (size_t i = 0; i < n; i++)
-    if (same_inode(rootfd, cand[i], dev, ino, link))
-      {
-        snprintf(out, PATH_MAX, "%s", cand[i]);
-        return true;
-      }
-  for (size_t i = 0; i < n; i++)
+  struct wkey k = { st->st_dev, st->st_ino, 0 };
+  struct wkey *f = bsearch(&k, w->keys, w->nkeys, sizeof k, cmp_key);
+  if (!f)
+    return false;
+  while (f > w->keys && !cmp_key(f - 1, &k))
+    f--;
+  for (; f < w->keys + w->nkeys && !cmp_key(f, &k); f++)
     {
-      struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC,
-                              .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
-      int fd = syscall(SYS_openat2, rootfd, cand[i], &how, sizeof how);
-      DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-      struct dirent *de;
-      int seen = 0;
-      bool found = false;
-      if (!d)
-        {
-          if (fd >= 0)
-            close(fd);
-          continue;
-        }
-      while (!found && (de = readdir(d)) && seen++ < DIR_ENTRIES_MAX)
-        /* Not d_ino: an overlay file system may show another number there. */
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-          {
-            snprintf(out, PATH_MAX, "%s/%s", strcmp(cand[i], "/") ? cand[i] : "", de->d_name);
-            found = same_inode(rootfd, out, dev, ino, link);
-          }
-      closedir(d);
-      if (found)
+      struct inotify_watch *x = &w->r->w[f->i];
+      if (!x->path[0] && strlen(path) < PATH_MAX)
+        strcpy(x->path, path), w->left--;
+    }
+  return true;
+}
+
+/* Queues directory PATH (ST) on queue T, unless it was queued before. */
+static void
+walk_push(struct walk *w, int t, const char *path, const struct stat *st, unsigned depth)
+{
+  struct wqueue *q = &w->q[t];
+  if (!S_ISDIR(st->st_mode) || strlen(path) >= PATH_MAX - 256
+      || !dirset_add(&w->dirs, st->st_dev, st->st_ino))
+    return;
+  if (q->tail == q->cap)
+    q->v = xrealloc(q->v, (q->cap = q->cap ? 2 * q->cap : 64) * sizeof *q->v);
+  q->v[q->tail++] = (struct witem){ xstrdup(path), depth };
+}
+
+/* /proc, /sys and /dev: not walked into (an open file's directory there
+   is still read). */
+static bool
+walk_skipped(const char *path)
+{
+  static const char *const skip[] = { "/proc", "/sys", "/dev" };
+  for (size_t i = 0; i < sizeof skip / sizeof *skip; i++)
+    {
+      size_t l = strlen(skip[i]);
+      if (!strncmp(path, skip[i], l) && (path[l] == 0 || path[l] == '/'))
         return true;
     }
   return false;
 }
 
-/* The last resort: a walk of the task's root, breadth first (a program's
-   configuration directories are near the top), skipping /proc, /sys and
-   /dev, at most WALK_MAX entries looked at in all (about 0.1 s on this
-   project's machines) and WALK_DEPTH levels deep. *SEEN: the entries. */
-#define WALK_MAX 200000
-#define WALK_DEPTH 8
-static bool
-walk_find(int rootfd, dev_t dev, ino_t ino, char *out, bool *link, size_t *seen)
+/* Reads directory IT, taken from queue T: each entry is matched against
+   the watches, and each directory in it queued (a watched one on
+   TIER_WATCH, to be read next). */
+static void
+walk_dir(struct walk *w, int t, const struct witem *it)
 {
-  char **q = xmalloc(sizeof *q);
-  size_t head = 0, tail = 0, cap = 1;
-  bool found = false;
-  q[tail++] = xstrdup("/");
-  *seen = 0;
-  while (!found && head < tail && *seen < WALK_MAX)
+  struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW,
+                          .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+  int fd = syscall(SYS_openat2, w->rootfd, it->path, &how, sizeof how);
+  DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+  struct dirent *de;
+  char path[PATH_MAX];
+  if (!d)
     {
-      char *dir = q[head++];
-      struct open_how how = { .flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW,
-                              .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
-      int fd = syscall(SYS_openat2, rootfd, dir, &how, sizeof how);
-      DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-      struct dirent *de;
-      size_t depth = 0;
-      for (const char *c = dir; *c; c++)
-        depth += *c == '/';
-      if (!d && fd >= 0)
+      if (fd >= 0)
         close(fd);
-      while (d && !found && (de = readdir(d)) && (*seen)++ < WALK_MAX)
-        {
-          struct stat st;
-          if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")
-              || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-            continue;
-          snprintf(out, PATH_MAX, "%s/%s", strcmp(dir, "/") ? dir : "", de->d_name);
-          if (st.st_dev == dev && st.st_ino == ino)
-            found = true, *link = S_ISLNK(st.st_mode);
-          else if (S_ISDIR(st.st_mode) && depth < WALK_DEPTH && strlen(out) < PATH_MAX - 256
-                   && !(strcmp(dir, "/") == 0
-                        && (!strcmp(de->d_name, "proc") || !strcmp(de->d_name, "sys")
-                            || !strcmp(de->d_name, "dev"))))
-            {
-              if (tail == cap)
-                q = xrealloc(q, (cap *= 2) * sizeof *q);
-              q[tail++] = xstrdup(out);
-            }
-        }
-      if (d)
-        closedir(d);
+      return;
     }
-  for (size_t i = 0; i < tail; i++)
-    free(q[i]);
-  free(q);
-  return found;
+  while (w->left && w->seen < WALK_MAX && (de = readdir(d)))
+    {
+      struct stat st;
+      w->seen++;
+      /* Not d_ino: an overlay file system may show another number there. */
+      if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")
+          || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0
+          || snprintf(path, sizeof path, "%s/%s", strcmp(it->path, "/") ? it->path : "", de->d_name)
+                 >= (int)sizeof path)
+        continue;
+      if (walk_match(w, &st, path))
+        walk_push(w, TIER_WATCH, path, &st, 0);
+      else if (it->depth < WALK_DEPTH && !walk_skipped(path))
+        walk_push(w, t == TIER_ROOT ? TIER_ROOT : TIER_NEAR, path, &st, it->depth + 1);
+    }
+  closedir(d);
+}
+
+/* One of the first places, PATH in the task's root: matched against the
+   watches, and queued on T if a directory. */
+static void
+walk_seed(struct walk *w, int t, const char *path)
+{
+  struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+                          .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS };
+  struct stat st;
+  int fd = syscall(SYS_openat2, w->rootfd, path, &how, sizeof how);
+  if (fd < 0)
+    return;
+  if (fstat(fd, &st) == 0)
+    walk_push(w, walk_match(w, &st, path) ? TIER_WATCH : t, path, &st, 0);
+  close(fd);
+}
+
+/* The first places of task PID: its root, its cwd, every open file and
+   the directory of each. */
+static void
+walk_seeds(struct walk *w, pid_t pid)
+{
+  cleanup_free char *fdpath = xasprintf("/proc/%d/fd", pid);
+  cleanup_free char *cwd = xasprintf("/proc/%d/cwd", pid);
+  char link[PATH_MAX + 1], *slash;
+  DIR *d;
+  struct dirent *de;
+  ssize_t l;
+  walk_seed(w, TIER_ROOT, "/");
+  if ((l = readlink(cwd, link, PATH_MAX)) > 0 && link[0] == '/')
+    link[l] = 0, walk_seed(w, TIER_NEAR, link);
+  if (!(d = opendir(fdpath)))
+    return;
+  while ((de = readdir(d)))
+    {
+      cleanup_free char *lp = xasprintf("%s/%s", fdpath, de->d_name);
+      if (de->d_name[0] == '.' || (l = readlink(lp, link, PATH_MAX)) <= 0 || link[0] != '/')
+        continue;
+      link[l] = 0;
+      walk_seed(w, TIER_NEAR, link);
+      if ((slash = strrchr(link, '/')) && slash != link)
+        *slash = 0, walk_seed(w, TIER_NEAR, link);
+    }
+  closedir(d);
+}
+
+/* The queue to take the next directory from: -1 when all are empty. */
+static int
+walk_next(const struct walk *w)
+{
+  bool near = w->q[TIER_NEAR].head < w->q[TIER_NEAR].tail;
+  bool root = w->q[TIER_ROOT].head < w->q[TIER_ROOT].tail;
+  if (w->q[TIER_WATCH].head < w->q[TIER_WATCH].tail)
+    return TIER_WATCH;
+  if (near && (w->seen < WALK_NEAR_MAX || !root))
+    return TIER_NEAR;
+  return root ? TIER_ROOT : -1;
+}
+
+/* A path in the task's root (ROOTFD) to each watch of R: the watches not
+   found keep an empty path. Returns the entries read. */
+static size_t
+find_paths(pid_t pid, int rootfd, struct inotify_rec *r)
+{
+  struct walk w = { .rootfd = rootfd, .r = r, .nkeys = r->nw, .left = r->nw };
+  int t;
+  if (!r->nw)
+    return 0;
+  w.keys = xmalloc((r->nw + 1) * sizeof *w.keys);
+  for (size_t i = 0; i < r->nw; i++)
+    w.keys[i] = (struct wkey){ r->w[i].dev, r->w[i].ino, i };
+  qsort(w.keys, w.nkeys, sizeof *w.keys, cmp_key);
+  walk_seeds(&w, pid);
+  while (w.left && w.seen < WALK_MAX && (t = walk_next(&w)) >= 0)
+    {
+      struct witem it = w.q[t].v[w.q[t].head++];
+      walk_dir(&w, t, &it);
+      free(it.path);
+    }
+  for (t = 0; t < TIERS; t++)
+    {
+      for (size_t i = w.q[t].head; i < w.q[t].tail; i++)
+        free(w.q[t].v[i].path);
+      free(w.q[t].v);
+    }
+  free(w.dirs.s);
+  free(w.keys);
+  return w.seen;
 }
 
 static int
@@ -229,51 +371,45 @@ inotify_dump(pid_t pid, int fd, struct inotify_rec **recp, crest_error_t *err)
 {
   cleanup_free char *info = NULL, *rootl = xasprintf("/proc/%d/root", pid);
   cleanup_close int rootfd = -1;
-  char **cand = NULL, root[3];
-  size_t ncand = 0;
+  char root[3];
   const char *s;
-  int rc = 0;
+  size_t seen;
   if (readlink(rootl, root, sizeof root) != 1 || root[0] != '/')
     return crest_error_make(err, ENOTSUP, "inotify watches of a chroot'd task are not restored");
   if (unread_events(pid, fd, err) < 0 || evfd_fdinfo(pid, fd, &info, err) < 0)
     return -1;
   if ((rootfd = open(rootl, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
     return crest_error_errno(err, "open its root directory");
-  cand = candidates(pid, &ncand);
-  for (s = strstr(info, "inotify wd:"); s && rc == 0; s = strstr(s + 1, "inotify wd:"))
+  for (s = strstr(info, "inotify wd:"); s; s = strstr(s + 1, "inotify wd:"))
     {
       struct inotify_rec *r = *recp;
       struct inotify_watch *w;
       unsigned int wd, sdev, mask;
       unsigned long long ino;
-      size_t seen = 0;
-      bool link = false;
       if (sscanf(s, "inotify wd:%x ino:%llx sdev:%x mask:%x", &wd, &ino, &sdev, &mask) != 4)
-        rc = crest_error_make(err, EIO, "fdinfo: cannot read the watch line %.40s", s);
-      else if (r->nw >= INOTIFY_WATCHES_MAX)
-        rc = crest_error_make(err, ENOTSUP, "more than %d inotify watches", INOTIFY_WATCHES_MAX);
-      if (rc < 0)
-        break;
+        return crest_error_make(err, EIO, "fdinfo: cannot read the watch line %.40s", s);
+      if (r->nw >= INOTIFY_WATCHES_MAX)
+        return crest_error_make(err, ENOTSUP, "more than %d inotify watches", INOTIFY_WATCHES_MAX);
       r = *recp = xrealloc(r, sizeof *r + (r->nw + 1) * sizeof *r->w);
       w = &r->w[r->nw++];
       memset(w, 0, sizeof *w);
       w->wd = (int)wd, w->mask = mask;
       /* fdinfo shows the kernel's dev_t: 12 bits of major above 20 of minor. */
-      if (!find_path(rootfd, cand, ncand, makedev(sdev >> 20, sdev & 0xfffff), ino, w->path, &link)
-          && !walk_find(rootfd, makedev(sdev >> 20, sdev & 0xfffff), ino, w->path, &link, &seen))
-        rc = crest_error_make(err, ENOTSUP,
+      w->dev = makedev(sdev >> 20, sdev & 0xfffff), w->ino = (ino_t)ino;
+    }
+  /* fdinfo lists the newest first; restore takes the numbers in order, and
+     a watch not found is named by the lowest number. */
+  qsort((*recp)->w, (*recp)->nw, sizeof *(*recp)->w, cmp_wd);
+  seen = find_paths(pid, rootfd, *recp);
+  for (size_t i = 0; i < (*recp)->nw; i++)
+    if (!(*recp)->w[i].path[0])
+      return crest_error_make(err, ENOTSUP,
                               "inotify watch %d (inode %llu): no path to it found from the task's "
                               "root (crest looks at its cwd, its open files and their directories, "
-                              "and what they hold, then at %zu entries of the tree from its root), "
-                              "cannot checkpoint it",
-                              w->wd, ino, seen);
-    }
-  for (size_t i = 0; i < ncand; i++)
-    free(cand[i]);
-  free(cand);
-  /* fdinfo lists the newest first; restore takes the numbers in order. */
-  qsort((*recp)->w, (*recp)->nw, sizeof *(*recp)->w, cmp_wd);
-  return rc;
+                              "then at %zu entries below them, below its other watches and from "
+                              "its root), cannot checkpoint it",
+                              (*recp)->w[i].wd, (unsigned long long)(*recp)->w[i].ino, seen);
+  return 0;
 }
 
 static void

@@ -3580,6 +3580,65 @@ chk_inotify_walk(void)
   rmdir(walk_dir);
 }
 
+/* A recursive watcher's watches (inotifywait -r, a build tool's): every
+   directory of a tree below the working directory, d/a/b/c/d/e/f/g/h/i (ten
+   levels) and 60 directories beside it at depths 3 and 4, each watched.
+   Found by one walk below the cwd and the watches already found (inotify.c,
+   find_paths); until December 2026 each was a walk of its own from the root
+   (up to a second each on a host's root file system, where the walk ended
+   at its 200,000 entries before the tree's deeper directories), and the
+   deepest, more than 8 levels below the root even in a container's small
+   one, were refused. */
+#define TREE_CHAIN 10
+#define TREE_DIRS (TREE_CHAIN + 60)
+static char tree_dir[TREE_DIRS][24]; /* "%.23s" below: the same size */
+static int tree_wd[TREE_DIRS];
+static void
+set_inotify_tree(void)
+{
+  static const char *const chain[TREE_CHAIN] = {
+    "d",           "d/a",           "d/a/b",           "d/a/b/c",           "d/a/b/c/d",
+    "d/a/b/c/d/e", "d/a/b/c/d/e/f", "d/a/b/c/d/e/f/g", "d/a/b/c/d/e/f/g/h", "d/a/b/c/d/e/f/g/h/i"
+  };
+  char b[4096];
+  fd = inotify_init1(IN_NONBLOCK);
+  need(fd >= 0, "inotify_init1");
+  for (int i = 0; i < TREE_DIRS; i++)
+    {
+      if (i < TREE_CHAIN)
+        snprintf(tree_dir[i], sizeof tree_dir[i], "%s", chain[i]);
+      else
+        snprintf(tree_dir[i], sizeof tree_dir[i], "%s/s%02d", i % 2 ? "d/a" : "d/a/b", i);
+      need(mkdir(tree_dir[i], 0700) == 0, "mkdir");
+      tree_wd[i] = inotify_add_watch(fd, tree_dir[i], IN_CREATE);
+      need(tree_wd[i] > 0, "inotify_add_watch");
+    }
+  /* The events of the mkdirs in watched directories: read away, unread
+     ones are refused (inotify-unread). */
+  while (read(fd, b, sizeof b) > 0)
+    ;
+}
+
+static void
+chk_inotify_tree(void)
+{
+  char b[4096] __attribute__((aligned(8))), p[48];
+  struct inotify_event *e = (struct inotify_event *)b;
+  for (int i = 0; i < TREE_DIRS; i++)
+    {
+      snprintf(p, sizeof p, "%.23s/new", tree_dir[i]);
+      close(open(p, O_CREAT | O_WRONLY, 0600));
+      if (read(fd, b, sizeof b) <= 0 || !(e->mask & IN_CREATE) || strcmp(e->name, "new"))
+        zdtm_fail("inotify: no event for a file created in the watched directory %s", tree_dir[i]);
+      else if (e->wd != tree_wd[i])
+        zdtm_fail("inotify: the event of %s came under watch %d, not %d", tree_dir[i], e->wd,
+                  tree_wd[i]);
+      unlink(p);
+    }
+  for (int i = TREE_DIRS - 1; i >= 0; i--)
+    rmdir(tree_dir[i]);
+}
+
 static void
 set_fanotify(void)
 {
@@ -5592,6 +5651,7 @@ static const struct
   { "inotify-unread", set_inotify_unread, chk_inotify_unread },
   { "inotify-nopath", set_inotify_nopath, chk_inotify_nopath },
   { "inotify-walk", set_inotify_walk, chk_inotify_walk },
+  { "inotify-tree", set_inotify_tree, chk_inotify_tree },
   { "fanotify", set_fanotify, chk_fanotify },
   { "sysv-shm", set_sysv_shm, chk_sysv_shm },
   { "sysv-shm-removed", set_sysv_shm_removed, chk_sysv_shm_removed },
