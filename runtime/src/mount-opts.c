@@ -293,6 +293,23 @@ check_super(const char *id, const char *mp, const char *fstype, const char *supe
   return 0;
 }
 
+/* Does CFG give the container a network namespace of its own? A
+   sysfs can be mounted only in one (crun binds the host's /sys
+   otherwise). */
+static bool
+own_netns(yajl_val cfg)
+{
+  yajl_val lx = crest_config_member(cfg, "linux");
+  yajl_val ns = lx ? crest_config_member(lx, "namespaces") : NULL;
+  for (size_t i = 0; ns && YAJL_IS_ARRAY(ns) && i < ns->u.array.len; i++)
+    {
+      yajl_val t = crest_config_member(ns->u.array.values[i], "type");
+      if (t && YAJL_IS_STRING(t) && strcmp(t->u.string, "network") == 0)
+        return true;
+    }
+  return false;
+}
+
 int
 crest_check_mount_opts(const char *id, yajl_val cfg, const char *bundle, const char *mp,
                        const char *opts, const char *fstype, const char *super, crest_error_t *err)
@@ -303,6 +320,14 @@ crest_check_mount_opts(const char *id, yajl_val cfg, const char *bundle, const c
   bool same_type;
   crest_mount_expect(cfg, mp, &e);
   if (!e.known)
+    return 0;
+  /* crun's fallback for a sysfs without a network namespace of the
+     container's own (rootless `--network=host`): a bind of the host's
+     /sys, with its flags, whatever the config asks; a restore makes the
+     same (until December 2026 refused: "its mount on /sys is suid, where
+     its config makes it nosuid", on a host whose /sys has no nosuid). */
+  if (strcmp(fstype, "sysfs") == 0 && e.type && strcmp(e.type, "sysfs") == 0 && !e.bind
+      && !own_netns(cfg))
     return 0;
   have = crest_mount_flags_parse(opts, &atime);
   /* crun's own fallback (a bind of the host's mqueue, a cgroup2 for

@@ -25,8 +25,16 @@ static const char config[]
       "  {\"destination\": \"/data\", \"type\": \"bind\","
       "   \"source\": \"/nonexistent/crest-unit\", \"options\": [\"rbind\", \"nosuid\"]},"
       "  {\"destination\": \"/sys/fs/cgroup\", \"type\": \"cgroup\", \"source\": \"cgroup\","
-      "   \"options\": [\"nosuid\", \"noexec\", \"nodev\", \"relatime\", \"ro\"]}],"
+      "   \"options\": [\"nosuid\", \"noexec\", \"nodev\", \"relatime\", \"ro\"]},"
+      "  {\"destination\": \"/sys\", \"type\": \"sysfs\", \"source\": \"sysfs\","
+      "   \"options\": [\"nosuid\", \"noexec\", \"nodev\", \"ro\"]}],"
       " \"linux\": {\"maskedPaths\": [\"/proc/kcore\"], \"readonlyPaths\": [\"/proc/sys\"]}}";
+/* The same /sys, in a network namespace of the container's own. */
+static const char config_netns[]
+    = "{\"mounts\": ["
+      "  {\"destination\": \"/sys\", \"type\": \"sysfs\", \"source\": \"sysfs\","
+      "   \"options\": [\"nosuid\", \"noexec\", \"nodev\", \"ro\"]}],"
+      " \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"network\"}]}}";
 
 /* The one-line refusal for a mount, or NULL when it passes. */
 static char *
@@ -171,6 +179,19 @@ main(void)
   is_refused(cfg, "/proc/sys", "rw,relatime", "proc", "rw",
              "its mount on /proc/sys is read-write, where its config makes it read-only",
              "a read-only path remounted read-write");
+  /* sysfs without a network namespace of its own: crun binds the host's
+     /sys, with the host's flags (a host whose /sys is not nosuid) */
+  passes(cfg, "/sys", "ro,relatime", "sysfs", "rw",
+         "/sys as crun binds the host's without a network namespace");
+  {
+    yajl_val cn = yajl_tree_parse(config_netns, ebuf, sizeof ebuf);
+    is_refused(cn, "/sys", "ro,relatime", "sysfs", "rw",
+               "its mount on /sys is suid, where its config makes it nosuid",
+               "/sys made by crun in the container's network namespace, remounted suid");
+    passes(cn, "/sys", "ro,nosuid,nodev,noexec,relatime", "sysfs", "rw",
+           "/sys as crun makes it in the container's network namespace");
+    yajl_tree_free(cn);
+  }
   yajl_tree_free(cfg);
   return tap_done();
 }
