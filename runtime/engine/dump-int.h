@@ -21,6 +21,13 @@
 #ifndef PTRACE_PEEKSIGINFO_SHARED
 #define PTRACE_PEEKSIGINFO_SHARED 1
 #endif
+/* PTRACE_PEEKSIGINFO's argument (struct ptrace_peeksiginfo_args). */
+struct peeksiginfo
+{
+  uint64_t off;
+  uint32_t flags;
+  int32_t nr;
+};
 #define KCMP_FILE 0
 #define PAGE 4096UL
 /* Bytes per process_vm_readv batch: small enough that the bytes just

@@ -249,12 +249,7 @@ dump_thread(struct dctx *c, struct dproc *p, struct dthread *th, yajl_gen g, boo
   uint64_t head = 0;
   size_t hlen = 0;
   struct crest_sched_attr sa;
-  struct
-  {
-    uint64_t off;
-    uint32_t flags;
-    int32_t nr;
-  } arg = { 0, 0, 64 };
+  struct peeksiginfo arg = { 0, 0, 64 };
   uint8_t si[64 * 128];
   long n;
   cleanup_free char *what = xasprintf("task/%d/comm", th->tid);

@@ -305,18 +305,6 @@ dir_probe(struct dctx *c, struct dproc *p, const struct fd_probe *d, struct dfil
     return 0;
   if (removed(d))
     return dump_removed(c, p, d->fd, d->flags, d->link, d->st, nf, err) < 0 ? -1 : 1;
-  /* Its name removed while the file lives on under another (a hard link,
-     or linked again elsewhere): the path /proc shows no longer leads to
-     it, and crest knows no name that does. */
-  {
-    size_t ll = strlen(d->link);
-    if (ll > 10 && strcmp(d->link + ll - 10, " (deleted)") == 0)
-      return crest_error_make(err, ENOTSUP,
-                              "task %d: fd %d (%s): its name was removed while the file lives on "
-                              "under another (%ju links), which crest does not look for: cannot "
-                              "checkpoint it",
-                              p->pid, d->fd, d->link, (uintmax_t)d->st->st_nlink);
-  }
   return files_check_path(c, p, d, false, err) < 0 ? -1 : 1;
 }
 

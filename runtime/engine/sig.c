@@ -78,12 +78,7 @@ sig_put_process(const struct dproc *p, yajl_gen g, bool *cont, crest_error_t *er
   yajl_gen_array_close(g);
   {
     /* Process-wide pending signals. */
-    struct
-    {
-      uint64_t off;
-      uint32_t flags;
-      int32_t nr;
-    } arg = { 0, PTRACE_PEEKSIGINFO_SHARED, 64 };
+    struct peeksiginfo arg = { 0, PTRACE_PEEKSIGINFO_SHARED, 64 };
     uint8_t si[64 * 128];
     long n = ptrace(PTRACE_PEEKSIGINFO, p->pid, &arg, si);
     if (n < 0)

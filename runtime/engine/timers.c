@@ -147,12 +147,7 @@ parse_entry(struct dproc *p, const char *t, struct ptimer *o, crest_error_t *err
 static int
 pending_held(const struct dproc *p, int id)
 {
-  struct
-  {
-    uint64_t off;
-    uint32_t flags;
-    int32_t nr;
-  } arg = { 0, 0, 64 };
+  struct peeksiginfo arg = { 0, 0, 64 };
   uint8_t si[64 * 128];
   for (size_t t = 0; t <= p->nth; t++)
     {
