@@ -223,6 +223,7 @@ lost_batch() {
 @test "zdtm-lost sem-named: refused (a named POSIX semaphore, a file of the container's own tmpfs /dev/shm)" { lost_case sem-named "tmpfs"; }
 @test "zdtm-lost file-relinked: refused (a file open by a removed name, linked under another)" { lost_case file-relinked "lives on under another"; }
 @test "zdtm-lost tcp-established: refused (no --tcp-close)" { lost_case tcp-established "established"; }
+@test "zdtm-lost tcp-ended: refused (a reset connection's end, its descriptor open; no --tcp-close)" { lost_case tcp-ended "has ended"; }
 @test "zdtm-lost tcp-orphan: refused (a connection the container closed still sending, FIN_WAIT1)" { lost_case tcp-orphan "FIN_WAIT1"; }
 @test "zdtm-lost accept-queue: refused (connections waiting to be accepted)" { lost_case accept-queue "waiting to be accepted"; }
 @test "zdtm-lost accept-queue-outside: refused after its tries, naming --skip-in-flight (a connection waiting from the init's child)" { lost_case accept-queue-outside "skip-in-flight"; }

@@ -3990,6 +3990,36 @@ chk_tcp_urgent(void)
     zdtm_fail("the urgent byte is gone: %s", strerror(errno));
 }
 
+/* tcp-ended: the server end of a connection its client reset (SO_LINGER
+   0), its descriptor still open: state CLOSE, shut both ways. Refused
+   (a passing state, tried again) without --tcp-close; with it restored
+   closed. Until December 2026 taken for a socket never connected: its MSS
+   (32768 on loopback) failed the restore. The check: the socket is in
+   state CLOSE. */
+static void
+set_tcp_ended(void)
+{
+  struct linger lg = { 1, 0 };
+  tcp_pair(true);
+  need(setsockopt(tcp_c, SOL_SOCKET, SO_LINGER, &lg, sizeof lg) == 0, "SO_LINGER");
+  close(tcp_c);
+  tcp_c = -1;
+  for (int i = 0; i < 200; i++)
+    {
+      struct pollfd p = { .fd = tcp_s, .events = POLLRDHUP };
+      if (poll(&p, 1, 10) == 1 && (p.revents & POLLRDHUP))
+        break;
+    }
+}
+static void
+chk_tcp_ended(void)
+{
+  struct tcp_info ti;
+  socklen_t len = sizeof ti;
+  if (getsockopt(tcp_s, SOL_TCP, TCP_INFO, &ti, &len) < 0 || ti.tcpi_state != TCP_CLOSE)
+    zdtm_fail("the reset connection's end is not in state CLOSE (%u)", ti.tcpi_state);
+}
+
 /* tcp-close-wait: the server end of a connection whose client closed its
    end (CLOSE_WAIT, as a Redis save child holds a client's socket): refused
    without --tcp-close, naming the state (until December 2026 called "an
@@ -5666,6 +5696,8 @@ static const struct
   { "tcp-orphan", set_tcp_orphan, chk_tcp_orphan },
   { "tcp-shut-rd", set_tcp_shut_rd, chk_tcp_shut_rd },
   { "tcp-close-wait", set_tcp_close_wait, chk_tcp_close_wait },
+  { "tcp-ended", set_tcp_ended, chk_tcp_ended },
+  { "tcp-ended-close", set_tcp_ended, chk_tcp_ended },
   { "tcp-urgent", set_tcp_urgent, chk_tcp_urgent },
   { "tcp-ext", set_tcp_ext, chk_tcp_ext },
   { "accept-queue", set_accept_queue, chk_accept_queue },
