@@ -71,7 +71,7 @@ svc_place(struct rctx *c, int fd, crest_error_t *err)
 struct svc_file
 {
   const char *path; /* its key: the name it is mapped by (a removed one, or path) */
-  int kind; /* 0 executable, 1 mapped read-only, 2 mapped shared and writable */
+  int kind;         /* 0 executable, 1 mapped read-only, 2 mapped shared and writable */
   int fd;
   uint64_t size;
   char build_id[129]; /* its GNU build ID, an ELF file ("" none) */
@@ -141,8 +141,8 @@ open_removed(const char *path, const char *removed, int mode, crest_error_t *err
    name it was mapped by, where not NULL), opened on first use; a mapped
    file's size is checked against SIZE at every use. */
 static int
-svc_open_path(struct rctx *c, struct svc_files *sf, const char *path, const char *removed,
-              int kind, uint64_t size, const char *build_id, pid_t pid, crest_error_t *err)
+svc_open_path(struct rctx *c, struct svc_files *sf, const char *path, const char *removed, int kind,
+              uint64_t size, const char *build_id, pid_t pid, crest_error_t *err)
 {
   struct svc_file *e = svc_slot(sf, removed ? removed : path, kind);
   if (!e->path)
