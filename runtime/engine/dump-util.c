@@ -56,6 +56,13 @@ dir_id(int fd, uint64_t id[3])
    task's file system can make crest open a file of its own. /proc shows a
    chroot'd task's paths from the tree's top, not from its root (open_top):
    for such a task the top is where they are resolved. */
+bool
+shows_deleted(const char *name)
+{
+  size_t l = strlen(name);
+  return l > 10 && strcmp(name + l - 10, " (deleted)") == 0;
+}
+
 int
 open_in_root(const struct dctx *c, const struct dproc *p, const char *path, int flags,
              crest_error_t *err)

@@ -465,4 +465,8 @@ int
 chain_open_at(const char *dir, const char *sha, int late, const char *const *dirs, int ndirs,
               struct img_reader **r, int *n, crest_error_t *err);
 
+/* Does NAME (a descriptor's link, a mapping's name) end in " (deleted)"? */
+bool
+shows_deleted(const char *name);
+
 #endif

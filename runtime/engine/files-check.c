@@ -32,13 +32,6 @@ task_proc_path(const char *link)
   return *s == '/' || *s == 0;
 }
 
-static bool
-deleted(const char *link)
-{
-  size_t l = strlen(link);
-  return l > 10 && strcmp(link + l - 10, " (deleted)") == 0;
-}
-
 int
 files_check_fd(pid_t pid, int fd, const char *link, const struct stat *st, struct lock_set *locks,
                crest_error_t *err)
@@ -107,7 +100,7 @@ files_check_fd(pid_t pid, int fd, const char *link, const struct stat *st, struc
                             "task %d: fd %d (%s): a POSIX message queue (mq_open) is not restored "
                             "yet: cannot checkpoint it",
                             pid, fd, link);
-  if (deleted(link) && S_ISFIFO(st->st_mode))
+  if (shows_deleted(link) && S_ISFIFO(st->st_mode))
     return crest_error_make(err, ENOTSUP,
                             "task %d: fd %d (%s): a deleted FIFO is not supported: cannot "
                             "checkpoint it",

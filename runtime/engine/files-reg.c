@@ -174,8 +174,7 @@ files_put_locks(struct dctx *c, const struct dfile *f, yajl_gen g)
 static bool
 removed(const struct fd_probe *d)
 {
-  size_t ll = strlen(d->link);
-  return d->st->st_nlink == 0 && ll > 10 && strcmp(d->link + ll - 10, " (deleted)") == 0;
+  return d->st->st_nlink == 0 && shows_deleted(d->link);
 }
 
 /* Stdio that is a file or device outside the task's root (a log file of
@@ -219,15 +218,12 @@ reg_probe(struct dctx *c, struct dproc *p, const struct fd_probe *d, struct dfil
   /* Its name removed while the file lives on under another (a hard link,
      or linked again elsewhere): the path /proc shows no longer leads to
      it, and crest knows no name that does. */
-  {
-    size_t ll = strlen(d->link);
-    if (ll > 10 && strcmp(d->link + ll - 10, " (deleted)") == 0)
-      return crest_error_make(err, ENOTSUP,
-                              "task %d: fd %d (%s): its name was removed while the file lives on "
-                              "under another (%ju links), which crest does not look for: cannot "
-                              "checkpoint it",
-                              p->pid, d->fd, d->link, (uintmax_t)d->st->st_nlink);
-  }
+  if (shows_deleted(d->link))
+    return crest_error_make(err, ENOTSUP,
+                            "task %d: fd %d (%s): its name was removed while the file lives on "
+                            "under another (%ju links), which crest does not look for: cannot "
+                            "checkpoint it",
+                            p->pid, d->fd, d->link, (uintmax_t)d->st->st_nlink);
   return files_check_path(c, p, d, false, err) < 0 ? -1 : 1;
 }
 

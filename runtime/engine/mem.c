@@ -87,8 +87,8 @@ maps_linked_name(pid_t pid, const char *shown, unsigned maj, unsigned min, uint6
   char *found = NULL;
   DIR *d;
   struct dirent *e;
-  if (shown[0] != '/' || nl <= 10 || strcmp(shown + nl - 10, " (deleted)") != 0
-      || strncmp(shown, "/memfd:", 7) == 0 || strcmp(shown, "/dev/zero (deleted)") == 0)
+  if (shown[0] != '/' || !shows_deleted(shown) || strncmp(shown, "/memfd:", 7) == 0
+      || strcmp(shown, "/dev/zero (deleted)") == 0)
     return NULL;
   slash = memrchr(shown, '/', nl - 10);
   dl = (size_t)(slash - shown);
@@ -180,8 +180,7 @@ parse_maps(pid_t pid, struct vma **out, size_t *n, crest_error_t *err)
             }
           /* A memfd, shared anonymous memory or a deleted file: no path to
              open again, its contents are saved through map_files. */
-          else if ((nl > 10 && strcmp(name + nl - 10, " (deleted)") == 0)
-                   || strncmp(name, "/memfd:", 7) == 0)
+          else if (shows_deleted(name) || strncmp(name, "/memfd:", 7) == 0)
             strcpy(x.kind, "memfile");
           else
             strcpy(x.kind, "file");

@@ -145,23 +145,30 @@ shm_collect(struct shm_table *t, pid_t pid, crest_error_t *err)
   return 0;
 }
 
-/* Is PID one of the tree's, or crest's own (this process, its parent, a
-   child of it: the broker)? */
+/* Is PID one of the tree's, or crest's own (this process, its parent)? */
 static bool
 ours_or_tree(const struct shm_table *t, pid_t pid)
 {
-  cleanup_free char *stat = NULL;
-  crest_error_t e = NULL;
-  const char *r;
   if (pid == getpid() || pid == getppid())
     return true;
   for (size_t i = 0; i < t->npids; i++)
     if (t->pids[i] == pid)
       return true;
+  return false;
+}
+
+/* Is PID a child of this process (the broker), or gone? Asked only of a
+   process found holding an object. */
+static bool
+child_or_gone(pid_t pid)
+{
+  cleanup_free char *stat = NULL;
+  crest_error_t e = NULL;
+  const char *r;
   if (read_proc(pid, "stat", &stat, &e) < 0)
     {
       crest_error_release(&e);
-      return true; /* gone */
+      return true;
     }
   r = strrchr(stat, ')');
   return r && atoi(r + 4) == getpid();
@@ -210,7 +217,7 @@ held_outside(struct shm_table *t, pid_t pid)
       if (n <= 0)
         continue;
       link[n] = 0;
-      if ((strncmp(link, "/memfd:", 7) == 0 || (n > 10 && strcmp(link + n - 10, " (deleted)") == 0))
+      if ((strncmp(link, "/memfd:", 7) == 0 || shows_deleted(link))
           && fstatat(dirfd(d), de->d_name, &st, 0) == 0)
         o = shared_in_tree(find_obj(t, major(st.st_dev), minor(st.st_dev), st.st_ino));
     }
@@ -230,7 +237,11 @@ shm_outside(struct shm_table *t, crest_error_t *err)
   while (!o && (de = readdir(d)))
     {
       pid_t pid = (pid_t)atoi(de->d_name);
-      if (pid > 0 && !ours_or_tree(t, pid) && (o = held_outside(t, pid)))
+      if (pid <= 0 || ours_or_tree(t, pid) || !(o = held_outside(t, pid)))
+        continue;
+      if (child_or_gone(pid))
+        o = NULL;
+      else
         by = pid;
     }
   closedir(d);
