@@ -5198,6 +5198,15 @@ set_pty_unread(void)
            && (pu_s = open(ptsname(fd), O_RDWR | O_NOCTTY)) >= 0,
        "a pty");
   need(write(pu_s, "unread\n", 7) == 7, "write on the slave");
+  /* The pty hands the bytes to the master's side a moment later (a work
+     queue): the case is set only once they are there (CI under load once
+     checkpointed before, and nothing was waiting yet). */
+  {
+    int n = 0;
+    for (int i = 0; i < 500 && !(ioctl(fd, FIONREAD, &n) == 0 && n > 0); i++)
+      usleep(10000);
+    need(n > 0, "the slave's bytes on the master");
+  }
 }
 static void
 chk_pty_unread(void)
